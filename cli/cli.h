@@ -1,0 +1,35 @@
+/* cli/cli.h — the kvscope command table and helpers shared by subcommands.
+ *
+ * defines: struct kvs_cli_cmd, kvs_cli_commands, KVS_EXIT_*, kvs_cli_usage_error
+ *
+ * Each subcommand lives in cli/cmd_<name>.c as `int kvs_cmd_<name>(int argc,
+ * char **argv)` (argv[0] is the subcommand's name) and is listed once in
+ * cli/commands.c. Exit codes are the same for every subcommand.
+ */
+#ifndef KVSCOPE_CLI_H
+#define KVSCOPE_CLI_H
+
+#include <stdbool.h>
+
+#define KVS_EXIT_OK 0
+#define KVS_EXIT_FAILURE 1 /* the work itself failed (I/O, CUDA, ...) */
+#define KVS_EXIT_USAGE 2   /* bad command line or unreadable input */
+
+struct kvs_cli_cmd {
+    const char *name;
+    const char *summary; /* one line for `kvscope --help` */
+    int (*run)(int argc, char **argv);
+    bool needs_cuda; /* listed but refused when built without CUDA */
+};
+
+/* NULL-name terminated. */
+extern const struct kvs_cli_cmd kvs_cli_commands[];
+
+/* Print "kvscope <cmd>: <message>" and a pointer to --help on stderr, and
+ * return KVS_EXIT_USAGE, so callers can `return kvs_cli_usage_error(...)`. */
+int kvs_cli_usage_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+int kvs_cmd_version(int argc, char **argv);
+
+#endif /* KVSCOPE_CLI_H */

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# run.sh — kvscope's set-up, main job and tests, on a fresh Debian/Ubuntu machine.
+#
+#   ./run.sh          install what is missing, build, run the main job
+#   ./run.sh test     install what is missing, build, run every test;
+#                     ends with the line "N passed, N failed"
+#   ./run.sh setup    install what is missing and configure, nothing else
+#
+# Extra arguments after `test` go to `meson test` (e.g. --suite unit).
+# Environment: KVS_BUILD_DIR (default build), KVS_MESON_ARGS (extra setup flags),
+# KVS_NO_INSTALL=1 (never call apt-get; print what is missing instead).
+set -euo pipefail
+cd "$(dirname "$0")"
+root=$(pwd)
+build=${KVS_BUILD_DIR:-build}
+read -r -a meson_args <<<"${KVS_MESON_ARGS:-}"
+
+[ -d /usr/local/cuda/bin ] && PATH=$PATH:/usr/local/cuda/bin
+
+say() { printf '==> %s\n' "$*" >&2; }
+
+# ---------------------------------------------------------------------------
+# set-up: Debian packages by name, nothing vendored
+
+missing_packages() {
+    local -a pk=()
+    command -v meson >/dev/null || pk+=(meson)
+    command -v ninja >/dev/null || pk+=(ninja-build)
+    command -v pkg-config >/dev/null || pk+=(pkg-config)
+    command -v cc >/dev/null || pk+=(gcc libc6-dev)
+    command -v c++ >/dev/null || pk+=(g++)
+    command -v python3 >/dev/null || pk+=(python3)
+    if command -v pkg-config >/dev/null; then
+        pkg-config --exists libcjson || pk+=(libcjson-dev)
+        pkg-config --exists zlib || pk+=(zlib1g-dev)
+    else
+        pk+=(libcjson-dev zlib1g-dev)
+    fi
+    echo "${pk[@]}"
+}
+
+setup() {
+    local pk
+    pk=$(missing_packages)
+    if [ -n "$pk" ]; then
+        local sudo=""
+        [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null && sudo=sudo
+        if [ "${KVS_NO_INSTALL:-0}" = 1 ] || ! command -v apt-get >/dev/null ||
+           { [ "$(id -u)" -ne 0 ] && [ -z "$sudo" ]; }; then
+            say "missing: $pk"
+            say "install them with:  sudo apt-get install -y $pk"
+            exit 1
+        fi
+        say "installing Debian packages: $pk"
+        $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+        # shellcheck disable=SC2086
+        $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $pk >/dev/null
+    fi
+    if ! command -v nvcc >/dev/null; then
+        say "no CUDA toolkit (nvcc) found: building the analyzers, reports and CLI only;"
+        say "install the CUDA toolkit (with CUPTI and NCCL) for capture, kernels and the engine"
+    fi
+    if [ ! -f "$build/build.ninja" ]; then
+        say "configuring $build"
+        meson setup "$build" "${meson_args[@]}" >"$root/.setup.log" 2>&1 ||
+            { cat "$root/.setup.log" >&2; exit 1; }
+        sed -n '/^kvscope /,$p' "$root/.setup.log" >&2
+    fi
+    rm -f "$root/.setup.log"
+}
+
+compile() {
+    say "building in $build"
+    ninja -C "$build" >"$build/kvs-build.log" 2>&1 || { cat "$build/kvs-build.log" >&2; exit 1; }
+}
+
+# ---------------------------------------------------------------------------
+# tests: meson's own runner, then one closing line from its JSON log
+
+run_tests() {
+    local rc=0
+    meson test -C "$build" --print-errorlogs "$@" || rc=$?
+    python3 - "$build/meson-logs/testlog.json" "$build/kvs-test-counts" <<'PY'
+import json, sys
+passed = failed = skipped = 0
+with open(sys.argv[1]) as f:
+    for line in f:
+        r = json.loads(line).get("result", "")
+        if r in ("OK", "EXPECTEDFAIL"):
+            passed += 1
+        elif r == "SKIP":
+            skipped += 1
+        else:
+            failed += 1
+with open(sys.argv[2], "w") as f:
+    f.write(f"{passed} {failed} {skipped}\n")
+print(f"({skipped} skipped: no GPU or optional tool absent)" if skipped else "(none skipped)")
+print(f"{passed} passed, {failed} failed")
+PY
+    return $rc
+}
+
+# ---------------------------------------------------------------------------
+# the main job
+
+main_job() {
+    local kvs="$build/cli/kvscope"
+    "$kvs" version
+    "$kvs" --help
+}
+
+cmd=${1:-demo}
+[ $# -gt 0 ] && shift
+case "$cmd" in
+    setup) setup ;;
+    test) setup; compile; run_tests "$@" ;;
+    demo) setup; compile; main_job "$@" ;;
+    -h|--help|help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' ;;
+    *) echo "run.sh: unknown command '$cmd' (try ./run.sh --help)" >&2; exit 2 ;;
+esac

@@ -1,0 +1,199 @@
+/* kvscope/analysis.h — the one analysis of a trace that reports and compare
+ * consume.
+ *
+ * defines: struct kvs_analysis (and its parts), struct kvs_analysis_options,
+ *          kvs_analysis_options_init, kvs_analyze_file, kvs_analysis_free,
+ *          kvs_category_name
+ *
+ * kvs_analyze_file() streams a Chrome-trace JSON file (PyTorch/Kineto's or
+ * kvscope's own; plain, .gz, or "-" for stdin), links GPU activity to the ops
+ * that launched it, groups copy/cast work by (op, input dims, input dtypes),
+ * matches shapes to the model's dimensions, computes HBM-roofline efficiency
+ * and per-step figures, and ranks findings. Everything a renderer prints is
+ * in the struct: renderers format, they never recompute.
+ *
+ * Units: times in milliseconds (`_ms`) unless named `_us`; bytes as counts;
+ * bandwidth in GB/s (1e9 bytes per second); fractions in [0, 1].
+ * Strings are owned by the analysis and live until kvs_analysis_free().
+ * Thread safety: one analysis per call; analyses are independent.
+ */
+#ifndef KVSCOPE_ANALYSIS_H
+#define KVSCOPE_ANALYSIS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kvscope/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------
+ * options */
+
+/* Called now and then while reading (bytes_read of bytes_total; total is 0
+ * when unknown, e.g. stdin or .gz). */
+typedef void (*kvs_progress_fn)(void *user, uint64_t bytes_read, uint64_t bytes_total);
+
+struct kvs_analysis_options {
+    const char *model;       /* config.json path or bundled name (glm5, deepseek-v3, ...); NULL: infer */
+    int64_t kv_capacity;     /* KV capacity in tokens; 0: unknown (inferred when possible) */
+    const char *device;      /* device name for the peak table; NULL: from deviceProperties */
+    double peak_gbps;        /* overrides the device table when > 0 */
+    const char *step_regex;  /* step ranges; NULL: "ProfilerStep#N", then NVTX/user "step" ranges */
+    int batch;               /* sequences per step, for tokens/s; 0: unknown */
+    struct kvs_logger log;   /* warnings (truncation, unknown device, ...) go here */
+    kvs_progress_fn progress;
+    void *progress_user;
+};
+
+/* Defaults: everything unknown / inferred, logger = stderr. */
+KVS_API void kvs_analysis_options_init(struct kvs_analysis_options *opt);
+
+/* ---------------------------------------------------------------------------
+ * the analysis */
+
+/* Where GPU time goes, for the per-step stacked chart. Idle is step wall time
+ * minus GPU busy time and is not a category of activity. */
+enum kvs_category {
+    KVS_CAT_COPY_CAST = 0, /* copies, casts, memcpy, memset */
+    KVS_CAT_GEMM,          /* matmuls (cuBLAS/cuBLASLt/nvjet/cutlass, ...) */
+    KVS_CAT_ATTENTION,     /* attention kernels (flash, mla, sdpa, ...) */
+    KVS_CAT_COMM,          /* communication (nccl, all-reduce, ...) */
+    KVS_CAT_OTHER,
+    KVS_CAT_COUNT_
+};
+KVS_API const char *kvs_category_name(enum kvs_category cat); /* "copy/cast", "GEMM", ... */
+
+struct kvs_trace_info {
+    const char *path;            /* as given ("-" for stdin) */
+    uint64_t bytes;              /* bytes of JSON read (uncompressed) */
+    uint64_t events;             /* entries of traceEvents read */
+    bool truncated;              /* the input ended early: analysis covers what was read */
+    const char *device;          /* device name used for the peak ("NVIDIA H200"), or NULL */
+    double peak_gbps;            /* HBM peak used for efficiency; 0 when unknown */
+    const char *peak_source;     /* "device table", "--peak-gbps", or "unknown" */
+    double copy_gbps;            /* measured device-to-device copy rate where known, else 0 */
+    const char *producer;        /* "pytorch-kineto", "kvscope", "unknown" */
+    int rank;                    /* distributed rank, -1 when not recorded */
+    int world_size;              /* 0 when not recorded */
+    /* activity counts */
+    uint64_t ops;                /* cpu_op events */
+    uint64_t kernels;            /* kernel events */
+    uint64_t memcpys, memsets;
+    uint64_t gpu_unlinked;       /* GPU activities linked to no op */
+    uint64_t dropped_records;    /* from a kvscope capture's metadata; 0 otherwise */
+};
+
+struct kvs_steps {
+    int64_t count;               /* 0: no step markers (figures are trace totals) */
+    double mean_ms;              /* mean step wall time */
+    double gpu_ms_per_step;      /* mean GPU busy time (union of activity intervals) */
+    double gpu_busy_fraction;    /* gpu_ms_per_step / mean_ms */
+    double tokens_per_s;         /* batch * 1000 / mean_ms when batch is known, else 0 */
+    double total_gpu_ms;         /* busy time over the whole trace (or all steps) */
+};
+
+struct kvs_step {
+    int64_t index;               /* N of ProfilerStep#N, or the ordinal */
+    const char *name;
+    double start_us;             /* trace clock */
+    double wall_ms;
+    double gpu_busy_ms;
+    double busy_fraction;
+    double category_ms[KVS_CAT_COUNT_]; /* GPU time by category within the step */
+};
+
+/* What a group's shape was matched to. */
+struct kvs_match {
+    const char *label;           /* "KV capacity (tokens) x kv_lora_rank 512 + qk_rope_head_dim 64" */
+    int64_t capacity_tokens;     /* the token dim when it is a KV capacity, else 0 */
+    int64_t row_dim;             /* the per-token row width (576), else 0 */
+    bool per_layer;              /* calls per step == number of layers */
+    bool inferred;               /* matched without a model config (heuristic) */
+};
+
+/* One tensor's dims as recorded by the launching op (rank <= 8 kept). */
+struct kvs_dims {
+    int rank;
+    int64_t d[8];
+};
+
+struct kvs_group {
+    const char *op;              /* "aten::copy_", or the activity name for bare memcpy/memset */
+    const char *kernel;          /* the kernel with the most GPU time in the group */
+    const char *dims;            /* as JSON text, op's own order: "[[131072,1,576],[131072,1,576]]" */
+    const char *dtypes;          /* as JSON text: "[\"c10::BFloat16\",\"c10::Float8_e4m3fn\"]" */
+    int ntensors;
+    const struct kvs_dims *tensor_dims;  /* ntensors entries */
+    const char *const *tensor_dtypes;    /* ntensors entries, "" where none */
+    const char *role;            /* pairing key for compare: op + dtype pair + matched meaning,
+                                    independent of the token count */
+    int64_t calls;               /* op calls (or activities for bare memcpy/memset) */
+    double calls_per_step;
+    double gpu_ms;               /* GPU time of the kernels/activities it launched */
+    double gpu_ms_per_step;
+    double gpu_fraction;         /* of total GPU busy time */
+    int64_t bytes_per_call;      /* bytes read + written */
+    double achieved_gbps;        /* bytes / GPU time */
+    double efficiency;           /* achieved / peak; 0 when the peak is unknown */
+    bool has_match;
+    struct kvs_match match;      /* valid when has_match */
+};
+
+struct kvs_kernel_stat {
+    const char *name;
+    int64_t calls;
+    double gpu_ms;
+    double gpu_fraction;
+    enum kvs_category category;
+};
+
+enum kvs_severity { KVS_SEV_INFO = 0, KVS_SEV_WARN, KVS_SEV_HIGH };
+
+struct kvs_finding {
+    const char *id;              /* "kv_full_buffer_cast", "low_bandwidth_efficiency", "gpu_idle", ... */
+    enum kvs_severity severity;
+    const char *message;         /* one sentence with the numbers */
+    const char *evidence;        /* what in the trace shows it */
+    const char *fix;             /* what to do about it */
+    double gpu_ms_per_step;      /* recoverable GPU time per step (ranking key) */
+    double bytes_per_step;       /* bytes moved per step by the culprit, 0 if n/a */
+    double needed_bytes_per_step;/* bytes that were actually needed, 0 if unknown */
+    int group;                   /* index into groups, -1 if none */
+};
+
+struct kvs_analysis {
+    struct kvs_trace_info trace;
+    struct kvs_steps steps;
+    size_t nstep;
+    const struct kvs_step *step;         /* nstep entries */
+    size_t ngroup;
+    const struct kvs_group *groups;      /* sorted by gpu_ms, descending */
+    size_t nkernel;
+    const struct kvs_kernel_stat *kernels; /* sorted by gpu_ms, descending */
+    size_t nfinding;
+    const struct kvs_finding *findings;  /* ranked by gpu_ms_per_step, descending */
+    double category_ms[KVS_CAT_COUNT_];  /* GPU time by category over the steps (or trace) */
+    const char *model;                   /* model name used for matching, or NULL */
+    int num_layers;                      /* from the model config, 0 when unknown */
+};
+
+/* Analyse one trace. On KVS_STATUS_OK or KVS_STATUS_TRUNCATED (the input
+ * ended early: *out covers the complete events read, trace.truncated is set
+ * and a warning says how much was read) *out is set and must be freed. On
+ * any other status *out is NULL and the logger says why (for malformed JSON:
+ * the byte offset and what was expected). A trace with no events gives
+ * KVS_STATUS_EMPTY. */
+KVS_API enum kvs_status kvs_analyze_file(const char *path, const struct kvs_analysis_options *opt,
+                                         struct kvs_analysis **out);
+
+KVS_API void kvs_analysis_free(struct kvs_analysis *a);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KVSCOPE_ANALYSIS_H */

@@ -1,0 +1,171 @@
+/* kvscope/kernels.h — C entry points of kvscope's kernels: plain CPU
+ * references (kvs_cpu_*) and their CUDA counterparts (kvs_cuda_*).
+ *
+ * defines: kvs_bf16, kvs_fp8, the scalar converters, struct kvs_mla_args,
+ *          kvs_cpu_* references, kvs_cuda_* launchers, struct kvs_gemm
+ *
+ * Storage types are raw bits so that this header needs no CUDA headers:
+ * kvs_bf16 is a bfloat16, kvs_fp8 an FP8 e4m3fn (OCP: bias 7, no infinities,
+ * 0x7f/0xff are NaN, max finite 448). CPU references compute in float (or
+ * double where stated) and are the readable specification of each op; the
+ * CUDA launchers take device pointers and a stream (a cudaStream_t passed as
+ * void *, NULL = default stream), enqueue work and return without
+ * synchronising. A launcher's status reports launch errors only; errors
+ * inside a kernel surface at the next synchronising call.
+ *
+ * Layouts are row-major; "[B,H,512]" means the last index is contiguous.
+ * Thread safety: launchers are thread-safe for distinct streams; a struct
+ * kvs_gemm is used by one thread at a time.
+ */
+#ifndef KVSCOPE_KERNELS_H
+#define KVSCOPE_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kvscope/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef uint16_t kvs_bf16;
+typedef uint8_t kvs_fp8;
+
+/* MLA latent row: kv_lora_rank 512 + qk_rope_head_dim 64. */
+#define KVS_MLA_LATENT 512
+#define KVS_MLA_ROPE 64
+#define KVS_MLA_ROW (KVS_MLA_LATENT + KVS_MLA_ROPE)
+
+/* ---------------------------------------------------------------------------
+ * scalar conversions (exact; the CUDA casts must match them bit for bit) */
+
+KVS_API float kvs_fp8_to_float(kvs_fp8 x);         /* exact; NaN codes give NaN */
+KVS_API kvs_fp8 kvs_float_to_fp8(float x);         /* round to nearest even, saturate to +-448, NaN -> 0x7f */
+KVS_API float kvs_bf16_to_float(kvs_bf16 x);       /* exact */
+KVS_API kvs_bf16 kvs_float_to_bf16(float x);       /* round to nearest even; NaN stays NaN (quiet) */
+KVS_API kvs_bf16 kvs_fp8_to_bf16(kvs_fp8 x);       /* exact (every e4m3 value is a bf16 value) */
+
+/* ---------------------------------------------------------------------------
+ * KV cast and gather-cast */
+
+/* dst[i] = bf16(src[i]) for n elements. */
+KVS_API void kvs_cpu_cast_fp8_to_bf16(const kvs_fp8 *src, kvs_bf16 *dst, size_t n);
+
+/* Gather rows of `row` elements: dst[i*row + j] = bf16(pool[tokens[i]*row + j]). */
+KVS_API void kvs_cpu_gather_cast_fp8_to_bf16(const kvs_fp8 *pool, size_t row,
+                                             const int32_t *tokens, size_t ntokens, kvs_bf16 *dst);
+
+enum kvs_cast_variant {
+    KVS_CAST_GENERIC = 0, /* one element per thread through float: a framework's generic copy */
+    KVS_CAST_VECTOR,      /* 16-byte loads/stores, packed conversion */
+};
+KVS_API const char *kvs_cast_variant_name(enum kvs_cast_variant v); /* "generic", "vector" */
+
+KVS_API enum kvs_status kvs_cuda_cast_fp8_to_bf16(enum kvs_cast_variant v, const kvs_fp8 *src,
+                                                  kvs_bf16 *dst, size_t n, void *stream);
+KVS_API enum kvs_status kvs_cuda_gather_cast_fp8_to_bf16(const kvs_fp8 *pool, size_t row,
+                                                         const int32_t *tokens, size_t ntokens,
+                                                         kvs_bf16 *dst, void *stream);
+
+/* ---------------------------------------------------------------------------
+ * MLA decode attention, absorbed form
+ *
+ * For sequence b, head h, with the sequence's KV rows r = kv_row(b, t),
+ * t < ctx(b):
+ *   s_t      = scale * (q_latent[b,h,:] . kv[r, 0:512] + q_rope[b,h,:] . kv[r, 512:576])
+ *   out[b,h] = sum_t softmax(s)_t * kv[r, 0:512]
+ *   lse[b,h] = log(sum_t exp(s_t))          (natural log)
+ * Rows come from `tokens` (CSR: sequence b owns tokens[seq_start[b] ..
+ * seq_start[b+1])), or, when tokens is NULL, are the contiguous rows
+ * seq_start[b] .. seq_start[b+1] of kv. A sequence with no tokens gives
+ * out = 0 and lse = -inf. */
+enum kvs_kv_dtype { KVS_KV_BF16 = 0, KVS_KV_FP8 };
+
+struct kvs_mla_args {
+    int batch;                  /* B */
+    int heads;                  /* H (64 for GLM-5 at tp 1) */
+    const kvs_bf16 *q_latent;   /* [B, H, 512] */
+    const kvs_bf16 *q_rope;     /* [B, H, 64] */
+    enum kvs_kv_dtype kv_dtype;
+    const void *kv;             /* [rows, 576] of kvs_bf16 or kvs_fp8 */
+    const int32_t *seq_start;   /* [B + 1] */
+    const int32_t *tokens;      /* row indices, or NULL for contiguous rows */
+    float scale;                /* softmax scale (1/16 for GLM-5) */
+    kvs_bf16 *out;              /* [B, H, 512] */
+    float *lse;                 /* [B, H], may be NULL */
+};
+
+/* Double-precision reference. */
+KVS_API void kvs_cpu_mla_decode(const struct kvs_mla_args *a);
+
+/* Flash-decoding: the context is split across blocks and partial results
+ * combined exactly. `max_ctx` bounds any sequence's length; the workspace
+ * holds the partials (size from kvs_cuda_mla_decode_workspace). Pointers in
+ * `a` are device pointers. */
+KVS_API size_t kvs_cuda_mla_decode_workspace(int batch, int heads, int max_ctx);
+KVS_API enum kvs_status kvs_cuda_mla_decode(const struct kvs_mla_args *a, int max_ctx,
+                                            void *workspace, size_t workspace_bytes, void *stream);
+
+/* ---------------------------------------------------------------------------
+ * the rest of a decode step (CPU references; CUDA counterparts take the same
+ * arguments as device pointers plus a stream) */
+
+/* y[t,:] = x[t,:] / sqrt(mean(x[t,:]^2) + eps) * w */
+KVS_API void kvs_cpu_rmsnorm(const kvs_bf16 *x, const kvs_bf16 *w, kvs_bf16 *y, int tokens,
+                             int dim, float eps);
+/* Interleaved RoPE in place on [tokens, heads, dim] starting at `offset`
+ * within each head row of `stride` elements: pairs (2i, 2i+1) rotated by
+ * pos[t] * theta^(-2i/dim). */
+KVS_API void kvs_cpu_rope_interleaved(kvs_bf16 *x, const int32_t *pos, int tokens, int heads,
+                                      int stride, int offset, int dim, float theta);
+/* out[t,i] = silu(gate_up[t,i]) * gate_up[t,inter+i], gate_up is [tokens, 2*inter] */
+KVS_API void kvs_cpu_swiglu(const kvs_bf16 *gate_up, kvs_bf16 *out, int tokens, int inter);
+/* x += y, elementwise over n */
+KVS_API void kvs_cpu_add(kvs_bf16 *x, const kvs_bf16 *y, size_t n);
+/* out[t,:] = table[ids[t],:] */
+KVS_API void kvs_cpu_embedding(const kvs_bf16 *table, const int32_t *ids, kvs_bf16 *out,
+                               int tokens, int dim);
+/* GLM-5 / DeepSeek-V3 router: s = sigmoid(logits); choose top-k of
+ * s + bias; weights = s of the chosen (normalised to sum 1 when norm_topk)
+ * times routed_scale. logits [tokens, experts] float. */
+KVS_API void kvs_cpu_moe_route(const float *logits, const float *bias, int tokens, int experts,
+                               int topk, int norm_topk, float routed_scale, int32_t *ids,
+                               float *weights);
+/* ids[t] = argmax_v logits[t, v] (lowest index wins ties) */
+KVS_API void kvs_cpu_argmax(const float *logits, int tokens, int vocab, int32_t *ids);
+/* y[M,N] = x[M,K] . w[N,K]^T, float accumulation (PyTorch Linear layout) */
+KVS_API void kvs_cpu_linear(const kvs_bf16 *x, const kvs_bf16 *w, kvs_bf16 *y, int m, int n,
+                            int k);
+
+KVS_API enum kvs_status kvs_cuda_rmsnorm(const kvs_bf16 *x, const kvs_bf16 *w, kvs_bf16 *y,
+                                         int tokens, int dim, float eps, void *stream);
+KVS_API enum kvs_status kvs_cuda_rope_interleaved(kvs_bf16 *x, const int32_t *pos, int tokens,
+                                                  int heads, int stride, int offset, int dim,
+                                                  float theta, void *stream);
+KVS_API enum kvs_status kvs_cuda_swiglu(const kvs_bf16 *gate_up, kvs_bf16 *out, int tokens,
+                                        int inter, void *stream);
+KVS_API enum kvs_status kvs_cuda_add(kvs_bf16 *x, const kvs_bf16 *y, size_t n, void *stream);
+KVS_API enum kvs_status kvs_cuda_embedding(const kvs_bf16 *table, const int32_t *ids,
+                                           kvs_bf16 *out, int tokens, int dim, void *stream);
+KVS_API enum kvs_status kvs_cuda_moe_route(const float *logits, const float *bias, int tokens,
+                                           int experts, int topk, int norm_topk,
+                                           float routed_scale, int32_t *ids, float *weights,
+                                           void *stream);
+KVS_API enum kvs_status kvs_cuda_argmax(const float *logits, int tokens, int vocab, int32_t *ids,
+                                        void *stream);
+
+/* Projections through cuBLAS/cuBLASLt. One context per stream/thread. */
+struct kvs_gemm;
+KVS_API enum kvs_status kvs_gemm_init(struct kvs_gemm **out, void *stream,
+                                      const struct kvs_logger *lg);
+KVS_API void kvs_gemm_free(struct kvs_gemm *g);
+/* y[M,N] = x[M,K] . w[N,K]^T in BF16 with float accumulation. */
+KVS_API enum kvs_status kvs_gemm_linear_bf16(struct kvs_gemm *g, const kvs_bf16 *x,
+                                             const kvs_bf16 *w, kvs_bf16 *y, int m, int n, int k);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KVSCOPE_KERNELS_H */

@@ -163,6 +163,39 @@ KVS_API void kvs_gemm_free(struct kvs_gemm *g);
 /* y[M,N] = x[M,K] . w[N,K]^T in BF16 with float accumulation. */
 KVS_API enum kvs_status kvs_gemm_linear_bf16(struct kvs_gemm *g, const kvs_bf16 *x,
                                              const kvs_bf16 *w, kvs_bf16 *y, int m, int n, int k);
+/* The same for `batch` independent problems (per-head projections of
+ * absorbed MLA): problem i uses x + i*stride_x, w + i*stride_w, y + i*stride_y
+ * (strides in elements); rows of x and y are ldx / ldy elements apart. */
+KVS_API enum kvs_status kvs_gemm_linear_batched_bf16(struct kvs_gemm *g, const kvs_bf16 *x,
+                                                     int64_t ldx, int64_t stride_x,
+                                                     const kvs_bf16 *w, int64_t stride_w,
+                                                     kvs_bf16 *y, int64_t ldy, int64_t stride_y,
+                                                     int m, int n, int k, int batch);
+
+/* ---------------------------------------------------------------------------
+ * MoE experts at decode batch sizes, routing read from device memory (no host
+ * synchronisation, so a decode step can be captured in a CUDA graph):
+ *
+ *   y[t,:] (+)= sum_k weights[t,k] * down[e] . swiglu(gate_up[e] . x[t,:]),  e = ids[t,k]
+ *
+ * ids are resident expert slots in [0, n_resident) (the engine maps logical
+ * experts onto resident ones before this call). gate_up[e] is [2*inter, dim]
+ * (gate rows first, then up rows), down[e] is [dim, inter]. */
+struct kvs_moe_args {
+    int tokens, dim, inter, topk, n_resident;
+    const kvs_bf16 *x;          /* [tokens, dim] */
+    const int32_t *ids;         /* [tokens, topk] */
+    const float *weights;       /* [tokens, topk] */
+    const kvs_bf16 *gate_up;    /* [n_resident, 2*inter, dim] */
+    const kvs_bf16 *down;       /* [n_resident, dim, inter] */
+    kvs_bf16 *y;                /* [tokens, dim] */
+    int accumulate;             /* 1: y += result; 0: y = result */
+};
+KVS_API void kvs_cpu_moe_experts(const struct kvs_moe_args *a);
+/* Scratch the CUDA version needs (bytes), passed as `workspace`. */
+KVS_API size_t kvs_cuda_moe_experts_workspace(int tokens, int topk, int inter);
+KVS_API enum kvs_status kvs_cuda_moe_experts(const struct kvs_moe_args *a, void *workspace,
+                                             size_t workspace_bytes, void *stream);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,366 @@
+/* reports/fmt.c — numbers with units a person reads at a glance, short
+ * dtype/dims/kernel names for table cells, and escaping for HTML and
+ * markdown. Shared by every human-facing renderer.
+ *
+ * Tested in tests/test_report_fmt.c.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <string.h>
+
+#include "report_impl.h"
+
+// ----------------------------------------------------------------------------
+// numbers
+
+static bool is_finite(double v)
+{
+    return isfinite(v);
+}
+
+char *kvs_fmt_bytes(char *buf, double bytes)
+{
+    static const char *const units[] = {"B", "kB", "MB", "GB", "TB", "PB"};
+    if (!is_finite(bytes)) {
+        strcpy(buf, "-");
+        return buf;
+    }
+    double v = fabs(bytes);
+    int u = 0;
+    while (v >= 999.95 && u < 5) {
+        v /= 1000;
+        u++;
+    }
+    const char *sign = bytes < 0 ? "-" : "";
+    if (u == 0)
+        snprintf(buf, KVS_FMT_BUF, "%s%.0f B", sign, v);
+    else
+        snprintf(buf, KVS_FMT_BUF, "%s%.1f %s", sign, v, units[u]);
+    return buf;
+}
+
+char *kvs_fmt_gbps(char *buf, double gbps)
+{
+    if (!is_finite(gbps)) {
+        strcpy(buf, "-");
+        return buf;
+    }
+    double v = fabs(gbps);
+    const char *f = v >= 99.95 ? "%.0f GB/s" : v >= 9.995 ? "%.1f GB/s" : "%.2f GB/s";
+    snprintf(buf, KVS_FMT_BUF, f, gbps);
+    return buf;
+}
+
+char *kvs_fmt_ms(char *buf, double ms)
+{
+    if (!is_finite(ms)) {
+        strcpy(buf, "-");
+        return buf;
+    }
+    double v = fabs(ms);
+    const char *f = v >= 99.95 ? "%.1f" : v >= 9.995 ? "%.2f" : "%.3f";
+    snprintf(buf, KVS_FMT_BUF, f, ms);
+    if (!strcmp(buf, "-0.000"))
+        strcpy(buf, "0.000");
+    return buf;
+}
+
+char *kvs_fmt_pct(char *buf, double fraction)
+{
+    if (!is_finite(fraction)) {
+        strcpy(buf, "-");
+        return buf;
+    }
+    snprintf(buf, KVS_FMT_BUF, "%.1f%%", fraction * 100);
+    if (!strcmp(buf, "-0.0%"))
+        strcpy(buf, "0.0%");
+    return buf;
+}
+
+char *kvs_fmt_signed_pct(char *buf, double frac)
+{
+    if (!is_finite(frac)) {
+        strcpy(buf, "-");
+        return buf;
+    }
+    snprintf(buf, KVS_FMT_BUF, "%+.1f%%", frac * 100);
+    if (!strcmp(buf, "-0.0%") || !strcmp(buf, "+0.0%"))
+        strcpy(buf, "0.0%");
+    return buf;
+}
+
+char *kvs_fmt_count(char *buf, double n)
+{
+    if (!is_finite(n)) {
+        strcpy(buf, "-");
+        return buf;
+    }
+    if (n != floor(n) || fabs(n) >= 1e18) {
+        snprintf(buf, KVS_FMT_BUF, fabs(n) >= 100 ? "%.0f" : "%.1f", n);
+        return buf;
+    }
+    char digits[32];
+    snprintf(digits, sizeof digits, "%lld", (long long)fabs(n));
+    size_t len = strlen(digits), o = 0;
+    if (n < 0)
+        buf[o++] = '-';
+    for (size_t i = 0; i < len; i++) {
+        if (i > 0 && (len - i) % 3 == 0)
+            buf[o++] = ',';
+        buf[o++] = digits[i];
+    }
+    buf[o] = 0;
+    return buf;
+}
+
+// ----------------------------------------------------------------------------
+// names
+
+const char *kvs_short_dtype(const char *name)
+{
+    static const struct {
+        const char *from, *to;
+    } map[] = {
+        {"c10::BFloat16", "bf16"},        {"c10::Half", "f16"},
+        {"float", "f32"},                 {"double", "f64"},
+        {"c10::Float8_e4m3fn", "fp8_e4m3fn"}, {"c10::Float8_e5m2", "fp8_e5m2"},
+        {"c10::Float8_e4m3fnuz", "fp8_e4m3fnuz"}, {"c10::Float8_e5m2fnuz", "fp8_e5m2fnuz"},
+        {"c10::Float8_e8m0fnu", "fp8_e8m0fnu"}, {"c10::Float4_e2m1fn_x2", "fp4_e2m1fn_x2"},
+        {"unsigned char", "u8"},          {"signed char", "i8"},
+        {"short", "i16"},                 {"int", "i32"},
+        {"long int", "i64"},              {"long", "i64"},
+        {"bool", "bool"},                 {"c10::complex<float>", "c64"},
+    };
+    if (!name)
+        return "";
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (!strcmp(name, map[i].from))
+            return map[i].to;
+    if (!strncmp(name, "c10::", 5))
+        return name + 5;
+    return name;
+}
+
+/* Append src to buf (size) at *len, keeping the terminator. */
+static void append(char *buf, size_t size, size_t *len, const char *src)
+{
+    size_t n = strlen(src);
+    if (*len + 1 >= size)
+        return;
+    if (n > size - 1 - *len)
+        n = size - 1 - *len;
+    memcpy(buf + *len, src, n);
+    *len += n;
+    buf[*len] = 0;
+}
+
+static bool same_dims(const struct kvs_dims *x, const struct kvs_dims *y)
+{
+    if (x->rank != y->rank)
+        return false;
+    for (int i = 0; i < x->rank && i < 8; i++)
+        if (x->d[i] != y->d[i])
+            return false;
+    return true;
+}
+
+static void append_dims(char *buf, size_t size, size_t *len, const struct kvs_dims *d)
+{
+    char num[32];
+    append(buf, size, len, "[");
+    int rank = d->rank < 0 ? 0 : d->rank > 8 ? 8 : d->rank;
+    for (int i = 0; i < rank; i++) {
+        snprintf(num, sizeof num, "%s%lld", i ? "," : "", (long long)d->d[i]);
+        append(buf, size, len, num);
+    }
+    append(buf, size, len, d->rank > 8 ? ",...]" : "]");
+}
+
+char *kvs_short_dims(char *buf, size_t size, const struct kvs_group *g)
+{
+    size_t len = 0;
+    buf[0] = 0;
+    if (g->ntensors <= 0 || !g->tensor_dims) {
+        append(buf, size, &len, g->dims ? g->dims : "-");
+        return buf;
+    }
+    bool all_same = true;
+    for (int i = 1; i < g->ntensors; i++)
+        all_same = all_same && same_dims(&g->tensor_dims[0], &g->tensor_dims[i]);
+    if (all_same) {
+        append_dims(buf, size, &len, &g->tensor_dims[0]);
+        if (g->ntensors > 1) {
+            char n[16];
+            snprintf(n, sizeof n, " x%d", g->ntensors);
+            append(buf, size, &len, n);
+        }
+        return buf;
+    }
+    for (int i = 0; i < g->ntensors; i++) {
+        if (i)
+            append(buf, size, &len, " ");
+        append_dims(buf, size, &len, &g->tensor_dims[i]);
+    }
+    return buf;
+}
+
+char *kvs_short_dtypes(char *buf, size_t size, const struct kvs_group *g)
+{
+    size_t len = 0;
+    buf[0] = 0;
+    if (g->ntensors <= 0 || !g->tensor_dtypes) {
+        append(buf, size, &len, "-");
+        return buf;
+    }
+    for (int i = 0; i < g->ntensors; i++) {
+        const char *t = g->tensor_dtypes[i];
+        if (!t || !*t)
+            continue;
+        if (len)
+            append(buf, size, &len, ", ");
+        append(buf, size, &len, kvs_short_dtype(t));
+    }
+    if (!len)
+        append(buf, size, &len, "-");
+    return buf;
+}
+
+/* Copy `name` without "void " in front, without namespace qualifiers of
+ * plain identifiers ("at::native::") and with argument lists emptied. */
+static void simplify_kernel(char *dst, size_t size, const char *name)
+{
+    size_t o = 0;
+    const char *s = name;
+    while (*s == ' ')
+        s++;
+    if (!strncmp(s, "void ", 5))
+        s += 5;
+    int paren = 0;
+    while (*s && o + 1 < size) {
+        if (*s == '(') {
+            if (paren == 0)
+                dst[o++] = '(';
+            paren++;
+            s++;
+            continue;
+        }
+        if (*s == ')') {
+            if (paren > 0)
+                paren--;
+            if (paren == 0 && o + 1 < size)
+                dst[o++] = ')';
+            s++;
+            continue;
+        }
+        if (paren > 0) {
+            s++;
+            continue;
+        }
+        if (isalpha((unsigned char)*s) || *s == '_') {
+            const char *e = s;
+            while (isalnum((unsigned char)*e) || *e == '_')
+                e++;
+            if (e[0] == ':' && e[1] == ':' && (s == name || !isalnum((unsigned char)s[-1]))) {
+                s = e + 2; /* a namespace or class qualifier */
+                continue;
+            }
+            while (s < e && o + 1 < size)
+                dst[o++] = *s++;
+            continue;
+        }
+        dst[o++] = *s++;
+    }
+    dst[o] = 0;
+}
+
+char *kvs_short_kernel(char *buf, size_t size, const char *name, size_t width)
+{
+    if (!name) {
+        snprintf(buf, size, "-");
+        return buf;
+    }
+    char tmp[1024];
+    simplify_kernel(tmp, sizeof tmp, name);
+    if (!tmp[0])
+        snprintf(tmp, sizeof tmp, "%s", name);
+    if (width < 8)
+        width = 8;
+    if (width + 1 > size)
+        width = size - 1;
+    size_t len = strlen(tmp);
+    if (len > width) {
+        memcpy(buf, tmp, width - 3);
+        memcpy(buf + width - 3, "...", 4);
+    } else {
+        memcpy(buf, tmp, len + 1);
+    }
+    return buf;
+}
+
+const char *kvs_severity_name(enum kvs_severity s)
+{
+    switch (s) {
+    case KVS_SEV_INFO: return "info";
+    case KVS_SEV_WARN: return "warn";
+    case KVS_SEV_HIGH: return "high";
+    }
+    return "info";
+}
+
+const char *kvs_cat_label(int cat)
+{
+    static const char *const labels[] = {"copy/cast", "GEMM", "attention", "communication",
+                                         "other", "idle"};
+    if (cat < 0 || cat > KVS_CAT_COUNT_)
+        return "other";
+    return labels[cat];
+}
+
+// ----------------------------------------------------------------------------
+// escaping
+
+void kvs_put_html(FILE *f, const char *s)
+{
+    if (!s)
+        return;
+    for (; *s; s++) {
+        switch (*s) {
+        case '&': fputs("&amp;", f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '"': fputs("&quot;", f); break;
+        case '\'': fputs("&#39;", f); break;
+        default:
+            /* control characters have no business in a page */
+            if ((unsigned char)*s < 0x20 && *s != '\n' && *s != '\t')
+                fputc(' ', f);
+            else
+                fputc(*s, f);
+        }
+    }
+}
+
+void kvs_put_md(FILE *f, const char *s)
+{
+    if (!s)
+        return;
+    for (; *s; s++) {
+        switch (*s) {
+        case '|': fputs("\\|", f); break;
+        case '\n':
+        case '\r': fputc(' ', f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '*':
+        case '_':
+        case '`':
+        case '[':
+        case ']':
+        case '\\':
+            fputc('\\', f);
+            fputc(*s, f);
+            break;
+        default: fputc(*s, f);
+        }
+    }
+}

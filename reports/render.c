@@ -1,0 +1,76 @@
+/* reports/render.c — the public entry points of reports/: format names, and
+ * dispatch of a report (or a comparison) to the renderer of its format.
+ *
+ *   kvscope report TRACE --format text|md|json|html
+ *
+ * Every renderer writes to a FILE the caller owns; a write error anywhere
+ * (disk full, closed pipe) comes back as KVS_STATUS_IO.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "report_impl.h"
+
+enum kvs_status kvs_format_parse(const char *name, enum kvs_format *out)
+{
+    if (!name || !out)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    static const struct {
+        const char *name;
+        enum kvs_format fmt;
+    } names[] = {
+        {"text", KVS_FORMAT_TEXT}, {"txt", KVS_FORMAT_TEXT},
+        {"md", KVS_FORMAT_MARKDOWN}, {"markdown", KVS_FORMAT_MARKDOWN},
+        {"json", KVS_FORMAT_JSON}, {"html", KVS_FORMAT_HTML},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (!strcmp(name, names[i].name)) {
+            *out = names[i].fmt;
+            return KVS_STATUS_OK;
+        }
+    }
+    return KVS_STATUS_INVALID_ARGUMENT;
+}
+
+static enum kvs_status finish(FILE *out, enum kvs_status st, const struct kvs_render_options *opt)
+{
+    if (st != KVS_STATUS_OK)
+        return st;
+    if (fflush(out) != 0 || ferror(out)) {
+        kvs_log(&opt->log, KVS_LOG_ERROR, "writing the report failed: %s", strerror(errno));
+        return KVS_STATUS_IO;
+    }
+    return KVS_STATUS_OK;
+}
+
+enum kvs_status kvs_render_report(FILE *out, const struct kvs_analysis *a,
+                                  const struct kvs_render_options *opt)
+{
+    if (!out || !a || !opt)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    enum kvs_status st;
+    switch (opt->format) {
+    case KVS_FORMAT_JSON: st = kvs_render_json_report(out, a, opt); break;
+    case KVS_FORMAT_TEXT: st = kvs_render_text_report(out, a, opt); break;
+    case KVS_FORMAT_MARKDOWN: st = kvs_render_md_report(out, a, opt); break;
+    case KVS_FORMAT_HTML: st = kvs_render_html_report(out, a, opt); break;
+    default: return KVS_STATUS_INVALID_ARGUMENT;
+    }
+    return finish(out, st, opt);
+}
+
+enum kvs_status kvs_render_compare(FILE *out, const struct kvs_comparison *c,
+                                   const struct kvs_render_options *opt)
+{
+    if (!out || !c || !opt)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    enum kvs_status st;
+    switch (opt->format) {
+    case KVS_FORMAT_JSON: st = kvs_render_json_compare(out, c, opt); break;
+    case KVS_FORMAT_TEXT: st = kvs_render_text_compare(out, c, opt); break;
+    case KVS_FORMAT_MARKDOWN: st = kvs_render_md_compare(out, c, opt); break;
+    case KVS_FORMAT_HTML: st = kvs_render_html_compare(out, c, opt); break;
+    default: return KVS_STATUS_INVALID_ARGUMENT;
+    }
+    return finish(out, st, opt);
+}

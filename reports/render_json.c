@@ -1,0 +1,183 @@
+/* reports/render_json.c — the kvscope.report/1 document: exactly the keys of
+ * docs/report-json.md, in that order, for other tools to read.
+ *
+ *   kvscope report TRACE --format json
+ *
+ * Null rules: a number that is not finite is null; peak_gbps and efficiency
+ * are null when the device peak is unknown; match is null when nothing
+ * matched; a finding's bytes_per_step is null when it moves no bytes (the
+ * struct's 0 = not applicable); a string the trace did not provide is null.
+ */
+#include "report_impl.h"
+
+static void write_dims(struct kvs_jw *w, const struct kvs_group *g)
+{
+    if (kvs_jw_json_text(w, g->dims))
+        return;
+    kvs_jw_arr_compact(w);
+    for (int i = 0; g->tensor_dims && i < g->ntensors; i++) {
+        const struct kvs_dims *d = &g->tensor_dims[i];
+        kvs_jw_arr_compact(w);
+        for (int k = 0; k < d->rank && k < 8; k++)
+            kvs_jw_int(w, d->d[k]);
+        kvs_jw_arr_end(w);
+    }
+    kvs_jw_arr_end(w);
+}
+
+static void write_dtypes(struct kvs_jw *w, const struct kvs_group *g)
+{
+    if (kvs_jw_json_text(w, g->dtypes))
+        return;
+    kvs_jw_arr_compact(w);
+    for (int i = 0; g->tensor_dtypes && i < g->ntensors; i++)
+        kvs_jw_str(w, g->tensor_dtypes[i] ? g->tensor_dtypes[i] : "");
+    kvs_jw_arr_end(w);
+}
+
+static void write_match(struct kvs_jw *w, const struct kvs_group *g)
+{
+    if (!g->has_match) {
+        kvs_jw_null(w);
+        return;
+    }
+    const struct kvs_match *m = &g->match;
+    kvs_jw_obj(w);
+    kvs_jw_key(w, "label");
+    kvs_jw_str(w, m->label);
+    kvs_jw_key(w, "capacity_tokens");
+    if (m->capacity_tokens > 0)
+        kvs_jw_int(w, m->capacity_tokens);
+    else
+        kvs_jw_null(w);
+    kvs_jw_key(w, "row_dim");
+    if (m->row_dim > 0)
+        kvs_jw_int(w, m->row_dim);
+    else
+        kvs_jw_null(w);
+    kvs_jw_key(w, "per_layer");
+    kvs_jw_bool(w, m->per_layer);
+    kvs_jw_obj_end(w);
+}
+
+static void write_group(struct kvs_jw *w, const struct kvs_group *g, bool have_peak)
+{
+    kvs_jw_obj(w);
+    kvs_jw_key(w, "op");
+    kvs_jw_str(w, g->op);
+    kvs_jw_key(w, "kernel");
+    kvs_jw_str(w, g->kernel);
+    kvs_jw_key(w, "dims");
+    write_dims(w, g);
+    kvs_jw_key(w, "dtypes");
+    write_dtypes(w, g);
+    kvs_jw_key(w, "calls");
+    kvs_jw_int(w, g->calls);
+    kvs_jw_key(w, "calls_per_step");
+    kvs_jw_num(w, g->calls_per_step);
+    kvs_jw_key(w, "gpu_ms");
+    kvs_jw_num(w, g->gpu_ms);
+    kvs_jw_key(w, "gpu_fraction");
+    kvs_jw_num(w, g->gpu_fraction);
+    kvs_jw_key(w, "bytes_per_call");
+    kvs_jw_int(w, g->bytes_per_call);
+    kvs_jw_key(w, "achieved_gbps");
+    kvs_jw_num(w, g->achieved_gbps);
+    kvs_jw_key(w, "efficiency");
+    if (have_peak)
+        kvs_jw_num(w, g->efficiency);
+    else
+        kvs_jw_null(w);
+    kvs_jw_key(w, "match");
+    write_match(w, g);
+    kvs_jw_obj_end(w);
+}
+
+enum kvs_status kvs_render_json_report(FILE *out, const struct kvs_analysis *a,
+                                       const struct kvs_render_options *opt)
+{
+    (void)opt;
+    bool have_peak = a->trace.peak_gbps > 0;
+    struct kvs_jw w;
+    kvs_jw_init(&w, out);
+    kvs_jw_obj(&w);
+    kvs_jw_key(&w, "schema");
+    kvs_jw_str(&w, "kvscope.report/1");
+
+    kvs_jw_key(&w, "trace");
+    kvs_jw_obj(&w);
+    kvs_jw_key(&w, "path");
+    kvs_jw_str(&w, a->trace.path);
+    kvs_jw_key(&w, "bytes");
+    kvs_jw_int(&w, (int64_t)a->trace.bytes);
+    kvs_jw_key(&w, "events");
+    kvs_jw_int(&w, (int64_t)a->trace.events);
+    kvs_jw_key(&w, "device");
+    kvs_jw_str(&w, a->trace.device);
+    kvs_jw_key(&w, "peak_gbps");
+    if (have_peak)
+        kvs_jw_num(&w, a->trace.peak_gbps);
+    else
+        kvs_jw_null(&w);
+    kvs_jw_obj_end(&w);
+
+    kvs_jw_key(&w, "steps");
+    kvs_jw_obj(&w);
+    kvs_jw_key(&w, "count");
+    kvs_jw_int(&w, a->steps.count);
+    kvs_jw_key(&w, "mean_ms");
+    kvs_jw_num(&w, a->steps.mean_ms);
+    kvs_jw_key(&w, "gpu_ms_per_step");
+    kvs_jw_num(&w, a->steps.gpu_ms_per_step);
+    kvs_jw_key(&w, "gpu_busy_fraction");
+    kvs_jw_num(&w, a->steps.gpu_busy_fraction);
+    kvs_jw_obj_end(&w);
+
+    kvs_jw_key(&w, "groups");
+    kvs_jw_arr(&w);
+    for (size_t i = 0; a->groups && i < a->ngroup; i++)
+        write_group(&w, &a->groups[i], have_peak);
+    kvs_jw_arr_end(&w);
+
+    kvs_jw_key(&w, "kernels");
+    kvs_jw_arr(&w);
+    for (size_t i = 0; a->kernels && i < a->nkernel; i++) {
+        const struct kvs_kernel_stat *k = &a->kernels[i];
+        kvs_jw_obj(&w);
+        kvs_jw_key(&w, "name");
+        kvs_jw_str(&w, k->name);
+        kvs_jw_key(&w, "calls");
+        kvs_jw_int(&w, k->calls);
+        kvs_jw_key(&w, "gpu_ms");
+        kvs_jw_num(&w, k->gpu_ms);
+        kvs_jw_key(&w, "gpu_fraction");
+        kvs_jw_num(&w, k->gpu_fraction);
+        kvs_jw_obj_end(&w);
+    }
+    kvs_jw_arr_end(&w);
+
+    kvs_jw_key(&w, "findings");
+    kvs_jw_arr(&w);
+    for (size_t i = 0; a->findings && i < a->nfinding; i++) {
+        const struct kvs_finding *f = &a->findings[i];
+        kvs_jw_obj(&w);
+        kvs_jw_key(&w, "id");
+        kvs_jw_str(&w, f->id);
+        kvs_jw_key(&w, "severity");
+        kvs_jw_str(&w, kvs_severity_name(f->severity));
+        kvs_jw_key(&w, "message");
+        kvs_jw_str(&w, f->message);
+        kvs_jw_key(&w, "gpu_ms_per_step");
+        kvs_jw_num(&w, f->gpu_ms_per_step);
+        kvs_jw_key(&w, "bytes_per_step");
+        if (f->bytes_per_step > 0)
+            kvs_jw_num(&w, f->bytes_per_step);
+        else
+            kvs_jw_null(&w); /* the struct's 0 means "not applicable" */
+        kvs_jw_obj_end(&w);
+    }
+    kvs_jw_arr_end(&w);
+
+    kvs_jw_obj_end(&w);
+    return KVS_STATUS_OK;
+}

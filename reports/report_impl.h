@@ -1,0 +1,114 @@
+/* reports/report_impl.h — private to reports/: the JSON writer, number and
+ * name formatting shared by the renderers, and the per-format entry points
+ * that render.c dispatches to.
+ *
+ * defines: struct kvs_jw (+ kvs_jw_*), kvs_fmt_* (human units), kvs_short_*,
+ *          kvs_put_html, kvs_put_md, kvs_render_{json,text,md,html}_report,
+ *          kvs_render_{json,text,md,html}_compare
+ *
+ * Formatting helpers write into caller buffers (no static storage), so the
+ * renderers stay reentrant.
+ */
+#ifndef KVSCOPE_REPORT_IMPL_H
+#define KVSCOPE_REPORT_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kvscope/report.h"
+
+// ----------------------------------------------------------------------------
+// JSON writer (json_writer.c): pretty-printed, two-space indent, keys in the
+// order written, strings escaped per RFC 8259, non-finite numbers as null.
+
+#define KVS_JW_MAX_DEPTH 32
+
+struct kvs_jw {
+    FILE *f;
+    int depth;
+    bool need_comma[KVS_JW_MAX_DEPTH];
+    bool after_key;
+    bool compact[KVS_JW_MAX_DEPTH]; /* containers written on one line (dims) */
+};
+
+void kvs_jw_init(struct kvs_jw *w, FILE *f);
+void kvs_jw_obj(struct kvs_jw *w);
+void kvs_jw_obj_end(struct kvs_jw *w);
+void kvs_jw_arr(struct kvs_jw *w);
+void kvs_jw_arr_compact(struct kvs_jw *w); /* an array on one line: [1, 2, 3] */
+void kvs_jw_arr_end(struct kvs_jw *w);
+void kvs_jw_key(struct kvs_jw *w, const char *key);
+void kvs_jw_str(struct kvs_jw *w, const char *s); /* NULL -> null */
+void kvs_jw_num(struct kvs_jw *w, double v);      /* NaN/inf -> null */
+void kvs_jw_int(struct kvs_jw *w, int64_t v);
+void kvs_jw_bool(struct kvs_jw *w, bool v);
+void kvs_jw_null(struct kvs_jw *w);
+/* Write `json` (JSON text) re-formatted through the writer; false (and
+ * nothing written) when it does not parse. */
+bool kvs_jw_json_text(struct kvs_jw *w, const char *json);
+
+/* Shortest "%.*g" text of v that reads back exactly (<= 17 digits). */
+void kvs_fmt_double_exact(char *buf, size_t size, double v);
+
+// ----------------------------------------------------------------------------
+// human units (fmt.c). Each returns buf. Non-finite values print as "-".
+
+enum { KVS_FMT_BUF = 48 };
+char *kvs_fmt_bytes(char *buf, double bytes);     /* "856.3 MB", "66.8 GB", "512 B" */
+char *kvs_fmt_gbps(char *buf, double gbps);       /* "985 GB/s", "12.4 GB/s" */
+char *kvs_fmt_ms(char *buf, double ms);           /* "52.40", "0.861", "120.3" (no unit) */
+char *kvs_fmt_pct(char *buf, double fraction);    /* "20.5%" */
+char *kvs_fmt_count(char *buf, double n);         /* "1,234,567"; fractional: "61.0" */
+char *kvs_fmt_signed_pct(char *buf, double frac); /* "+29.1%", "-64.0%" */
+
+/* "c10::BFloat16" -> "bf16", "c10::Float8_e4m3fn" -> "fp8_e4m3fn", "float" -> "f32". */
+const char *kvs_short_dtype(const char *name);
+
+/* A kernel name fit for a table cell of `width` columns: "void " and
+ * namespace qualifiers dropped, argument lists emptied, cut with "..." */
+char *kvs_short_kernel(char *buf, size_t size, const char *name, size_t width);
+
+/* The group's dims in a short form: "[131072,1,576] x2" when all tensors
+ * share them, else "[a,b] [c]". Falls back to the group's dims text. */
+char *kvs_short_dims(char *buf, size_t size, const struct kvs_group *g);
+/* "bf16, fp8_e4m3fn" in the op's order (for copy_: destination first). */
+char *kvs_short_dtypes(char *buf, size_t size, const struct kvs_group *g);
+
+const char *kvs_severity_name(enum kvs_severity s); /* "info", "warn", "high" */
+const char *kvs_cat_label(int cat);                 /* "copy/cast", ..., "idle" for COUNT_ */
+
+/* Text escaped for HTML element content and attribute values. */
+void kvs_put_html(FILE *f, const char *s);
+/* Text escaped for a markdown table cell (| and newlines, backticks kept out). */
+void kvs_put_md(FILE *f, const char *s);
+
+/* Finite, else 0: for arithmetic on values a trace may have left undefined. */
+static inline double kvs_finite_or0(double v)
+{
+    return (v == v && v - v == 0) ? v : 0;
+}
+
+// ----------------------------------------------------------------------------
+// renderers (one file each); the caller checked arguments.
+
+enum kvs_status kvs_render_json_report(FILE *out, const struct kvs_analysis *a,
+                                       const struct kvs_render_options *opt);
+enum kvs_status kvs_render_text_report(FILE *out, const struct kvs_analysis *a,
+                                       const struct kvs_render_options *opt);
+enum kvs_status kvs_render_md_report(FILE *out, const struct kvs_analysis *a,
+                                     const struct kvs_render_options *opt);
+enum kvs_status kvs_render_html_report(FILE *out, const struct kvs_analysis *a,
+                                       const struct kvs_render_options *opt);
+
+enum kvs_status kvs_render_json_compare(FILE *out, const struct kvs_comparison *c,
+                                        const struct kvs_render_options *opt);
+enum kvs_status kvs_render_text_compare(FILE *out, const struct kvs_comparison *c,
+                                        const struct kvs_render_options *opt);
+enum kvs_status kvs_render_md_compare(FILE *out, const struct kvs_comparison *c,
+                                      const struct kvs_render_options *opt);
+enum kvs_status kvs_render_html_compare(FILE *out, const struct kvs_comparison *c,
+                                        const struct kvs_render_options *opt);
+
+#endif /* KVSCOPE_REPORT_IMPL_H */

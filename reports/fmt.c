@@ -237,16 +237,18 @@ static void simplify_kernel(char *dst, size_t size, const char *name)
         s += 5;
     int paren = 0;
     while (*s && o + 1 < size) {
-        if (*s == '(') {
+        /* an argument list follows a name or a template: "f<T>(int, ...)";
+         * words in parentheses ("Memcpy HtoD (Pageable -> Device)") stay */
+        if (*s == '(' && (paren > 0 || (o > 0 && (isalnum((unsigned char)dst[o - 1]) ||
+                                                  dst[o - 1] == '_' || dst[o - 1] == '>')))) {
             if (paren == 0)
                 dst[o++] = '(';
             paren++;
             s++;
             continue;
         }
-        if (*s == ')') {
-            if (paren > 0)
-                paren--;
+        if (*s == ')' && paren > 0) {
+            paren--;
             if (paren == 0 && o + 1 < size)
                 dst[o++] = ')';
             s++;
@@ -297,6 +299,22 @@ char *kvs_short_kernel(char *buf, size_t size, const char *name, size_t width)
     return buf;
 }
 
+char *kvs_truncate(char *buf, size_t size, const char *s, size_t width)
+{
+    if (!s)
+        s = "-";
+    if (width + 1 > size)
+        width = size - 1;
+    size_t len = strlen(s);
+    if (len > width && width >= 4) {
+        memcpy(buf, s, width - 3);
+        memcpy(buf + width - 3, "...", 4);
+    } else {
+        snprintf(buf, size, "%s", s);
+    }
+    return buf;
+}
+
 const char *kvs_severity_name(enum kvs_severity s)
 {
     switch (s) {
@@ -318,6 +336,54 @@ const char *kvs_cat_label(int cat)
 
 // ----------------------------------------------------------------------------
 // escaping
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 when invalid. */
+size_t kvs_utf8_len(const unsigned char *s)
+{
+    unsigned c = s[0];
+    size_t n;
+    unsigned min;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        n = 2, min = 0x80;
+    else if (c >= 0xE0 && c <= 0xEF)
+        n = 3, min = 0x800;
+    else if (c >= 0xF0 && c <= 0xF4)
+        n = 4, min = 0x10000;
+    else
+        return 0;
+    unsigned cp = c & (0x7F >> n);
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return n;
+}
+
+void kvs_put_text_n(FILE *f, const char *str, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)str, *end = s + n;
+    while (s < end && *s) {
+        size_t k = *s < 0x80 ? 1 : kvs_utf8_len(s);
+        if (k == 0 || s + k > end || *s < 0x20 || *s == 0x7F) {
+            fputc('?', f);
+            s++;
+        } else {
+            fwrite(s, 1, k, f);
+            s += k;
+        }
+    }
+}
+
+void kvs_put_text(FILE *f, const char *s)
+{
+    if (s)
+        kvs_put_text_n(f, s, strlen(s));
+}
 
 void kvs_put_html(FILE *f, const char *s)
 {

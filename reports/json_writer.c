@@ -77,33 +77,6 @@ void kvs_jw_arr(struct kvs_jw *w) { open_container(w, '[', false); }
 void kvs_jw_arr_compact(struct kvs_jw *w) { open_container(w, '[', true); }
 void kvs_jw_arr_end(struct kvs_jw *w) { close_container(w, ']'); }
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 when invalid. */
-static size_t utf8_len(const unsigned char *s)
-{
-    unsigned c = s[0];
-    size_t n;
-    unsigned min;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF)
-        n = 2, min = 0x80;
-    else if (c >= 0xE0 && c <= 0xEF)
-        n = 3, min = 0x800;
-    else if (c >= 0xF0 && c <= 0xF4)
-        n = 4, min = 0x10000;
-    else
-        return 0;
-    unsigned cp = c & (0x7F >> n);
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return n;
-}
-
 static void put_escaped(FILE *f, const char *str)
 {
     const unsigned char *s = (const unsigned char *)str;
@@ -128,7 +101,7 @@ static void put_escaped(FILE *f, const char *str)
             fputc((int)c, f);
             s++;
         } else {
-            size_t n = utf8_len(s);
+            size_t n = kvs_utf8_len(s);
             if (n == 0) {
                 fputs("\\ufffd", f);
                 s++;

@@ -70,6 +70,9 @@ const char *kvs_short_dtype(const char *name);
  * namespace qualifiers dropped, argument lists emptied, cut with "..." */
 char *kvs_short_kernel(char *buf, size_t size, const char *name, size_t width);
 
+/* s cut to width bytes with "..." (for names that must keep their namespaces). */
+char *kvs_truncate(char *buf, size_t size, const char *s, size_t width);
+
 /* The group's dims in a short form: "[131072,1,576] x2" when all tensors
  * share them, else "[a,b] [c]". Falls back to the group's dims text. */
 char *kvs_short_dims(char *buf, size_t size, const struct kvs_group *g);
@@ -78,6 +81,13 @@ char *kvs_short_dtypes(char *buf, size_t size, const struct kvs_group *g);
 
 const char *kvs_severity_name(enum kvs_severity s); /* "info", "warn", "high" */
 const char *kvs_cat_label(int cat);                 /* "copy/cast", ..., "idle" for COUNT_ */
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 when invalid. */
+size_t kvs_utf8_len(const unsigned char *s);
+/* Text for a terminal: control characters and invalid UTF-8 bytes as '?',
+ * so nothing from a trace moves the cursor or sets colours. */
+void kvs_put_text(FILE *f, const char *s);
+void kvs_put_text_n(FILE *f, const char *s, size_t n);
 
 /* Text escaped for HTML element content and attribute values. */
 void kvs_put_html(FILE *f, const char *s);

@@ -67,7 +67,11 @@ static void test_kernel_names(void)
     kvs_short_kernel(b, sizeof b, "nvjet_tst_64x8_64x16_4x1_v_bz_TNT", 60);
     KVS_CHECK_EQ_STR(b, "nvjet_tst_64x8_64x16_4x1_v_bz_TNT");
     kvs_short_kernel(b, sizeof b, "Memcpy DtoD (Device -> Device)", 60);
-    KVS_CHECK_EQ_STR(b, "Memcpy DtoD ()");
+    KVS_CHECK_EQ_STR(b, "Memcpy DtoD (Device -> Device)");
+    kvs_short_kernel(b, sizeof b, "f(int (*)(float), (x))", 60); /* nested parentheses */
+    KVS_CHECK_EQ_STR(b, "f()");
+    kvs_truncate(b, sizeof b, "Memcpy HtoD (Pageable -> Device)", 16);
+    KVS_CHECK_EQ_STR(b, "Memcpy HtoD (...");
     kvs_short_kernel(b, 8, "a_very_long_kernel_name_indeed", 60); /* buffer smaller than width */
     KVS_CHECK_EQ_INT(strlen(b), 7);
     kvs_short_kernel(b, sizeof b, NULL, 60);

@@ -1,0 +1,172 @@
+/* reports/render_text.c — the report for a terminal (the default format):
+ * a short header, findings first, then the copy/cast groups, the top kernels
+ * and the steps, as aligned tables. Colour only when opt->color.
+ *
+ *   kvscope report TRACE            (text when stdout is a terminal)
+ *   kvscope report TRACE --format text
+ */
+#include <string.h>
+
+#include "table.h"
+
+#define GROUP_ROWS 15
+#define STEP_ROWS 16
+#define KERNEL_NAME_WIDTH 72
+
+struct style {
+    bool color;
+};
+
+static void heading(FILE *f, const struct style *st, const char *title)
+{
+    fprintf(f, "\n%s%s%s\n", st->color ? KVS_ANSI_BOLD : "", title, st->color ? KVS_ANSI_RESET : "");
+}
+
+static const char *sev_color(enum kvs_severity s)
+{
+    return s == KVS_SEV_HIGH ? KVS_ANSI_RED : s == KVS_SEV_WARN ? KVS_ANSI_YELLOW : KVS_ANSI_CYAN;
+}
+
+/* Free text wrapped at WRAP columns, continuation lines indented by
+ * `indent` spaces (the first line's indent is already written). */
+#define WRAP 100
+static void put_wrapped(FILE *f, const char *s, size_t indent, size_t col)
+{
+    while (s && *s) {
+        size_t room = col < WRAP ? WRAP - col : 20;
+        size_t len = strlen(s), cut = len;
+        if (kvs_text_width(s) > room) {
+            cut = 0;
+            for (size_t i = 0; i < len && i <= room; i++)
+                if (s[i] == ' ')
+                    cut = i;
+            if (cut == 0) /* one long word: let it run to the next space */
+                while (cut < len && s[cut] != ' ')
+                    cut++;
+        }
+        kvs_put_text_n(f, s, cut);
+        s += cut;
+        while (*s == ' ')
+            s++;
+        if (*s) {
+            fputc('\n', f);
+            for (size_t i = 0; i < indent; i++)
+                fputc(' ', f);
+            col = indent;
+        }
+    }
+}
+
+static void print_header(FILE *f, const struct kvs_analysis *a, const struct style *st)
+{
+    fprintf(f, "%skvscope report%s  ", st->color ? KVS_ANSI_BOLD : "", st->color ? KVS_ANSI_RESET : "");
+    kvs_put_text(f, a->trace.path ? a->trace.path : "(unnamed trace)");
+    fputc('\n', f);
+    struct kvs_fact facts[KVS_MAX_FACTS];
+    size_t n = kvs_report_facts(a, facts);
+    for (size_t i = 0; i < n; i++) {
+        bool warn = !strcmp(facts[i].label, "warning");
+        fprintf(f, "  %s%-8s%s", warn && st->color ? KVS_ANSI_YELLOW : "", facts[i].label,
+                warn && st->color ? KVS_ANSI_RESET : "");
+        kvs_put_text(f, facts[i].value);
+        fputc('\n', f);
+    }
+}
+
+static void print_findings(FILE *f, const struct kvs_analysis *a, const struct style *st)
+{
+    heading(f, st, "FINDINGS (ranked by recoverable GPU time per step)");
+    size_t n = a->findings ? a->nfinding : 0;
+    if (n == 0) {
+        fputs("  none: no copy/cast bottleneck, bandwidth or idle-GPU problem stands out\n", f);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct kvs_finding *x = &a->findings[i];
+        char b1[KVS_FMT_BUF], b2[KVS_FMT_BUF], b3[KVS_FMT_BUF];
+        const char *sev = kvs_severity_name(x->severity);
+        fprintf(f, "  %zu. %s%-4s%s  %s%s%s", i + 1, st->color ? sev_color(x->severity) : "", sev,
+                st->color ? KVS_ANSI_RESET : "", st->color ? KVS_ANSI_BOLD : "",
+                x->id ? x->id : "?", st->color ? KVS_ANSI_RESET : "");
+        if (x->gpu_ms_per_step > 0)
+            fprintf(f, "  recoverable %s ms/step of GPU time", kvs_fmt_ms(b1, x->gpu_ms_per_step));
+        if (x->bytes_per_step > 0) {
+            fprintf(f, ", moves %s/step", kvs_fmt_bytes(b2, x->bytes_per_step));
+            if (x->needed_bytes_per_step > 0)
+                fprintf(f, " (needed: %s)", kvs_fmt_bytes(b3, x->needed_bytes_per_step));
+        }
+        fputs("\n     ", f);
+        put_wrapped(f, x->message, 5, 5);
+        fputc('\n', f);
+        if (x->evidence && *x->evidence) {
+            fputs("     evidence: ", f);
+            put_wrapped(f, x->evidence, 7, 15);
+            fputc('\n', f);
+        }
+        if (x->fix && *x->fix) {
+            fputs("     fix: ", f);
+            put_wrapped(f, x->fix, 7, 10);
+            fputc('\n', f);
+        }
+    }
+}
+
+static void print_categories(FILE *f, const struct kvs_analysis *a)
+{
+    double sum = 0;
+    for (int c = 0; c < KVS_CAT_COUNT_; c++)
+        sum += kvs_finite_or0(a->category_ms[c]);
+    if (sum <= 0)
+        return;
+    fputs("  GPU time by category:", f);
+    for (int c = 0; c < KVS_CAT_COUNT_; c++) {
+        char ms[KVS_FMT_BUF], pct[KVS_FMT_BUF];
+        double v = kvs_finite_or0(a->category_ms[c]);
+        if (v <= 0)
+            continue;
+        fprintf(f, "  %s %s ms (%s)", kvs_cat_label(c), kvs_fmt_ms(ms, v),
+                kvs_fmt_pct(pct, v / sum));
+    }
+    fputc('\n', f);
+}
+
+enum kvs_status kvs_render_text_report(FILE *out, const struct kvs_analysis *a,
+                                       const struct kvs_render_options *opt)
+{
+    struct style st = {opt->color};
+    size_t top = opt->top_kernels > 0 ? (size_t)opt->top_kernels : 10;
+    struct kvs_table t;
+    bool ok = true;
+
+    print_header(out, a, &st);
+    print_findings(out, a, &st);
+
+    heading(out, &st, "COPY/CAST GROUPS (by GPU time)");
+    if (!a->groups || a->ngroup == 0) {
+        fputs("  none: the trace has no copy, cast, memcpy or memset work\n", out);
+    } else {
+        ok = kvs_table_groups(&t, a, GROUP_ROWS) && ok;
+        kvs_table_print_text(out, &t, st.color);
+        kvs_table_free(&t);
+    }
+
+    heading(out, &st, "TOP KERNELS (by GPU time)");
+    if (!a->kernels || a->nkernel == 0) {
+        fputs("  none: the trace has no GPU activity\n", out);
+    } else {
+        ok = kvs_table_kernels(&t, a, top, KERNEL_NAME_WIDTH) && ok;
+        kvs_table_print_text(out, &t, st.color);
+        kvs_table_free(&t);
+    }
+
+    heading(out, &st, "STEPS (GPU ms by category)");
+    print_categories(out, a);
+    if (!a->step || a->nstep == 0) {
+        fputs("  no step markers (ProfilerStep#N or --step-regex ranges) in this trace\n", out);
+    } else {
+        ok = kvs_table_steps(&t, a, STEP_ROWS) && ok;
+        kvs_table_print_text(out, &t, st.color);
+        kvs_table_free(&t);
+    }
+    return ok ? KVS_STATUS_OK : KVS_STATUS_NO_MEMORY;
+}

@@ -1,0 +1,200 @@
+/* reports/report_tables.c — the rows of the report's tables (copy/cast
+ * groups, top kernels, steps), built from the analysis once and printed by
+ * the text, markdown and HTML renderers alike. Formatting only: every number
+ * shown is a field of the analysis.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "table.h"
+
+static void set_note(struct kvs_table *t, size_t shown, size_t total, const char *what)
+{
+    if (total <= shown)
+        return;
+    snprintf(t->note_buf, sizeof t->note_buf, "... %zu more %s not shown (all are in --format json)",
+             total - shown, what);
+    t->note = t->note_buf;
+}
+
+bool kvs_table_groups(struct kvs_table *t, const struct kvs_analysis *a, size_t max_rows)
+{
+    static const char *const hdr[] = {"op", "dims", "dtypes", "calls/step", "ms/step", "% GPU",
+                                      "bytes/call", "GB/s", "% peak", "matched"};
+    static const enum kvs_col kind[] = {KVS_COL_CODE, KVS_COL_CODE, KVS_COL_TEXT, KVS_COL_NUM,
+                                        KVS_COL_NUM, KVS_COL_NUM, KVS_COL_NUM, KVS_COL_NUM,
+                                        KVS_COL_NUM, KVS_COL_TEXT};
+    kvs_table_init(t, 10, hdr, kind);
+    size_t n = a->groups ? a->ngroup : 0;
+    for (size_t i = 0; i < n && i < max_rows; i++) {
+        const struct kvs_group *g = &a->groups[i];
+        char op[40], dims[160], dtypes[160], cps[KVS_FMT_BUF], ms[KVS_FMT_BUF], frac[KVS_FMT_BUF],
+            bpc[KVS_FMT_BUF], gbps[KVS_FMT_BUF], eff[KVS_FMT_BUF], match[320];
+        kvs_truncate(op, sizeof op, g->op, 28);
+        kvs_short_dims(dims, sizeof dims, g);
+        kvs_short_dtypes(dtypes, sizeof dtypes, g);
+        kvs_fmt_count(cps, g->calls_per_step);
+        kvs_fmt_ms(ms, g->gpu_ms_per_step);
+        kvs_fmt_pct(frac, g->gpu_fraction);
+        kvs_fmt_bytes(bpc, (double)g->bytes_per_call);
+        kvs_fmt_gbps(gbps, g->achieved_gbps);
+        char *unit = strstr(gbps, " GB/s"); /* the column header carries the unit */
+        if (unit)
+            *unit = 0;
+        if (a->trace.peak_gbps > 0)
+            kvs_fmt_pct(eff, g->efficiency);
+        else
+            strcpy(eff, "-");
+        if (g->has_match && g->match.label)
+            snprintf(match, sizeof match, "%s%s", g->match.label,
+                     g->match.inferred ? " (inferred)" : "");
+        else
+            strcpy(match, "-");
+        const char *row[] = {op, dims, dtypes, cps, ms, frac, bpc, gbps, eff, match};
+        kvs_table_add(t, row);
+    }
+    set_note(t, max_rows, n, "groups");
+    return !t->failed;
+}
+
+bool kvs_table_kernels(struct kvs_table *t, const struct kvs_analysis *a, size_t max_rows,
+                       size_t name_width)
+{
+    static const char *const hdr[] = {"kernel", "calls", "GPU ms", "% GPU", "category"};
+    static const enum kvs_col kind[] = {KVS_COL_CODE, KVS_COL_NUM, KVS_COL_NUM, KVS_COL_NUM,
+                                        KVS_COL_TEXT};
+    kvs_table_init(t, 5, hdr, kind);
+    size_t n = a->kernels ? a->nkernel : 0;
+    for (size_t i = 0; i < n && i < max_rows; i++) {
+        const struct kvs_kernel_stat *k = &a->kernels[i];
+        char name[512], calls[KVS_FMT_BUF], ms[KVS_FMT_BUF], frac[KVS_FMT_BUF];
+        kvs_short_kernel(name, sizeof name, k->name, name_width);
+        kvs_fmt_count(calls, (double)k->calls);
+        kvs_fmt_ms(ms, k->gpu_ms);
+        kvs_fmt_pct(frac, k->gpu_fraction);
+        const char *row[] = {name, calls, ms, frac, kvs_cat_label((int)k->category)};
+        kvs_table_add(t, row);
+    }
+    set_note(t, max_rows, n, "kernels");
+    return !t->failed;
+}
+
+bool kvs_table_steps(struct kvs_table *t, const struct kvs_analysis *a, size_t max_rows)
+{
+    static const char *const hdr[] = {"step", "wall ms", "GPU ms", "busy", "copy/cast", "GEMM",
+                                      "attention", "comm", "other"};
+    static const enum kvs_col kind[] = {KVS_COL_TEXT, KVS_COL_NUM, KVS_COL_NUM, KVS_COL_NUM,
+                                        KVS_COL_NUM, KVS_COL_NUM, KVS_COL_NUM, KVS_COL_NUM,
+                                        KVS_COL_NUM};
+    kvs_table_init(t, 9, hdr, kind);
+    size_t n = a->step ? a->nstep : 0;
+    for (size_t i = 0; i < n && i < max_rows; i++) {
+        const struct kvs_step *s = &a->step[i];
+        char name[96], wall[KVS_FMT_BUF], gpu[KVS_FMT_BUF], busy[KVS_FMT_BUF];
+        char cat[KVS_CAT_COUNT_][KVS_FMT_BUF];
+        if (s->name && *s->name)
+            snprintf(name, sizeof name, "%s", s->name);
+        else
+            snprintf(name, sizeof name, "#%lld", (long long)s->index);
+        kvs_fmt_ms(wall, s->wall_ms);
+        kvs_fmt_ms(gpu, s->gpu_busy_ms);
+        kvs_fmt_pct(busy, s->busy_fraction);
+        for (int c = 0; c < KVS_CAT_COUNT_; c++)
+            kvs_fmt_ms(cat[c], s->category_ms[c]);
+        const char *row[] = {name, wall, gpu, busy, cat[KVS_CAT_COPY_CAST], cat[KVS_CAT_GEMM],
+                             cat[KVS_CAT_ATTENTION], cat[KVS_CAT_COMM], cat[KVS_CAT_OTHER]};
+        kvs_table_add(t, row);
+    }
+    if (n > max_rows) {
+        snprintf(t->note_buf, sizeof t->note_buf, "... %zu more steps not shown", n - max_rows);
+        t->note = t->note_buf;
+    }
+    return !t->failed;
+}
+
+// ----------------------------------------------------------------------------
+// header facts
+
+/* snprintf that appends at buf+strlen(buf) and never overruns. */
+static void add(char *buf, size_t size, const char *fmt, ...) KVS_PRINTF(3, 4);
+static void add(char *buf, size_t size, const char *fmt, ...)
+{
+    size_t len = strlen(buf);
+    if (len + 1 >= size)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + len, size - len, fmt, ap);
+    va_end(ap);
+}
+
+size_t kvs_report_facts(const struct kvs_analysis *a, struct kvs_fact facts[KVS_MAX_FACTS])
+{
+    char b1[KVS_FMT_BUF], b2[KVS_FMT_BUF], b3[KVS_FMT_BUF], b4[KVS_FMT_BUF];
+    const struct kvs_trace_info *t = &a->trace;
+    size_t n = 0;
+    struct kvs_fact *x;
+
+    x = &facts[n++];
+    x->label = "device";
+    x->value[0] = 0;
+    add(x->value, sizeof x->value, "%s", t->device ? t->device : "unknown device");
+    if (t->peak_gbps > 0)
+        add(x->value, sizeof x->value, ", HBM peak %s (%s)", kvs_fmt_gbps(b1, t->peak_gbps),
+            t->peak_source ? t->peak_source : "device table");
+    else
+        add(x->value, sizeof x->value, ", HBM peak unknown (give --device or --peak-gbps)");
+    if (t->copy_gbps > 0)
+        add(x->value, sizeof x->value, ", measured copy rate %s", kvs_fmt_gbps(b2, t->copy_gbps));
+
+    x = &facts[n++];
+    x->label = "trace";
+    x->value[0] = 0;
+    add(x->value, sizeof x->value, "%s of JSON, %s events (%s ops, %s kernels",
+        kvs_fmt_bytes(b1, (double)t->bytes), kvs_fmt_count(b2, (double)t->events),
+        kvs_fmt_count(b3, (double)t->ops), kvs_fmt_count(b4, (double)t->kernels));
+    if (t->memcpys || t->memsets)
+        add(x->value, sizeof x->value, ", %s memcpy, %s memset",
+            kvs_fmt_count(b1, (double)t->memcpys), kvs_fmt_count(b2, (double)t->memsets));
+    add(x->value, sizeof x->value, ")");
+    if (t->gpu_unlinked)
+        add(x->value, sizeof x->value, "; %s GPU activities linked to no op",
+            kvs_fmt_count(b1, (double)t->gpu_unlinked));
+    if (t->dropped_records)
+        add(x->value, sizeof x->value, "; %s records dropped at capture",
+            kvs_fmt_count(b1, (double)t->dropped_records));
+
+    const struct kvs_steps *s = &a->steps;
+    x = &facts[n++];
+    x->label = "steps";
+    x->value[0] = 0;
+    if (s->count > 0) {
+        add(x->value, sizeof x->value, "%lld steps, %s ms wall/step, GPU busy %s ms/step (%s of the step)",
+            (long long)s->count, kvs_fmt_ms(b1, s->mean_ms), kvs_fmt_ms(b2, s->gpu_ms_per_step),
+            kvs_fmt_pct(b3, s->gpu_busy_fraction));
+        if (s->tokens_per_s > 0)
+            add(x->value, sizeof x->value, ", %s tokens/s", kvs_fmt_count(b4, s->tokens_per_s));
+    } else {
+        add(x->value, sizeof x->value,
+            "no step markers found: figures are trace totals (GPU busy %s ms)",
+            kvs_fmt_ms(b1, s->total_gpu_ms));
+    }
+
+    if (a->model) {
+        x = &facts[n++];
+        x->label = "model";
+        x->value[0] = 0;
+        add(x->value, sizeof x->value, "%s", a->model);
+        if (a->num_layers > 0)
+            add(x->value, sizeof x->value, " (%d layers)", a->num_layers);
+    }
+    if (t->truncated) {
+        x = &facts[n++];
+        x->label = "warning";
+        x->value[0] = 0;
+        add(x->value, sizeof x->value, "the trace ends early; this covers the %s events read",
+            kvs_fmt_count(b1, (double)t->events));
+    }
+    return n;
+}

@@ -1,0 +1,77 @@
+/* reports/table.h — private to reports/: a table of text cells built once
+ * and printed as an aligned text table, a markdown table or an HTML table,
+ * so the three human formats show the same rows; plus the builders of the
+ * report's tables (groups, kernels, steps) from an analysis.
+ *
+ * defines: struct kvs_table, kvs_table_init/add/free, kvs_table_print_text,
+ *          kvs_table_print_md, kvs_table_print_html, kvs_table_groups,
+ *          kvs_table_kernels, kvs_table_steps, KVS_ANSI_*
+ */
+#ifndef KVSCOPE_TABLE_H
+#define KVSCOPE_TABLE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "report_impl.h"
+
+#define KVS_TABLE_MAX_COLS 12
+
+/* Column kinds: how a cell is aligned and marked up. */
+enum kvs_col {
+    KVS_COL_TEXT = 0, /* left-aligned words */
+    KVS_COL_NUM,      /* right-aligned number */
+    KVS_COL_CODE,     /* left-aligned, a name from the trace: `code` in markdown, <code> in HTML */
+};
+
+struct kvs_table {
+    int ncol;
+    const char *header[KVS_TABLE_MAX_COLS];
+    enum kvs_col kind[KVS_TABLE_MAX_COLS];
+    char **cells; /* nrow * ncol strings, owned */
+    size_t nrow, cap;
+    bool failed;  /* an allocation failed: the table is incomplete */
+    const char *note; /* a line under the table ("12 more groups ..."), owned when set */
+    char note_buf[160];
+};
+
+/* headers and kinds: ncol entries each (headers are not copied: use literals). */
+void kvs_table_init(struct kvs_table *t, int ncol, const char *const *headers,
+                    const enum kvs_col *kinds);
+/* Append a row of t->ncol cells (copied). */
+void kvs_table_add(struct kvs_table *t, const char *const *cells);
+void kvs_table_free(struct kvs_table *t);
+
+#define KVS_ANSI_BOLD "\033[1m"
+#define KVS_ANSI_DIM "\033[2m"
+#define KVS_ANSI_RED "\033[31m"
+#define KVS_ANSI_YELLOW "\033[33m"
+#define KVS_ANSI_CYAN "\033[36m"
+#define KVS_ANSI_GREEN "\033[32m"
+#define KVS_ANSI_RESET "\033[0m"
+
+/* Two spaces of indent, columns separated by two spaces; header bold when
+ * colour is on. Trailing spaces are never written. */
+void kvs_table_print_text(FILE *f, const struct kvs_table *t, bool color);
+void kvs_table_print_md(FILE *f, const struct kvs_table *t);
+void kvs_table_print_html(FILE *f, const struct kvs_table *t, const char *css_class);
+
+/* The report's tables. Each returns false when memory ran out. */
+bool kvs_table_groups(struct kvs_table *t, const struct kvs_analysis *a, size_t max_rows);
+bool kvs_table_kernels(struct kvs_table *t, const struct kvs_analysis *a, size_t max_rows,
+                       size_t name_width);
+bool kvs_table_steps(struct kvs_table *t, const struct kvs_analysis *a, size_t max_rows);
+
+/* The report's header facts ("device", "trace", "steps", "model",
+ * "warning"), as label/value lines shared by the human formats. */
+#define KVS_MAX_FACTS 6
+struct kvs_fact {
+    const char *label;
+    char value[512];
+};
+size_t kvs_report_facts(const struct kvs_analysis *a, struct kvs_fact facts[KVS_MAX_FACTS]);
+
+/* Display width of UTF-8 text (code points; no wide-glyph tables). */
+size_t kvs_text_width(const char *s);
+
+#endif /* KVSCOPE_TABLE_H */

@@ -1,0 +1,121 @@
+/* kvscope/trace.h — capture what the GPU did (CUPTI activity records, NVTX
+ * ranges, kvscope op annotations) and write it as Kineto-compatible
+ * Chrome-trace JSON (see kvscope/trace_writer.h for the format).
+ *
+ * defines: struct kvs_trace, enum kvs_trace_activity, struct kvs_trace_config,
+ *          kvs_trace_config_init, kvs_trace_create, kvs_trace_start,
+ *          kvs_trace_stop, kvs_trace_write, kvs_trace_get_stats, kvs_trace_free
+ *
+ *   struct kvs_trace_config cfg;
+ *   kvs_trace_config_init(&cfg);
+ *   struct kvs_trace *t;
+ *   KVS_TRY(kvs_trace_create(&cfg, &t));   // before the first NVTX call if you can
+ *   KVS_TRY(kvs_trace_start(t));
+ *   ... launch work; kvs_op_begin()/kvs_op_end() around ops ...
+ *   cudaDeviceSynchronize();                // so every GPU record is complete
+ *   KVS_TRY(kvs_trace_stop(t));
+ *   KVS_TRY(kvs_trace_write(t, "decode.json.gz"));
+ *   kvs_trace_free(t);
+ *
+ * To trace a program without changing it, use `kvscope capture` (the
+ * injection library libkvscope-inject.so runs this same code inside it).
+ *
+ * One capture per process. CUPTI accepts a single subscriber and its buffer
+ * callbacks are process-wide, so the capture is a process-wide singleton:
+ * kvs_trace_create fails with KVS_STATUS_CUPTI (and a message saying so)
+ * while another capture, the PyTorch profiler or Nsight Systems holds CUPTI.
+ *
+ * Threading. Call create/start/stop/write/free from one controlling thread.
+ * CUPTI calls kvscope's buffer callbacks on CUPTI's own worker thread (and,
+ * during stop's flush, on the calling thread); NVTX ranges and kvs_op_*
+ * annotations are recorded on whichever thread makes them. The logger in the
+ * config is called from all of these, so it must be thread-safe. No kvscope
+ * lock is held while CUPTI flushes.
+ *
+ * Memory is bounded: CUPTI records go into at most max_buffers buffers of
+ * buffer_bytes each, handed out from a pool and kept on a ready list until
+ * written; ranges and ops go into at most host_bytes_max bytes. When either
+ * is full, records are dropped and counted (kvs_trace_get_stats, and the
+ * "kvscope" object in the written trace) — never unbounded growth, never a
+ * crash. Writing needs, in addition, about 100 bytes per record.
+ *
+ * NVTX. kvscope records NVTX ranges (push/pop and start/end, any domain)
+ * through CUPTI's NVTX callbacks, which need CUPTI to be the process's NVTX
+ * injection. kvs_trace_create sets NVTX_INJECTION64_PATH to CUPTI's library
+ * when it is unset; NVTX reads it once per module, at that module's first
+ * NVTX call, so modules that called NVTX before kvs_trace_create stay
+ * unseen. kvs_range_* and kvs_op_* need none of this: while a capture of
+ * this library runs they record directly.
+ *
+ * Available only in builds with CUDA (the capture links CUPTI); the header
+ * itself is plain C.
+ */
+#ifndef KVSCOPE_TRACE_H
+#define KVSCOPE_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kvscope/base.h"
+#include "kvscope/trace_writer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct kvs_trace;
+
+/* What to record (CUPTI activity kinds, plus NVTX ranges and ops). */
+enum kvs_trace_activity {
+    KVS_TRACE_KERNEL = 1u << 0,               /* CONCURRENT_KERNEL */
+    KVS_TRACE_MEMCPY = 1u << 1,
+    KVS_TRACE_MEMSET = 1u << 2,
+    KVS_TRACE_RUNTIME = 1u << 3,              /* CUDA runtime API calls */
+    KVS_TRACE_DRIVER = 1u << 4,               /* CUDA driver API calls */
+    KVS_TRACE_SYNC = 1u << 5,                 /* SYNCHRONIZATION */
+    KVS_TRACE_EXTERNAL_CORRELATION = 1u << 6, /* "External id" on GPU work of ops */
+    KVS_TRACE_OVERHEAD = 1u << 7,             /* CUPTI's own overhead */
+    KVS_TRACE_NVTX = 1u << 8,                 /* NVTX ranges, kvs_range_*, kvs_op_* */
+    KVS_TRACE_ALL = (1u << 9) - 1,
+};
+
+struct kvs_trace_config {
+    unsigned activities;      /* KVS_TRACE_* bits; init: KVS_TRACE_ALL */
+    size_t buffer_bytes;      /* one CUPTI buffer; init: 4 MiB (min 64 KiB) */
+    unsigned max_buffers;     /* the pool's cap; init: 32 (128 MiB, Kineto's default) */
+    size_t host_bytes_max;    /* ranges and ops; init: 64 MiB */
+    struct kvs_logger logger; /* must be thread-safe; init: stderr, INFO and up */
+    int rank;                 /* distributed rank, -1 unknown (init) */
+    int world_size;           /* 0 unknown (init) */
+    const char *process_name; /* copied; NULL: the process's own name */
+    int set_nvtx_env;         /* set NVTX_INJECTION64_PATH when unset; init: 1 */
+};
+
+KVS_API void kvs_trace_config_init(struct kvs_trace_config *cfg);
+
+/* Subscribe to CUPTI and prepare the pools; records nothing yet. */
+KVS_API enum kvs_status kvs_trace_create(const struct kvs_trace_config *cfg,
+                                         struct kvs_trace **out);
+
+/* Start recording (again: windows accumulate into one trace). */
+KVS_API enum kvs_status kvs_trace_start(struct kvs_trace *t);
+
+/* Stop recording and flush every CUPTI buffer. Synchronize the devices
+ * first, or kernels still running are missing. */
+KVS_API enum kvs_status kvs_trace_stop(struct kvs_trace *t);
+
+/* Write everything recorded so far (after stop): a .gz path is compressed,
+ * "-" is stdout. May be called again; records stay until kvs_trace_free. */
+KVS_API enum kvs_status kvs_trace_write(struct kvs_trace *t, const char *path);
+
+/* Counts so far (records are counted when written). */
+KVS_API void kvs_trace_get_stats(const struct kvs_trace *t, struct kvs_trace_stats *out);
+
+/* Stop if running, unsubscribe, release every buffer. NULL is fine. */
+KVS_API void kvs_trace_free(struct kvs_trace *t);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KVSCOPE_TRACE_H */

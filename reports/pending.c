@@ -10,13 +10,6 @@ static enum kvs_status pending(const struct kvs_render_options *opt, const char 
     return KVS_STATUS_UNSUPPORTED;
 }
 
-enum kvs_status kvs_render_html_report(FILE *out, const struct kvs_analysis *a,
-                                       const struct kvs_render_options *opt)
-{
-    (void)out, (void)a;
-    return pending(opt, "the html report");
-}
-
 enum kvs_status kvs_render_json_compare(FILE *out, const struct kvs_comparison *c,
                                         const struct kvs_render_options *opt)
 {

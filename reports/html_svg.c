@@ -1,0 +1,240 @@
+/* reports/html_svg.c — inline SVG charts for the HTML pages: the bandwidth
+ * roofline of the copy/cast groups, GPU time per step stacked by category,
+ * and before/after bars for compare. Plain SVG 1.1 (no script, no fonts
+ * beyond the page's), every label escaped, every coordinate finite.
+ *
+ * Tested by tests/test_report_html.c (structure, escaping) and
+ * tests/test_html_chromium.sh (renders in headless Chromium).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "html.h"
+#include "table.h"
+
+static const char *const cat_color[KVS_CAT_COUNT_ + 1] = {
+    "#d62728", /* copy/cast: the story's colour */
+    "#1f77b4", /* GEMM */
+    "#2ca02c", /* attention */
+    "#9467bd", /* communication */
+    "#8c8c8c", /* other */
+    "#e8e8e8", /* idle */
+};
+
+/* A round tick spacing (1, 2 or 5 x 10^k) giving about `n` ticks up to max. */
+static double nice_step(double max, int n)
+{
+    if (!(max > 0))
+        return 1;
+    double raw = max / n, p = pow(10, floor(log10(raw)));
+    double m = raw / p;
+    return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+}
+
+static double fin(double v)
+{
+    return kvs_finite_or0(v);
+}
+
+static void put_svg_text(FILE *f, double x, double y, const char *anchor, const char *cls,
+                         const char *text)
+{
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\"%s%s%s>", x, y, anchor,
+            cls ? " class=\"" : "", cls ? cls : "", cls ? "\"" : "");
+    kvs_put_html(f, text);
+    fputs("</text>\n", f);
+}
+
+static void tick_label(char *buf, double v)
+{
+    if (v >= 1000 && fmod(v, 1000) == 0)
+        snprintf(buf, KVS_FMT_BUF, "%gk", v / 1000);
+    else
+        snprintf(buf, KVS_FMT_BUF, "%g", v);
+}
+
+/* Vertical grid lines and labels along the x axis, from 0 to xmax. */
+static void x_axis(FILE *f, double left, double plot_w, double top, double bottom, double xmax,
+                   const char *unit)
+{
+    double step = nice_step(xmax, 5);
+    char b[KVS_FMT_BUF];
+    for (double v = 0; v <= xmax * 1.0001; v += step) {
+        double x = left + v / xmax * plot_w;
+        fprintf(f, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", x,
+                top, x, bottom);
+        tick_label(b, v);
+        put_svg_text(f, x, bottom + 14, "middle", "tick", b);
+    }
+    put_svg_text(f, left + plot_w, bottom + 30, "end", "axis", unit);
+}
+
+void kvs_svg_roofline(FILE *f, const struct kvs_analysis *a, size_t max_groups)
+{
+    size_t n = a->groups ? a->ngroup : 0;
+    if (n > max_groups)
+        n = max_groups;
+    const double W = 860, left = 300, right = 110, top = 44, row = 26;
+    double plot_w = W - left - right, bottom = top + row * (double)(n ? n : 1);
+    double H = bottom + 40;
+    double peak = fin(a->trace.peak_gbps), copy = fin(a->trace.copy_gbps), xmax = fmax(peak, copy);
+    for (size_t i = 0; i < n; i++)
+        xmax = fmax(xmax, fin(a->groups[i].achieved_gbps));
+    xmax = xmax > 0 ? xmax * 1.06 : 1;
+
+    fprintf(f, "<svg class=\"chart\" viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" height=\"%.0f\" "
+               "role=\"img\" aria-label=\"bandwidth roofline\" xmlns=\"http://www.w3.org/2000/svg\">\n",
+            W, H, W, H);
+    x_axis(f, left, plot_w, top, bottom, xmax, "achieved GB/s (bytes read + written / GPU time)");
+    char b1[KVS_FMT_BUF], b2[KVS_FMT_BUF], label[200], full[256], dims[160];
+    for (size_t i = 0; i < n; i++) {
+        const struct kvs_group *g = &a->groups[i];
+        double y = top + row * (double)i, v = fin(g->achieved_gbps);
+        char op[48];
+        kvs_truncate(op, sizeof op, g->op, 24);
+        kvs_short_dims(dims, sizeof dims, g);
+        snprintf(full, sizeof full, "%s %s", op, dims);
+        kvs_truncate(label, sizeof label, full, 46);
+        fputs("<g>", f);
+        fputs("<title>", f);
+        kvs_put_html(f, g->op);
+        fputs(" ", f);
+        kvs_put_html(f, g->dims ? g->dims : "");
+        fprintf(f, ": %s, %s ms/step</title>\n", kvs_fmt_gbps(b1, v), kvs_fmt_ms(b2, g->gpu_ms_per_step));
+        put_svg_text(f, left - 8, y + row / 2 + 4, "end", "lbl", label);
+        fprintf(f, "<rect class=\"bar\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>\n",
+                left, y + 4, v / xmax * plot_w, row - 8);
+        if (peak > 0)
+            snprintf(label, sizeof label, "%s (%s)", kvs_fmt_gbps(b1, v),
+                     kvs_fmt_pct(b2, fin(g->efficiency)));
+        else
+            kvs_fmt_gbps(label, v);
+        put_svg_text(f, left + v / xmax * plot_w + 6, y + row / 2 + 4, "start", "val", label);
+        fputs("</g>\n", f);
+    }
+    if (n == 0)
+        put_svg_text(f, left + plot_w / 2, top + row / 2 + 4, "middle", "lbl",
+                     "no copy/cast groups in this trace");
+    /* the ceilings, labelled above the plot on two lines so they never collide */
+    if (peak > 0) {
+        double x = left + peak / xmax * plot_w;
+        fprintf(f, "<line class=\"peak\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", x,
+                top - 26, x, bottom);
+        snprintf(label, sizeof label, "HBM peak %s", kvs_fmt_gbps(b1, peak));
+        put_svg_text(f, x, top - 30, "middle", "peaklbl", label);
+    }
+    if (copy > 0) {
+        double x = left + copy / xmax * plot_w;
+        fprintf(f, "<line class=\"copy\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", x,
+                top - 12, x, bottom);
+        snprintf(label, sizeof label, "measured copy %s", kvs_fmt_gbps(b1, copy));
+        put_svg_text(f, x - 4, top - 16, "end", "copylbl", label);
+    }
+    fputs("</svg>\n", f);
+}
+
+void kvs_svg_steps(FILE *f, const struct kvs_analysis *a, size_t max_steps)
+{
+    size_t n = a->step ? a->nstep : 0;
+    if (n > max_steps)
+        n = max_steps;
+    const double W = 860, left = 60, right = 150, top = 16, plot_h = 240;
+    double plot_w = W - left - right, bottom = top + plot_h, H = bottom + 46;
+    double ymax = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct kvs_step *s = &a->step[i];
+        double sum = 0;
+        for (int c = 0; c < KVS_CAT_COUNT_; c++)
+            sum += fmax(0, fin(s->category_ms[c]));
+        sum += fmax(0, fin(s->wall_ms) - fin(s->gpu_busy_ms));
+        ymax = fmax(ymax, sum);
+    }
+    ymax = ymax > 0 ? ymax * 1.05 : 1;
+    fprintf(f, "<svg class=\"chart\" viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" height=\"%.0f\" "
+               "role=\"img\" aria-label=\"GPU time per step by category\" "
+               "xmlns=\"http://www.w3.org/2000/svg\">\n",
+            W, H, W, H);
+    double step = nice_step(ymax, 5);
+    char b[KVS_FMT_BUF];
+    for (double v = 0; v <= ymax * 1.0001; v += step) {
+        double y = bottom - v / ymax * plot_h;
+        fprintf(f, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", left,
+                y, left + plot_w, y);
+        tick_label(b, v);
+        put_svg_text(f, left - 6, y + 4, "end", "tick", b);
+    }
+    put_svg_text(f, 14, top + plot_h / 2, "middle", "axis vert", "ms per step");
+    double slot = n ? plot_w / (double)n : plot_w, bw = fmin(40, slot * 0.7);
+    size_t label_every = n > 16 ? (n + 15) / 16 : 1;
+    for (size_t i = 0; i < n; i++) {
+        const struct kvs_step *s = &a->step[i];
+        double x = left + slot * (double)i + (slot - bw) / 2, y = bottom;
+        char ms[KVS_FMT_BUF], busy[KVS_FMT_BUF], wall[KVS_FMT_BUF];
+        fputs("<g><title>", f);
+        kvs_put_html(f, s->name ? s->name : "step");
+        fprintf(f, ": wall %s ms, GPU busy %s ms (%s)", kvs_fmt_ms(wall, s->wall_ms),
+                kvs_fmt_ms(ms, s->gpu_busy_ms), kvs_fmt_pct(busy, s->busy_fraction));
+        fputs("</title>\n", f);
+        for (int c = 0; c <= KVS_CAT_COUNT_; c++) {
+            double v = c < KVS_CAT_COUNT_ ? fin(s->category_ms[c])
+                                          : fin(s->wall_ms) - fin(s->gpu_busy_ms);
+            if (!(v > 0))
+                continue;
+            double h = v / ymax * plot_h;
+            y -= h;
+            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>\n",
+                    x, y, bw, h, cat_color[c]);
+        }
+        fputs("</g>\n", f);
+        if (i % label_every == 0) {
+            snprintf(b, sizeof b, "%lld", (long long)s->index);
+            put_svg_text(f, x + bw / 2, bottom + 14, "middle", "tick", b);
+        }
+    }
+    put_svg_text(f, left + plot_w / 2, bottom + 34, "middle", "axis", "step");
+    if (n == 0)
+        put_svg_text(f, left + plot_w / 2, top + plot_h / 2, "middle", "lbl",
+                     "no step markers in this trace");
+    for (int c = KVS_CAT_COUNT_; c >= 0; c--) {
+        double y = top + 8 + 20.0 * (KVS_CAT_COUNT_ - c);
+        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>\n",
+                left + plot_w + 18, y, cat_color[c]);
+        put_svg_text(f, left + plot_w + 36, y + 10, "start", "lbl", kvs_cat_label(c));
+    }
+    fputs("</svg>\n", f);
+}
+
+void kvs_svg_pairs(FILE *f, const struct kvs_svg_pair *rows, size_t n, const char *unit,
+                   const char *aria_label)
+{
+    const double W = 860, left = 300, right = 110, top = 30, row = 40;
+    double plot_w = W - left - right, bottom = top + row * (double)(n ? n : 1), H = bottom + 40;
+    double xmax = 0;
+    for (size_t i = 0; i < n; i++)
+        xmax = fmax(xmax, fmax(fin(rows[i].before), fin(rows[i].after)));
+    xmax = xmax > 0 ? xmax * 1.06 : 1;
+    fprintf(f, "<svg class=\"chart\" viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" height=\"%.0f\" "
+               "role=\"img\" aria-label=\"",
+            W, H, W, H);
+    kvs_put_html(f, aria_label);
+    fputs("\" xmlns=\"http://www.w3.org/2000/svg\">\n", f);
+    x_axis(f, left, plot_w, top, bottom, xmax, unit);
+    fputs("<rect x=\"300\" y=\"6\" width=\"12\" height=\"12\" class=\"before\"/>\n", f);
+    put_svg_text(f, 318, 16, "start", "lbl", "before");
+    fputs("<rect x=\"380\" y=\"6\" width=\"12\" height=\"12\" class=\"after\"/>\n", f);
+    put_svg_text(f, 398, 16, "start", "lbl", "after");
+    for (size_t i = 0; i < n; i++) {
+        double y = top + row * (double)i;
+        char label[64], b[KVS_FMT_BUF];
+        kvs_truncate(label, sizeof label, rows[i].label, 46);
+        put_svg_text(f, left - 8, y + row / 2 + 4, "end", "lbl", label);
+        double vals[2] = {fin(rows[i].before), fin(rows[i].after)};
+        for (int k = 0; k < 2; k++) {
+            double by = y + 5 + k * 15, w = vals[k] / xmax * plot_w;
+            fprintf(f, "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"13\"/>\n",
+                    k ? "after" : "before", left, by, w);
+            put_svg_text(f, left + w + 6, by + 11, "start", "val", kvs_fmt_ms(b, vals[k]));
+        }
+    }
+    fputs("</svg>\n", f);
+}

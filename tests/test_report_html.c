@@ -1,0 +1,115 @@
+/* tests/test_report_html.c — the HTML report's structure without a browser:
+ * self-contained (CSP forbids everything but inline style, no external
+ * reference), every trace string escaped (no markup injection through kernel
+ * names), both charts present with finite coordinates even for NaN inputs,
+ * tags balanced. tests/test_html_chromium.sh renders it for real.
+ *
+ *   meson test -C build test_report_html
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kvs_test.h"
+#include "kvscope/report.h"
+#include "report_fixture.h"
+
+static char *render(const struct kvs_analysis *a)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        KVS_TEST_SETUP_FAILED("open_memstream");
+    struct kvs_render_options opt = {.format = KVS_FORMAT_HTML};
+    KVS_CHECK_EQ_INT(kvs_render_report(f, a, &opt), KVS_STATUS_OK);
+    fclose(f);
+    return buf;
+}
+
+static int count(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
+static void test_self_contained(void)
+{
+    struct kvs_fixture fx;
+    kvs_fixture_unfixed(&fx);
+    char *h = render(&fx.a);
+    KVS_CHECK(!strncmp(h, "<!DOCTYPE html>", 15));
+    KVS_CHECK(strstr(h, "Content-Security-Policy\" content=\"default-src 'none'") != NULL);
+    KVS_CHECK_EQ_INT(count(h, "http://") + count(h, "https://"),
+                     count(h, "xmlns=\"http://www.w3.org/2000/svg\""));
+    KVS_CHECK(!strstr(h, "<script"));
+    KVS_CHECK(!strstr(h, "<link"));
+    KVS_CHECK(!strstr(h, "@import"));
+    KVS_CHECK(!strstr(h, "url("));
+    KVS_CHECK(strstr(h, "</html>\n") != NULL);
+    free(h);
+}
+
+static void test_trace_strings_escaped(void)
+{
+    struct kvs_fixture fx;
+    kvs_fixture_unfixed(&fx);
+    fx.a.trace.path = "<img src=x onerror=alert(1)>.json";
+    fx.groups[0].op = "aten::copy_\"><svg onload=alert(1)>";
+    fx.findings[0].message = "</li></ol><script>alert(1)</script>";
+    char *h = render(&fx.a);
+    KVS_CHECK(!strstr(h, "<script"));
+    KVS_CHECK(!strstr(h, "<img"));
+    KVS_CHECK(!strstr(h, "<svg onload"));
+    KVS_CHECK(strstr(h, "&lt;img src=x onerror=alert(1)&gt;.json") != NULL);
+    KVS_CHECK(strstr(h, "evil&lt;script&gt;") != NULL); /* the fixture's hostile kernel */
+    KVS_CHECK_EQ_INT(count(h, "<svg "), 2);
+    KVS_CHECK_EQ_INT(count(h, "</svg>"), 2);
+    KVS_CHECK_EQ_INT(count(h, "<table"), count(h, "</table>"));
+    KVS_CHECK_EQ_INT(count(h, "<li>"), count(h, "</li>"));
+    KVS_CHECK_EQ_INT(count(h, "<g>"), count(h, "</g>"));
+    free(h);
+}
+
+static void test_charts_finite(void)
+{
+    struct kvs_fixture fx;
+    kvs_fixture_unfixed(&fx);
+    fx.groups[1].achieved_gbps = NAN;
+    fx.groups[2].achieved_gbps = INFINITY;
+    fx.step[1].category_ms[KVS_CAT_GEMM] = NAN;
+    fx.step[2].wall_ms = -INFINITY;
+    char *h = render(&fx.a);
+    KVS_CHECK(!strstr(h, "nan") && !strstr(h, "inf\""));
+    KVS_CHECK(strstr(h, "HBM peak 4800 GB/s") != NULL);
+    KVS_CHECK(strstr(h, "measured copy 4257 GB/s") != NULL);
+    /* one bar per group and one stacked bar per step */
+    KVS_CHECK_EQ_INT(count(h, "<rect class=\"bar\""), 3);
+    free(h);
+}
+
+static void test_empty(void)
+{
+    struct kvs_analysis a;
+    memset(&a, 0, sizeof a);
+    char *h = render(&a);
+    KVS_CHECK(strstr(h, "no copy/cast groups in this trace") != NULL);
+    KVS_CHECK(strstr(h, "no step markers in this trace") != NULL);
+    KVS_CHECK(!strstr(h, "nan"));
+    free(h);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct kvs_test tests[] = {
+        {"self_contained", test_self_contained},
+        {"trace_strings_escaped", test_trace_strings_escaped},
+        {"charts_finite", test_charts_finite},
+        {"empty", test_empty},
+        {NULL, NULL},
+    };
+    return kvs_test_main(argc, argv, tests);
+}

@@ -1,0 +1,471 @@
+/* tests/test_trace_writer.c — the Chrome-trace writer on synthetic
+ * CUPTI-like records, no GPU: exact timestamps, escaping, the hash map, the
+ * projection of ranges onto GPU streams, and whole documents checked by
+ * Python's json module (tests/check_trace.py) field by field.
+ *   meson test -C build test_trace_writer
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "kvs_test.h"
+#include "kvscope/trace_writer.h"
+#include "trace_check.h"
+#include "writer_internal.h"
+
+// ----------------------------------------------------------------------------
+// numbers and strings
+
+static void test_format_us(void)
+{
+    static const struct {
+        int64_t ns;
+        const char *want;
+    } cases[] = {
+        {1234567891, "1234567.891"},
+        {0, "0.000"},
+        {1, "0.001"},
+        {999, "0.999"},
+        {1000, "1.000"},
+        {-5, "-0.005"},
+        {-1234, "-1.234"},
+        {-1000, "-1.000"},
+        {5091211322205042LL, "5091211322205.042"},
+        {INT64_MAX, "9223372036854775.807"},
+        {INT64_MIN, "-9223372036854775.808"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char b[KVS_TRACE_US_BUF];
+        size_t n = kvs_trace_format_us(cases[i].ns, b);
+        KVS_CHECK_EQ_STR(b, cases[i].want);
+        KVS_CHECK_EQ_INT(n, strlen(cases[i].want));
+    }
+}
+
+static void test_json_escape(void)
+{
+    char out[256];
+    const char in[] = "a\"b\\c\n\t\x01\x7f|\xc3\xa9|\xff|\xe2\x82|\xf0\x9f\x98\x80|\xc0\xaf";
+    size_t n = kvs_json_escape(out, in, sizeof in - 1);
+    out[n] = '\0';
+    KVS_CHECK_EQ_STR(out, "a\\\"b\\\\c\\n\\t\\u0001\\u007f|\xc3\xa9|\xef\xbf\xbd|"
+                          "\xef\xbf\xbd\xef\xbf\xbd|\xf0\x9f\x98\x80|\xef\xbf\xbd\xef\xbf\xbd");
+}
+
+static void test_long_string_chunks(void)
+{
+    /* 2-byte characters across the 256-byte pieces of kvs_out_json_string */
+    char in[1201];
+    for (int i = 0; i < 600; i++)
+        memcpy(in + 2 * i, "\xc3\xa9", 2);
+    in[1200] = '\0';
+    char path[] = "/tmp/kvs_writer_strXXXXXX";
+    int fd = mkstemp(path);
+    KVS_REQUIRE(fd >= 0);
+    FILE *f = fdopen(fd, "w+");
+    static struct kvs_out o;
+    kvs_out_init(&o, f, NULL);
+    kvs_out_json_string(&o, in + 1); /* odd start: a lone continuation byte first */
+    KVS_CHECK_EQ_INT(kvs_out_flush(&o), 0);
+    rewind(f);
+    char back[4096];
+    size_t n = fread(back, 1, sizeof back - 1, f);
+    back[n] = '\0';
+    fclose(f);
+    unlink(path);
+    KVS_CHECK_EQ_INT(n, 2 + 3 + 599 * 2);
+    KVS_CHECK(memcmp(back, "\"\xef\xbf\xbd\xc3\xa9", 6) == 0);
+    KVS_CHECK(strstr(back, "\xef\xbf\xbd\xc3\xa9") == back + 1);
+    KVS_CHECK(strstr(back + 4, "\xef\xbf\xbd") == NULL); /* no piece boundary broke a character */
+}
+
+static void test_map(void)
+{
+    struct kvs_map m;
+    KVS_REQUIRE(kvs_map_init(&m, 4) == 0);
+    for (uint64_t k = 0; k < 100000; k++)
+        KVS_REQUIRE(kvs_map_put(&m, k * 7919, k) == 0);
+    KVS_CHECK(kvs_map_put(&m, 7919, 42) == 0); /* overwrite */
+    KVS_CHECK_EQ_INT(m.n, 100000);
+    uint64_t v = 0;
+    int bad = 0;
+    for (uint64_t k = 0; k < 100000; k++)
+        bad += !kvs_map_get(&m, k * 7919, &v) || v != (k == 1 ? 42 : k);
+    KVS_CHECK_EQ_INT(bad, 0);
+    KVS_CHECK(!kvs_map_get(&m, 5, NULL));
+    kvs_map_free(&m);
+}
+
+// ----------------------------------------------------------------------------
+// synthetic records
+
+#define PID 4242u
+#define TID 4243u
+#define T0 1000000000LL /* 1000 s on the CPU clock */
+
+static struct kvs_tensor_desc g_copy_in[2] = {
+    {3, {495552, 1, 576}, "c10::BFloat16"},
+    {3, {495552, 1, 576}, "c10::Float8_e4m3fn"},
+};
+
+static struct kvs_trace_rec host(enum kvs_trace_rec_kind k, const char *name, uint32_t tid,
+                                 int64_t s, int64_t e, uint64_t ext)
+{
+    struct kvs_trace_rec r = {.kind = k, .start_ns = s, .end_ns = e, .name = name};
+    r.u.host.pid = PID;
+    r.u.host.tid = tid;
+    r.u.host.external_id = ext;
+    return r;
+}
+
+static struct kvs_trace_rec api(enum kvs_trace_rec_kind k, const char *name, uint32_t cbid,
+                                uint32_t corr, int64_t s, int64_t e)
+{
+    struct kvs_trace_rec r = {.kind = k, .correlation = corr, .start_ns = s, .end_ns = e,
+                              .name = name};
+    r.u.api.pid = PID;
+    r.u.api.tid = TID;
+    r.u.api.cbid = cbid;
+    return r;
+}
+
+static struct kvs_trace_rec gpu(enum kvs_trace_rec_kind k, const char *name, uint32_t corr,
+                                uint32_t stream, int64_t s, int64_t e)
+{
+    struct kvs_trace_rec r = {.kind = k, .correlation = corr, .start_ns = s, .end_ns = e,
+                              .name = name};
+    r.u.gpu.device = 0;
+    r.u.gpu.context = 1;
+    r.u.gpu.stream = stream;
+    return r;
+}
+
+static struct kvs_trace_rec link_ext(uint32_t corr, uint64_t ext)
+{
+    struct kvs_trace_rec r = {.kind = KVS_TREC_EXTERNAL_ID, .correlation = corr};
+    r.u.external_id = ext;
+    return r;
+}
+
+/* Fills recs (room for 32); returns the count. */
+static size_t make_records(struct kvs_trace_rec *r)
+{
+    size_t n = 0;
+    r[n++] = host(KVS_TREC_RANGE, "step_0", TID, T0, T0 + 100000, 1);
+    struct kvs_trace_rec op = host(KVS_TREC_OP, "aten::copy_", TID, T0 + 1000, T0 + 50000, 2);
+    op.u.host.ntensors = 2;
+    op.u.host.tensors = g_copy_in;
+    r[n++] = op;
+    r[n++] = api(KVS_TREC_RUNTIME, "cudaLaunchKernel", 211, 10, T0 + 2000, T0 + 3000);
+    r[n++] = link_ext(10, 2);
+    struct kvs_trace_rec k = gpu(KVS_TREC_KERNEL, "direct_copy_kernel", 10, 7, T0 + 10000,
+                                 T0 + 11408);
+    k.u.gpu.grid[0] = 2, k.u.gpu.grid[1] = 1, k.u.gpu.grid[2] = 1;
+    k.u.gpu.block[0] = 128, k.u.gpu.block[1] = 1, k.u.gpu.block[2] = 1;
+    k.u.gpu.registers = 32;
+    r[n++] = k;
+    r[n++] = api(KVS_TREC_RUNTIME, "cudaMemcpyAsync", 51, 11, T0 + 4000, T0 + 4500);
+    r[n++] = link_ext(11, 2);
+    struct kvs_trace_rec c = gpu(KVS_TREC_MEMCPY, NULL, 11, 8, T0 + 20000, T0 + 21000);
+    c.u.gpu.bytes = 1 << 20;
+    c.u.gpu.copy_kind = "HtoD", c.u.gpu.src_kind = "Pageable", c.u.gpu.dst_kind = "Device";
+    r[n++] = c;
+    r[n++] = api(KVS_TREC_DRIVER, "cuMemsetD8Async", 300, 12, T0 + 5000, T0 + 5100);
+    struct kvs_trace_rec s = gpu(KVS_TREC_MEMSET, NULL, 12, 7, T0 + 30000, T0 + 30100);
+    s.u.gpu.bytes = 512;
+    s.u.gpu.dst_kind = "Device";
+    r[n++] = s;
+    struct kvs_trace_rec y = {.kind = KVS_TREC_SYNC, .correlation = 13, .start_ns = T0 + 60000,
+                              .end_ns = T0 + 61000, .name = "Stream Sync"};
+    y.u.sync.context = 1, y.u.sync.stream = 7, y.u.sync.event_id = -1;
+    r[n++] = y;
+    r[n++] = (struct kvs_trace_rec){.kind = KVS_TREC_OVERHEAD, .start_ns = T0 - 5000,
+                                    .end_ns = T0 - 1000, .name = "Activity Buffer Request"};
+    /* a range on the same thread that launched nothing, one on another thread */
+    r[n++] = host(KVS_TREC_RANGE, "idle", TID, T0 + 200000, T0 + 300000, 3);
+    r[n++] = host(KVS_TREC_RANGE, "other_thread", TID + 1, T0, T0 + 100000, 4);
+    /* a kernel without an API record, with a hostile name */
+    r[n++] = gpu(KVS_TREC_KERNEL, "k\"\\\xff\n", 99, 7, T0 + 40000, T0 + 40000);
+    /* a negative-duration record is written with dur 0 */
+    r[n++] = api(KVS_TREC_RUNTIME, "cudaStreamSynchronize", 131, 13, T0 + 60000, T0 + 59000);
+    return n;
+}
+
+static struct kvs_trace_device h200(void)
+{
+    struct kvs_trace_device d = {0};
+    d.id = 0;
+    snprintf(d.name, sizeof d.name, "NVIDIA H200");
+    d.total_global_mem = 150109880320ull;
+    d.compute_major = 9, d.max_threads_per_block = 1024, d.max_threads_per_mp = 2048;
+    d.regs_per_block = 65536, d.regs_per_mp = 65536, d.warp_size = 32;
+    d.shared_mem_per_block = 49152, d.shared_mem_per_block_optin = 232448;
+    d.shared_mem_per_mp = 233472, d.num_sms = 132;
+    return d;
+}
+
+static void make_meta(struct kvs_trace_meta *m, const struct kvs_trace_device *dev)
+{
+    kvs_trace_meta_init(m);
+    m->base_time_ns = 1790857026000000000LL;
+    m->pid = PID;
+    m->process_name = "synthetic";
+    m->trace_name = "synthetic.json";
+    m->rank = 0, m->world_size = 1;
+    m->cupti_version = 130001, m->cuda_driver_version = 13000;
+    m->window = "all", m->window_start_ns = T0 - 10000, m->window_end_ns = T0 + 400000;
+    m->devices = dev, m->ndevices = 1;
+    m->stats.dropped_records = 3, m->stats.buffer_requests_denied = 1;
+    m->stats.buffers_used = 2, m->stats.buffers_max = 32, m->stats.buffer_bytes = 4 << 20;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    gzFile z = gzopen(path, "rb"); /* reads plain files too */
+    if (!z)
+        return NULL;
+    size_t cap = 1 << 20, n = 0;
+    char *b = malloc(cap);
+    int k;
+    while (b && (k = gzread(z, b + n, (unsigned)(cap - n - 1))) > 0) {
+        n += (size_t)k;
+        if (cap - n < 4096)
+            b = realloc(b, cap *= 2);
+    }
+    gzclose(z);
+    if (b)
+        b[n] = '\0';
+    *len = n;
+    return b;
+}
+
+static const cJSON *find_named(const cJSON *arr, const char *name, long long tid)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, arr)
+    {
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(e, "name");
+        if (cJSON_IsString(nm) && !strcmp(nm->valuestring, name) &&
+            (tid < 0 || kvs_summary_int(e, "tid", -2) == tid))
+            return e;
+    }
+    return NULL;
+}
+
+static void test_document(void)
+{
+    struct kvs_trace_rec recs[32];
+    size_t n = make_records(recs);
+    struct kvs_trace_device dev = h200();
+    struct kvs_trace_meta m;
+    make_meta(&m, &dev);
+    char path[] = "/tmp/kvs_writer_docXXXXXX";
+    int fd = mkstemp(path);
+    KVS_REQUIRE(fd >= 0);
+    close(fd);
+    KVS_REQUIRE(kvs_trace_write_json(&m, recs, n, path, NULL) == KVS_STATUS_OK);
+
+    size_t len;
+    char *text = slurp(path, &len);
+    KVS_REQUIRE(text);
+    /* exact text of the timestamps, straight from integer ns */
+    KVS_CHECK(strstr(text, "\"ts\": 1000010.000, \"dur\": 1.408") != NULL);
+    KVS_CHECK(strstr(text, "\"ts\": 999995.000, \"dur\": 4.000") != NULL);
+    KVS_CHECK(strstr(text, "\"name\": \"k\\\"\\\\\xef\xbf\xbd\\n\"") != NULL);
+    KVS_CHECK(strstr(text, "\"baseTimeNanoseconds\": 1790857026000000000") != NULL);
+    free(text);
+
+    cJSON *sum = NULL;
+    int rc = kvs_check_trace(path, &sum);
+    unlink(path);
+    if (rc < 0) {
+        cJSON_Delete(sum);
+        KVS_TEST_SKIP("python3 not available to run tests/check_trace.py");
+    }
+    KVS_CHECK_EQ_INT(rc, 0);
+    KVS_REQUIRE(sum);
+    const cJSON *cats = cJSON_GetObjectItemCaseSensitive(sum, "categories");
+    KVS_CHECK_EQ_INT(kvs_summary_int(cats, "kernel", 0), 2);
+    KVS_CHECK_EQ_INT(kvs_summary_int(cats, "gpu_memcpy", 0), 1);
+    KVS_CHECK_EQ_INT(kvs_summary_int(cats, "gpu_memset", 0), 1);
+    KVS_CHECK_EQ_INT(kvs_summary_int(cats, "cuda_runtime", 0), 3);
+    KVS_CHECK_EQ_INT(kvs_summary_int(cats, "cuda_driver", 0), 1);
+    KVS_CHECK_EQ_INT(kvs_summary_int(cats, "cuda_sync", 0), 1);
+    KVS_CHECK_EQ_INT(kvs_summary_int(cats, "overhead", 0), 1);
+    KVS_CHECK_EQ_INT(kvs_summary_int(cats, "cpu_op", 0), 1);
+    KVS_CHECK_EQ_INT(kvs_summary_int(cats, "user_annotation", 0), 3);
+    KVS_CHECK_EQ_INT(kvs_summary_int(sum, "flows", 0), 3); /* corr 10, 11, 12; not 99 */
+
+    const cJSON *k = find_named(kvs_summary_array(sum, "kernels"), "direct_copy_kernel", -1);
+    KVS_REQUIRE(k);
+    KVS_CHECK_EQ_INT(kvs_summary_int(k, "ext", -1), 2);
+    KVS_CHECK_EQ_INT(kvs_summary_int(k, "dur_ns", -1), 1408);
+    KVS_CHECK_EQ_INT(kvs_summary_int(k, "stream", -1), 7);
+    const cJSON *c = cJSON_GetArrayItem(kvs_summary_array(sum, "memcpys"), 0);
+    KVS_REQUIRE(c);
+    KVS_CHECK_EQ_STR(cJSON_GetObjectItemCaseSensitive(c, "name")->valuestring,
+                     "Memcpy HtoD (Pageable -> Device)");
+    KVS_CHECK_NEAR(cJSON_GetObjectItemCaseSensitive(c, "gbps")->valuedouble, 1048.576, 1e-9);
+    KVS_CHECK_EQ_INT(kvs_summary_int(c, "ext", -1), 2);
+    const cJSON *s = cJSON_GetArrayItem(kvs_summary_array(sum, "memsets"), 0);
+    KVS_REQUIRE(s);
+    KVS_CHECK(cJSON_GetObjectItemCaseSensitive(s, "ext") == NULL);
+
+    const cJSON *op = cJSON_GetArrayItem(kvs_summary_array(sum, "ops"), 0);
+    KVS_REQUIRE(op);
+    char *dims = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(op, "dims"));
+    char *types = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(op, "types"));
+    KVS_CHECK_EQ_STR(dims, "[[495552,1,576],[495552,1,576]]");
+    KVS_CHECK_EQ_STR(types, "[\"c10::BFloat16\",\"c10::Float8_e4m3fn\"]");
+    free(dims);
+    free(types);
+
+    /* step_0 projected onto stream 7 (kernel + memset) and stream 8 (memcpy);
+     * "idle" and "other_thread" launched nothing */
+    const cJSON *ga = kvs_summary_array(sum, "gpu_user_annotations");
+    KVS_CHECK_EQ_INT(cJSON_GetArraySize(ga), 2);
+    const cJSON *g7 = find_named(ga, "step_0", 7), *g8 = find_named(ga, "step_0", 8);
+    KVS_REQUIRE(g7 && g8);
+    KVS_CHECK_EQ_INT(kvs_summary_int(g7, "ts_ns", 0), T0 + 10000);
+    KVS_CHECK_EQ_INT(kvs_summary_int(g7, "dur_ns", 0), 20100);
+    KVS_CHECK_EQ_INT(kvs_summary_int(g8, "ts_ns", 0), T0 + 20000);
+    KVS_CHECK_EQ_INT(kvs_summary_int(g8, "dur_ns", 0), 1000);
+    KVS_CHECK_EQ_INT(kvs_summary_int(g7, "ext", 0), 1);
+
+    const cJSON *kv = cJSON_GetObjectItemCaseSensitive(sum, "kvscope");
+    KVS_CHECK_EQ_INT(kvs_summary_int(kv, "dropped_records", -1), 3);
+    KVS_CHECK_EQ_INT(kvs_summary_int(kv, "buffers_used", -1), 2);
+    KVS_CHECK_EQ_INT(kvs_summary_int(kv, "records", -1), (long long)n);
+    KVS_CHECK_EQ_INT(kvs_summary_int(kv, "world_size", -1), 1);
+    const cJSON *dp = cJSON_GetArrayItem(kvs_summary_array(sum, "deviceProperties"), 0);
+    KVS_CHECK_EQ_INT(kvs_summary_int(dp, "sharedMemPerBlockOptin", 0), 232448);
+    KVS_CHECK_EQ_INT(kvs_summary_int(dp, "numSms", 0), 132);
+    cJSON_Delete(sum);
+}
+
+static void test_gzip_equals_plain(void)
+{
+    struct kvs_trace_rec recs[32];
+    size_t n = make_records(recs);
+    struct kvs_trace_device dev = h200();
+    struct kvs_trace_meta m;
+    make_meta(&m, &dev);
+    char plain[] = "/tmp/kvs_writer_plainXXXXXX";
+    int fd = mkstemp(plain);
+    KVS_REQUIRE(fd >= 0);
+    close(fd);
+    char gz[64];
+    snprintf(gz, sizeof gz, "%s.json.gz", plain);
+    KVS_REQUIRE(kvs_trace_write_json(&m, recs, n, plain, NULL) == KVS_STATUS_OK);
+    KVS_REQUIRE(kvs_trace_write_json(&m, recs, n, gz, NULL) == KVS_STATUS_OK);
+    size_t la, lb;
+    char *a = slurp(plain, &la), *b = slurp(gz, &lb);
+    KVS_CHECK(a && b && la == lb && memcmp(a, b, la) == 0);
+    FILE *f = fopen(gz, "rb");
+    unsigned char magic[2] = {0, 0};
+    KVS_CHECK(f && fread(magic, 1, 2, f) == 2 && magic[0] == 0x1f && magic[1] == 0x8b);
+    if (f)
+        fclose(f);
+    free(a);
+    free(b);
+    unlink(plain);
+    unlink(gz);
+}
+
+static void test_many_records(void)
+{
+    /* 100k launches: the indices grow, every flow pairs, JSON stays valid */
+    size_t nk = 100000, n = 0;
+    struct kvs_trace_rec *r = calloc(3 * nk + 1, sizeof *r);
+    KVS_REQUIRE(r);
+    r[n++] = host(KVS_TREC_RANGE, "all", TID, T0, T0 + 4 * (int64_t)nk * 1000, 1);
+    for (size_t i = 0; i < nk; i++) {
+        int64_t t = T0 + (int64_t)i * 1000;
+        uint32_t corr = (uint32_t)(i + 1);
+        r[n++] = api(KVS_TREC_RUNTIME, "cudaLaunchKernel", 211, corr, t, t + 500);
+        r[n++] = gpu(KVS_TREC_KERNEL, "tiny", corr, 7 + (uint32_t)(i % 2), t + 600, t + 900);
+    }
+    struct kvs_trace_meta m;
+    kvs_trace_meta_init(&m);
+    char path[] = "/tmp/kvs_writer_manyXXXXXX";
+    int fd = mkstemp(path);
+    KVS_REQUIRE(fd >= 0);
+    close(fd);
+    KVS_REQUIRE(kvs_trace_write_json(&m, r, n, path, NULL) == KVS_STATUS_OK);
+    free(r);
+    cJSON *sum = NULL;
+    int rc = kvs_check_trace(path, &sum);
+    unlink(path);
+    if (rc < 0) {
+        cJSON_Delete(sum);
+        KVS_TEST_SKIP("python3 not available");
+    }
+    KVS_CHECK_EQ_INT(rc, 0);
+    KVS_CHECK_EQ_INT(kvs_summary_int(sum, "flows", 0), (long long)nk);
+    KVS_CHECK_EQ_INT(cJSON_GetArraySize(kvs_summary_array(sum, "gpu_user_annotations")), 2);
+    cJSON_Delete(sum);
+}
+
+static void test_check_script_can_fail(void)
+{
+    /* the checker must reject a truncated trace, or the checks above prove nothing */
+    struct kvs_trace_rec recs[32];
+    size_t n = make_records(recs);
+    struct kvs_trace_meta m;
+    kvs_trace_meta_init(&m);
+    char path[] = "/tmp/kvs_writer_cutXXXXXX";
+    int fd = mkstemp(path);
+    KVS_REQUIRE(fd >= 0);
+    close(fd);
+    KVS_REQUIRE(kvs_trace_write_json(&m, recs, n, path, NULL) == KVS_STATUS_OK);
+    size_t len;
+    char *t = slurp(path, &len);
+    KVS_REQUIRE(t);
+    FILE *f = fopen(path, "wb");
+    KVS_REQUIRE(f);
+    fwrite(t, 1, len / 2, f);
+    fclose(f);
+    free(t);
+    cJSON *sum = NULL;
+    int rc = kvs_check_trace(path, &sum);
+    cJSON_Delete(sum);
+    unlink(path);
+    if (rc < 0)
+        KVS_TEST_SKIP("python3 not available");
+    KVS_CHECK_EQ_INT(rc, 2);
+}
+
+static void test_write_errors(void)
+{
+    struct kvs_trace_rec recs[32];
+    size_t n = make_records(recs);
+    struct kvs_trace_meta m;
+    kvs_trace_meta_init(&m);
+    struct kvs_logger quiet = {NULL, NULL, KVS_LOG_ERROR + 1};
+    KVS_CHECK_EQ_INT(kvs_trace_write_json(&m, recs, n, "/nonexistent-dir/t.json", &quiet),
+                     KVS_STATUS_IO);
+    KVS_CHECK_EQ_INT(kvs_trace_write_json(&m, recs, n, "", &quiet), KVS_STATUS_INVALID_ARGUMENT);
+    FILE *full = fopen("/dev/full", "w");
+    if (full) {
+        KVS_CHECK_EQ_INT(kvs_trace_write_json_stream(&m, recs, n, full, &quiet), KVS_STATUS_IO);
+        fclose(full);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    static const struct kvs_test tests[] = {
+        {"format_us", test_format_us},
+        {"json_escape", test_json_escape},
+        {"long_string_chunks", test_long_string_chunks},
+        {"map", test_map},
+        {"document", test_document},
+        {"gzip_equals_plain", test_gzip_equals_plain},
+        {"many_records", test_many_records},
+        {"check_script_can_fail", test_check_script_can_fail},
+        {"write_errors", test_write_errors},
+        {NULL, NULL},
+    };
+    return kvs_test_main(argc, argv, tests);
+}

@@ -430,3 +430,38 @@ void kvs_put_md(FILE *f, const char *s)
         }
     }
 }
+
+size_t kvs_text_width(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+void kvs_put_wrapped(FILE *f, const char *s, size_t indent, size_t col)
+{
+    while (s && *s) {
+        size_t room = col < KVS_WRAP ? KVS_WRAP - col : 20;
+        size_t len = strlen(s), cut = len;
+        if (kvs_text_width(s) > room) {
+            cut = 0;
+            for (size_t i = 0; i < len && i <= room; i++)
+                if (s[i] == ' ')
+                    cut = i;
+            if (cut == 0) /* one long word: let it run to the next space */
+                while (cut < len && s[cut] != ' ')
+                    cut++;
+        }
+        kvs_put_text_n(f, s, cut);
+        s += cut;
+        while (*s == ' ')
+            s++;
+        if (*s) {
+            fputc('\n', f);
+            for (size_t i = 0; i < indent; i++)
+                fputc(' ', f);
+            col = indent;
+        }
+    }
+}

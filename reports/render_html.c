@@ -38,6 +38,7 @@ static const char css[] =
     "font-variant-numeric:tabular-nums;white-space:nowrap}\n"
     "code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;word-break:break-all}\n"
     "table.groups code,table.steps td{white-space:nowrap}\n"
+    "table.cmpgroups code{word-break:normal}table.cmpgroups th{white-space:normal}\n"
     ".note{color:#666;font-size:12px}.verdict li{margin:0 0 6px}\n"
     "svg.chart{display:block;max-width:100%;height:auto;font-size:12px;"
     "font-family:system-ui,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif}\n"

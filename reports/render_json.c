@@ -8,7 +8,7 @@
  * matched; a finding's bytes_per_step is null when it moves no bytes (the
  * struct's 0 = not applicable); a string the trace did not provide is null.
  */
-#include "report_impl.h"
+#include "compare_impl.h"
 
 static void write_dims(struct kvs_jw *w, const struct kvs_group *g)
 {
@@ -178,6 +178,129 @@ enum kvs_status kvs_render_json_report(FILE *out, const struct kvs_analysis *a,
     }
     kvs_jw_arr_end(&w);
 
+    kvs_jw_obj_end(&w);
+    return KVS_STATUS_OK;
+}
+
+// ----------------------------------------------------------------------------
+// kvscope.compare/1
+
+static void num_or_null(struct kvs_jw *w, double v, bool known)
+{
+    if (known)
+        kvs_jw_num(w, v);
+    else
+        kvs_jw_null(w);
+}
+
+static void write_cmp_steps(struct kvs_jw *w, const struct kvs_cmp_steps *s)
+{
+    kvs_jw_obj(w);
+    kvs_jw_key(w, "path");
+    kvs_jw_str(w, s->path);
+    kvs_jw_key(w, "count");
+    kvs_jw_int(w, s->count);
+    kvs_jw_key(w, "mean_ms");
+    kvs_jw_num(w, s->mean_ms);
+    kvs_jw_key(w, "gpu_ms_per_step");
+    kvs_jw_num(w, s->gpu_ms_per_step);
+    kvs_jw_key(w, "gpu_busy_fraction");
+    kvs_jw_num(w, s->gpu_busy_fraction);
+    kvs_jw_key(w, "tokens_per_s");
+    num_or_null(w, s->tokens_per_s, s->tokens_per_s > 0);
+    kvs_jw_obj_end(w);
+}
+
+static void write_cmp_side(struct kvs_jw *w, const struct kvs_cmp_side *s)
+{
+    if (!s->present) {
+        kvs_jw_null(w);
+        return;
+    }
+    kvs_jw_obj(w);
+    kvs_jw_key(w, "op");
+    kvs_jw_str(w, s->op);
+    kvs_jw_key(w, "dims");
+    if (!kvs_jw_json_text(w, s->dims))
+        kvs_jw_null(w);
+    kvs_jw_key(w, "dtypes");
+    if (!kvs_jw_json_text(w, s->dtypes))
+        kvs_jw_null(w);
+    kvs_jw_key(w, "groups");
+    kvs_jw_int(w, s->ngroups);
+    kvs_jw_key(w, "calls_per_step");
+    kvs_jw_num(w, s->calls_per_step);
+    kvs_jw_key(w, "gpu_ms_per_step");
+    kvs_jw_num(w, s->gpu_ms_per_step);
+    kvs_jw_key(w, "bytes_per_step");
+    kvs_jw_num(w, s->bytes_per_step);
+    kvs_jw_key(w, "achieved_gbps");
+    kvs_jw_num(w, s->achieved_gbps);
+    kvs_jw_key(w, "efficiency");
+    kvs_jw_num(w, s->efficiency); /* NAN (unknown peak) -> null */
+    kvs_jw_obj_end(w);
+}
+
+static void write_ids(struct kvs_jw *w, const char *key, char **ids, size_t n)
+{
+    kvs_jw_key(w, key);
+    kvs_jw_arr_compact(w);
+    for (size_t i = 0; i < n; i++)
+        kvs_jw_str(w, ids[i]);
+    kvs_jw_arr_end(w);
+}
+
+enum kvs_status kvs_render_json_compare(FILE *out, const struct kvs_comparison *c,
+                                        const struct kvs_render_options *opt)
+{
+    (void)opt;
+    struct kvs_jw w;
+    kvs_jw_init(&w, out);
+    kvs_jw_obj(&w);
+    kvs_jw_key(&w, "schema");
+    kvs_jw_str(&w, "kvscope.compare/1");
+    kvs_jw_key(&w, "before");
+    write_cmp_steps(&w, &c->before);
+    kvs_jw_key(&w, "after");
+    write_cmp_steps(&w, &c->after);
+    kvs_jw_key(&w, "groups");
+    kvs_jw_arr(&w);
+    for (size_t i = 0; i < c->ngroup; i++) {
+        const struct kvs_cmp_group *g = &c->groups[i];
+        kvs_jw_obj(&w);
+        kvs_jw_key(&w, "role");
+        kvs_jw_str(&w, g->role);
+        kvs_jw_key(&w, "before");
+        write_cmp_side(&w, &g->before);
+        kvs_jw_key(&w, "after");
+        write_cmp_side(&w, &g->after);
+        /* a side that is absent counts as no work: the group went away (or came) */
+        double mb = g->before.present ? g->before.gpu_ms_per_step : 0;
+        double ma = g->after.present ? g->after.gpu_ms_per_step : 0;
+        double bb = g->before.present ? g->before.bytes_per_step : 0;
+        double ba = g->after.present ? g->after.bytes_per_step : 0;
+        kvs_jw_key(&w, "delta");
+        kvs_jw_obj(&w);
+        kvs_jw_key(&w, "gpu_ms_per_step");
+        kvs_jw_num(&w, ma - mb);
+        kvs_jw_key(&w, "bytes_per_step");
+        kvs_jw_num(&w, ba - bb);
+        kvs_jw_key(&w, "efficiency");
+        if (g->before.present && g->after.present)
+            kvs_jw_num(&w, g->after.efficiency - g->before.efficiency);
+        else
+            kvs_jw_null(&w);
+        kvs_jw_obj_end(&w);
+        kvs_jw_obj_end(&w);
+    }
+    kvs_jw_arr_end(&w);
+    write_ids(&w, "resolved", c->resolved, c->nresolved);
+    write_ids(&w, "new", c->new_ids, c->nnew);
+    kvs_jw_key(&w, "verdict");
+    kvs_jw_arr(&w);
+    for (size_t i = 0; i < c->nverdict; i++)
+        kvs_jw_str(&w, c->verdict[i]);
+    kvs_jw_arr_end(&w);
     kvs_jw_obj_end(&w);
     return KVS_STATUS_OK;
 }

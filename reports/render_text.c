@@ -27,36 +27,6 @@ static const char *sev_color(enum kvs_severity s)
     return s == KVS_SEV_HIGH ? KVS_ANSI_RED : s == KVS_SEV_WARN ? KVS_ANSI_YELLOW : KVS_ANSI_CYAN;
 }
 
-/* Free text wrapped at WRAP columns, continuation lines indented by
- * `indent` spaces (the first line's indent is already written). */
-#define WRAP 100
-static void put_wrapped(FILE *f, const char *s, size_t indent, size_t col)
-{
-    while (s && *s) {
-        size_t room = col < WRAP ? WRAP - col : 20;
-        size_t len = strlen(s), cut = len;
-        if (kvs_text_width(s) > room) {
-            cut = 0;
-            for (size_t i = 0; i < len && i <= room; i++)
-                if (s[i] == ' ')
-                    cut = i;
-            if (cut == 0) /* one long word: let it run to the next space */
-                while (cut < len && s[cut] != ' ')
-                    cut++;
-        }
-        kvs_put_text_n(f, s, cut);
-        s += cut;
-        while (*s == ' ')
-            s++;
-        if (*s) {
-            fputc('\n', f);
-            for (size_t i = 0; i < indent; i++)
-                fputc(' ', f);
-            col = indent;
-        }
-    }
-}
-
 static void print_header(FILE *f, const struct kvs_analysis *a, const struct style *st)
 {
     fprintf(f, "%skvscope report%s  ", st->color ? KVS_ANSI_BOLD : "", st->color ? KVS_ANSI_RESET : "");
@@ -96,16 +66,16 @@ static void print_findings(FILE *f, const struct kvs_analysis *a, const struct s
                 fprintf(f, " (needed: %s)", kvs_fmt_bytes(b3, x->needed_bytes_per_step));
         }
         fputs("\n     ", f);
-        put_wrapped(f, x->message, 5, 5);
+        kvs_put_wrapped(f, x->message, 5, 5);
         fputc('\n', f);
         if (x->evidence && *x->evidence) {
             fputs("     evidence: ", f);
-            put_wrapped(f, x->evidence, 7, 15);
+            kvs_put_wrapped(f, x->evidence, 7, 15);
             fputc('\n', f);
         }
         if (x->fix && *x->fix) {
             fputs("     fix: ", f);
-            put_wrapped(f, x->fix, 7, 10);
+            kvs_put_wrapped(f, x->fix, 7, 10);
             fputc('\n', f);
         }
     }

@@ -89,6 +89,14 @@ size_t kvs_utf8_len(const unsigned char *s);
 void kvs_put_text(FILE *f, const char *s);
 void kvs_put_text_n(FILE *f, const char *s, size_t n);
 
+/* Display width of UTF-8 text (code points; no wide-glyph tables). */
+size_t kvs_text_width(const char *s);
+
+/* Free text for a terminal, wrapped at KVS_WRAP columns; continuation lines
+ * indented by `indent` spaces; `col` is where the first line starts. */
+#define KVS_WRAP 100
+void kvs_put_wrapped(FILE *f, const char *s, size_t indent, size_t col);
+
 /* Text escaped for HTML element content and attribute values. */
 void kvs_put_html(FILE *f, const char *s);
 /* Text escaped for a markdown table cell (| and newlines, backticks kept out). */

@@ -56,23 +56,9 @@ void kvs_table_free(struct kvs_table *t)
     t->nrow = t->cap = 0;
 }
 
-size_t kvs_text_width(const char *s)
-{
-    size_t n = 0;
-    for (; *s; s++)
-        n += ((unsigned char)*s & 0xC0) != 0x80;
-    return n;
-}
-
 static const char *cell(const struct kvs_table *t, size_t r, int c)
 {
     return t->cells[r * (size_t)t->ncol + c];
-}
-
-static void pad(FILE *f, size_t n)
-{
-    while (n--)
-        fputc(' ', f);
 }
 
 void kvs_table_print_text(FILE *f, const struct kvs_table *t, bool color)
@@ -91,21 +77,21 @@ void kvs_table_print_text(FILE *f, const struct kvs_table *t, bool color)
         fputs("  ", f);
         if (hdr && color)
             fputs(KVS_ANSI_BOLD, f);
-        /* the last column is left unpadded: no trailing spaces */
+        /* spaces are held back until something follows them: no trailing blanks */
+        size_t pending = 0;
         for (int c = 0; c < t->ncol; c++) {
             const char *s = hdr ? t->header[c] : cell(t, r - 1, c);
             size_t sw = kvs_text_width(s);
-            bool last = c == t->ncol - 1;
-            if (t->kind[c] == KVS_COL_NUM) {
-                pad(f, w[c] - sw);
+            if (t->kind[c] == KVS_COL_NUM)
+                pending += w[c] - sw;
+            if (sw) {
+                for (; pending; pending--)
+                    fputc(' ', f);
                 kvs_put_text(f, s);
-            } else {
-                kvs_put_text(f, s);
-                if (!last)
-                    pad(f, w[c] - sw);
             }
-            if (!last)
-                fputs("  ", f);
+            if (t->kind[c] != KVS_COL_NUM)
+                pending += w[c] - sw;
+            pending += 2;
         }
         if (hdr && color)
             fputs(KVS_ANSI_RESET, f);

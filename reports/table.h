@@ -71,7 +71,5 @@ struct kvs_fact {
 };
 size_t kvs_report_facts(const struct kvs_analysis *a, struct kvs_fact facts[KVS_MAX_FACTS]);
 
-/* Display width of UTF-8 text (code points; no wide-glyph tables). */
-size_t kvs_text_width(const char *s);
 
 #endif /* KVSCOPE_TABLE_H */

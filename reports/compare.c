@@ -1,0 +1,461 @@
+/* reports/compare.c — kvs_compare(): two analyses (before and after a fix)
+ * into one comparison: step figures side by side, copy/cast groups paired by
+ * role (the full-buffer cast [131072,1,576] before and the active-token cast
+ * [1024,1,576] after share a role), findings resolved and new by id, and a
+ * verdict in plain words that explains why GPU time and wall time moved by
+ * different amounts.
+ *
+ *   kvscope compare BEFORE AFTER [--batch B]
+ *
+ * Tested in tests/test_compare.c (synthetic analyses) and
+ * tests/test_compare_mla.sh (the two real MLA traces).
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compare_impl.h"
+
+/* Below this busy fraction a step is launch-bound: the CPU issuing work, not
+ * the GPU doing it, sets the step's length. */
+#define LAUNCH_BOUND_BUSY 0.6
+
+struct builder {
+    struct kvs_comparison *c;
+    bool oom;
+};
+
+static char *dup_or_null(struct builder *b, const char *s)
+{
+    if (!s)
+        return NULL;
+    char *d = strdup(s);
+    if (!d)
+        b->oom = true;
+    return d;
+}
+
+static char *fmt_dup(struct builder *b, const char *fmt, ...) KVS_PRINTF(2, 3);
+static char *fmt_dup(struct builder *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (s = malloc((size_t)n + 1))) {
+        va_start(ap, fmt);
+        vsnprintf(s, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    } else {
+        b->oom = true;
+    }
+    return s;
+}
+
+/* Append s (owned) to a growing string array. */
+static void push(struct builder *b, char ***arr, size_t *n, char *s)
+{
+    if (!s)
+        return;
+    char **a = realloc(*arr, (*n + 1) * sizeof *a);
+    if (!a) {
+        free(s);
+        b->oom = true;
+        return;
+    }
+    a[(*n)++] = s;
+    *arr = a;
+}
+
+double kvs_cmp_rel(double before, double after)
+{
+    if (!isfinite(before) || !isfinite(after) || before == 0)
+        return NAN;
+    return (after - before) / before;
+}
+
+// ----------------------------------------------------------------------------
+// steps and groups
+
+static void fill_steps(struct builder *b, struct kvs_cmp_steps *s, const struct kvs_analysis *a,
+                       int batch)
+{
+    s->path = dup_or_null(b, a->trace.path);
+    s->device = dup_or_null(b, a->trace.device);
+    s->peak_gbps = a->trace.peak_gbps > 0 ? a->trace.peak_gbps : 0;
+    s->count = a->steps.count;
+    s->mean_ms = a->steps.mean_ms;
+    s->gpu_ms_per_step = a->steps.gpu_ms_per_step;
+    s->gpu_busy_fraction = a->steps.gpu_busy_fraction;
+    if (batch > 0 && a->steps.count > 0 && a->steps.mean_ms > 0)
+        s->tokens_per_s = batch * 1000.0 / a->steps.mean_ms;
+    else
+        s->tokens_per_s = a->steps.tokens_per_s > 0 ? a->steps.tokens_per_s : 0;
+}
+
+/* The role a group pairs by; groups without one pair by op and dtypes. */
+static char *role_of(struct builder *b, const struct kvs_group *g)
+{
+    if (g->role && *g->role)
+        return dup_or_null(b, g->role);
+    return fmt_dup(b, "%s|%s", g->op ? g->op : "?", g->dtypes ? g->dtypes : "");
+}
+
+/* dims/dtypes as JSON text, from the group's text or its parsed tensors. */
+static char *dims_json(struct builder *b, const struct kvs_group *g)
+{
+    if (g->dims)
+        return dup_or_null(b, g->dims);
+    char buf[1024];
+    size_t len = 0;
+    buf[len++] = '[';
+    for (int i = 0; g->tensor_dims && i < g->ntensors && len < sizeof buf - 200; i++) {
+        const struct kvs_dims *d = &g->tensor_dims[i];
+        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s[", i ? ", " : "");
+        for (int k = 0; k < d->rank && k < 8; k++)
+            len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%lld", k ? ", " : "",
+                                    (long long)d->d[k]);
+        buf[len++] = ']';
+    }
+    buf[len++] = ']';
+    buf[len] = 0;
+    return dup_or_null(b, buf);
+}
+
+static void add_to_side(struct builder *b, struct kvs_cmp_side *s, const struct kvs_group *g,
+                        double peak)
+{
+    double bytes = (double)g->bytes_per_call * kvs_finite_or0(g->calls_per_step);
+    if (!s->present) {
+        char buf[256];
+        s->present = true;
+        s->ngroups = 1;
+        s->op = dup_or_null(b, g->op);
+        s->dims = dims_json(b, g);
+        s->dtypes = g->dtypes ? dup_or_null(b, g->dtypes) : dup_or_null(b, "[]");
+        s->dims_short = dup_or_null(b, kvs_short_dims(buf, sizeof buf, g));
+        s->dtypes_short = dup_or_null(b, kvs_short_dtypes(buf, sizeof buf, g));
+        s->match = g->has_match ? dup_or_null(b, g->match.label) : NULL;
+        s->calls_per_step = g->calls_per_step;
+        s->gpu_ms_per_step = g->gpu_ms_per_step;
+        s->bytes_per_step = bytes;
+        s->achieved_gbps = g->achieved_gbps;
+        s->efficiency = peak > 0 ? g->efficiency : NAN;
+        return;
+    }
+    /* several groups of one trace share the role: sum them, and the rate of
+     * the sum is its bytes over its time */
+    s->ngroups++;
+    s->calls_per_step += g->calls_per_step;
+    s->gpu_ms_per_step += g->gpu_ms_per_step;
+    s->bytes_per_step += bytes;
+    s->achieved_gbps = s->gpu_ms_per_step > 0 ? s->bytes_per_step / (s->gpu_ms_per_step * 1e6) : NAN;
+    s->efficiency = peak > 0 ? s->achieved_gbps / peak : NAN;
+}
+
+static struct kvs_cmp_group *find_or_add_role(struct builder *b, char *role)
+{
+    struct kvs_comparison *c = b->c;
+    if (!role)
+        return NULL;
+    for (size_t i = 0; i < c->ngroup; i++) {
+        if (!strcmp(c->groups[i].role, role)) {
+            free(role);
+            return &c->groups[i];
+        }
+    }
+    struct kvs_cmp_group *g = realloc(c->groups, (c->ngroup + 1) * sizeof *g);
+    if (!g) {
+        free(role);
+        b->oom = true;
+        return NULL;
+    }
+    c->groups = g;
+    g = &c->groups[c->ngroup++];
+    memset(g, 0, sizeof *g);
+    g->role = role;
+    return g;
+}
+
+static double group_weight(const struct kvs_cmp_group *g)
+{
+    return fmax(g->before.present ? kvs_finite_or0(g->before.gpu_ms_per_step) : 0,
+                g->after.present ? kvs_finite_or0(g->after.gpu_ms_per_step) : 0);
+}
+
+static int cmp_groups(const void *x, const void *y)
+{
+    const struct kvs_cmp_group *a = x, *b = y;
+    double wa = group_weight(a), wb = group_weight(b);
+    if (wa != wb)
+        return wa > wb ? -1 : 1;
+    return strcmp(a->role, b->role);
+}
+
+static void pair_groups(struct builder *b, const struct kvs_analysis *before,
+                        const struct kvs_analysis *after)
+{
+    for (int side = 0; side < 2; side++) {
+        const struct kvs_analysis *a = side ? after : before;
+        for (size_t i = 0; a->groups && i < a->ngroup && !b->oom; i++) {
+            struct kvs_cmp_group *g = find_or_add_role(b, role_of(b, &a->groups[i]));
+            if (g)
+                add_to_side(b, side ? &g->after : &g->before, &a->groups[i], a->trace.peak_gbps);
+        }
+    }
+    if (b->c->ngroup > 1)
+        qsort(b->c->groups, b->c->ngroup, sizeof *b->c->groups, cmp_groups);
+}
+
+// ----------------------------------------------------------------------------
+// findings
+
+static const struct kvs_finding *find_id(const struct kvs_analysis *a, const char *id)
+{
+    for (size_t i = 0; a->findings && i < a->nfinding; i++)
+        if (a->findings[i].id && !strcmp(a->findings[i].id, id))
+            return &a->findings[i];
+    return NULL;
+}
+
+/* Ids of `from` absent from `other` (first occurrence of each id). */
+static void diff_findings(struct builder *b, const struct kvs_analysis *from,
+                          const struct kvs_analysis *other, char ***ids, char ***msgs, size_t *n,
+                          char ***kept, size_t *nkept)
+{
+    for (size_t i = 0; from->findings && i < from->nfinding; i++) {
+        const struct kvs_finding *f = &from->findings[i];
+        if (!f->id || find_id(from, f->id) != f)
+            continue; /* unnamed, or a repeat of an id already seen */
+        if (!find_id(other, f->id)) {
+            size_t before = *n;
+            push(b, ids, n, dup_or_null(b, f->id));
+            if (*n > before) { /* keep the two arrays the same length */
+                size_t m = before;
+                push(b, msgs, &m, dup_or_null(b, f->message ? f->message : ""));
+                if (m == before) {
+                    free((*ids)[--*n]);
+                }
+            }
+        } else if (kept) {
+            push(b, kept, nkept, dup_or_null(b, f->id));
+        }
+    }
+}
+
+// ----------------------------------------------------------------------------
+// the verdict
+
+static const char *moved(double rel)
+{
+    return !isfinite(rel) || fabs(rel) < 0.0005 ? "did not change" : rel < 0 ? "fell" : "rose";
+}
+
+static void verdict_findings(struct builder *b)
+{
+    struct kvs_comparison *c = b->c;
+    for (size_t i = 0; i < c->nresolved; i++)
+        push(b, &c->verdict, &c->nverdict,
+             fmt_dup(b, "Resolved: %s (before: %s)", c->resolved[i], c->resolved_msg[i]));
+    for (size_t i = 0; i < c->nnew; i++)
+        push(b, &c->verdict, &c->nverdict,
+             fmt_dup(b, "New: %s (after: %s)", c->new_ids[i], c->new_msg[i]));
+    if (c->nresolved == 0 && c->nnew == 0)
+        push(b, &c->verdict, &c->nverdict,
+             fmt_dup(b, c->nkept ? "No finding was resolved and none is new."
+                                 : "Neither trace has a finding."));
+}
+
+static void verdict_largest_group(struct builder *b)
+{
+    struct kvs_comparison *c = b->c;
+    const struct kvs_cmp_group *best = NULL;
+    double best_d = 0;
+    for (size_t i = 0; i < c->ngroup; i++) {
+        const struct kvs_cmp_group *g = &c->groups[i];
+        double d = fabs(kvs_finite_or0(g->after.gpu_ms_per_step) -
+                        kvs_finite_or0(g->before.gpu_ms_per_step));
+        if (d > best_d) {
+            best_d = d;
+            best = g;
+        }
+    }
+    if (!best || best_d < 0.001)
+        return;
+    const struct kvs_cmp_side *x = &best->before, *y = &best->after;
+    const struct kvs_cmp_side *any = x->present ? x : y;
+    char m1[KVS_FMT_BUF], m2[KVS_FMT_BUF], b1[KVS_FMT_BUF], b2[KVS_FMT_BUF], p[KVS_FMT_BUF];
+    if (x->present && y->present) {
+        push(b, &c->verdict, &c->nverdict,
+             fmt_dup(b,
+                     "Largest change in copy/cast work: %s (%s) %s -> %s: %s -> %s ms/step of GPU "
+                     "time (%s), %s -> %s moved per step.",
+                     any->op ? any->op : "?", any->dtypes_short, x->dims_short, y->dims_short,
+                     kvs_fmt_ms(m1, x->gpu_ms_per_step), kvs_fmt_ms(m2, y->gpu_ms_per_step),
+                     kvs_fmt_signed_pct(p, kvs_cmp_rel(x->gpu_ms_per_step, y->gpu_ms_per_step)),
+                     kvs_fmt_bytes(b1, x->bytes_per_step), kvs_fmt_bytes(b2, y->bytes_per_step)));
+    } else {
+        push(b, &c->verdict, &c->nverdict,
+             fmt_dup(b, "Copy/cast work %s: %s (%s) %s, %s ms/step of GPU time, %s per step.",
+                     x->present ? "gone after the fix" : "new after the fix",
+                     any->op ? any->op : "?", any->dtypes_short, any->dims_short,
+                     kvs_fmt_ms(m1, any->gpu_ms_per_step), kvs_fmt_bytes(b1, any->bytes_per_step)));
+    }
+}
+
+static void verdict_time(struct builder *b)
+{
+    struct kvs_comparison *c = b->c;
+    const struct kvs_cmp_steps *x = &c->before, *y = &c->after;
+    char g1[KVS_FMT_BUF], g2[KVS_FMT_BUF], w1[KVS_FMT_BUF], w2[KVS_FMT_BUF], p1[KVS_FMT_BUF],
+        p2[KVS_FMT_BUF], s1[KVS_FMT_BUF], s2[KVS_FMT_BUF], f1[KVS_FMT_BUF], f2[KVS_FMT_BUF];
+    double rg = kvs_cmp_rel(x->gpu_ms_per_step, y->gpu_ms_per_step);
+    double rw = kvs_cmp_rel(x->mean_ms, y->mean_ms);
+    const char *per = x->count > 0 && y->count > 0 ? "per step" : "(whole trace)";
+    push(b, &c->verdict, &c->nverdict,
+         fmt_dup(b, "GPU time %s %s %.1f%% (%s -> %s ms) and wall time %s %s %.1f%% (%s -> %s ms).",
+                 per, moved(rg), fabs(kvs_finite_or0(rg)) * 100, kvs_fmt_ms(g1, x->gpu_ms_per_step),
+                 kvs_fmt_ms(g2, y->gpu_ms_per_step), per, moved(rw),
+                 fabs(kvs_finite_or0(rw)) * 100, kvs_fmt_ms(w1, x->mean_ms),
+                 kvs_fmt_ms(w2, y->mean_ms)));
+
+    double saved_gpu = kvs_finite_or0(x->gpu_ms_per_step) - kvs_finite_or0(y->gpu_ms_per_step);
+    double saved_wall = kvs_finite_or0(x->mean_ms) - kvs_finite_or0(y->mean_ms);
+    bool launch_bound = y->gpu_busy_fraction < LAUNCH_BOUND_BUSY;
+    kvs_fmt_ms(s1, saved_wall);
+    kvs_fmt_ms(s2, saved_gpu);
+    kvs_fmt_pct(f1, x->gpu_busy_fraction);
+    kvs_fmt_pct(f2, y->gpu_busy_fraction);
+    char *why = NULL;
+    if (saved_gpu > 0.001) {
+        double share = saved_wall / saved_gpu;
+        kvs_fmt_pct(p1, share);
+        if (share < 0.8 && launch_bound)
+            why = fmt_dup(b,
+                          "Wall time fell less than GPU time because the step is launch-bound: "
+                          "the GPU is busy only %s of the step after the fix (%s before), so the "
+                          "CPU issuing kernels, not the GPU, sets the step's length; %s of the "
+                          "%s ms of GPU time saved per step came off the wall time (%s).",
+                          f2, f1, s1, s2, p1);
+        else if (share < 0.8)
+            why = fmt_dup(b,
+                          "Wall time fell less than GPU time: %s of the %s ms of GPU time saved "
+                          "per step came off the wall time (%s); the rest overlapped with other "
+                          "work (GPU busy %s of the step before, %s after).",
+                          s1, s2, p1, f1, f2);
+        else if (share <= 1.25)
+            why = fmt_dup(b,
+                          "Wall time fell by about as much as GPU time (%s of %s ms per step): "
+                          "the saved GPU work was on the step's critical path.",
+                          s1, s2);
+        else
+            why = fmt_dup(b,
+                          "Wall time fell more than GPU time (%s vs %s ms per step): the change "
+                          "also removed CPU-side work such as kernel launches or host "
+                          "synchronisation.",
+                          s1, s2);
+        push(b, &c->verdict, &c->nverdict, why);
+        if (launch_bound && share >= 0.8)
+            push(b, &c->verdict, &c->nverdict,
+                 fmt_dup(b, "The step is still launch-bound (GPU busy %s): CUDA graphs or fewer, "
+                            "larger kernels would shorten it further.", f2));
+    } else if (saved_gpu < -0.001) {
+        push(b, &c->verdict, &c->nverdict,
+             fmt_dup(b, "GPU time per step rose by %s ms: the after trace does more GPU work per "
+                        "step (wall time changed by %s ms).", kvs_fmt_ms(s2, -saved_gpu),
+                     kvs_fmt_ms(s1, -saved_wall)));
+    }
+
+    if (x->tokens_per_s > 0 && y->tokens_per_s > 0) {
+        char batch[48] = "";
+        if (c->batch > 0)
+            snprintf(batch, sizeof batch, " at batch %d", c->batch);
+        push(b, &c->verdict, &c->nverdict,
+             fmt_dup(b, "Throughput: %s -> %s tokens/s (%s)%s.", kvs_fmt_count(g1, x->tokens_per_s),
+                     kvs_fmt_count(g2, y->tokens_per_s),
+                     kvs_fmt_signed_pct(p2, kvs_cmp_rel(x->tokens_per_s, y->tokens_per_s)), batch));
+    }
+    if (x->count == 0 || y->count == 0)
+        push(b, &c->verdict, &c->nverdict,
+             fmt_dup(b, "Caution: the %s trace has no step markers, so its figures are whole-trace "
+                        "totals, not per step.", x->count == 0 ? "before" : "after"));
+    if (x->device && y->device && strcmp(x->device, y->device))
+        push(b, &c->verdict, &c->nverdict,
+             fmt_dup(b, "Caution: the traces come from different devices (%s vs %s).", x->device,
+                     y->device));
+}
+
+// ----------------------------------------------------------------------------
+// entry points
+
+enum kvs_status kvs_compare(const struct kvs_analysis *before, const struct kvs_analysis *after,
+                            int batch, struct kvs_comparison **out)
+{
+    if (!out)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!before || !after || batch < 0)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    struct kvs_comparison *c = calloc(1, sizeof *c);
+    if (!c)
+        return KVS_STATUS_NO_MEMORY;
+    struct builder b = {c, false};
+    c->batch = batch;
+    fill_steps(&b, &c->before, before, batch);
+    fill_steps(&b, &c->after, after, batch);
+    pair_groups(&b, before, after);
+    diff_findings(&b, before, after, &c->resolved, &c->resolved_msg, &c->nresolved, &c->kept,
+                  &c->nkept);
+    diff_findings(&b, after, before, &c->new_ids, &c->new_msg, &c->nnew, NULL, NULL);
+    verdict_findings(&b);
+    verdict_largest_group(&b);
+    verdict_time(&b);
+    if (b.oom) {
+        kvs_comparison_free(c);
+        return KVS_STATUS_NO_MEMORY;
+    }
+    *out = c;
+    return KVS_STATUS_OK;
+}
+
+static void free_side(struct kvs_cmp_side *s)
+{
+    free(s->op);
+    free(s->dims);
+    free(s->dtypes);
+    free(s->dims_short);
+    free(s->dtypes_short);
+    free(s->match);
+}
+
+static void free_strings(char **a, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(a[i]);
+    free(a);
+}
+
+void kvs_comparison_free(struct kvs_comparison *c)
+{
+    if (!c)
+        return;
+    free(c->before.path);
+    free(c->before.device);
+    free(c->after.path);
+    free(c->after.device);
+    for (size_t i = 0; i < c->ngroup; i++) {
+        free(c->groups[i].role);
+        free_side(&c->groups[i].before);
+        free_side(&c->groups[i].after);
+    }
+    free(c->groups);
+    free_strings(c->resolved, c->nresolved);
+    free_strings(c->resolved_msg, c->nresolved);
+    free_strings(c->new_ids, c->nnew);
+    free_strings(c->new_msg, c->nnew);
+    free_strings(c->kept, c->nkept);
+    free_strings(c->verdict, c->nverdict);
+    free(c);
+}

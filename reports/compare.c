@@ -89,6 +89,16 @@ static void fill_steps(struct builder *b, struct kvs_cmp_steps *s, const struct 
     s->mean_ms = a->steps.mean_ms;
     s->gpu_ms_per_step = a->steps.gpu_ms_per_step;
     s->gpu_busy_fraction = a->steps.gpu_busy_fraction;
+    s->wall_min_ms = s->wall_max_ms = NAN;
+    for (size_t i = 0; a->step && i < a->nstep; i++) {
+        double w = a->step[i].wall_ms;
+        if (!isfinite(w))
+            continue;
+        if (!(w >= s->wall_min_ms))
+            s->wall_min_ms = w;
+        if (!(w <= s->wall_max_ms))
+            s->wall_max_ms = w;
+    }
     if (batch > 0 && a->steps.count > 0 && a->steps.mean_ms > 0)
         s->tokens_per_s = batch * 1000.0 / a->steps.mean_ms;
     else
@@ -332,7 +342,20 @@ static void verdict_time(struct builder *b)
     if (saved_gpu > 0.001) {
         double share = saved_wall / saved_gpu;
         kvs_fmt_pct(p1, share);
-        if (share < 0.8 && launch_bound)
+        if (saved_wall <= 0 && launch_bound)
+            why = fmt_dup(b,
+                          "Wall time did not fall although the GPU saved %s ms per step: the step "
+                          "is launch-bound (the GPU is busy only %s of the step after the fix, %s "
+                          "before), so the CPU issuing kernels, not the GPU, sets the step's "
+                          "length.",
+                          s2, f2, f1);
+        else if (saved_wall <= 0)
+            why = fmt_dup(b,
+                          "Wall time did not fall although the GPU saved %s ms per step: the saved "
+                          "GPU work was not on the step's critical path (GPU busy %s of the step "
+                          "before, %s after).",
+                          s2, f1, f2);
+        else if (share < 0.8 && launch_bound)
             why = fmt_dup(b,
                           "Wall time fell less than GPU time because the step is launch-bound: "
                           "the GPU is busy only %s of the step after the fix (%s before), so the "
@@ -357,7 +380,7 @@ static void verdict_time(struct builder *b)
                           "synchronisation.",
                           s1, s2);
         push(b, &c->verdict, &c->nverdict, why);
-        if (launch_bound && share >= 0.8)
+        if (launch_bound && saved_wall > 0 && share >= 0.8)
             push(b, &c->verdict, &c->nverdict,
                  fmt_dup(b, "The step is still launch-bound (GPU busy %s): CUDA graphs or fewer, "
                             "larger kernels would shorten it further.", f2));
@@ -366,6 +389,20 @@ static void verdict_time(struct builder *b)
              fmt_dup(b, "GPU time per step rose by %s ms: the after trace does more GPU work per "
                         "step (wall time changed by %s ms).", kvs_fmt_ms(s2, -saved_gpu),
                      kvs_fmt_ms(s1, -saved_wall)));
+    }
+
+    /* a wall-time change smaller than the steps' own spread is not a measurement */
+    double spread = fmax(kvs_finite_or0(x->wall_max_ms - x->wall_min_ms),
+                         kvs_finite_or0(y->wall_max_ms - y->wall_min_ms));
+    if (x->count > 0 && y->count > 0 && fabs(saved_wall) < 0.5 * spread) {
+        char a1[KVS_FMT_BUF], a2[KVS_FMT_BUF], c1[KVS_FMT_BUF], c2[KVS_FMT_BUF];
+        push(b, &c->verdict, &c->nverdict,
+             fmt_dup(b, "The change in mean wall time (%s ms) is within the step-to-step "
+                        "variation (before %s to %s ms, after %s to %s ms): profile more steps "
+                        "to measure it.",
+                     kvs_fmt_ms(s1, -saved_wall), kvs_fmt_ms(a1, x->wall_min_ms),
+                     kvs_fmt_ms(a2, x->wall_max_ms), kvs_fmt_ms(c1, y->wall_min_ms),
+                     kvs_fmt_ms(c2, y->wall_max_ms)));
     }
 
     if (x->tokens_per_s > 0 && y->tokens_per_s > 0) {

@@ -24,6 +24,8 @@ struct kvs_cmp_steps {
     double gpu_ms_per_step;
     double gpu_busy_fraction;
     double tokens_per_s;     /* 0: unknown (no batch) */
+    double wall_min_ms;      /* shortest and longest step; NAN without steps */
+    double wall_max_ms;
 };
 
 /* One side of a role: the groups of one trace that share the role, summed. */

@@ -208,6 +208,10 @@ static void write_cmp_steps(struct kvs_jw *w, const struct kvs_cmp_steps *s)
     kvs_jw_num(w, s->gpu_busy_fraction);
     kvs_jw_key(w, "tokens_per_s");
     num_or_null(w, s->tokens_per_s, s->tokens_per_s > 0);
+    kvs_jw_key(w, "wall_min_ms");
+    kvs_jw_num(w, s->wall_min_ms);
+    kvs_jw_key(w, "wall_max_ms");
+    kvs_jw_num(w, s->wall_max_ms);
     kvs_jw_obj_end(w);
 }
 

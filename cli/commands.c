@@ -9,7 +9,16 @@
 #define KVS_CUDA_ONLY(fn) fn
 #endif
 
+/* The engine needs the kernels' CUDA library as well (cli/meson.build). */
+#ifdef KVS_HAVE_ENGINE
+#define KVS_ENGINE_ONLY(fn) fn
+#else
+#define KVS_ENGINE_ONLY(fn) NULL
+#endif
+
 const struct kvs_cli_cmd kvs_cli_commands[] = {
     {"version", "print the kvscope version and what this build can do", kvs_cmd_version, false},
+    {"engine", "run the reference GLM-5 decode engine with a chosen KV path and measure it",
+     KVS_ENGINE_ONLY(kvs_cmd_engine), true},
     {NULL, NULL, NULL, false},
 };

@@ -1,13 +1,14 @@
 /* engine/experts.c — mapping GLM-5's 256 logical routed experts onto the
  * experts kept resident per layer, so that a token reads as many expert
  * weights as in the real model (kvscope/engine.h says how). The CUDA version
- * of kvs_expert_map_token (engine/cuda/engine_kernels.cu) follows this one
- * step for step. Tested by tests/test_engine_host.c. */
+ * of kvs_expert_map_token shares its code (engine/expert_map_impl.h). Tested by tests/test_engine_host.c. */
 #include "kvscope/engine.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "expert_map_impl.h"
 
 enum kvs_status kvs_expert_map_init(const struct kvs_model_config *c, int resident,
                                     struct kvs_expert_map *out)
@@ -16,7 +17,8 @@ enum kvs_status kvs_expert_map_init(const struct kvs_model_config *c, int reside
         return KVS_STATUS_INVALID_ARGUMENT;
     if (resident == 0)
         resident = c->topk;
-    if (resident < c->topk || resident > c->n_routed_experts)
+    if (resident < c->topk || resident > c->n_routed_experts ||
+        resident > KVS_EXPERT_MAP_MAX_RESIDENT)
         return KVS_STATUS_INVALID_ARGUMENT;
     out->n_logical = c->n_routed_experts;
     out->topk = c->topk;
@@ -28,24 +30,9 @@ enum kvs_status kvs_expert_map_init(const struct kvs_model_config *c, int reside
 enum kvs_status kvs_expert_map_token(const struct kvs_expert_map *m, const int32_t *logical,
                                      int32_t *resident)
 {
-    /* `used` bits; resident counts are at most n_routed (256 for GLM-5),
-     * bounded here so the map stays a fixed-size loop on the GPU too. */
-    uint64_t used[16] = {0};
-    if (m->resident > 1024)
-        return KVS_STATUS_INVALID_ARGUMENT;
-    for (int k = 0; k < m->topk; k++) {
-        if (logical[k] < 0 || logical[k] >= m->n_logical)
-            return KVS_STATUS_INVALID_ARGUMENT;
-        int r = logical[k] % m->resident;
-        for (int probe = 0; (used[r >> 6] >> (r & 63)) & 1u; probe++) {
-            if (probe >= m->resident)
-                return KVS_STATUS_INVALID_ARGUMENT; /* topk > resident: excluded by init */
-            r = r + 1 == m->resident ? 0 : r + 1;
-        }
-        used[r >> 6] |= 1ull << (r & 63);
-        resident[k] = r;
-    }
-    return KVS_STATUS_OK;
+    return kvs_expert_map_token_impl(m->n_logical, m->topk, m->resident, logical, resident) == 0
+               ? KVS_STATUS_OK
+               : KVS_STATUS_INVALID_ARGUMENT;
 }
 
 double kvs_expected_distinct_experts(int n, int k, int batch)

@@ -57,6 +57,22 @@ int64_t kvs_slots_capacity(const struct kvs_slots *s)
     return s->capacity;
 }
 
+void kvs_slots_scatter(struct kvs_slots *s, uint64_t seed)
+{
+    uint64_t z = seed ^ 0x5CA77E5ull;
+    for (int64_t i = s->nfree - 1; i > 0; i--) {
+        /* splitmix64 */
+        uint64_t r = (z += 0x9E3779B97F4A7C15ull);
+        r = (r ^ (r >> 30)) * 0xBF58476D1CE4E5B9ull;
+        r = (r ^ (r >> 27)) * 0x94D049BB133111EBull;
+        r ^= r >> 31;
+        int64_t j = (int64_t)(r % (uint64_t)(i + 1));
+        int32_t t = s->free[i];
+        s->free[i] = s->free[j];
+        s->free[j] = t;
+    }
+}
+
 enum kvs_status kvs_slots_alloc(struct kvs_slots *s, int64_t n, int32_t *out)
 {
     if (n < 0 || (n > 0 && !out))

@@ -78,13 +78,18 @@ KVS_SYNTH_FN uint8_t kvs_synth_kv_fp8(uint64_t key, uint64_t i)
 {
     uint64_t h = kvs_synth_hash(key, i);
     uint32_t sign = (uint32_t)(h & 1u);
-    uint32_t e = 3u + (uint32_t)((h >> 8) % 6u);
+    uint32_t e = 3u + (uint32_t)(h >> 8) % 6u; /* 32-bit: a 64-bit % is slow on the GPU */
     uint32_t m = (uint32_t)(h >> 16) & 7u;
     return (uint8_t)(sign << 7 | e << 3 | m);
 }
 
 /* Stream ids that are not weight tensors (weights use kvs_model_weight_id). */
+/* the pool's background rows (every slot, so a full-pool cast reads data) */
 #define KVS_SYNTH_ID_KV(layer) (0x4B56000000000000ull + (uint64_t)(layer))
+/* the prefilled context of sequence b: keyed by (layer, b) and position, not
+ * by slot, so a sequence's history does not depend on where it is stored */
+#define KVS_SYNTH_ID_PREFILL(layer, b)                                                            \
+    (0x5046000000000000ull + ((uint64_t)(layer) << 24) + (uint64_t)(b))
 #define KVS_SYNTH_ID_TOKENS 0x544F4B454E530000ull
 
 /* The first input token of sequence b. */

@@ -217,6 +217,9 @@ KVS_API enum kvs_status kvs_slots_init(struct kvs_slots **out, int64_t capacity)
 KVS_API void kvs_slots_free_all(struct kvs_slots *s); /* destroys the allocator */
 KVS_API int64_t kvs_slots_available(const struct kvs_slots *s);
 KVS_API int64_t kvs_slots_capacity(const struct kvs_slots *s);
+/* Shuffle the free list (deterministically from `seed`), as a long-running
+ * server's pool looks: later allocations scatter over the whole pool. */
+KVS_API void kvs_slots_scatter(struct kvs_slots *s, uint64_t seed);
 /* n slots into out[n]; KVS_STATUS_LIMIT (nothing taken) when fewer are free. */
 KVS_API enum kvs_status kvs_slots_alloc(struct kvs_slots *s, int64_t n, int32_t *out);
 /* Return slots; KVS_STATUS_INVALID_ARGUMENT (nothing returned) for a slot out

@@ -1,0 +1,327 @@
+/* cli/cmd_engine.c — `kvscope engine`: run kvscope's reference GLM-5 decode
+ * engine on this GPU with a chosen KV path, print the memory plan, per-step
+ * times, tokens/s, bytes moved per step and the roofline; --trace captures
+ * the run with libtrace.
+ *
+ *   kvscope engine --config glm5 --kv-path full-cast --batch 1 --context 4096
+ *   kvscope engine --help
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "kvscope/engine.h"
+#include "kvscope/engine_gpu.h"
+#ifdef KVS_ENGINE_HAVE_TRACE
+#include "kvscope/trace.h"
+#endif
+
+#define CMD "engine"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: kvscope engine [options]\n"
+            "\n"
+            "Decode greedily with a GLM-5-shaped model (synthetic weights, real dimensions)\n"
+            "on this GPU and measure each step. The KV cache is an FP8 e4m3 pool per layer\n"
+            "[capacity, 1, 576]; --kv-path picks how attention reads it:\n"
+            "  full-cast    every layer casts the WHOLE pool to BF16 (the bug), then attends\n"
+            "  active-cast  gather-then-cast of the active tokens only\n"
+            "  fp8-direct   attention reads the FP8 pool directly\n"
+            "\n"
+            "options:\n"
+            "  --config NAME|FILE    glm5 (default), tiny, or a config.json path\n"
+            "  --kv-path PATH        full-cast (default) | active-cast | fp8-direct\n"
+            "  --batch B             sequences decoded together (default 1)\n"
+            "  --context T           prefilled tokens per sequence (default 4096)\n"
+            "  --steps N             timed decode steps (default 16)\n"
+            "  --warmup N            untimed steps first (default 2)\n"
+            "  --kv-capacity N       KV pool capacity in tokens per layer (default 495552)\n"
+            "  --resident-experts R  routed experts kept per MoE layer (default: top-k)\n"
+            "  --seed S              synthetic weights, KV rows, first tokens (default 1)\n"
+            "  --graph               run each step as one CUDA graph (launch overhead apart)\n"
+            "  --scatter             scatter the sequences' KV slots over the pool\n"
+            "  --copy-gbps X         device copy rate for the roofline (default: measure)\n"
+            "  --trace OUT.json      capture the timed steps with libtrace (.gz compresses)\n"
+            "  --quiet               no per-step lines\n"
+            "\n"
+            "Left out of GLM-5: the DSA sparse indexer (attention is dense over each\n"
+            "sequence's context), the MTP layer, tensor parallelism. Roofline = bytes moved\n"
+            "per step (weights read + KV traffic of the path; docs/engine.md) / copy rate.\n"
+            "The last line, 'result: key=value ...', is for scripts (bench/engine.sh).\n");
+}
+
+struct opts {
+    const char *config, *trace;
+    enum kvs_kv_path path;
+    long long batch, context, steps, warmup, capacity, resident, seed;
+    double copy_gbps;
+    int graph, scatter, quiet;
+};
+
+static int parse_ll(const char *flag, const char *s, long long lo, long long hi, long long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || !end || *end || end == s || v < lo || v > hi)
+        return kvs_cli_usage_error(CMD, "%s wants an integer in [%lld, %lld], not '%s'", flag, lo,
+                                   hi, s);
+    *out = v;
+    return KVS_EXIT_OK;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return -1;
+        }
+        if (!strcmp(a, "--graph")) {
+            o->graph = 1;
+            continue;
+        }
+        if (!strcmp(a, "--scatter")) {
+            o->scatter = 1;
+            continue;
+        }
+        if (!strcmp(a, "--quiet")) {
+            o->quiet = 1;
+            continue;
+        }
+        if (a[0] != '-' || a[1] != '-')
+            return kvs_cli_usage_error(CMD, "unexpected argument '%s'", a);
+        if (i + 1 >= argc)
+            return kvs_cli_usage_error(CMD, "%s needs a value", a);
+        const char *v = argv[++i];
+        int rc = KVS_EXIT_OK;
+        if (!strcmp(a, "--config"))
+            o->config = v;
+        else if (!strcmp(a, "--trace"))
+            o->trace = v;
+        else if (!strcmp(a, "--kv-path")) {
+            if (kvs_kv_path_parse(v, &o->path) != KVS_STATUS_OK)
+                return kvs_cli_usage_error(CMD, "--kv-path is full-cast, active-cast or "
+                                                "fp8-direct, not '%s'", v);
+        } else if (!strcmp(a, "--batch"))
+            rc = parse_ll(a, v, 1, 4096, &o->batch);
+        else if (!strcmp(a, "--context"))
+            rc = parse_ll(a, v, 0, 1LL << 30, &o->context);
+        else if (!strcmp(a, "--steps"))
+            rc = parse_ll(a, v, 1, 100000, &o->steps);
+        else if (!strcmp(a, "--warmup"))
+            rc = parse_ll(a, v, 0, 1000, &o->warmup);
+        else if (!strcmp(a, "--kv-capacity"))
+            rc = parse_ll(a, v, 1, 2147483647LL, &o->capacity);
+        else if (!strcmp(a, "--resident-experts"))
+            rc = parse_ll(a, v, 0, 1024, &o->resident);
+        else if (!strcmp(a, "--seed"))
+            rc = parse_ll(a, v, 0, (1LL << 62), &o->seed);
+        else if (!strcmp(a, "--copy-gbps")) {
+            char *end = NULL;
+            o->copy_gbps = strtod(v, &end);
+            if (!end || *end || !(o->copy_gbps > 0.0 && o->copy_gbps < 1e6))
+                return kvs_cli_usage_error(CMD, "--copy-gbps wants a positive number, not '%s'",
+                                           v);
+        } else
+            return kvs_cli_usage_error(CMD, "unknown option '%s'", a);
+        if (rc != KVS_EXIT_OK)
+            return rc;
+    }
+    return KVS_EXIT_OK;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// ----------------------------------------------------------------------------
+// run
+
+static void print_header(const struct opts *o, const struct kvs_model_config *c)
+{
+    printf("kvscope engine: %s, kv-path %s, batch %lld, context %lld, %lld steps (+%lld warm-up), "
+           "KV capacity %lld tokens, seed %lld%s%s\n",
+           c->name, kvs_kv_path_name(o->path), o->batch, o->context, o->steps, o->warmup,
+           o->capacity, o->seed, o->graph ? ", CUDA graph" : "", o->scatter ? ", scattered slots" : "");
+    printf("synthetic weights and KV rows; left out: the DSA sparse indexer%s (attention is dense "
+           "over each sequence's context), the MTP layer, tensor parallelism\n",
+           c->index_topk ? " (index_topk in the config is ignored)" : "");
+}
+
+static int engine_run(const struct opts *o)
+{
+    struct kvs_engine_params p;
+    kvs_engine_params_init(&p);
+    if (kvs_model_config_load(o->config, &p.model, &p.log) != KVS_STATUS_OK)
+        return KVS_EXIT_USAGE;
+    p.path = o->path;
+    p.batch = (int)o->batch;
+    p.context_len = o->context;
+    p.steps = (int)(o->steps + o->warmup);
+    p.kv_capacity = o->capacity;
+    p.seed = (uint64_t)o->seed;
+    p.graph = o->graph;
+    p.resident_experts = (int)o->resident;
+    p.scatter = o->scatter;
+    print_header(o, &p.model);
+
+    /* the plan first, before anything is allocated */
+    struct kvs_run_shape shape;
+    struct kvs_mem_plan plan;
+    if (kvs_engine_plan(&p, &shape, &plan) != KVS_STATUS_OK)
+        return KVS_EXIT_USAGE;
+    char text[4096];
+    kvs_mem_plan_format(&plan, &p.model, &shape, text, sizeof text);
+    fputs(text, stdout);
+    struct kvs_expert_map em;
+    if (kvs_expert_map_init(&p.model, p.resident_experts, &em) != KVS_STATUS_OK)
+        return kvs_cli_usage_error(CMD, "--resident-experts must lie in [top-k %d, %d]",
+                                   p.model.topk, p.model.n_routed_experts);
+    kvs_expert_map_describe(&em, &p.model, p.batch, text, sizeof text);
+    fputs(text, stdout);
+
+    double copy = o->copy_gbps;
+    if (copy <= 0.0) {
+        if (kvs_engine_copy_rate(1ull << 30, 9, &copy, &p.log) != KVS_STATUS_OK)
+            return KVS_EXIT_FAILURE;
+        printf("device-to-device copy rate: %.0f GB/s (measured: 1 GiB cudaMemcpy, median of 9, "
+               "bytes read + written)\n", copy);
+    } else {
+        printf("device-to-device copy rate: %.0f GB/s (--copy-gbps)\n", copy);
+    }
+    fflush(stdout);
+
+#ifdef KVS_ENGINE_HAVE_TRACE
+    struct kvs_trace *tr = NULL;
+    if (o->trace) {
+        struct kvs_trace_config tc;
+        kvs_trace_config_init(&tc);
+        if (kvs_trace_create(&tc, &tr) != KVS_STATUS_OK)
+            return KVS_EXIT_FAILURE;
+    }
+#endif
+    struct kvs_engine *e = NULL;
+    enum kvs_status st = kvs_engine_create(&p, &e);
+    if (st != KVS_STATUS_OK) {
+#ifdef KVS_ENGINE_HAVE_TRACE
+        kvs_trace_free(tr);
+#endif
+        fprintf(stderr, "kvscope engine: %s\n", kvs_status_str(st));
+        return KVS_EXIT_FAILURE;
+    }
+
+    int n = (int)o->steps;
+    double *ms = calloc((size_t)n, sizeof *ms), *kv = calloc((size_t)n, sizeof *kv);
+    double active_sum = 0.0;
+    if (!ms || !kv)
+        st = KVS_STATUS_NO_MEMORY;
+    if (!o->quiet && st == KVS_STATUS_OK)
+        printf("%6s %10s %10s %12s %10s\n", "step", "ms", "tokens/s", "kv-prep ms", "active");
+    for (int i = 0; st == KVS_STATUS_OK && i < o->warmup + o->steps; i++) {
+        int timed = i >= o->warmup;
+#ifdef KVS_ENGINE_HAVE_TRACE
+        if (tr && i == o->warmup)
+            st = kvs_trace_start(tr);
+        if (st != KVS_STATUS_OK)
+            break;
+#endif
+        struct kvs_engine_step_info info;
+        st = kvs_engine_step(e, &info);
+        if (st != KVS_STATUS_OK)
+            break;
+        if (!o->quiet)
+            printf("%5s%d %10.3f %10.1f %12.3f %10lld%s\n", timed ? "" : "w", info.step, info.ms,
+                   (double)o->batch * 1000.0 / info.ms, info.kv_ms, (long long)info.active,
+                   info.graph ? "  graph" : "");
+        if (timed) {
+            ms[i - o->warmup] = info.ms;
+            kv[i - o->warmup] = info.kv_ms;
+            active_sum += (double)info.active;
+        }
+    }
+#ifdef KVS_ENGINE_HAVE_TRACE
+    if (tr && st == KVS_STATUS_OK) {
+        st = kvs_trace_stop(tr);
+        if (st == KVS_STATUS_OK)
+            st = kvs_trace_write(tr, o->trace);
+        if (st == KVS_STATUS_OK)
+            printf("trace: %s (steps are ProfilerStep#N ranges)\n", o->trace);
+    }
+    kvs_trace_free(tr);
+#endif
+    int resident = kvs_engine_expert_map(e)->resident;
+    kvs_engine_free(e);
+    if (st != KVS_STATUS_OK) {
+        free(ms);
+        free(kv);
+        fprintf(stderr, "kvscope engine: %s\n", kvs_status_str(st));
+        return KVS_EXIT_FAILURE;
+    }
+
+    double step_ms = median(ms, n), kv_ms = median(kv, n);
+    long long routed = o->batch * p.model.topk < resident ? o->batch * p.model.topk : resident;
+    struct kvs_step_bytes sb;
+    kvs_step_bytes_compute(&p.model, p.path, p.batch, (int64_t)(active_sum / n), p.kv_capacity,
+                           (int)routed, &sb);
+    double roof_ms = sb.total / (copy * 1e6);
+    double tps = (double)o->batch * 1000.0 / step_ms;
+    printf("summary over %d timed steps (median):\n", n);
+    printf("  step                          %10.3f ms\n", step_ms);
+    printf("  tokens/s                      %10.1f\n", tps);
+    printf("  bytes moved per step          %10.2f GB  (weights %.2f, KV attention %.2f, KV cast "
+           "%.2f, KV other %.3f)\n",
+           sb.total / 1e9, sb.weights / 1e9, sb.kv_attention / 1e9, sb.kv_cast / 1e9,
+           sb.kv_other / 1e9);
+    printf("  roofline (bytes / copy rate)  %10.3f ms\n", roof_ms);
+    printf("  of roofline                   %10.1f %%\n", 100.0 * roof_ms / step_ms);
+    if (o->path != KVS_KV_PATH_FP8_DIRECT && !o->graph)
+        printf("  KV prep (cast) share of step  %10.1f %%  (%.3f ms, CUDA events)\n",
+               100.0 * kv_ms / step_ms, kv_ms);
+    printf("result: config=%s path=%s batch=%lld context=%lld steps=%d graph=%d step_ms=%.4f "
+           "tokens_per_s=%.2f bytes_per_step=%.6g roofline_ms=%.4f roofline_pct=%.2f "
+           "kv_ms=%.4f kv_share_pct=%.2f copy_gbps=%.1f\n",
+           p.model.name, kvs_kv_path_name(p.path), o->batch, o->context, n, o->graph, step_ms, tps,
+           sb.total, roof_ms, 100.0 * roof_ms / step_ms, kv_ms,
+           o->graph ? -1.0 : 100.0 * kv_ms / step_ms, copy);
+    free(ms);
+    free(kv);
+    return KVS_EXIT_OK;
+}
+
+int kvs_cmd_engine(int argc, char **argv)
+{
+    struct opts o = {0};
+    o.config = "glm5";
+    o.path = KVS_KV_PATH_FULL_CAST;
+    o.batch = 1;
+    o.context = 4096;
+    o.steps = 16;
+    o.warmup = 2;
+    o.capacity = 495552;
+    o.seed = 1;
+    int rc = parse_args(argc, argv, &o);
+    if (rc < 0)
+        return KVS_EXIT_OK;
+    if (rc != KVS_EXIT_OK)
+        return rc;
+#ifndef KVS_ENGINE_HAVE_TRACE
+    if (o.trace)
+        return kvs_cli_usage_error(CMD, "--trace needs libtrace's capture, which this build "
+                                        "lacks");
+#endif
+    return engine_run(&o);
+}

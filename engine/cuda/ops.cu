@@ -1,0 +1,262 @@
+/* engine/cuda/ops.cu — CUDA versions of the engine's own ops (engine/ops.h),
+ * each checked against its CPU reference (engine/ops_cpu.c) by
+ * tests/gpu/test_engine_ops.c:
+ *
+ *   fill_bf16 / fill_f32   synthetic weights from the hash of engine/synth.h
+ *   fill_kv / prefill_kv   the pool's background rows; each sequence's context
+ *   kv_append              this step's KV rows, BF16 -> FP8 e4m3, into their slots
+ *   map_experts            logical -> resident experts (engine/expert_map_impl.h)
+ *   seq_step               device half of the sequence append + CSR token list
+ *
+ *   meson test -C build --suite gpu test_engine_ops
+ * None synchronises; all are safe inside CUDA-graph capture.
+ */
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include "expert_map_impl.h"
+#include "kvscope/check.h"
+#include "ops.h"
+#include "synth.h"
+
+// ----------------------------------------------------------------------------
+// launch geometry
+
+static unsigned grid_for(uint64_t n, unsigned block)
+{
+    uint64_t g = (n + block - 1) / block;
+    /* grid-stride loops cover the rest; 132 SMs x 16 is plenty */
+    return (unsigned)(g < 1 ? 1 : g > 65535u * 32u ? 65535u * 32u : g);
+}
+
+// ----------------------------------------------------------------------------
+// fills
+
+__global__ void fill_bf16_kernel(kvs_bf16 *dst, uint64_t n, uint64_t key, float amp, float offset)
+{
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;
+         i += (uint64_t)gridDim.x * blockDim.x)
+        dst[i] = kvs_synth_value_bf16(key, i, amp, offset);
+}
+
+__global__ void fill_f32_kernel(float *dst, uint64_t n, uint64_t key, float amp, float offset)
+{
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;
+         i += (uint64_t)gridDim.x * blockDim.x)
+        dst[i] = kvs_synth_value_f32(key, i, amp, offset);
+}
+
+/* four codes a thread: rows are 576 bytes, a multiple of 4 */
+__global__ void fill_kv_kernel(uint32_t *dst, uint64_t n4, uint64_t key)
+{
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n4;
+         i += (uint64_t)gridDim.x * blockDim.x) {
+        uint64_t e = 4 * i;
+        dst[i] = (uint32_t)kvs_synth_kv_fp8(key, e) | (uint32_t)kvs_synth_kv_fp8(key, e + 1) << 8 |
+                 (uint32_t)kvs_synth_kv_fp8(key, e + 2) << 16 |
+                 (uint32_t)kvs_synth_kv_fp8(key, e + 3) << 24;
+    }
+}
+
+/* grid.y = sequence; x covers (position, 4-byte word) of its rows */
+__global__ void prefill_kv_kernel(uint32_t *pool, const int32_t *table, int max_len,
+                                  const int32_t *len, uint64_t seed, int layer)
+{
+    const int b = blockIdx.y;
+    const uint64_t words = (uint64_t)len[b] * (KVS_MLA_ROW / 4);
+    const uint64_t key = kvs_synth_key(seed, KVS_SYNTH_ID_PREFILL(layer, b));
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < words;
+         i += (uint64_t)gridDim.x * blockDim.x) {
+        uint64_t t = i / (KVS_MLA_ROW / 4), w = i % (KVS_MLA_ROW / 4);
+        uint64_t e = t * KVS_MLA_ROW + 4 * w;
+        uint64_t slot = (uint64_t)table[(uint64_t)b * max_len + t];
+        pool[slot * (KVS_MLA_ROW / 4) + w] =
+            (uint32_t)kvs_synth_kv_fp8(key, e) | (uint32_t)kvs_synth_kv_fp8(key, e + 1) << 8 |
+            (uint32_t)kvs_synth_kv_fp8(key, e + 2) << 16 | (uint32_t)kvs_synth_kv_fp8(key, e + 3) << 24;
+    }
+}
+
+extern "C" enum kvs_status kvs_eng_cuda_fill_bf16(kvs_bf16 *dst, uint64_t n, uint64_t key,
+                                                  float amp, float offset, void *stream)
+{
+    if (n == 0)
+        return KVS_STATUS_OK;
+    fill_bf16_kernel<<<grid_for(n, 256), 256, 0, (cudaStream_t)stream>>>(dst, n, key, amp, offset);
+    KVS_CUDA_LAUNCH_TRY(NULL);
+    return KVS_STATUS_OK;
+}
+
+extern "C" enum kvs_status kvs_eng_cuda_fill_f32(float *dst, uint64_t n, uint64_t key, float amp,
+                                                 float offset, void *stream)
+{
+    if (n == 0)
+        return KVS_STATUS_OK;
+    fill_f32_kernel<<<grid_for(n, 256), 256, 0, (cudaStream_t)stream>>>(dst, n, key, amp, offset);
+    KVS_CUDA_LAUNCH_TRY(NULL);
+    return KVS_STATUS_OK;
+}
+
+extern "C" enum kvs_status kvs_eng_cuda_fill_kv(kvs_fp8 *pool, uint64_t rows, uint64_t key,
+                                                void *stream)
+{
+    uint64_t n4 = rows * (KVS_MLA_ROW / 4);
+    if (n4 == 0)
+        return KVS_STATUS_OK;
+    fill_kv_kernel<<<grid_for(n4, 256), 256, 0, (cudaStream_t)stream>>>((uint32_t *)pool, n4, key);
+    KVS_CUDA_LAUNCH_TRY(NULL);
+    return KVS_STATUS_OK;
+}
+
+extern "C" enum kvs_status kvs_eng_cuda_prefill_kv(kvs_fp8 *pool, const int32_t *table,
+                                                   int max_len, const int32_t *len, int batch,
+                                                   int64_t max_ctx, uint64_t seed, int layer,
+                                                   void *stream)
+{
+    if (batch < 1 || batch > 65535 || max_ctx < 0)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    uint64_t words = (uint64_t)max_ctx * (KVS_MLA_ROW / 4);
+    if (words == 0)
+        return KVS_STATUS_OK;
+    dim3 grid(grid_for(words, 256) < 4096 ? grid_for(words, 256) : 4096, (unsigned)batch);
+    prefill_kv_kernel<<<grid, 256, 0, (cudaStream_t)stream>>>((uint32_t *)pool, table, max_len,
+                                                              len, seed, layer);
+    KVS_CUDA_LAUNCH_TRY(NULL);
+    return KVS_STATUS_OK;
+}
+
+// ----------------------------------------------------------------------------
+// KV append
+
+__device__ __forceinline__ float bf16_bits_to_float(kvs_bf16 x)
+{
+    return __uint_as_float((uint32_t)x << 16);
+}
+
+/* RNE, saturating to +-448, NaN -> 0x7f: kvs_float_to_fp8's rules */
+__device__ __forceinline__ kvs_fp8 float_to_e4m3(float f)
+{
+    return (kvs_fp8)__nv_cvt_float_to_fp8(f, __NV_SATFINITE, __NV_E4M3);
+}
+
+__global__ void kv_append_kernel(kvs_fp8 *pool, const int32_t *slot, const kvs_bf16 *latent,
+                                 const kvs_bf16 *rope)
+{
+    const int b = blockIdx.x;
+    kvs_fp8 *row = pool + (uint64_t)slot[b] * KVS_MLA_ROW;
+    for (int j = threadIdx.x; j < KVS_MLA_ROW; j += blockDim.x) {
+        kvs_bf16 v = j < KVS_MLA_LATENT ? latent[(uint64_t)b * KVS_MLA_LATENT + j]
+                                        : rope[(uint64_t)b * KVS_MLA_ROPE + (j - KVS_MLA_LATENT)];
+        row[j] = float_to_e4m3(bf16_bits_to_float(v));
+    }
+}
+
+extern "C" enum kvs_status kvs_eng_cuda_kv_append(kvs_fp8 *pool, const int32_t *slot,
+                                                  const kvs_bf16 *latent, const kvs_bf16 *rope,
+                                                  int batch, void *stream)
+{
+    if (batch < 1)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    kv_append_kernel<<<batch, 192, 0, (cudaStream_t)stream>>>(pool, slot, latent, rope);
+    KVS_CUDA_LAUNCH_TRY(NULL);
+    return KVS_STATUS_OK;
+}
+
+// ----------------------------------------------------------------------------
+// expert map
+
+__global__ void map_experts_kernel(int n_logical, int topk, int resident, int shared, int tokens,
+                                   const int32_t *ids, const float *w, int32_t *out_ids,
+                                   float *out_w)
+{
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= tokens)
+        return;
+    const int ke = topk + shared;
+    int32_t *o = out_ids + (uint64_t)t * ke;
+    if (kvs_expert_map_token_impl(n_logical, topk, resident, ids + (uint64_t)t * topk, o) != 0) {
+        /* bad ids cannot come from the router; keep the expert kernel in bounds */
+        for (int k = 0; k < topk; k++)
+            o[k] = k;
+    }
+    for (int k = 0; k < topk; k++)
+        out_w[(uint64_t)t * ke + k] = w[(uint64_t)t * topk + k];
+    for (int s = 0; s < shared; s++) {
+        o[topk + s] = resident + s;
+        out_w[(uint64_t)t * ke + topk + s] = 1.0f;
+    }
+}
+
+extern "C" enum kvs_status kvs_eng_cuda_map_experts(const struct kvs_expert_map *m,
+                                                    const int32_t *ids, const float *w, int tokens,
+                                                    int32_t *out_ids, float *out_w, void *stream)
+{
+    if (tokens < 1 || m->resident > KVS_EXPERT_MAP_MAX_RESIDENT || m->topk > m->resident)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    map_experts_kernel<<<(tokens + 127) / 128, 128, 0, (cudaStream_t)stream>>>(
+        m->n_logical, m->topk, m->resident, m->shared, tokens, ids, w, out_ids, out_w);
+    KVS_CUDA_LAUNCH_TRY(NULL);
+    return KVS_STATUS_OK;
+}
+
+// ----------------------------------------------------------------------------
+// sequence step: append on the device, then the CSR token list
+
+__global__ void seq_append_kernel(int32_t *table, int max_len, int32_t *len,
+                                  const int32_t *new_slot, int32_t *pos, int batch,
+                                  int32_t *seq_start)
+{
+    /* one block; batch is small (decode), a serial prefix is cheapest */
+    for (int b = threadIdx.x; b < batch; b += blockDim.x) {
+        int32_t l = len[b];
+        table[(int64_t)b * max_len + l] = new_slot[b];
+        pos[b] = l;
+        len[b] = l + 1;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int32_t at = 0;
+        for (int b = 0; b < batch; b++) {
+            seq_start[b] = at;
+            at += len[b];
+        }
+        seq_start[batch] = at;
+    }
+}
+
+/* grid.y = sequence (and one more for the padding), x strides over tokens */
+__global__ void seq_list_kernel(const int32_t *table, int max_len, const int32_t *len, int batch,
+                                const int32_t *seq_start, int32_t *tokens, int64_t pad_to,
+                                int32_t pad_slot)
+{
+    const int b = blockIdx.y;
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    const int64_t first = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (b < batch) {
+        const int32_t *src = table + (int64_t)b * max_len;
+        int32_t *dst = tokens + seq_start[b];
+        for (int64_t t = first; t < len[b]; t += stride)
+            dst[t] = src[t];
+    } else {
+        for (int64_t i = seq_start[batch] + first; i < pad_to; i += stride)
+            tokens[i] = pad_slot;
+    }
+}
+
+extern "C" enum kvs_status kvs_eng_cuda_seq_step(int32_t *table, int max_len, int32_t *len,
+                                                 const int32_t *new_slot, int32_t *pos, int batch,
+                                                 int32_t *seq_start, int32_t *tokens,
+                                                 int64_t pad_to, int32_t pad_slot, void *stream)
+{
+    if (batch < 1 || batch > 65534 || max_len < 1)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    cudaStream_t s = (cudaStream_t)stream;
+    seq_append_kernel<<<1, 256, 0, s>>>(table, max_len, len, new_slot, pos, batch, seq_start);
+    KVS_CUDA_LAUNCH_TRY(NULL);
+    unsigned gx = (unsigned)((max_len + 1023) / 1024);
+    gx = gx > 64 ? 64 : gx;
+    dim3 grid(gx, (unsigned)batch + 1);
+    seq_list_kernel<<<grid, 1024, 0, s>>>(table, max_len, len, batch, seq_start, tokens, pad_to,
+                                          pad_slot);
+    KVS_CUDA_LAUNCH_TRY(NULL);
+    return KVS_STATUS_OK;
+}

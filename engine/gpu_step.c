@@ -1,0 +1,250 @@
+/* engine/gpu_step.c — the device work of one GLM-5 decode step, op by op,
+ * each op annotated with its name, input dims and dtypes (kvscope/annotate.h)
+ * the way PyTorch's profiler records an op's inputs. The CPU reference
+ * (engine/reference.c) computes the same step with the same rounding points.
+ *
+ *   per layer: RMSNorm -> q_a -> norm -> q_b (nope, rope) -> RoPE
+ *              kv_a (latent -> norm, rope -> RoPE) -> append the FP8 row
+ *              W_UK absorption -> [KV path] -> MLA decode -> W_UV -> o_proj -> +x
+ *              RMSNorm -> dense MLP | router -> top-k -> map -> experts -> +x
+ *   then: final norm -> LM head (float) -> argmax (the next step's input)
+ */
+#include "gpu_impl.h"
+
+#include <stdio.h>
+
+#include "kvscope/annotate.h"
+#include "kvscope/check.h"
+
+#define BF16 "c10::BFloat16"
+#define FP8 "c10::Float8_e4m3fn"
+#define F32 "float"
+#define I32 "int"
+
+static struct kvs_tensor_desc td(const char *dtype, int rank, int64_t a, int64_t b, int64_t c)
+{
+    struct kvs_tensor_desc t = {0};
+    t.rank = rank;
+    t.dims[0] = a;
+    t.dims[1] = b;
+    t.dims[2] = c;
+    t.dtype = dtype;
+    return t;
+}
+
+#define OP_BEGIN(name, ...)                                                                       \
+    do {                                                                                          \
+        const struct kvs_tensor_desc op_t_[] = {__VA_ARGS__};                                     \
+        kvs_op_begin(name, (int)(sizeof op_t_ / sizeof op_t_[0]), op_t_);                         \
+    } while (0)
+
+/* Run `call` (a kvs_status expression) inside an annotated op. */
+#define OP(call, name, ...)                                                                       \
+    do {                                                                                          \
+        OP_BEGIN(name, __VA_ARGS__);                                                              \
+        enum kvs_status op_st_ = (call);                                                          \
+        kvs_op_end();                                                                             \
+        if (op_st_ != KVS_STATUS_OK)                                                              \
+            return op_st_;                                                                        \
+    } while (0)
+
+#define ACT(field, type) KVS_ENGINE_ACT(e, field, type)
+#define WL(kind) ((const kvs_bf16 *)KVS_ENGINE_W(e, l, kind))
+
+static enum kvs_status linear(struct kvs_engine *e, const kvs_bf16 *x, const kvs_bf16 *w,
+                              kvs_bf16 *y, int m, int n, int k)
+{
+    OP(kvs_gemm_linear_bf16(e->gemm, x, w, y, m, n, k), "kvs::linear", td(BF16, 2, m, k, 0),
+       td(BF16, 2, n, k, 0));
+    return KVS_STATUS_OK;
+}
+
+static enum kvs_status rmsnorm(struct kvs_engine *e, const kvs_bf16 *x, const kvs_bf16 *w,
+                               kvs_bf16 *y, int rows, int dim)
+{
+    OP(kvs_cuda_rmsnorm(x, w, y, rows, dim, e->c.rms_eps, e->stream), "kvs::rms_norm",
+       td(BF16, 2, rows, dim, 0), td(BF16, 1, dim, 0, 0));
+    return KVS_STATUS_OK;
+}
+
+static enum kvs_status rope(struct kvs_engine *e, kvs_bf16 *x, int heads)
+{
+    const int B = e->p.batch;
+    OP(kvs_cuda_rope_interleaved(x, ACT(pos, int32_t), B, heads, KVS_MLA_ROPE, 0, KVS_MLA_ROPE,
+                                 e->c.rope_theta, e->stream),
+       "kvs::rope_interleaved", td(BF16, 3, B, heads, KVS_MLA_ROPE), td(I32, 1, B, 0, 0));
+    return KVS_STATUS_OK;
+}
+
+static enum kvs_status add(struct kvs_engine *e, kvs_bf16 *x, const kvs_bf16 *y, int64_t n)
+{
+    OP(kvs_cuda_add(x, y, (size_t)n, e->stream), "kvs::add", td(BF16, 2, e->p.batch,
+                                                                n / e->p.batch, 0),
+       td(BF16, 2, e->p.batch, n / e->p.batch, 0));
+    return KVS_STATUS_OK;
+}
+
+// ----------------------------------------------------------------------------
+// the KV path: what attention reads
+
+static enum kvs_status kv_prepare(struct kvs_engine *e, int l, const kvs_fp8 *pool,
+                                  int64_t gather_rows, int timed)
+{
+    const int64_t cap = e->shape.kv_capacity;
+    if (timed)
+        KVS_CUDA_TRY(&e->lg, cudaEventRecord(e->ev_kv[2 * l], e->stream));
+    if (e->p.path == KVS_KV_PATH_FULL_CAST) {
+        /* the bug: the whole pool, every layer, through the generic converter;
+         * dims as copy_ records them, destination first */
+        OP(kvs_cuda_cast_fp8_to_bf16(KVS_CAST_GENERIC, pool, e->scratch,
+                                     (size_t)cap * KVS_MLA_ROW, e->stream),
+           "kvs::cast_fp8_to_bf16", td(BF16, 3, cap, 1, KVS_MLA_ROW),
+           td(FP8, 3, cap, 1, KVS_MLA_ROW));
+    } else if (e->p.path == KVS_KV_PATH_ACTIVE_CAST) {
+        OP(kvs_cuda_gather_cast_fp8_to_bf16(pool, KVS_MLA_ROW, e->d_tokens, (size_t)gather_rows,
+                                            e->scratch, e->stream),
+           "kvs::gather_cast_fp8_to_bf16", td(BF16, 3, gather_rows, 1, KVS_MLA_ROW),
+           td(FP8, 3, gather_rows, 1, KVS_MLA_ROW), td(I32, 1, gather_rows, 0, 0));
+    }
+    if (timed)
+        KVS_CUDA_TRY(&e->lg, cudaEventRecord(e->ev_kv[2 * l + 1], e->stream));
+    return KVS_STATUS_OK;
+}
+
+// ----------------------------------------------------------------------------
+// attention
+
+static enum kvs_status attention(struct kvs_engine *e, int l, int64_t gather_rows, int timed)
+{
+    const struct kvs_model_config *c = &e->c;
+    const int B = e->p.batch, H = c->heads, nope = c->qk_nope_head_dim, v = c->v_head_dim;
+    const int lat = KVS_MLA_LATENT;
+    kvs_bf16 *x = ACT(x, kvs_bf16), *h = ACT(h, kvs_bf16);
+    kvs_fp8 *pool = e->pool + e->pool_stride * (uint64_t)l;
+
+    KVS_TRY(rmsnorm(e, x, WL(KVS_W_ATTN_NORM), h, B, c->hidden));
+    KVS_TRY(linear(e, h, WL(KVS_W_Q_A), ACT(q_a, kvs_bf16), B, c->q_lora_rank, c->hidden));
+    KVS_TRY(rmsnorm(e, ACT(q_a, kvs_bf16), WL(KVS_W_Q_A_NORM), ACT(q_an, kvs_bf16), B,
+                    c->q_lora_rank));
+    KVS_TRY(linear(e, ACT(q_an, kvs_bf16), WL(KVS_W_Q_B_NOPE), ACT(q_nope, kvs_bf16), B,
+                   H * nope, c->q_lora_rank));
+    KVS_TRY(linear(e, ACT(q_an, kvs_bf16), WL(KVS_W_Q_B_ROPE), ACT(q_rope, kvs_bf16), B,
+                   H * KVS_MLA_ROPE, c->q_lora_rank));
+    KVS_TRY(rope(e, ACT(q_rope, kvs_bf16), H));
+
+    KVS_TRY(linear(e, h, WL(KVS_W_KV_A_LAT), ACT(kv_raw, kvs_bf16), B, lat, c->hidden));
+    KVS_TRY(rmsnorm(e, ACT(kv_raw, kvs_bf16), WL(KVS_W_KV_A_NORM), ACT(kv_lat, kvs_bf16), B, lat));
+    KVS_TRY(linear(e, h, WL(KVS_W_KV_A_ROPE), ACT(kv_rope, kvs_bf16), B, KVS_MLA_ROPE,
+                   c->hidden));
+    KVS_TRY(rope(e, ACT(kv_rope, kvs_bf16), 1));
+    /* this token's row, BF16 -> FP8, into its slot: a cast of B rows */
+    OP(kvs_eng_cuda_kv_append(pool, ACT(new_slot, int32_t), ACT(kv_lat, kvs_bf16),
+                              ACT(kv_rope, kvs_bf16), B, e->stream),
+       "kvs::kv_append_cast", td(FP8, 3, B, 1, KVS_MLA_ROW), td(BF16, 3, B, 1, KVS_MLA_ROW),
+       td(I32, 1, B, 0, 0));
+
+    /* absorb W_UK: q_latent[b,h,:] = W_UK[h] . q_nope[b,h,:] (per-head, batched) */
+    OP(kvs_gemm_linear_batched_bf16(e->gemm, ACT(q_nope, kvs_bf16), (int64_t)H * nope, nope,
+                                    WL(KVS_W_UK), (int64_t)lat * nope, ACT(q_lat, kvs_bf16),
+                                    (int64_t)H * lat, lat, B, lat, nope, H),
+       "kvs::linear_per_head", td(BF16, 3, B, H, nope), td(BF16, 3, H, lat, nope));
+
+    KVS_TRY(kv_prepare(e, l, pool, gather_rows, timed));
+
+    const int active_cast = e->p.path == KVS_KV_PATH_ACTIVE_CAST;
+    const int bf16_kv = e->p.path != KVS_KV_PATH_FP8_DIRECT;
+    struct kvs_mla_args a = {
+        .batch = B, .heads = H, .q_latent = ACT(q_lat, kvs_bf16),
+        .q_rope = ACT(q_rope, kvs_bf16), .kv_dtype = bf16_kv ? KVS_KV_BF16 : KVS_KV_FP8,
+        .kv = bf16_kv ? (const void *)e->scratch : (const void *)pool,
+        .seq_start = e->d_seq_start, .tokens = active_cast ? NULL : e->d_tokens,
+        .scale = kvs_model_softmax_scale(c), .out = ACT(attn, kvs_bf16), .lse = NULL,
+    };
+    int64_t kv_rows = e->p.path == KVS_KV_PATH_ACTIVE_CAST ? gather_rows : e->shape.kv_capacity;
+    OP(kvs_cuda_mla_decode(&a, e->seqs.max_len, e->mla_ws, e->mla_ws_bytes, e->stream),
+       "kvs::mla_decode", td(BF16, 3, B, H, lat), td(BF16, 3, B, H, KVS_MLA_ROPE),
+       td(bf16_kv ? BF16 : FP8, 3, kv_rows, 1, KVS_MLA_ROW), td(I32, 1, B + 1, 0, 0));
+
+    /* W_UV per head, o_proj, residual */
+    OP(kvs_gemm_linear_batched_bf16(e->gemm, ACT(attn, kvs_bf16), (int64_t)H * lat, lat,
+                                    WL(KVS_W_UV), (int64_t)v * lat, ACT(vout, kvs_bf16),
+                                    (int64_t)H * v, v, B, v, lat, H),
+       "kvs::linear_per_head", td(BF16, 3, B, H, lat), td(BF16, 3, H, v, lat));
+    KVS_TRY(linear(e, ACT(vout, kvs_bf16), WL(KVS_W_O), ACT(o, kvs_bf16), B, c->hidden, H * v));
+    return add(e, x, ACT(o, kvs_bf16), (int64_t)B * c->hidden);
+}
+
+// ----------------------------------------------------------------------------
+// MLP
+
+static enum kvs_status mlp(struct kvs_engine *e, int l)
+{
+    const struct kvs_model_config *c = &e->c;
+    const int B = e->p.batch, E = c->n_routed_experts, ke = c->topk + c->n_shared_experts;
+    kvs_bf16 *x = ACT(x, kvs_bf16), *h = ACT(h, kvs_bf16), *o = ACT(o, kvs_bf16);
+    KVS_TRY(rmsnorm(e, x, WL(KVS_W_FFN_NORM), h, B, c->hidden));
+    if (l < c->dense_layers) {
+        KVS_TRY(linear(e, h, WL(KVS_W_MLP_GATE_UP), ACT(gate_up, kvs_bf16), B, 2 * c->inter,
+                       c->hidden));
+        OP(kvs_cuda_swiglu(ACT(gate_up, kvs_bf16), ACT(act, kvs_bf16), B, c->inter, e->stream),
+           "kvs::swiglu", td(BF16, 2, B, 2 * c->inter, 0));
+        KVS_TRY(linear(e, ACT(act, kvs_bf16), WL(KVS_W_MLP_DOWN), o, B, c->hidden, c->inter));
+        return add(e, x, o, (int64_t)B * c->hidden);
+    }
+    OP(kvs_eng_cuda_linear_f32(e->blas, h, WL(KVS_W_ROUTER), ACT(router, float), B, E, c->hidden),
+       "kvs::router_linear", td(BF16, 2, B, c->hidden, 0), td(BF16, 2, E, c->hidden, 0));
+    OP(kvs_cuda_moe_route(ACT(router, float), (const float *)KVS_ENGINE_W(e, l, KVS_W_ROUTER_BIAS),
+                          B, E, c->topk, c->norm_topk, c->routed_scale, ACT(topk_ids, int32_t),
+                          ACT(topk_w, float), e->stream),
+       "kvs::moe_route", td(F32, 2, B, E, 0), td(F32, 1, E, 0, 0));
+    OP(kvs_eng_cuda_map_experts(&e->em, ACT(topk_ids, int32_t), ACT(topk_w, float), B,
+                                ACT(exp_ids, int32_t), ACT(exp_w, float), e->stream),
+       "kvs::moe_map_experts", td(I32, 2, B, c->topk, 0), td(F32, 2, B, c->topk, 0));
+    struct kvs_moe_args m = {
+        .tokens = B, .dim = c->hidden, .inter = c->moe_inter, .topk = ke,
+        .n_resident = e->em.resident + e->em.shared, .x = h, .ids = ACT(exp_ids, int32_t),
+        .weights = ACT(exp_w, float), .gate_up = WL(KVS_W_EXP_GATE_UP), .down = WL(KVS_W_EXP_DOWN),
+        .y = o, .accumulate = 0,
+    };
+    OP(kvs_cuda_moe_experts(&m, e->moe_ws, e->moe_ws_bytes, e->stream), "kvs::moe_experts",
+       td(BF16, 2, B, c->hidden, 0), td(I32, 2, B, ke, 0),
+       td(BF16, 3, m.n_resident, 2 * c->moe_inter, c->hidden),
+       td(BF16, 3, m.n_resident, c->hidden, c->moe_inter));
+    return add(e, x, o, (int64_t)B * c->hidden);
+}
+
+// ----------------------------------------------------------------------------
+// the step
+
+enum kvs_status kvs_engine_run_body(struct kvs_engine *e, int64_t gather_rows, int timed)
+{
+    const struct kvs_model_config *c = &e->c;
+    const int B = e->p.batch;
+    /* this step's slots into the device tables, then the token lists */
+    OP(kvs_eng_cuda_seq_step(e->d_table, e->seqs.max_len, e->d_len, ACT(new_slot, int32_t),
+                             ACT(pos, int32_t), B, e->d_seq_start, e->d_tokens, gather_rows, 0,
+                             e->stream),
+       "kvs::seq_step", td(I32, 2, B, e->seqs.max_len, 0), td(I32, 1, B, 0, 0));
+    OP(kvs_cuda_embedding((const kvs_bf16 *)KVS_ENGINE_W(e, -1, KVS_W_EMBED), ACT(ids, int32_t),
+                          ACT(x, kvs_bf16), B, c->hidden, e->stream),
+       "kvs::embedding", td(BF16, 2, c->vocab, c->hidden, 0), td(I32, 1, B, 0, 0));
+    for (int l = 0; l < c->layers; l++) {
+        char name[32];
+        snprintf(name, sizeof name, "layer_%d", l);
+        kvs_range_begin(name);
+        enum kvs_status st = attention(e, l, gather_rows, timed);
+        if (st == KVS_STATUS_OK)
+            st = mlp(e, l);
+        kvs_range_end();
+        if (st != KVS_STATUS_OK)
+            return st;
+    }
+    const int l = -1;
+    KVS_TRY(rmsnorm(e, ACT(x, kvs_bf16), WL(KVS_W_FINAL_NORM), ACT(h, kvs_bf16), B, c->hidden));
+    OP(kvs_eng_cuda_linear_f32(e->blas, ACT(h, kvs_bf16), WL(KVS_W_LM_HEAD), ACT(logits, float), B,
+                               c->vocab, c->hidden),
+       "kvs::lm_head", td(BF16, 2, B, c->hidden, 0), td(BF16, 2, c->vocab, c->hidden, 0));
+    OP(kvs_cuda_argmax(ACT(logits, float), B, c->vocab, ACT(ids, int32_t), e->stream),
+       "kvs::argmax", td(F32, 2, B, c->vocab, 0));
+    return KVS_STATUS_OK;
+}

@@ -60,8 +60,8 @@ char *kvs_fmt_ms(char *buf, double ms)
     double v = fabs(ms);
     const char *f = v >= 99.95 ? "%.1f" : v >= 9.995 ? "%.2f" : "%.3f";
     snprintf(buf, KVS_FMT_BUF, f, ms);
-    if (!strcmp(buf, "-0.000"))
-        strcpy(buf, "0.000");
+    if (buf[0] == '-' && strspn(buf + 1, "0.") == strlen(buf + 1))
+        memmove(buf, buf + 1, strlen(buf)); /* "-0.000" -> "0.000" */
     return buf;
 }
 

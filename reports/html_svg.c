@@ -74,7 +74,7 @@ void kvs_svg_roofline(FILE *f, const struct kvs_analysis *a, size_t max_groups)
     size_t n = a->groups ? a->ngroup : 0;
     if (n > max_groups)
         n = max_groups;
-    const double W = 860, left = 300, right = 110, top = 44, row = 26;
+    const double W = 900, left = 340, right = 110, top = 44, row = 26;
     double plot_w = W - left - right, bottom = top + row * (double)(n ? n : 1);
     double H = bottom + 40;
     double peak = fin(a->trace.peak_gbps), copy = fin(a->trace.copy_gbps), xmax = fmax(peak, copy);
@@ -86,15 +86,16 @@ void kvs_svg_roofline(FILE *f, const struct kvs_analysis *a, size_t max_groups)
                "role=\"img\" aria-label=\"bandwidth roofline\" xmlns=\"http://www.w3.org/2000/svg\">\n",
             W, H, W, H);
     x_axis(f, left, plot_w, top, bottom, xmax, "achieved GB/s (bytes read + written / GPU time)");
-    char b1[KVS_FMT_BUF], b2[KVS_FMT_BUF], label[200], full[256], dims[160];
+    char b1[KVS_FMT_BUF], b2[KVS_FMT_BUF], label[200], full[320], dims[160];
     for (size_t i = 0; i < n; i++) {
         const struct kvs_group *g = &a->groups[i];
         double y = top + row * (double)i, v = fin(g->achieved_gbps);
-        char op[48];
+        char op[48], dtypes[96];
         kvs_truncate(op, sizeof op, g->op, 24);
         kvs_short_dims(dims, sizeof dims, g);
-        snprintf(full, sizeof full, "%s %s", op, dims);
-        kvs_truncate(label, sizeof label, full, 46);
+        kvs_short_dtypes(dtypes, sizeof dtypes, g);
+        snprintf(full, sizeof full, "%s %s %s", op, dims, dtypes);
+        kvs_truncate(label, sizeof label, full, 50);
         fputs("<g>", f);
         fputs("<title>", f);
         kvs_put_html(f, g->op);
@@ -104,7 +105,9 @@ void kvs_svg_roofline(FILE *f, const struct kvs_analysis *a, size_t max_groups)
         put_svg_text(f, left - 8, y + row / 2 + 4, "end", "lbl", label);
         fprintf(f, "<rect class=\"bar\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>\n",
                 left, y + 4, v / xmax * plot_w, row - 8);
-        if (peak > 0)
+        if (g->bytes_per_call <= 0)
+            snprintf(label, sizeof label, "bytes unknown");
+        else if (peak > 0)
             snprintf(label, sizeof label, "%s (%s)", kvs_fmt_gbps(b1, v),
                      kvs_fmt_pct(b2, fin(g->efficiency)));
         else

@@ -23,10 +23,12 @@ static void change_ms(char *buf, double before, double after)
     double diff = kvs_finite_or0(after) - kvs_finite_or0(before);
     double rel = kvs_cmp_rel(before, after);
     kvs_fmt_ms(d, diff);
+    /* a sign only when the rounded number shows a change */
+    const char *sign = diff > 0 && strspn(d, "0.") != strlen(d) ? "+" : "";
     if (isfinite(rel))
-        snprintf(buf, CHANGE_BUF, "%s%s (%s)", diff > 0 ? "+" : "", d, kvs_fmt_signed_pct(p, rel));
+        snprintf(buf, CHANGE_BUF, "%s%s (%s)", sign, d, kvs_fmt_signed_pct(p, rel));
     else
-        snprintf(buf, CHANGE_BUF, "%s%s", diff > 0 ? "+" : "", d);
+        snprintf(buf, CHANGE_BUF, "%s%s", sign, d);
 }
 
 bool kvs_cmp_table_steps(struct kvs_table *t, const struct kvs_comparison *c)

@@ -46,9 +46,11 @@ bool kvs_table_groups(struct kvs_table *t, const struct kvs_analysis *a, size_t 
             kvs_fmt_pct(eff, g->efficiency);
         else
             strcpy(eff, "-");
+        if (g->bytes_per_call <= 0) /* bytes unknown (no sizes recorded): no rate either */
+            strcpy(bpc, "-"), strcpy(gbps, "-"), strcpy(eff, "-");
         if (g->has_match && g->match.label)
             snprintf(match, sizeof match, "%s%s", g->match.label,
-                     g->match.inferred ? " (inferred)" : "");
+                     g->match.inferred && !strstr(g->match.label, "inferred") ? " (inferred)" : "");
         else
             strcpy(match, "-");
         const char *row[] = {op, dims, dtypes, cps, ms, frac, bpc, gbps, eff, match};

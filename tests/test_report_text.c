@@ -52,6 +52,25 @@ static void test_order_and_content(void)
     free(t);
 }
 
+/* A group whose bytes are unknown (0) shows no rate rather than "0 GB/s". */
+static void test_unknown_bytes(void)
+{
+    struct kvs_fixture fx;
+    kvs_fixture_unfixed(&fx);
+    fx.groups[2].bytes_per_call = 0;
+    fx.groups[2].achieved_gbps = 0;
+    fx.groups[2].efficiency = 0;
+    char *t = render(&fx.a, KVS_FORMAT_TEXT, false);
+    const char *row = strstr(t, "  aten::_to_copy ");
+    KVS_REQUIRE(row != NULL);
+    const char *nl = strchr(row, '\n');
+    KVS_CHECK(nl != NULL);
+    char line[400];
+    snprintf(line, sizeof line, "%.*s", (int)(nl - row), row);
+    KVS_CHECK_MSG(strstr(line, "  -     -       -  -") != NULL && !strstr(line, "0.00"), "%s", line);
+    free(t);
+}
+
 static void test_color_only_on_request(void)
 {
     struct kvs_fixture fx;
@@ -149,6 +168,7 @@ int main(int argc, char **argv)
     static const struct kvs_test tests[] = {
         {"order_and_content", test_order_and_content},
         {"color_only_on_request", test_color_only_on_request},
+        {"unknown_bytes", test_unknown_bytes},
         {"columns_align", test_columns_align},
         {"markdown_tables_intact", test_markdown_tables_intact},
         {"empty_analysis_says_so", test_empty_analysis_says_so},

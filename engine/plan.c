@@ -159,40 +159,61 @@ int64_t kvs_mem_plan_max_capacity(const struct kvs_mem_plan *p, int64_t capacity
 
 #define GB(x) ((double)(x) / 1e9)
 
+struct text {
+    char *buf;
+    size_t size, len;
+};
+
+static void line(struct text *t, const char *label, uint64_t bytes)
+{
+    size_t room = t->len < t->size ? t->size - t->len : 0;
+    int n = snprintf(room ? t->buf + t->len : NULL, room, "  %-56s %9.2f GB\n", label, GB(bytes));
+    t->len += n > 0 ? (size_t)n : 0;
+}
+
 size_t kvs_mem_plan_format(const struct kvs_mem_plan *p, const struct kvs_model_config *c,
                            const struct kvs_run_shape *s, char *buf, size_t size)
 {
-    int moe = kvs_model_moe_layers(c);
-    char scratch[96] = "none (attention reads the FP8 pool)";
+    struct text t = {buf, size, 0};
+    char label[128];
+    if (size)
+        buf[0] = '\0';
+    int n = snprintf(buf, size, "memory plan (%s, kv-path %s, batch %d, KV capacity %lld tokens):\n",
+                     c->name, kvs_kv_path_name(s->path), s->batch, (long long)s->kv_capacity);
+    t.len = n > 0 ? (size_t)n : 0;
+    snprintf(label, sizeof label, "weights (BF16, %lld tensors)", (long long)p->tensors);
+    line(&t, label, p->weights);
+    snprintf(label, sizeof label, "  embedding [%d, %d]", c->vocab, c->hidden);
+    line(&t, label, p->embedding);
+    snprintf(label, sizeof label, "  attention (%d layers, absorbed MLA)", c->layers);
+    line(&t, label, p->attention);
+    snprintf(label, sizeof label, "  dense MLP (%d layers)", c->dense_layers);
+    line(&t, label, p->dense_mlp);
+    snprintf(label, sizeof label, "  MoE experts (%d layers x %d resident + %d shared)",
+             kvs_model_moe_layers(c), p->resident_experts, c->n_shared_experts);
+    line(&t, label, p->moe_experts);
+    snprintf(label, sizeof label, "  routers (%d layers)", kvs_model_moe_layers(c));
+    line(&t, label, p->routers);
+    line(&t, "  norms", p->norms);
+    snprintf(label, sizeof label, "  LM head [%d, %d]", c->vocab, c->hidden);
+    line(&t, label, p->lm_head);
+    snprintf(label, sizeof label, "KV pool (FP8 e4m3, %d x %lld x 576)", c->layers,
+             (long long)s->kv_capacity);
+    line(&t, label, p->kv_pool);
     if (s->path == KVS_KV_PATH_FULL_CAST)
-        snprintf(scratch, sizeof scratch, "one layer's full pool in BF16, %lld x 576",
+        snprintf(label, sizeof label, "KV scratch (one layer's pool in BF16, %lld x 576)",
                  (long long)s->kv_capacity);
     else if (s->path == KVS_KV_PATH_ACTIVE_CAST)
-        snprintf(scratch, sizeof scratch, "active tokens in BF16, up to %lld x 576",
+        snprintf(label, sizeof label, "KV scratch (active tokens in BF16, up to %lld x 576)",
                  (long long)p->active_bound);
-    return (size_t)snprintf(
-        buf, size,
-        "memory plan (%s, kv-path %s, batch %d, KV capacity %lld tokens):\n"
-        "  weights (BF16, %lld tensors)             %9.2f GB\n"
-        "    embedding [%d, %d]                     %9.2f GB\n"
-        "    attention (%d layers, absorbed MLA)      %9.2f GB\n"
-        "    dense MLP (%d layers)                    %9.2f GB\n"
-        "    MoE experts (%d layers x %d resident + %d shared) %6.2f GB\n"
-        "    routers (%d layers)                      %9.2f GB\n"
-        "    norms                                  %9.2f GB\n"
-        "    LM head [%d, %d]                       %9.2f GB\n"
-        "  KV pool (FP8 e4m3, %d x %lld x 576)       %9.2f GB\n"
-        "  KV scratch: %-42s %6.2f GB\n"
-        "  KV slot tables and token lists           %9.2f GB\n"
-        "  activations and logits                   %9.2f GB\n"
-        "  kernel workspaces                        %9.2f GB\n"
-        "  total                                    %9.2f GB\n",
-        c->name, kvs_kv_path_name(s->path), s->batch, (long long)s->kv_capacity,
-        (long long)p->tensors, GB(p->weights), c->vocab, c->hidden, GB(p->embedding), c->layers,
-        GB(p->attention), c->dense_layers, GB(p->dense_mlp), moe, p->resident_experts,
-        c->n_shared_experts, GB(p->moe_experts), moe, GB(p->routers), GB(p->norms), c->vocab,
-        c->hidden, GB(p->lm_head), c->layers, (long long)s->kv_capacity, GB(p->kv_pool), scratch,
-        GB(p->kv_scratch), GB(p->kv_index), GB(p->activations), GB(p->workspace), GB(p->total));
+    else
+        snprintf(label, sizeof label, "KV scratch (none: attention reads the FP8 pool)");
+    line(&t, label, p->kv_scratch);
+    line(&t, "KV slot tables and token lists", p->kv_index);
+    line(&t, "activations and logits", p->activations);
+    line(&t, "kernel workspaces", p->workspace);
+    line(&t, "total", p->total);
+    return t.len;
 }
 
 // ----------------------------------------------------------------------------

@@ -1,0 +1,102 @@
+/* kernels/cuda/gemm.c — BF16 projections through cuBLAS: the linear layer
+ * y = x . w^T (PyTorch layout) and its strided-batched form for the per-head
+ * projections of absorbed MLA. Float accumulation, one BF16 rounding of each
+ * output, like kvs_cpu_linear (kernels/cpu/decode_ops.c), against which
+ * tests/gpu/test_kernels_ops.cu checks it.
+ *
+ * Row-major y[M,N] is column-major y^T[N,M] = w[N,K] . x^T: so cuBLAS sees
+ * op(A) = w^T of a column-major [K,N] (lda = K) and B = x^T, a column-major
+ * [K,M] with ldb = the row pitch of x.
+ *
+ * The handle owns a fixed 32 MiB workspace (cublasSetWorkspace), so cuBLAS
+ * allocates nothing while a CUDA graph is being captured.
+ */
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <stdlib.h>
+
+#include "kvscope/check.h"
+#include "kvscope/kernels.h"
+
+#define KVS_GEMM_WORKSPACE (32u << 20)
+
+struct kvs_gemm {
+    cublasHandle_t handle;
+    void *workspace;
+    struct kvs_logger lg;
+    const struct kvs_logger *lgp;
+};
+
+enum kvs_status kvs_gemm_init(struct kvs_gemm **out, void *stream, const struct kvs_logger *lg)
+{
+    if (!out)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    *out = NULL;
+    struct kvs_gemm *g = calloc(1, sizeof *g);
+    if (!g)
+        return KVS_STATUS_NO_MEMORY;
+    if (lg) {
+        g->lg = *lg;
+        g->lgp = &g->lg;
+    }
+    enum kvs_status st = KVS_CUBLAS_STATUS(g->lgp, cublasCreate(&g->handle));
+    if (st == KVS_STATUS_OK)
+        st = KVS_CUBLAS_STATUS(g->lgp, cublasSetStream(g->handle, (cudaStream_t)stream));
+    if (st == KVS_STATUS_OK)
+        st = KVS_CUDA_STATUS(g->lgp, cudaMalloc(&g->workspace, KVS_GEMM_WORKSPACE));
+    if (st == KVS_STATUS_OK)
+        st = KVS_CUBLAS_STATUS(g->lgp,
+                               cublasSetWorkspace(g->handle, g->workspace, KVS_GEMM_WORKSPACE));
+    if (st != KVS_STATUS_OK) {
+        kvs_gemm_free(g);
+        return st;
+    }
+    *out = g;
+    return KVS_STATUS_OK;
+}
+
+void kvs_gemm_free(struct kvs_gemm *g)
+{
+    if (!g)
+        return;
+    if (g->handle)
+        cublasDestroy(g->handle);
+    if (g->workspace)
+        cudaFree(g->workspace);
+    free(g);
+}
+
+enum kvs_status kvs_gemm_linear_bf16(struct kvs_gemm *g, const kvs_bf16 *x, const kvs_bf16 *w,
+                                     kvs_bf16 *y, int m, int n, int k)
+{
+    if (!g || m < 0 || n < 0 || k <= 0 || (m > 0 && n > 0 && (!x || !w || !y)))
+        return KVS_STATUS_INVALID_ARGUMENT;
+    if (m == 0 || n == 0)
+        return KVS_STATUS_OK;
+    const float one = 1.0f, zero = 0.0f;
+    KVS_CUBLAS_TRY(g->lgp, cublasGemmEx(g->handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, w,
+                                        CUDA_R_16BF, k, x, CUDA_R_16BF, k, &zero, y, CUDA_R_16BF,
+                                        n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return KVS_STATUS_OK;
+}
+
+enum kvs_status kvs_gemm_linear_batched_bf16(struct kvs_gemm *g, const kvs_bf16 *x, int64_t ldx,
+                                             int64_t stride_x, const kvs_bf16 *w,
+                                             int64_t stride_w, kvs_bf16 *y, int64_t ldy,
+                                             int64_t stride_y, int m, int n, int k, int batch)
+{
+    if (!g || m < 0 || n < 0 || k <= 0 || batch < 0 || ldx < k || ldy < n)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    if (m == 0 || n == 0 || batch == 0)
+        return KVS_STATUS_OK;
+    if (!x || !w || !y)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    const float one = 1.0f, zero = 0.0f;
+    KVS_CUBLAS_TRY(g->lgp,
+                   cublasGemmStridedBatchedEx(g->handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one,
+                                              w, CUDA_R_16BF, k, stride_w, x, CUDA_R_16BF,
+                                              (int)ldx, stride_x, &zero, y, CUDA_R_16BF, (int)ldy,
+                                              stride_y, batch, CUBLAS_COMPUTE_32F,
+                                              CUBLAS_GEMM_DEFAULT));
+    return KVS_STATUS_OK;
+}

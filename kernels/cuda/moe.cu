@@ -1,0 +1,209 @@
+/* kernels/cuda/moe.cu — MoE router and routed experts at decode batch sizes,
+ * routing read from device memory (no host synchronisation: a decode step
+ * with these can be captured in a CUDA graph). References:
+ * kernels/cpu/moe.c; tests: tests/gpu/test_kernels_ops.cu.
+ *
+ * variants: one each.
+ *   route    one warp per token; top-k by repeated warp arg-max over s + bias
+ *   experts  two GEMV-style kernels, memory-bound on the expert weights:
+ *            (1) per (token, k) pair and 8 rows of gate/up: h = swiglu, BF16
+ *                into the workspace; (2) per token and 8 output rows: the
+ *                top-k down projections summed in k order, weighted. One warp
+ *                per weight row, 16-byte loads when dim/inter allow. Experts
+ *                shared by several tokens are read once per token (L2 may
+ *                catch the repeats); ids outside [0, n_resident) add nothing.
+ */
+#include <math.h>
+
+#include "cuda_common.cuh"
+
+namespace {
+
+__device__ __forceinline__ float bf(uint16_t x) { return kvs_conv_bf16_to_float(x); }
+__device__ __forceinline__ uint16_t tobf(float x) { return kvs_conv_float_to_bf16(x); }
+
+// ----------------------------------------------------------------------------
+// router
+
+constexpr int kMaxExperts = 1024;
+constexpr int kMaxTopk = 32;
+
+__global__ void route_kernel(const float *__restrict__ logits, const float *__restrict__ bias,
+                             int tokens, int experts, int topk, int norm, float scale,
+                             int32_t *__restrict__ ids, float *__restrict__ weights)
+{
+    __shared__ float key[4][kMaxExperts];
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const int t = blockIdx.x * 4 + w;
+    if (t >= tokens)
+        return;
+    const float *l = logits + (size_t)t * experts;
+    float *k = key[w];
+    for (int e = lane; e < experts; e += 32)
+        k[e] = 1.0f / (1.0f + expf(-l[e])) + (bias ? bias[e] : 0.0f);
+    __syncwarp();
+    float wsel[kMaxTopk];
+    float sum = 0.f;
+    for (int j = 0; j < topk; j++) {
+        float bv = -INFINITY;
+        int bi = -1;
+        for (int e = lane; e < experts; e += 32) {
+            float v = k[e];
+            if (!isnan(v) && (bi < 0 || v > bv)) /* taken experts hold NaN */
+                bv = v, bi = e;
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+            int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+            if (oi >= 0 && (bi < 0 || ov > bv || (ov == bv && oi < bi)))
+                bv = ov, bi = oi;
+        }
+        if (bi < 0)
+            bi = 0; /* fewer usable experts than topk: only with NaN logits */
+        __syncwarp();
+        if (lane == 0) {
+            k[bi] = NAN;
+            ids[(size_t)t * topk + j] = bi;
+        }
+        __syncwarp();
+        float s = 1.0f / (1.0f + expf(-l[bi]));
+        if (j < kMaxTopk)
+            wsel[j] = s;
+        sum += s;
+    }
+    if (lane == 0)
+        for (int j = 0; j < topk && j < kMaxTopk; j++) {
+            float v = wsel[j];
+            if (norm)
+                v /= sum + 1e-20f;
+            weights[(size_t)t * topk + j] = v * scale;
+        }
+}
+
+// ----------------------------------------------------------------------------
+// experts
+
+constexpr int kRows = 8; /* weight rows per block: one per warp */
+
+/* dot of one BF16 weight row with a BF16 vector, over n, by one warp */
+__device__ __forceinline__ float warp_dot(const uint16_t *__restrict__ a,
+                                          const uint16_t *__restrict__ b, int n, bool vec)
+{
+    const int lane = threadIdx.x & 31;
+    float acc = 0.f;
+    if (vec) {
+        const uint4 *a4 = (const uint4 *)a, *b4 = (const uint4 *)b;
+        for (int i = lane; i < n / 8; i += 32) {
+            uint4 x = __ldg(a4 + i), y = __ldg(b4 + i);
+            const uint32_t *px = &x.x, *py = &y.x;
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                acc += bf(px[k] & 0xffffu) * bf(py[k] & 0xffffu);
+                acc += bf(px[k] >> 16) * bf(py[k] >> 16);
+            }
+        }
+    } else {
+        for (int i = lane; i < n; i += 32)
+            acc += bf(a[i]) * bf(b[i]);
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    return acc;
+}
+
+/* grid (ceil(inter / kRows), tokens * topk) */
+__global__ void __launch_bounds__(32 * kRows)
+experts_up_kernel(struct kvs_moe_args a, uint16_t *__restrict__ h, bool vec)
+{
+    const int pair = blockIdx.y, t = pair / a.topk;
+    const int i = blockIdx.x * kRows + (threadIdx.x >> 5);
+    if (i >= a.inter)
+        return;
+    const int e = a.ids[pair];
+    float gb = 0.f, ub = 0.f;
+    if (e >= 0 && e < a.n_resident) {
+        const uint16_t *x = a.x + (size_t)t * a.dim;
+        const uint16_t *gu = a.gate_up + (size_t)e * 2 * a.inter * a.dim;
+        gb = bf(tobf(warp_dot(gu + (size_t)i * a.dim, x, a.dim, vec)));
+        ub = bf(tobf(warp_dot(gu + (size_t)(a.inter + i) * a.dim, x, a.dim, vec)));
+    }
+    if ((threadIdx.x & 31) == 0)
+        h[(size_t)pair * a.inter + i] = tobf(gb / (1.0f + expf(-gb)) * ub);
+}
+
+/* grid (ceil(dim / kRows), tokens) */
+__global__ void __launch_bounds__(32 * kRows)
+experts_down_kernel(struct kvs_moe_args a, const uint16_t *__restrict__ h, bool vec)
+{
+    const int t = blockIdx.y;
+    const int r = blockIdx.x * kRows + (threadIdx.x >> 5);
+    if (r >= a.dim)
+        return;
+    float acc = 0.f;
+    for (int k = 0; k < a.topk; k++) {
+        const int pair = t * a.topk + k, e = a.ids[pair];
+        if (e < 0 || e >= a.n_resident)
+            continue;
+        const uint16_t *dn = a.down + ((size_t)e * a.dim + r) * a.inter;
+        acc += a.weights[pair] * warp_dot(dn, h + (size_t)pair * a.inter, a.inter, vec);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        uint16_t *y = a.y + (size_t)t * a.dim + r;
+        *y = tobf(a.accumulate ? bf(*y) + acc : acc);
+    }
+}
+
+bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+} // namespace
+
+extern "C" enum kvs_status kvs_cuda_moe_route(const float *logits, const float *bias, int tokens,
+                                              int experts, int topk, int norm_topk,
+                                              float routed_scale, int32_t *ids, float *weights,
+                                              void *stream)
+{
+    if (tokens == 0)
+        return KVS_STATUS_OK;
+    if (!logits || !ids || !weights || tokens < 0 || experts <= 0 || experts > kMaxExperts ||
+        topk <= 0 || topk > experts || topk > kMaxTopk)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    route_kernel<<<(tokens + 3) / 4, 128, 0, kvs_stream(stream)>>>(
+        logits, bias, tokens, experts, topk, norm_topk, routed_scale, ids, weights);
+    KVS_LAUNCH_CHECK();
+    return KVS_STATUS_OK;
+}
+
+extern "C" size_t kvs_cuda_moe_experts_workspace(int tokens, int topk, int inter)
+{
+    if (tokens <= 0 || topk <= 0 || inter <= 0)
+        return 0;
+    size_t b = (size_t)tokens * topk * inter * sizeof(uint16_t);
+    return (b + 255) & ~(size_t)255;
+}
+
+extern "C" enum kvs_status kvs_cuda_moe_experts(const struct kvs_moe_args *a, void *workspace,
+                                                size_t workspace_bytes, void *stream)
+{
+    if (!a || a->tokens < 0 || a->dim <= 0 || a->inter <= 0 || a->topk <= 0 ||
+        a->n_resident <= 0 || a->tokens > 65535)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    if (a->tokens == 0)
+        return KVS_STATUS_OK;
+    if (!a->x || !a->ids || !a->weights || !a->gate_up || !a->down || !a->y || !workspace ||
+        workspace_bytes < kvs_cuda_moe_experts_workspace(a->tokens, a->topk, a->inter) ||
+        (size_t)a->tokens * a->topk > 65535)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    cudaStream_t s = kvs_stream(stream);
+    uint16_t *h = (uint16_t *)workspace;
+    bool vec_up = a->dim % 8 == 0 && aligned16(a->x) && aligned16(a->gate_up);
+    bool vec_dn = a->inter % 8 == 0 && aligned16(a->down) && aligned16(h);
+    dim3 g1((unsigned)((a->inter + kRows - 1) / kRows), (unsigned)(a->tokens * a->topk));
+    experts_up_kernel<<<g1, 32 * kRows, 0, s>>>(*a, h, vec_up);
+    KVS_LAUNCH_CHECK();
+    dim3 g2((unsigned)((a->dim + kRows - 1) / kRows), (unsigned)a->tokens);
+    experts_down_kernel<<<g2, 32 * kRows, 0, s>>>(*a, h, vec_dn);
+    KVS_LAUNCH_CHECK();
+    return KVS_STATUS_OK;
+}

@@ -157,9 +157,9 @@ static void print_header(const struct opts *o, const struct kvs_model_config *c)
            "KV capacity %lld tokens, seed %lld%s%s\n",
            c->name, kvs_kv_path_name(o->path), o->batch, o->context, o->steps, o->warmup,
            o->capacity, o->seed, o->graph ? ", CUDA graph" : "", o->scatter ? ", scattered slots" : "");
-    printf("synthetic weights and KV rows; left out: the DSA sparse indexer%s (attention is dense "
-           "over each sequence's context), the MTP layer, tensor parallelism\n",
-           c->index_topk ? " (index_topk in the config is ignored)" : "");
+    printf("synthetic weights and KV rows; left out: the DSA sparse indexer (attention is dense "
+           "over each sequence's context%s), the MTP layer, tensor parallelism\n",
+           c->index_topk ? "; the config's index_topk is not applied" : "");
 }
 
 static int engine_run(const struct opts *o)

@@ -13,8 +13,9 @@
  * thousand lands on the neighbouring BF16 value. Over three layers that moves
  * the float logits by ~1e-3 of their norm; 2e-2 leaves margin while an
  * indexing or kernel bug gives O(1). The seed is chosen on the CPU so that
- * no routing decision or argmax is closer to a tie than 5e-3 / 2e-2: the
- * comparison then measures kernel error, not tie-breaking.
+ * no routing decision or argmax is closer to a tie than 3e-3 / 1.5e-2 (a few
+ * times the CPU/GPU difference of the keys and logits): the comparison then
+ * measures kernel error, not tie-breaking.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -99,21 +100,32 @@ static int gpu(uint64_t seed, enum kvs_kv_path path, int graph, float *logits, i
     return ok;
 }
 
-/* A seed whose reference decode has no near-ties (see the top of the file). */
+/* The seed among 1..32 whose reference decode is furthest from a tie (see
+ * the top of the file); its margins must clear ROUTE_MARGIN / ARGMAX_MARGIN. */
+#define ROUTE_MARGIN 3e-3
+#define ARGMAX_MARGIN 1.5e-2
 static uint64_t well_conditioned_seed(float *logits, int32_t *tokens)
 {
-    for (uint64_t seed = 1; seed <= 64; seed++) {
+    uint64_t best = 0;
+    double best_score = 0.0;
+    for (uint64_t seed = 1; seed <= 32; seed++) {
         struct kvs_ref_margins m;
         if (!reference(seed, logits, tokens, &m))
             KVS_TEST_SETUP_FAILED("the CPU reference failed");
-        if (m.route >= 5e-3f && m.argmax >= 2e-2f) {
-            fprintf(stderr, "seed %llu: route margin %.4f, argmax margin %.4f\n",
-                    (unsigned long long)seed, m.route, m.argmax);
-            return seed;
+        double score = fmin(m.route / ROUTE_MARGIN, m.argmax / ARGMAX_MARGIN);
+        if (score > best_score) {
+            best_score = score;
+            best = seed;
         }
     }
-    KVS_TEST_SETUP_FAILED("no well-conditioned seed in 1..64");
-    return 0;
+    if (best_score < 1.0)
+        KVS_TEST_SETUP_FAILED("no seed in 1..32 is clear of ties");
+    struct kvs_ref_margins m;
+    if (!reference(best, logits, tokens, &m))
+        KVS_TEST_SETUP_FAILED("the CPU reference failed");
+    fprintf(stderr, "seed %llu: route margin %.4f, argmax margin %.4f\n",
+            (unsigned long long)best, m.route, m.argmax);
+    return best;
 }
 
 static void test_paths_match_reference(void)

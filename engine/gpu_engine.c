@@ -41,8 +41,14 @@ static int64_t ctx_of(const struct kvs_engine_params *p, int b)
 enum kvs_status kvs_engine_plan(const struct kvs_engine_params *p, struct kvs_run_shape *shape,
                                 struct kvs_mem_plan *plan)
 {
-    if (!p || !shape || !plan || p->batch < 1 || p->steps < 1)
+    if (!p || !shape || !plan)
         return KVS_STATUS_INVALID_ARGUMENT;
+    if (p->batch < 1 || p->steps < 1 || p->model.hidden < 1 ||
+        p->model.kv_lora_rank != KVS_MLA_LATENT || p->model.qk_rope_head_dim != KVS_MLA_ROPE) {
+        kvs_log(&p->log, KVS_LOG_ERROR, "engine: needs a loaded model config, batch >= 1 and "
+                                        "steps >= 1");
+        return KVS_STATUS_INVALID_ARGUMENT;
+    }
     struct kvs_run_shape s;
     memset(&s, 0, sizeof s);
     s.path = p->path;

@@ -32,5 +32,6 @@ int kvs_cli_usage_error(const char *cmd, const char *fmt, ...)
 
 int kvs_cmd_version(int argc, char **argv);
 int kvs_cmd_engine(int argc, char **argv);
+int kvs_cmd_capture(int argc, char **argv); /* CUDA builds only */
 
 #endif /* KVSCOPE_CLI_H */

@@ -20,5 +20,7 @@ const struct kvs_cli_cmd kvs_cli_commands[] = {
     {"version", "print the kvscope version and what this build can do", kvs_cmd_version, false},
     {"engine", "run the reference GLM-5 decode engine with a chosen KV path and measure it",
      KVS_ENGINE_ONLY(kvs_cmd_engine), true},
+    {"capture", "run a CUDA program and write a Kineto-compatible trace of its GPU work",
+     KVS_CUDA_ONLY(kvs_cmd_capture), true},
     {NULL, NULL, NULL, false},
 };

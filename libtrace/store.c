@@ -255,6 +255,14 @@ full:
     return NULL;
 }
 
+const char *kvs_host_store_intern(struct kvs_host_store *s, const char *str)
+{
+    pthread_mutex_lock(&s->mu);
+    const char *r = intern(s, str ? str : "");
+    pthread_mutex_unlock(&s->mu);
+    return r;
+}
+
 void kvs_host_store_close(struct kvs_trace_rec *r, int64_t end_ns)
 {
     __atomic_store_n(&r->end_ns, end_ns, __ATOMIC_RELEASE);

@@ -102,6 +102,9 @@ struct kvs_trace_rec *kvs_host_store_add(struct kvs_host_store *s, const struct 
 /* Set the end time of a stored record (from any thread). */
 void kvs_host_store_close(struct kvs_trace_rec *r, int64_t end_ns);
 
+/* An interned copy of str in the store (NULL when full). */
+const char *kvs_host_store_intern(struct kvs_host_store *s, const char *str);
+
 /* Number of records stored. */
 size_t kvs_host_store_count(struct kvs_host_store *s);
 

@@ -29,12 +29,12 @@ static inline int kvs_check_trace(const char *trace, cJSON **summary)
     if (!p)
         return -1;
     size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
+    char *buf = (char *)malloc(cap);
     size_t n;
     while (buf && (n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
         len += n;
         if (cap - len < 1024) {
-            char *b2 = realloc(buf, cap * 2);
+            char *b2 = (char *)realloc(buf, cap * 2);
             if (!b2) {
                 free(buf);
                 buf = NULL;

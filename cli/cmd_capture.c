@@ -1,0 +1,300 @@
+/* cli/cmd_capture.c — `kvscope capture -o TRACE [options] -- PROGRAM [ARGS]`:
+ * run an unmodified CUDA program (PyTorch included) with kvscope's
+ * injection library and get a Kineto-compatible trace of what its GPUs did.
+ *
+ *   kvscope capture -o decode.json.gz -- python3 decode.py --steps 4
+ *
+ * The launcher itself does no CUDA: it sets CUDA_INJECTION64_PATH and
+ * NVTX_INJECTION64_PATH to libkvscope-inject.so (libtrace/inject.c), which
+ * captures inside the program and writes the trace when it exits. A report
+ * pipe tells the launcher what each captured process wrote. SIGINT/SIGTERM/
+ * SIGHUP to the launcher are passed on (SIGINT after a grace period, since
+ * a terminal's Ctrl-C already reached the program); the program writes its
+ * trace and ends; after 30 s more it is killed.
+ */
+#define _GNU_SOURCE /* pipe2 */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#ifndef KVS_INJECT_INSTALL_PATH
+#define KVS_INJECT_INSTALL_PATH "/usr/local/lib/kvscope/libkvscope-inject.so"
+#endif
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: kvscope capture -o TRACE [options] -- PROGRAM [ARGS...]\n"
+            "\n"
+            "Run PROGRAM (any CUDA program, PyTorch included, unmodified) and write a\n"
+            "Kineto-compatible Chrome trace of its kernels, copies, memsets, CUDA API\n"
+            "calls, synchronizations, NVTX ranges and kvscope ops. The trace is complete\n"
+            "when PROGRAM returns from main, calls exit(), or is stopped with Ctrl-C or\n"
+            "SIGTERM. Processes it starts that use CUDA write TRACE's name with .pidN.\n"
+            "\n"
+            "options:\n"
+            "  -o, --output TRACE     where to write (.gz: compressed; %%p: pid, %%r: rank)\n"
+            "  --window all|cudaProfilerStart\n"
+            "                         record everything (default), or only between\n"
+            "                         cudaProfilerStart() and cudaProfilerStop()\n"
+            "  --buffer-mb N          size of one CUPTI buffer (default 4)\n"
+            "  --max-buffers N        CUPTI buffers at most (default 32); beyond them\n"
+            "                         records are dropped and counted in the trace\n"
+            "  -h, --help             this help\n"
+            "\n"
+            "CUPTI admits one client per process: turn the PyTorch profiler or Nsight off.\n"
+            "exit code: PROGRAM's (128+N if a signal N ended it); 1 if no trace was written.\n");
+}
+
+// ----------------------------------------------------------------------------
+// finding the injection library
+
+static int readable(const char *p) { return access(p, R_OK) == 0; }
+
+static int find_inject_lib(char *out, size_t n)
+{
+    const char *env = getenv("KVS_INJECT_LIB");
+    if (env && *env) {
+        if (!realpath(env, out) || !readable(out))
+            return -1;
+        return 0;
+    }
+    char exe[PATH_MAX];
+    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (k > 0) {
+        exe[k] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash)
+            *slash = '\0';
+        /* the build tree (build/cli/kvscope next to build/libtrace/), then an install */
+        const char *rel[] = {"/../libtrace/libkvscope-inject.so", "/../lib/kvscope/libkvscope-inject.so",
+                             "/../lib64/kvscope/libkvscope-inject.so",
+                             "/../lib/x86_64-linux-gnu/kvscope/libkvscope-inject.so"};
+        for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+            char cand[PATH_MAX + 64];
+            snprintf(cand, sizeof cand, "%s%s", exe, rel[i]);
+            if (readable(cand) && realpath(cand, out))
+                return 0;
+        }
+    }
+    if (readable(KVS_INJECT_INSTALL_PATH)) {
+        snprintf(out, n, "%s", KVS_INJECT_INSTALL_PATH);
+        return 0;
+    }
+    return -1;
+}
+
+/* An absolute path for `path` (the program may change directory). */
+static int absolute(const char *path, char *out, size_t n)
+{
+    if (path[0] == '/') {
+        snprintf(out, n, "%s", path);
+        return 0;
+    }
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd))
+        return -1;
+    int k = snprintf(out, n, "%s/%s", cwd, path);
+    return k > 0 && (size_t)k < n ? 0 : -1;
+}
+
+// ----------------------------------------------------------------------------
+// signals
+
+static volatile sig_atomic_t g_signal;
+
+static void on_signal(int sig) { g_signal = sig; }
+
+static void catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0; /* no SA_RESTART: waitpid returns EINTR */
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Wait for the child, passing signals on. Returns its wait status. */
+static int wait_child(pid_t child)
+{
+    int st = 0, forwarded = 0;
+    double seen_at = 0;
+    for (;;) {
+        pid_t r = waitpid(child, &st, g_signal ? WNOHANG : 0);
+        if (r == child)
+            return st;
+        if (r < 0 && errno != EINTR)
+            return 0;
+        if (!g_signal)
+            continue;
+        double t = now_s();
+        if (!seen_at) {
+            seen_at = t;
+            fprintf(stderr, "kvscope capture: signal %d: stopping the program, its trace is being "
+                            "written\n", (int)g_signal);
+        }
+        /* Ctrl-C reached the whole process group already: give the program a
+         * moment before sending SIGINT again; other signals go on at once */
+        if (!forwarded && (g_signal != SIGINT || t - seen_at > 2.0)) {
+            kill(child, g_signal);
+            forwarded = 1;
+        }
+        if (t - seen_at > 32.0) {
+            fprintf(stderr, "kvscope capture: the program did not stop; killing it\n");
+            kill(child, SIGKILL);
+        }
+        struct timespec d = {0, 20 * 1000 * 1000};
+        nanosleep(&d, NULL);
+    }
+}
+
+// ----------------------------------------------------------------------------
+// the command
+
+static void read_reports(int fd, int *ok, int *failed)
+{
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    char buf[8192];
+    size_t len = 0;
+    ssize_t k;
+    while ((k = read(fd, buf + len, sizeof buf - 1 - len)) > 0 && len < sizeof buf - 1)
+        len += (size_t)k;
+    buf[len] = '\0';
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+        if (strncmp(line, "kvscope-capture ", 16) != 0)
+            continue;
+        const char *path = strstr(line, " path=");
+        if (strstr(line, "status=ok")) {
+            (*ok)++;
+            const char *dropped = strstr(line, "dropped=");
+            long long nd = dropped ? atoll(dropped + 8) : 0;
+            fprintf(stderr, "kvscope capture: wrote %s%s\n", path ? path + 6 : "?",
+                    nd ? " (some records were dropped: see its \"kvscope\" object)" : "");
+        } else {
+            (*failed)++;
+            fprintf(stderr, "kvscope capture: a process could not capture: %s\n", line + 16);
+        }
+    }
+}
+
+int kvs_cmd_capture(int argc, char **argv)
+{
+    const char *out = NULL, *window = "all", *buffer_mb = NULL, *max_buffers = NULL;
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--")) {
+            i++;
+            break;
+        }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return KVS_EXIT_OK;
+        }
+        const char **dst = !strcmp(a, "-o") || !strcmp(a, "--output") ? &out
+                           : !strcmp(a, "--window")                    ? &window
+                           : !strcmp(a, "--buffer-mb")                 ? &buffer_mb
+                           : !strcmp(a, "--max-buffers")               ? &max_buffers
+                                                                       : NULL;
+        if (!dst) {
+            if (a[0] == '-')
+                return kvs_cli_usage_error("capture", "unknown option '%s'", a);
+            break; /* the program, without a "--" before it */
+        }
+        if (i + 1 >= argc)
+            return kvs_cli_usage_error("capture", "%s needs a value", a);
+        *dst = argv[++i];
+    }
+    if (!out)
+        return kvs_cli_usage_error("capture", "-o TRACE is required");
+    if (i >= argc)
+        return kvs_cli_usage_error("capture", "no program to run (put it after --)");
+    if (strcmp(window, "all") && strcmp(window, "cudaProfilerStart"))
+        return kvs_cli_usage_error("capture", "--window must be all or cudaProfilerStart");
+    const char *nums[2] = {buffer_mb, max_buffers};
+    for (int k = 0; k < 2; k++) {
+        char *end;
+        if (nums[k] && (strtol(nums[k], &end, 10) <= 0 || *end))
+            return kvs_cli_usage_error("capture", "'%s' is not a positive number", nums[k]);
+    }
+    char lib[PATH_MAX], outabs[PATH_MAX];
+    if (find_inject_lib(lib, sizeof lib) != 0) {
+        fprintf(stderr, "kvscope capture: cannot find libkvscope-inject.so (set KVS_INJECT_LIB)\n");
+        return KVS_EXIT_FAILURE;
+    }
+    if (absolute(out, outabs, sizeof outabs) != 0)
+        return kvs_cli_usage_error("capture", "cannot make '%s' an absolute path", out);
+    const char *prev = getenv("NVTX_INJECTION64_PATH");
+    if (prev && *prev && strcmp(prev, lib))
+        fprintf(stderr, "kvscope capture: replacing NVTX_INJECTION64_PATH=%s\n", prev);
+    int rep[2];
+    if (pipe2(rep, O_CLOEXEC) != 0) {
+        perror("kvscope capture: pipe");
+        return KVS_EXIT_FAILURE;
+    }
+    catch_signals();
+    pid_t child = fork();
+    if (child < 0) {
+        perror("kvscope capture: fork");
+        return KVS_EXIT_FAILURE;
+    }
+    if (child == 0) {
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
+        close(rep[0]);
+        int fd = fcntl(rep[1], F_DUPFD, 3); /* without close-on-exec, for the program */
+        char num[32];
+        snprintf(num, sizeof num, "%d", fd);
+        setenv("KVS_CAPTURE_REPORT_FD", num, 1);
+        snprintf(num, sizeof num, "%d", (int)getpid());
+        setenv("KVS_CAPTURE_ROOT_PID", num, 1);
+        setenv("CUDA_INJECTION64_PATH", lib, 1);
+        setenv("NVTX_INJECTION64_PATH", lib, 1);
+        setenv("KVS_CAPTURE_OUTPUT", outabs, 1);
+        setenv("KVS_CAPTURE_WINDOW", window, 1);
+        if (buffer_mb)
+            setenv("KVS_CAPTURE_BUFFER_MB", buffer_mb, 1);
+        if (max_buffers)
+            setenv("KVS_CAPTURE_MAX_BUFFERS", max_buffers, 1);
+        execvp(argv[i], argv + i);
+        fprintf(stderr, "kvscope capture: cannot run %s: %s\n", argv[i], strerror(errno));
+        _exit(127);
+    }
+    close(rep[1]);
+    int st = wait_child(child);
+    int ok = 0, failed = 0;
+    read_reports(rep[0], &ok, &failed);
+    close(rep[0]);
+    int code = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 127 && ok == 0)
+        return 127;
+    if (ok == 0) {
+        struct stat sb;
+        fprintf(stderr,
+                "kvscope capture: no trace was written%s (did the program use CUDA?)\n",
+                stat(outabs, &sb) == 0 ? " by this run" : "");
+        return code ? code : KVS_EXIT_FAILURE;
+    }
+    return code;
+}

@@ -1,0 +1,423 @@
+/* capture.c — the CUPTI side of kvscope/trace.h: subscribe, enable activity
+ * kinds, hand CUPTI buffers from the bounded pool, flush, and at write time
+ * walk the ready buffers into plain records for the writer.
+ *
+ * Global state, by necessity and only here: CUPTI's buffer callbacks carry
+ * no user pointer and CUPTI takes one subscriber, so the one live capture
+ * is g_active. Every callback counts itself in (g_cb_inflight) before it
+ * looks at g_active, and kvs_trace_free clears g_active then waits for the
+ * count to drain before freeing, so no callback touches freed memory.
+ * No kvscope lock is held while CUPTI flushes: the flush calls
+ * buffer_completed on this thread, which takes the pool's lock.
+ */
+#define _GNU_SOURCE /* dladdr */
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cuda.h>
+
+#include "capture_internal.h"
+#include "cupti_records.h"
+#include "kvscope/check.h"
+
+static _Atomic(struct kvs_trace *) g_active;
+static atomic_uint g_cb_inflight;
+static atomic_ullong g_generation;
+static pthread_mutex_t g_ctl = PTHREAD_MUTEX_INITIALIZER; /* start/stop/free */
+
+// ----------------------------------------------------------------------------
+// clocks and threads
+
+int64_t kvs_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* CUPTI's timestamps on our clock: CUPTI maps GPU times onto this too. */
+static uint64_t CUPTIAPI cupti_clock(void)
+{
+    return (uint64_t)kvs_now_ns();
+}
+
+uint32_t kvs_gettid(void)
+{
+    static _Thread_local uint32_t tid;
+    if (!tid)
+        tid = (uint32_t)syscall(SYS_gettid);
+    return tid;
+}
+
+static struct kvs_trace *cb_enter(void)
+{
+    atomic_fetch_add(&g_cb_inflight, 1);
+    struct kvs_trace *t = atomic_load(&g_active);
+    if (!t)
+        atomic_fetch_sub(&g_cb_inflight, 1);
+    return t;
+}
+
+static void cb_leave(void)
+{
+    atomic_fetch_sub(&g_cb_inflight, 1);
+}
+
+// ----------------------------------------------------------------------------
+// CUPTI callbacks (CUPTI's thread, or the thread that flushes)
+
+static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+    int64_t t0 = kvs_now_ns();
+    *buffer = NULL;
+    *size = 0;
+    *max_records = 0;
+    struct kvs_trace *t = cb_enter();
+    if (!t)
+        return;
+    *buffer = kvs_pool_acquire(&t->pool, size);
+    atomic_fetch_add(&t->callback_ns, (unsigned long long)(kvs_now_ns() - t0));
+    cb_leave();
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer,
+                                      size_t size, size_t valid)
+{
+    (void)size;
+    int64_t t0 = kvs_now_ns();
+    struct kvs_trace *t = cb_enter();
+    if (!t)
+        return; /* the capture is gone: the buffer is leaked, never freed under CUPTI */
+    size_t dropped = 0;
+    if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
+        atomic_fetch_add(&t->cupti_dropped, dropped);
+    kvs_pool_complete(&t->pool, buffer, valid);
+    atomic_fetch_add(&t->callback_ns, (unsigned long long)(kvs_now_ns() - t0));
+    cb_leave();
+}
+
+static enum kvs_status enable_kinds(struct kvs_trace *t);
+static void disable_kinds(struct kvs_trace *t);
+
+static void on_profiler_api(struct kvs_trace *t, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
+                            const CUpti_CallbackData *cd)
+{
+    if (!atomic_load(&t->watch_profiler))
+        return;
+    int start = (dom == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart) ||
+                (dom == CUPTI_CB_DOMAIN_RUNTIME_API &&
+                 cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000);
+    pthread_mutex_lock(&g_ctl);
+    if (start && cd->callbackSite == CUPTI_API_EXIT && !atomic_load(&t->running))
+        enable_kinds(t);
+    else if (!start && cd->callbackSite == CUPTI_API_ENTER && atomic_load(&t->running))
+        disable_kinds(t); /* no flush here: the records stay in CUPTI's buffers until stop */
+    pthread_mutex_unlock(&g_ctl);
+}
+
+static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
+                                 CUpti_CallbackId cbid, const void *data)
+{
+    (void)userdata; /* g_active is authoritative: userdata may outlive the capture */
+    struct kvs_trace *t = cb_enter();
+    if (!t)
+        return;
+    if (domain == CUPTI_CB_DOMAIN_NVTX)
+        kvs_capture_nvtx(t, cbid, data);
+    else if (domain == CUPTI_CB_DOMAIN_DRIVER_API || domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+        on_profiler_api(t, domain, cbid, data);
+    cb_leave();
+}
+
+// ----------------------------------------------------------------------------
+// activity kinds
+
+static const struct {
+    unsigned bit;
+    CUpti_ActivityKind kind;
+    const char *name;
+} k_kinds[] = {
+    {KVS_TRACE_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL"},
+    {KVS_TRACE_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY"},
+    {KVS_TRACE_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET"},
+    {KVS_TRACE_RUNTIME, CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME"},
+    {KVS_TRACE_DRIVER, CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER"},
+    {KVS_TRACE_SYNC, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "SYNCHRONIZATION"},
+    {KVS_TRACE_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+     "EXTERNAL_CORRELATION"},
+    {KVS_TRACE_OVERHEAD, CUPTI_ACTIVITY_KIND_OVERHEAD, "OVERHEAD"},
+};
+
+/* g_ctl held. A kind this CUPTI/device refuses is logged and skipped. */
+static enum kvs_status enable_kinds(struct kvs_trace *t)
+{
+    int64_t now = kvs_now_ns();
+    if (!t->window_start_ns)
+        t->window_start_ns = now;
+    t->kinds_on = 0;
+    for (size_t i = 0; i < sizeof k_kinds / sizeof k_kinds[0]; i++) {
+        if (!(t->cfg.activities & k_kinds[i].bit))
+            continue;
+        CUptiResult r = cuptiActivityEnable(k_kinds[i].kind);
+        if (r == CUPTI_SUCCESS) {
+            t->kinds_on |= k_kinds[i].bit;
+        } else {
+            const char *what = NULL;
+            cuptiGetResultString(r, &what);
+            kvs_log(&t->lg, KVS_LOG_WARN, "CUPTI cannot record %s here (%s); continuing without",
+                    k_kinds[i].name, what ? what : "?");
+        }
+    }
+    if (t->cfg.activities & KVS_TRACE_NVTX) {
+        t->kinds_on |= KVS_TRACE_NVTX;
+        kvs_annot_set_hooks(&t->hooks);
+    }
+    atomic_store(&t->running, 1);
+    return t->kinds_on ? KVS_STATUS_OK : KVS_STATUS_CUPTI;
+}
+
+/* g_ctl held. */
+static void disable_kinds(struct kvs_trace *t)
+{
+    atomic_store(&t->running, 0);
+    if (t->kinds_on & KVS_TRACE_NVTX)
+        kvs_annot_set_hooks(NULL); /* waits for annotating threads to leave */
+    for (size_t i = 0; i < sizeof k_kinds / sizeof k_kinds[0]; i++)
+        if (t->kinds_on & k_kinds[i].bit)
+            cuptiActivityDisable(k_kinds[i].kind);
+    t->window_end_ns = kvs_now_ns();
+}
+
+// ----------------------------------------------------------------------------
+// lifecycle
+
+void kvs_trace_config_init(struct kvs_trace_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->activities = KVS_TRACE_ALL;
+    cfg->buffer_bytes = 4u << 20;
+    cfg->max_buffers = 32;
+    cfg->host_bytes_max = 64u << 20;
+    cfg->logger = kvs_logger_stderr();
+    cfg->rank = -1;
+    cfg->world_size = 0;
+    cfg->set_nvtx_env = 1;
+}
+
+static void read_process_name(char *buf, size_t n)
+{
+    snprintf(buf, n, "process");
+    FILE *f = fopen("/proc/self/comm", "r");
+    if (!f)
+        return;
+    if (fgets(buf, (int)n, f))
+        buf[strcspn(buf, "\n")] = '\0';
+    fclose(f);
+}
+
+/* NVTX in modules that have not initialised it yet will load CUPTI. */
+static void point_nvtx_at_cupti(struct kvs_trace *t)
+{
+    if (getenv("NVTX_INJECTION64_PATH"))
+        return;
+    Dl_info info;
+    if (dladdr((void *)cuptiSubscribe, &info) && info.dli_fname && info.dli_fname[0] == '/') {
+        setenv("NVTX_INJECTION64_PATH", info.dli_fname, 0);
+        kvs_log(&t->lg, KVS_LOG_DEBUG, "NVTX_INJECTION64_PATH=%s", info.dli_fname);
+    }
+}
+
+static void trace_release(struct kvs_trace *t)
+{
+    unsigned lent = kvs_pool_free(&t->pool);
+    if (lent)
+        kvs_log(&t->lg, KVS_LOG_DEBUG, "%u CUPTI buffers still lent at free: left alone", lent);
+    kvs_capture_host_free(t);
+    kvs_host_store_free(&t->host);
+    for (size_t i = 0; i < t->demangled.cap; i++)
+        if (t->demangled.used[i])
+            free((void *)(uintptr_t)t->demangled.vals[i]);
+    kvs_map_free(&t->demangled);
+    for (int d = 0; d < 2; d++) {
+        size_t lim = d ? CUPTI_DRIVER_TRACE_CBID_SIZE : CUPTI_RUNTIME_TRACE_CBID_SIZE;
+        for (size_t i = 0; t->api_names[d] && i < lim; i++)
+            free(t->api_names[d][i]);
+        free(t->api_names[d]);
+    }
+    free(t);
+}
+
+enum kvs_status kvs_trace_create(const struct kvs_trace_config *cfg, struct kvs_trace **out)
+{
+    if (!cfg || !out)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    *out = NULL;
+    const struct kvs_logger *lg = &cfg->logger;
+    if (atomic_load(&g_active)) {
+        kvs_log(lg, KVS_LOG_ERROR, "a kvscope capture is already running in this process");
+        return KVS_STATUS_INVALID_ARGUMENT;
+    }
+    struct kvs_trace *t = calloc(1, sizeof *t);
+    if (!t)
+        return KVS_STATUS_NO_MEMORY;
+    t->cfg = *cfg;
+    t->lg = cfg->logger;
+    if (t->cfg.buffer_bytes < (64u << 10))
+        t->cfg.buffer_bytes = 64u << 10;
+    if (t->cfg.max_buffers == 0)
+        t->cfg.max_buffers = 1;
+    if (cfg->process_name)
+        snprintf(t->process_name, sizeof t->process_name, "%s", cfg->process_name);
+    else
+        read_process_name(t->process_name, sizeof t->process_name);
+    t->cfg.process_name = t->process_name;
+    t->pid = (uint32_t)getpid();
+    t->gen = atomic_fetch_add(&g_generation, 1) + 1;
+    t->window = "api";
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    t->base_time_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec - kvs_now_ns();
+    atomic_store(&t->next_external_id, 1);
+    if (kvs_pool_init(&t->pool, t->cfg.buffer_bytes, t->cfg.max_buffers) != 0 ||
+        kvs_host_store_init(&t->host, t->cfg.host_bytes_max) != 0 ||
+        kvs_capture_host_init(t) != 0 || kvs_map_init(&t->demangled, 256) != 0) {
+        trace_release(t);
+        return KVS_STATUS_NO_MEMORY;
+    }
+    kvs_capture_hooks_init(t);
+    if (cfg->set_nvtx_env && (cfg->activities & KVS_TRACE_NVTX))
+        point_nvtx_at_cupti(t);
+
+    CUptiResult r = cuptiSubscribe(&t->sub, on_callback, NULL);
+    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+        kvs_log(lg, KVS_LOG_ERROR,
+                "CUPTI already has a client in this process (the PyTorch profiler, Nsight "
+                "Systems/Compute, or another capture); CUPTI allows only one, so kvscope "
+                "cannot capture. Turn the other profiler off.");
+        trace_release(t);
+        return KVS_STATUS_CUPTI;
+    }
+    if (r != CUPTI_SUCCESS) {
+        const char *what = NULL;
+        cuptiGetResultString(r, &what);
+        kvs_check_fail(lg, KVS_STATUS_CUPTI, "CUPTI", (long)r, what, "cuptiSubscribe", __FILE__,
+                       __LINE__);
+        trace_release(t);
+        return KVS_STATUS_CUPTI;
+    }
+    /* Timestamps on CLOCK_MONOTONIC, like every host record: one clock in the
+     * trace. Without the callback (old CUPTI) an offset is measured instead. */
+    if (cuptiActivityRegisterTimestampCallback(cupti_clock) != CUPTI_SUCCESS) {
+        uint64_t c = 0;
+        int64_t a = kvs_now_ns();
+        cuptiGetTimestamp(&c);
+        int64_t b = kvs_now_ns();
+        t->clock_offset_ns = (int64_t)c - (a + (b - a) / 2);
+        kvs_log(lg, KVS_LOG_DEBUG, "CUPTI clock offset %lld ns", (long long)t->clock_offset_ns);
+    }
+    cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM); /* = gettid(), our tids */
+    enum kvs_status st = KVS_CUPTI_STATUS(lg, cuptiActivityRegisterCallbacks(buffer_requested,
+                                                                             buffer_completed));
+    if (st == KVS_STATUS_OK && (cfg->activities & KVS_TRACE_NVTX))
+        st = KVS_CUPTI_STATUS(lg, cuptiEnableDomain(1, t->sub, CUPTI_CB_DOMAIN_NVTX));
+    if (st != KVS_STATUS_OK) {
+        cuptiUnsubscribe(t->sub);
+        trace_release(t);
+        return st;
+    }
+    atomic_store(&g_active, t);
+    *out = t;
+    return KVS_STATUS_OK;
+}
+
+enum kvs_status kvs_capture_start_quiet(struct kvs_trace *t, const char *window_name)
+{
+    if (!t)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    pthread_mutex_lock(&g_ctl);
+    if (window_name)
+        t->window = window_name;
+    enum kvs_status st = atomic_load(&t->running) ? KVS_STATUS_OK : enable_kinds(t);
+    pthread_mutex_unlock(&g_ctl);
+    return st;
+}
+
+enum kvs_status kvs_trace_start(struct kvs_trace *t)
+{
+    return kvs_capture_start_quiet(t, NULL);
+}
+
+enum kvs_status kvs_capture_follow_profiler_api(struct kvs_trace *t, const char *window_name)
+{
+    const CUpti_CallbackId drv[] = {CUPTI_DRIVER_TRACE_CBID_cuProfilerStart,
+                                    CUPTI_DRIVER_TRACE_CBID_cuProfilerStop};
+    const CUpti_CallbackId rt[] = {CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000,
+                                   CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000};
+    t->window = window_name;
+    for (int i = 0; i < 2; i++) {
+        KVS_CUPTI_TRY(&t->lg, cuptiEnableCallback(1, t->sub, CUPTI_CB_DOMAIN_DRIVER_API, drv[i]));
+        KVS_CUPTI_TRY(&t->lg, cuptiEnableCallback(1, t->sub, CUPTI_CB_DOMAIN_RUNTIME_API, rt[i]));
+    }
+    atomic_store(&t->watch_profiler, 1);
+    return KVS_STATUS_OK;
+}
+
+enum kvs_status kvs_trace_stop(struct kvs_trace *t)
+{
+    if (!t)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    atomic_store(&t->watch_profiler, 0);
+    pthread_mutex_lock(&g_ctl);
+    if (atomic_load(&t->running))
+        disable_kinds(t);
+    pthread_mutex_unlock(&g_ctl);
+    /* outside every lock: the flush calls buffer_completed on this thread */
+    int64_t t0 = kvs_now_ns();
+    CUptiResult r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    t->flush_ns += (uint64_t)(kvs_now_ns() - t0);
+    /* records dropped while no buffer was left never reach buffer_completed */
+    size_t dropped = 0;
+    if (cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) == CUPTI_SUCCESS && dropped)
+        atomic_fetch_add(&t->cupti_dropped, dropped);
+    return KVS_CUPTI_STATUS(&t->lg, r);
+}
+
+void kvs_trace_get_stats(const struct kvs_trace *t, struct kvs_trace_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    if (!t)
+        return;
+    struct kvs_trace *m = (struct kvs_trace *)t; /* the counters' locks */
+    pthread_mutex_lock(&m->pool.mu);
+    s->buffers_used = m->pool.allocated;
+    s->buffer_requests_denied = m->pool.denied;
+    pthread_mutex_unlock(&m->pool.mu);
+    pthread_mutex_lock(&m->host.mu);
+    s->host_records = m->host.added;
+    s->host_dropped = m->host.dropped;
+    pthread_mutex_unlock(&m->host.mu);
+    s->host_dropped += atomic_load(&m->host_overflow);
+    s->buffers_max = t->pool.max_buffers;
+    s->buffer_bytes = t->pool.buf_bytes;
+    s->dropped_records = atomic_load(&m->cupti_dropped);
+    s->callback_ns = atomic_load(&m->callback_ns);
+    s->flush_ns = t->flush_ns;
+}
+
+void kvs_trace_free(struct kvs_trace *t)
+{
+    if (!t)
+        return;
+    if (atomic_load(&t->running) || atomic_load(&t->watch_profiler))
+        kvs_trace_stop(t);
+    cuptiEnableDomain(0, t->sub, CUPTI_CB_DOMAIN_NVTX);
+    cuptiUnsubscribe(t->sub);
+    atomic_store(&g_active, NULL);
+    while (atomic_load(&g_cb_inflight) != 0)
+        sched_yield();
+    trace_release(t);
+}

@@ -1,0 +1,350 @@
+/* capture_host.c — what happens on the program's own threads: NVTX ranges
+ * (push/pop, start/end, any domain; from CUPTI's NVTX callbacks) and kvscope
+ * ops (from the annotation hooks, or from NVTX ranges in domain "kvscope"
+ * whose message carries the shapes). Each becomes a host record; an op also
+ * pushes a CUPTI external correlation id (kind CUSTOM0), so every CUDA call
+ * it makes, and the GPU work they launch, carry its "External id".
+ *
+ * Per-thread state: a stack of open ranges in thread-local storage. Frames
+ * remember which capture (gen) made their record, so a frame left open by
+ * a capture that was freed is popped without touching freed memory.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+
+#include <generated_nvtx_meta.h>
+
+#include "capture_internal.h"
+
+#define MAX_DEPTH 128
+#define MAX_OPEN_STARTS 65536
+#define MAX_OP_TENSORS 32
+
+struct frame {
+    struct kvs_trace_rec *rec; /* NULL: not recorded (not running, or store full) */
+    uint64_t gen;
+    uint64_t domain;           /* NVTX domain handle, 0 = default, KVS_HOOK_DOMAIN */
+    int ext_pushed;
+};
+
+static _Thread_local struct {
+    int depth; /* may exceed MAX_DEPTH: those frames are counted, not kept */
+    struct frame f[MAX_DEPTH];
+} t_stack;
+
+int kvs_capture_host_init(struct kvs_trace *t)
+{
+    if (pthread_mutex_init(&t->nvtx_mu, NULL) != 0)
+        return -1;
+    if (kvs_map_init(&t->reg_strings, 64) != 0 || kvs_map_init(&t->open_ranges, 64) != 0)
+        return -1;
+    return 0;
+}
+
+void kvs_capture_host_free(struct kvs_trace *t)
+{
+    kvs_map_free(&t->reg_strings);
+    kvs_map_free(&t->open_ranges);
+    pthread_mutex_destroy(&t->nvtx_mu);
+}
+
+static const char *domain_name(struct kvs_trace *t, uint64_t handle)
+{
+    if (handle == 0 || handle == KVS_HOOK_DOMAIN)
+        return NULL;
+    const char *name = NULL;
+    pthread_mutex_lock(&t->nvtx_mu);
+    for (int i = 0; i < t->ndomains && !name; i++)
+        if (t->domain_handle[i] == handle)
+            name = t->domain_name[i];
+    pthread_mutex_unlock(&t->nvtx_mu);
+    return name ? name : "(unnamed domain)";
+}
+
+/* A record for a range/op starting now, or NULL when not recording. */
+static struct kvs_trace_rec *record(struct kvs_trace *t, enum kvs_trace_rec_kind kind,
+                                    const char *name, uint64_t domain, int nt,
+                                    const struct kvs_tensor_desc *tens, uint64_t *ext)
+{
+    struct kvs_trace_rec r = {.kind = kind, .start_ns = kvs_now_ns(), .end_ns = KVS_HOST_OPEN,
+                              .name = name};
+    r.u.host.pid = t->pid;
+    r.u.host.tid = kvs_gettid();
+    r.u.host.external_id = *ext = atomic_fetch_add(&t->next_external_id, 1);
+    r.u.host.domain = kind == KVS_TREC_RANGE ? domain_name(t, domain) : NULL;
+    r.u.host.ntensors = nt;
+    r.u.host.tensors = tens;
+    return kvs_host_store_add(&t->host, &r);
+}
+
+static void push(struct kvs_trace *t, enum kvs_trace_rec_kind kind, const char *name,
+                 uint64_t domain, int nt, const struct kvs_tensor_desc *tens)
+{
+    int d = t_stack.depth++;
+    int running = atomic_load_explicit(&t->running, memory_order_relaxed);
+    if (d >= MAX_DEPTH) {
+        if (running)
+            atomic_fetch_add(&t->host_overflow, 1);
+        return;
+    }
+    struct frame *f = &t_stack.f[d];
+    *f = (struct frame){NULL, t->gen, domain, 0};
+    if (!running)
+        return;
+    int64_t t0 = kvs_now_ns();
+    uint64_t ext = 0;
+    f->rec = record(t, kind, name, domain, nt, tens, &ext);
+    if (kind == KVS_TREC_OP && (t->kinds_on & KVS_TRACE_EXTERNAL_CORRELATION))
+        f->ext_pushed = cuptiActivityPushExternalCorrelationId(
+                            CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, ext) == CUPTI_SUCCESS;
+    atomic_fetch_add(&t->callback_ns, (unsigned long long)(kvs_now_ns() - t0));
+}
+
+static void pop(struct kvs_trace *t, uint64_t domain)
+{
+    if (t_stack.depth == 0)
+        return; /* a pop whose push came before this thread was watched */
+    if (t_stack.depth > MAX_DEPTH) {
+        t_stack.depth--;
+        return;
+    }
+    int i = t_stack.depth - 1;
+    while (i >= 0 && t_stack.f[i].domain != domain)
+        i--; /* NVTX pops the innermost range of the same domain */
+    if (i < 0)
+        return;
+    struct frame f = t_stack.f[i];
+    memmove(&t_stack.f[i], &t_stack.f[i + 1], (size_t)(t_stack.depth - 1 - i) * sizeof f);
+    t_stack.depth--;
+    if (f.ext_pushed) {
+        uint64_t last = 0;
+        cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
+    }
+    if (f.rec && f.gen == t->gen)
+        kvs_host_store_close(f.rec, kvs_now_ns());
+}
+
+// ----------------------------------------------------------------------------
+// the annotation hooks (a capture in the same module as the annotations)
+
+static void hook_op_begin(void *user, const char *name, int n, const struct kvs_tensor_desc *t)
+{
+    push(user, KVS_TREC_OP, name, KVS_HOOK_DOMAIN, n, t);
+}
+static void hook_op_end(void *user) { pop(user, KVS_HOOK_DOMAIN); }
+static void hook_range_begin(void *user, const char *name)
+{
+    push(user, KVS_TREC_RANGE, name, 0, 0, NULL);
+}
+static void hook_range_end(void *user) { pop(user, 0); }
+
+void kvs_capture_hooks_init(struct kvs_trace *t)
+{
+    t->hooks = (struct kvs_annot_hooks){hook_op_begin, hook_op_end, hook_range_begin,
+                                        hook_range_end, t};
+}
+
+// ----------------------------------------------------------------------------
+// NVTX
+
+static const char *wide_to_utf8(const wchar_t *w, char *buf, size_t n)
+{
+    size_t o = 0;
+    for (; w && *w && o + 5 < n; w++) {
+        uint32_t c = (uint32_t)*w;
+        if (c >= 0x110000 || (c >= 0xD800 && c <= 0xDFFF))
+            c = 0xFFFD;
+        if (c < 0x80) {
+            buf[o++] = (char)c;
+        } else if (c < 0x800) {
+            buf[o++] = (char)(0xC0 | c >> 6);
+            buf[o++] = (char)(0x80 | (c & 0x3F));
+        } else if (c < 0x10000) {
+            buf[o++] = (char)(0xE0 | c >> 12);
+            buf[o++] = (char)(0x80 | ((c >> 6) & 0x3F));
+            buf[o++] = (char)(0x80 | (c & 0x3F));
+        } else {
+            buf[o++] = (char)(0xF0 | c >> 18);
+            buf[o++] = (char)(0x80 | ((c >> 12) & 0x3F));
+            buf[o++] = (char)(0x80 | ((c >> 6) & 0x3F));
+            buf[o++] = (char)(0x80 | (c & 0x3F));
+        }
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+static const char *attr_message(struct kvs_trace *t, const nvtxEventAttributes_t *a, char *buf,
+                                size_t n)
+{
+    if (!a)
+        return "";
+    switch (a->messageType) {
+    case NVTX_MESSAGE_TYPE_ASCII:
+        return a->message.ascii ? a->message.ascii : "";
+    case NVTX_MESSAGE_TYPE_UNICODE:
+        return wide_to_utf8(a->message.unicode, buf, n);
+    case NVTX_MESSAGE_TYPE_REGISTERED: {
+        uint64_t v = 0;
+        pthread_mutex_lock(&t->nvtx_mu);
+        int ok = kvs_map_get(&t->reg_strings, (uint64_t)(uintptr_t)a->message.registered, &v);
+        pthread_mutex_unlock(&t->nvtx_mu);
+        return ok ? (const char *)(uintptr_t)v : "(registered string)";
+    }
+    default:
+        return "";
+    }
+}
+
+static int is_op(const nvtxEventAttributes_t *a)
+{
+    return a && a->payloadType == NVTX_PAYLOAD_TYPE_UNSIGNED_INT64 &&
+           a->payload.ullValue == KVS_OP_NVTX_MAGIC;
+}
+
+/* An NVTX range in any domain; an op when it carries kvscope's magic. */
+static void push_attr(struct kvs_trace *t, uint64_t domain, const nvtxEventAttributes_t *a)
+{
+    char buf[2048];
+    const char *msg = attr_message(t, a, buf, sizeof buf);
+    if (!is_op(a)) {
+        push(t, KVS_TREC_RANGE, msg, domain, 0, NULL);
+        return;
+    }
+    struct kvs_tensor_desc tens[MAX_OP_TENSORS];
+    char dtypes[1024], name[512];
+    size_t name_len = 0;
+    int nt = 0;
+    if (!kvs_op_message_parse(msg, &name_len, tens, MAX_OP_TENSORS, &nt, dtypes, sizeof dtypes))
+        nt = 0; /* shapes lost, the op is kept under its whole message */
+    if (name_len >= sizeof name)
+        name_len = sizeof name - 1;
+    memcpy(name, msg, name_len);
+    name[name_len] = '\0';
+    push(t, KVS_TREC_OP, name, domain, nt, tens);
+}
+
+static void start_range(struct kvs_trace *t, uint64_t domain, const char *msg, const void *ret)
+{
+    if (!ret || !atomic_load_explicit(&t->running, memory_order_relaxed))
+        return;
+    uint64_t id = *(const nvtxRangeId_t *)ret, ext;
+    pthread_mutex_lock(&t->nvtx_mu);
+    int full = t->open_ranges.n >= MAX_OPEN_STARTS;
+    pthread_mutex_unlock(&t->nvtx_mu);
+    if (full) {
+        atomic_fetch_add(&t->host_overflow, 1);
+        return;
+    }
+    struct kvs_trace_rec *r = record(t, KVS_TREC_RANGE, msg, domain, 0, NULL, &ext);
+    if (!r)
+        return;
+    pthread_mutex_lock(&t->nvtx_mu);
+    kvs_map_put(&t->open_ranges, id, (uint64_t)(uintptr_t)r);
+    pthread_mutex_unlock(&t->nvtx_mu);
+}
+
+static void end_range(struct kvs_trace *t, nvtxRangeId_t id)
+{
+    uint64_t v = 0;
+    pthread_mutex_lock(&t->nvtx_mu);
+    int ok = kvs_map_get(&t->open_ranges, id, &v) && v;
+    if (ok)
+        kvs_map_put(&t->open_ranges, id, 0);
+    pthread_mutex_unlock(&t->nvtx_mu);
+    if (ok)
+        kvs_host_store_close((struct kvs_trace_rec *)(uintptr_t)v, kvs_now_ns());
+}
+
+static void add_domain(struct kvs_trace *t, const char *name, const void *ret)
+{
+    if (!ret)
+        return;
+    uint64_t h = (uint64_t)(uintptr_t)*(const nvtxDomainHandle_t *)ret;
+    const char *copy = kvs_host_store_intern(&t->host, name ? name : "");
+    pthread_mutex_lock(&t->nvtx_mu);
+    if (h && copy && t->ndomains < KVS_MAX_DOMAINS) {
+        t->domain_handle[t->ndomains] = h;
+        t->domain_name[t->ndomains++] = copy;
+    }
+    pthread_mutex_unlock(&t->nvtx_mu);
+}
+
+static void add_string(struct kvs_trace *t, const char *s, const void *ret)
+{
+    if (!ret)
+        return;
+    uint64_t h = (uint64_t)(uintptr_t)*(const nvtxStringHandle_t *)ret;
+    const char *copy = kvs_host_store_intern(&t->host, s ? s : "");
+    pthread_mutex_lock(&t->nvtx_mu);
+    if (copy)
+        kvs_map_put(&t->reg_strings, h, (uint64_t)(uintptr_t)copy);
+    pthread_mutex_unlock(&t->nvtx_mu);
+}
+
+void kvs_capture_nvtx(struct kvs_trace *t, CUpti_CallbackId cbid, const CUpti_NvtxData *d)
+{
+    const void *p = d->functionParams;
+    char buf[2048];
+    switch (cbid) {
+    case CUPTI_CBID_NVTX_nvtxRangePushA:
+        push(t, KVS_TREC_RANGE, ((const nvtxRangePushA_params *)p)->message, 0, 0, NULL);
+        break;
+    case CUPTI_CBID_NVTX_nvtxRangePushW:
+        push(t, KVS_TREC_RANGE,
+             wide_to_utf8(((const nvtxRangePushW_params *)p)->message, buf, sizeof buf), 0, 0,
+             NULL);
+        break;
+    case CUPTI_CBID_NVTX_nvtxRangePushEx:
+        push_attr(t, 0, ((const nvtxRangePushEx_params *)p)->eventAttrib);
+        break;
+    case CUPTI_CBID_NVTX_nvtxRangePop:
+        pop(t, 0);
+        break;
+    case CUPTI_CBID_NVTX_nvtxDomainRangePushEx: {
+        const nvtxDomainRangePushEx_params *q = p;
+        push_attr(t, (uint64_t)(uintptr_t)q->domain, q->core.eventAttrib);
+        break;
+    }
+    case CUPTI_CBID_NVTX_nvtxDomainRangePop:
+        pop(t, (uint64_t)(uintptr_t)((const nvtxDomainRangePop_params *)p)->domain);
+        break;
+    case CUPTI_CBID_NVTX_nvtxRangeStartA:
+        start_range(t, 0, ((const nvtxRangeStartA_params *)p)->message, d->functionReturnValue);
+        break;
+    case CUPTI_CBID_NVTX_nvtxRangeStartW:
+        start_range(t, 0, wide_to_utf8(((const nvtxRangeStartW_params *)p)->message, buf,
+                                       sizeof buf),
+                    d->functionReturnValue);
+        break;
+    case CUPTI_CBID_NVTX_nvtxRangeStartEx:
+        start_range(t, 0,
+                    attr_message(t, ((const nvtxRangeStartEx_params *)p)->eventAttrib, buf,
+                                 sizeof buf),
+                    d->functionReturnValue);
+        break;
+    case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx: {
+        const nvtxDomainRangeStartEx_params *q = p;
+        start_range(t, (uint64_t)(uintptr_t)q->domain,
+                    attr_message(t, q->core.eventAttrib, buf, sizeof buf),
+                    d->functionReturnValue);
+        break;
+    }
+    case CUPTI_CBID_NVTX_nvtxRangeEnd:
+        end_range(t, ((const nvtxRangeEnd_params *)p)->id);
+        break;
+    case CUPTI_CBID_NVTX_nvtxDomainRangeEnd:
+        end_range(t, ((const nvtxDomainRangeEnd_params *)p)->core.id);
+        break;
+    case CUPTI_CBID_NVTX_nvtxDomainCreateA:
+        add_domain(t, ((const nvtxDomainCreateA_params *)p)->name, d->functionReturnValue);
+        break;
+    case CUPTI_CBID_NVTX_nvtxDomainRegisterStringA:
+        add_string(t, ((const nvtxDomainRegisterStringA_params *)p)->string,
+                   d->functionReturnValue);
+        break;
+    default:
+        break; /* marks, naming, sync: not recorded */
+    }
+}

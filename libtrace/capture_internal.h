@@ -1,0 +1,84 @@
+/* capture_internal.h — the capture's state (struct kvs_trace), shared by
+ * capture.c (CUPTI lifecycle, buffers, writing) and capture_host.c (NVTX
+ * ranges and kvscope ops recorded on the calling threads), plus the few
+ * entry points the injection library (inject.c) needs beyond kvscope/trace.h.
+ *
+ * defines: struct kvs_trace, kvs_capture_*, kvs_now_ns, kvs_gettid,
+ *          kvs_demangle, KVS_HOOK_DOMAIN
+ */
+#ifndef KVSCOPE_CAPTURE_INTERNAL_H
+#define KVSCOPE_CAPTURE_INTERNAL_H
+
+#include <cupti.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "annotate_internal.h"
+#include "kvscope/trace.h"
+#include "store.h"
+#include "writer_internal.h"
+
+/* The NVTX-domain key of ops that arrive through the hooks (no NVTX). */
+#define KVS_HOOK_DOMAIN UINT64_MAX
+
+#define KVS_MAX_DOMAINS 64
+
+struct kvs_trace {
+    struct kvs_trace_config cfg;
+    struct kvs_logger lg;
+    char process_name[64];
+    uint32_t pid;
+    uint64_t gen;                    /* this capture's number in the process */
+    CUpti_SubscriberHandle sub;
+    int64_t clock_offset_ns;         /* CUPTI clock - CLOCK_MONOTONIC; 0 with our callback */
+    int64_t base_time_ns;            /* CLOCK_REALTIME - CLOCK_MONOTONIC at create */
+    const char *window;              /* "api", "all", "cudaProfilerStart" */
+
+    struct kvs_pool pool;
+    struct kvs_host_store host;
+
+    atomic_int running;
+    atomic_int watch_profiler;       /* start/stop follow cudaProfilerStart/Stop */
+    int64_t window_start_ns, window_end_ns;
+    unsigned kinds_on;               /* KVS_TRACE_* bits actually enabled */
+    atomic_ullong next_external_id;
+    atomic_ullong cupti_dropped;
+    atomic_ullong callback_ns;
+    atomic_ullong host_overflow;     /* frames beyond the nesting limit */
+    uint64_t flush_ns;
+
+    struct kvs_annot_hooks hooks;
+
+    /* NVTX state: domain names, registered strings, open start/end ranges */
+    pthread_mutex_t nvtx_mu;
+    uint64_t domain_handle[KVS_MAX_DOMAINS];
+    const char *domain_name[KVS_MAX_DOMAINS]; /* interned in host store bytes */
+    int ndomains;
+    struct kvs_map reg_strings;      /* nvtxStringHandle_t -> interned name */
+    struct kvs_map open_ranges;      /* nvtxRangeId_t -> stored record */
+
+    /* names made at write time */
+    struct kvs_map demangled;        /* CUPTI name pointer -> malloc'd demangled name */
+    char **api_names[2];             /* [runtime, driver][cbid] -> name without _vNNNN */
+};
+
+int64_t kvs_now_ns(void);            /* CLOCK_MONOTONIC */
+uint32_t kvs_gettid(void);           /* system thread id, cached per thread */
+
+/* Demangle a C++ name (malloc'd), or NULL if it is not one. */
+char *kvs_demangle(const char *mangled);
+
+/* capture_host.c: the NVTX callback (CUPTI_CB_DOMAIN_NVTX) and the hooks. */
+void kvs_capture_nvtx(struct kvs_trace *t, CUpti_CallbackId cbid, const CUpti_NvtxData *d);
+void kvs_capture_hooks_init(struct kvs_trace *t);
+int kvs_capture_host_init(struct kvs_trace *t);  /* 0 ok */
+void kvs_capture_host_free(struct kvs_trace *t);
+
+/* For inject.c: begin/end recording whenever the program calls
+ * cudaProfilerStart/cudaProfilerStop instead of now. */
+enum kvs_status kvs_capture_follow_profiler_api(struct kvs_trace *t, const char *window_name);
+/* Start without touching the CUDA driver (safe inside InitializeInjection). */
+enum kvs_status kvs_capture_start_quiet(struct kvs_trace *t, const char *window_name);
+
+#endif /* KVSCOPE_CAPTURE_INTERNAL_H */

@@ -1,0 +1,260 @@
+/* capture_write.c — kvs_trace_write: walk the ready CUPTI buffers into plain
+ * records (walking kept apart from handling a record, cupti_records.c),
+ * add the host records, describe the devices, and hand everything to the
+ * writer. Runs on the controlling thread after kvs_trace_stop.
+ */
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda.h>
+
+#include "capture_internal.h"
+#include "cupti_records.h"
+#include "kvscope/check.h"
+
+// ----------------------------------------------------------------------------
+// names
+
+/* "cudaLaunchKernel_v7000" -> "cudaLaunchKernel", once per callback id */
+static const char *api_name(void *user, int driver, uint32_t cbid)
+{
+    struct kvs_trace *t = user;
+    size_t lim = driver ? CUPTI_DRIVER_TRACE_CBID_SIZE : CUPTI_RUNTIME_TRACE_CBID_SIZE;
+    if (cbid >= lim)
+        return NULL;
+    if (!t->api_names[driver] && !(t->api_names[driver] = calloc(lim, sizeof(char *))))
+        return NULL;
+    char **slot = &t->api_names[driver][cbid];
+    if (!*slot) {
+        const char *nm = NULL;
+        if (cuptiGetCallbackName(driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API,
+                                 cbid, &nm) != CUPTI_SUCCESS ||
+            !nm)
+            return NULL;
+        char *copy = strdup(nm);
+        if (!copy)
+            return NULL;
+        char *v = strrchr(copy, '_');
+        if (v && v[1] == 'v' && v[2] && strspn(v + 2, "0123456789") == strlen(v + 2))
+            *v = '\0';
+        *slot = copy;
+    }
+    return *slot;
+}
+
+/* CUPTI shares one name pointer among a kernel's records: demangle once. */
+static const char *kernel_name(void *user, const char *mangled)
+{
+    struct kvs_trace *t = user;
+    uint64_t v;
+    if (kvs_map_get(&t->demangled, (uint64_t)(uintptr_t)mangled, &v))
+        return (const char *)(uintptr_t)v;
+    char *nice = kvs_demangle(mangled);
+    if (!nice)
+        nice = strdup(mangled);
+    if (!nice)
+        return mangled;
+    if (kvs_map_put(&t->demangled, (uint64_t)(uintptr_t)mangled, (uint64_t)(uintptr_t)nice) != 0) {
+        free(nice);
+        return mangled;
+    }
+    return nice;
+}
+
+// ----------------------------------------------------------------------------
+// buffers
+
+/* Calls fn on every record of a CUPTI buffer; returns how many. */
+static size_t walk_buffer(const struct kvs_pool_view *v, struct kvs_trace *t,
+                          void (*fn)(const CUpti_Activity *, void *), void *user)
+{
+    CUpti_Activity *rec = NULL;
+    size_t n = 0;
+    for (;;) {
+        CUptiResult r = cuptiActivityGetNextRecord((uint8_t *)v->data, v->valid, &rec);
+        if (r == CUPTI_ERROR_MAX_LIMIT_REACHED)
+            break;
+        if (r != CUPTI_SUCCESS) {
+            KVS_CUPTI_STATUS(&t->lg, r); /* logs; the rest of this buffer is unreadable */
+            break;
+        }
+        if (fn)
+            fn(rec, user);
+        n++;
+    }
+    return n;
+}
+
+struct convert_ctx {
+    struct kvs_cupti_names names;
+    struct kvs_trace_rec *out;
+    size_t n, cap;
+};
+
+static void convert_one(const CUpti_Activity *rec, void *user)
+{
+    struct convert_ctx *c = user;
+    if (c->n < c->cap && kvs_cupti_convert(&c->names, rec, &c->out[c->n]))
+        c->n++;
+}
+
+// ----------------------------------------------------------------------------
+// devices, through the driver (no context needed; works at exit too). The
+// driver is looked up at run time rather than linked, so that programs
+// linking the capture still start on machines without an NVIDIA driver.
+
+struct driver {
+    CUresult (*init)(unsigned);
+    CUresult (*version)(int *);
+    CUresult (*get)(CUdevice *, int);
+    CUresult (*name)(char *, int, CUdevice);
+    CUresult (*mem)(size_t *, CUdevice);
+    CUresult (*attr)(int *, CUdevice_attribute, CUdevice);
+};
+
+static int load_driver(struct driver *d)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!h)
+        h = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!h)
+        return -1; /* kept open: the process uses it anyway */
+    *(void **)&d->init = dlsym(h, "cuInit");
+    *(void **)&d->version = dlsym(h, "cuDriverGetVersion");
+    *(void **)&d->get = dlsym(h, "cuDeviceGet");
+    *(void **)&d->name = dlsym(h, "cuDeviceGetName");
+    *(void **)&d->mem = dlsym(h, "cuDeviceTotalMem_v2");
+    *(void **)&d->attr = dlsym(h, "cuDeviceGetAttribute");
+    if (!d->init || !d->version || !d->get || !d->name || !d->mem || !d->attr ||
+        d->init(0) != CUDA_SUCCESS)
+        return -1;
+    return 0;
+}
+
+static int query_device(const struct driver *drv, int id, struct kvs_trace_device *d)
+{
+    CUdevice dev;
+    if (drv->get(&dev, id) != CUDA_SUCCESS)
+        return -1;
+    memset(d, 0, sizeof *d);
+    d->id = id;
+    if (drv->name(d->name, sizeof d->name, dev) != CUDA_SUCCESS)
+        snprintf(d->name, sizeof d->name, "GPU %d", id);
+    size_t mem = 0;
+    if (drv->mem(&mem, dev) == CUDA_SUCCESS)
+        d->total_global_mem = mem;
+    static const struct {
+        CUdevice_attribute a;
+        size_t off;
+    } attrs[] = {
+#define A(attr, field) {attr, offsetof(struct kvs_trace_device, field)}
+        A(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, compute_major),
+        A(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, compute_minor),
+        A(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, max_threads_per_block),
+        A(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, max_threads_per_mp),
+        A(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, regs_per_block),
+        A(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, regs_per_mp),
+        A(CU_DEVICE_ATTRIBUTE_WARP_SIZE, warp_size),
+        A(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, shared_mem_per_block),
+        A(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, shared_mem_per_block_optin),
+        A(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, shared_mem_per_mp),
+        A(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, num_sms),
+#undef A
+    };
+    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
+        int v = 0;
+        if (drv->attr(&v, attrs[i].a, dev) == CUDA_SUCCESS)
+            memcpy((char *)d + attrs[i].off, &v, sizeof v);
+    }
+    return 0;
+}
+
+#define MAX_DEVICES 64
+
+static int collect_devices(const struct kvs_trace_rec *r, size_t n, struct kvs_trace_device *out)
+{
+    int ids[MAX_DEVICES], nid = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (r[i].kind != KVS_TREC_KERNEL && r[i].kind != KVS_TREC_MEMCPY &&
+            r[i].kind != KVS_TREC_MEMSET)
+            continue;
+        int id = (int)r[i].u.gpu.device, seen = 0;
+        for (int k = 0; k < nid; k++)
+            seen |= ids[k] == id;
+        if (!seen && nid < MAX_DEVICES)
+            ids[nid++] = id;
+    }
+    struct driver drv;
+    if (nid == 0 || load_driver(&drv) != 0)
+        return 0;
+    int nd = 0;
+    for (int k = 0; k < nid; k++)
+        nd += query_device(&drv, ids[k], &out[nd]) == 0;
+    return nd;
+}
+
+// ----------------------------------------------------------------------------
+// write
+
+enum kvs_status kvs_trace_write(struct kvs_trace *t, const char *path)
+{
+    if (!t || !path)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    if (atomic_load(&t->running)) {
+        kvs_log(&t->lg, KVS_LOG_ERROR, "kvs_trace_write: stop the capture first");
+        return KVS_STATUS_INVALID_ARGUMENT;
+    }
+    struct kvs_pool_view *views = calloc(t->pool.max_buffers, sizeof *views);
+    if (!views)
+        return KVS_STATUS_NO_MEMORY;
+    size_t nv = kvs_pool_ready(&t->pool, views, t->pool.max_buffers);
+    size_t ncupti = 0;
+    for (size_t i = 0; i < nv; i++)
+        ncupti += walk_buffer(&views[i], t, NULL, NULL);
+    size_t nhost = kvs_host_store_count(&t->host);
+    struct convert_ctx c = {{api_name, kernel_name, t, t->clock_offset_ns, 0}, NULL, 0,
+                            ncupti + nhost};
+    c.out = malloc((c.cap ? c.cap : 1) * sizeof *c.out);
+    struct kvs_trace_device *devs = calloc(MAX_DEVICES, sizeof *devs);
+    if (!c.out || !devs) {
+        free(c.out);
+        free(devs);
+        free(views);
+        kvs_log(&t->lg, KVS_LOG_ERROR, "kvs_trace_write: no memory for %zu records", c.cap);
+        return KVS_STATUS_NO_MEMORY;
+    }
+    for (size_t i = 0; i < nv; i++)
+        walk_buffer(&views[i], t, convert_one, &c);
+    free(views);
+    int64_t end = t->window_end_ns ? t->window_end_ns : kvs_now_ns();
+    c.n += kvs_host_store_collect(&t->host, c.out + c.n, c.cap - c.n, end);
+
+    struct kvs_trace_meta m;
+    kvs_trace_meta_init(&m);
+    m.base_time_ns = t->base_time_ns;
+    m.pid = t->pid;
+    m.process_name = t->process_name;
+    m.trace_name = path;
+    m.rank = t->cfg.rank;
+    m.world_size = t->cfg.world_size;
+    uint32_t cupti_version = 0;
+    if (cuptiGetVersion(&cupti_version) == CUPTI_SUCCESS)
+        m.cupti_version = (int)cupti_version;
+    struct driver drv;
+    int version = 0;
+    if (load_driver(&drv) == 0 && drv.version(&version) == CUDA_SUCCESS)
+        m.cuda_driver_version = version;
+    m.window = t->window;
+    m.window_start_ns = t->window_start_ns;
+    m.window_end_ns = end;
+    m.ndevices = collect_devices(c.out, c.n, devs);
+    m.devices = devs;
+    kvs_trace_get_stats(t, &m.stats);
+    m.stats.cupti_overhead_ns = c.names.overhead_ns;
+    enum kvs_status st = kvs_trace_write_json(&m, c.out, c.n, path, &t->lg);
+    free(devs);
+    free(c.out);
+    return st;
+}

@@ -1,0 +1,125 @@
+/* tests/gpu/capture_target.cu — an ordinary CUDA program that knows nothing
+ * of kvscope, for testing `kvscope capture` (tests/gpu/test_capture_inject.sh).
+ * It uses NVTX the way applications do (push/pop, a domain, start/end).
+ *
+ *   capture_target probe     exit 0 with a GPU, 77 without
+ *   capture_target run       4 steps of 6 kernels + a copy + a memset; returns from main
+ *   capture_target exit      the same, then exit(0) from inside a function
+ *   capture_target loop      steps until a signal ends it (prints "ready" after step 1)
+ *   capture_target window    steps 0-1 outside, 2-3 inside cudaProfilerStart/Stop
+ *
+ * Each step: NVTX range "step_N" containing 6 kernels "busy" of ~50 us on
+ * alternating streams, a 16 MiB device copy and a 4 MiB memset; kernels 0
+ * and 3 sit inside a range of domain "app" named "layer".
+ */
+#include <cuda_profiler_api.h>
+#include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CK(call)                                                                                  \
+    do {                                                                                          \
+        cudaError_t e_ = (call);                                                                  \
+        if (e_ != cudaSuccess) {                                                                  \
+            fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e_));                           \
+            exit(1);                                                                              \
+        }                                                                                         \
+    } while (0)
+
+__global__ void busy(long long ns, int *out)
+{
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    while ((long long)(t - t0) < ns);
+    if (threadIdx.x == 0)
+        out[blockIdx.x] = 1;
+}
+
+static cudaStream_t g_s[2];
+static int *g_out;
+static char *g_a, *g_b;
+static nvtxDomainHandle_t g_app;
+
+static void step(int n)
+{
+    char name[32];
+    snprintf(name, sizeof name, "step_%d", n);
+    nvtxRangePushA(name);
+    for (int k = 0; k < 6; k++) {
+        if (k == 0 || k == 3) {
+            nvtxEventAttributes_t a;
+            memset(&a, 0, sizeof a);
+            a.version = NVTX_VERSION;
+            a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+            a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+            a.message.ascii = "layer";
+            nvtxDomainRangePushEx(g_app, &a);
+        }
+        busy<<<2, 32, 0, g_s[k % 2]>>>(50000, g_out);
+        CK(cudaGetLastError());
+        if (k == 0 || k == 3)
+            nvtxDomainRangePop(g_app);
+    }
+    CK(cudaMemcpyAsync(g_b, g_a, 16u << 20, cudaMemcpyDeviceToDevice, g_s[0]));
+    CK(cudaMemsetAsync(g_a, 0, 4u << 20, g_s[1]));
+    nvtxRangePop();
+    CK(cudaDeviceSynchronize());
+}
+
+static void setup(void)
+{
+    g_app = nvtxDomainCreateA("app");
+    CK(cudaStreamCreateWithFlags(&g_s[0], cudaStreamNonBlocking));
+    CK(cudaStreamCreateWithFlags(&g_s[1], cudaStreamNonBlocking));
+    CK(cudaMalloc(&g_out, 64 * sizeof(int)));
+    CK(cudaMalloc(&g_a, 16u << 20));
+    CK(cudaMalloc(&g_b, 16u << 20));
+}
+
+static void finish_and_exit(void)
+{
+    CK(cudaDeviceSynchronize());
+    exit(0); /* not a return from main: atexit handlers must still see it */
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "run";
+    if (!strcmp(mode, "probe")) {
+        int n = 0;
+        return cudaGetDeviceCount(&n) == cudaSuccess && n > 0 ? 0 : 77;
+    }
+    setup();
+    if (!strcmp(mode, "run") || !strcmp(mode, "exit")) {
+        for (int i = 0; i < 4; i++)
+            step(i);
+        if (!strcmp(mode, "exit"))
+            finish_and_exit();
+        return 0;
+    }
+    if (!strcmp(mode, "loop")) {
+        for (int i = 0;; i++) {
+            step(i);
+            if (i == 1) {
+                printf("ready\n");
+                fflush(stdout);
+            }
+        }
+    }
+    if (!strcmp(mode, "window")) {
+        step(0);
+        step(1);
+        CK(cudaProfilerStart());
+        step(2);
+        step(3);
+        CK(cudaProfilerStop());
+        step(4);
+        return 0;
+    }
+    fprintf(stderr, "capture_target: unknown mode %s\n", mode);
+    return 2;
+}

@@ -1,0 +1,101 @@
+#!/bin/sh
+# tests/gpu/test_capture_inject.sh KVSCOPE CAPTURE_TARGET — `kvscope capture`
+# on an unmodified CUDA program (tests/gpu/capture_target.cu): the trace is
+# complete and valid when the program returns from main, when it calls
+# exit(), when the launcher is sent SIGTERM mid-run, and with
+# --window cudaProfilerStart it holds only the window. Checked with Python's
+# json (tests/check_trace.py). Exits 77 without a GPU.
+#   meson test -C build --suite gpu test_capture_inject
+set -u
+kvs=$1
+target=$2
+root=${KVS_SOURCE_ROOT:-$(dirname "$0")/../..}
+check="$root/tests/check_trace.py"
+"$target" probe || { echo "skip: no usable GPU"; exit 77; }
+command -v python3 >/dev/null || { echo "skip: python3 needed to check traces"; exit 77; }
+tmp=$(mktemp -d /tmp/kvs_inject.XXXXXX)
+keep=${KVS_KEEP_TRACE:-}
+trap '[ -n "$keep" ] || rm -rf "$tmp"' EXIT
+fail=0
+
+# expect NAME TRACE PYTHON-ASSERTIONS: check_trace.py passes, then the
+# assertions hold on its summary `s`
+expect() {
+    name=$1 trace=$2 asserts=$3
+    if [ ! -s "$trace" ]; then
+        echo "FAIL $name: no trace at $trace"; fail=1; return
+    fi
+    if ! python3 "$check" "$trace" >"$tmp/sum.json"; then
+        echo "FAIL $name: check_trace.py rejected the trace"; fail=1; return
+    fi
+    if python3 - "$tmp/sum.json" "$asserts" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+cats = s["categories"]
+kern = [k for k in s["kernels"] if "busy" in k["name"]]
+ua = [u["name"] for u in s["user_annotations"]]
+ga = [g["name"] for g in s["gpu_user_annotations"]]
+ok = True
+for line in sys.argv[2].strip().splitlines():
+    line = line.strip()
+    if line and not eval(line):
+        print("  assertion failed: " + line)
+        print("  kernels=%d cats=%s ranges=%s gpu_ranges=%s" % (len(kern), cats, sorted(set(ua)), sorted(set(ga))))
+        ok = False
+sys.exit(0 if ok else 1)
+PY
+    then echo "ok   $name"; else echo "FAIL $name"; fail=1; fi
+}
+
+# 1. returns from main
+"$kvs" capture -o "$tmp/run.json.gz" -- "$target" run
+rc=$?
+[ $rc -eq 0 ] || { echo "FAIL run: exit $rc"; fail=1; }
+expect "return from main" "$tmp/run.json.gz" '
+len(kern) == 24
+cats.get("gpu_memcpy") == 4 and cats.get("gpu_memset") == 4
+all(k["dur_ns"] >= 49000 for k in kern)
+sorted(set(ua)) == ["layer", "step_0", "step_1", "step_2", "step_3"]
+ua.count("layer") == 8
+ga.count("step_0") == 2 and ga.count("layer") == 8
+s["kvscope"]["dropped_records"] == 0 and s["kvscope"]["window"] == "all"
+cats.get("cuda_runtime", 0) >= 24 + 8
+s["flows"] >= 32
+s["deviceProperties"] and s["deviceProperties"][0]["numSms"] > 0
+'
+
+# 2. exit() from inside a function
+"$kvs" capture -o "$tmp/exit.json" -- "$target" exit
+expect "exit()" "$tmp/exit.json" '
+len(kern) == 24
+'
+
+# 3. SIGTERM to the launcher while the program loops
+"$kvs" capture -o "$tmp/term.json" -- "$target" loop >"$tmp/loop.out" &
+pid=$!
+i=0
+while ! grep -q ready "$tmp/loop.out" 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
+kill -TERM $pid
+wait $pid
+rc=$?
+[ $rc -eq 143 ] || { echo "FAIL sigterm: launcher exit $rc, wanted 143 (128+SIGTERM)"; fail=1; }
+expect "SIGTERM mid-run" "$tmp/term.json" '
+len(kern) >= 12
+"step_0" in ua and "step_1" in ua
+'
+
+# 4. only the cudaProfilerStart/Stop window
+"$kvs" capture --window cudaProfilerStart -o "$tmp/win.json" -- "$target" window
+expect "--window cudaProfilerStart" "$tmp/win.json" '
+len(kern) == 12
+sorted(set(r for r in ua if r.startswith("step"))) == ["step_2", "step_3"]
+s["kvscope"]["window"] == "cudaProfilerStart"
+'
+
+# 5. a program that fails to start: its exit code, no trace claimed
+"$kvs" capture -o "$tmp/none.json" -- /nonexistent/program 2>/dev/null
+rc=$?
+[ $rc -eq 127 ] && echo "ok   missing program exits 127" || { echo "FAIL missing program: exit $rc"; fail=1; }
+
+[ -n "$keep" ] && echo "traces kept in $tmp"
+exit $fail

@@ -31,6 +31,7 @@ int kvs_cli_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 int kvs_cmd_version(int argc, char **argv);
+int kvs_cmd_report(int argc, char **argv);
 int kvs_cmd_engine(int argc, char **argv);
 int kvs_cmd_capture(int argc, char **argv); /* CUDA builds only */
 

@@ -15,7 +15,7 @@ check() { # check WANT_RC DESCRIPTION -- CMD...
     LAST_OUT=$out
 }
 check 0 "--help exits 0" -- "$kvs" --help
-for c in version engine; do
+for c in version engine report; do
     echo "$LAST_OUT" | grep -q "^  $c " || { echo "FAIL --help does not list '$c'"; fail=1; }
 done
 check 2 "no arguments exits 2" -- "$kvs"

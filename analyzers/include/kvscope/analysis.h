@@ -34,7 +34,7 @@ extern "C" {
  * options */
 
 /* Called now and then while reading (bytes_read of bytes_total; total is 0
- * when unknown, e.g. stdin or .gz). */
+ * when unknown, e.g. stdin; for a .gz file both count compressed bytes). */
 typedef void (*kvs_progress_fn)(void *user, uint64_t bytes_read, uint64_t bytes_total);
 
 struct kvs_analysis_options {

@@ -1,0 +1,455 @@
+/* analysis.c — kvs_analyze_file: read, link, group, match, measure, find;
+ * then lay the result out as struct kvs_analysis (kvscope/analysis.h).
+ *
+ *   struct kvs_analysis *a;
+ *   kvs_analyze_file("trace.json.gz", &opt, &a); ... kvs_analysis_free(a);
+ */
+#include "kvscope/analysis.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "classify.h"
+#include "ctx.h"
+#include "devices.h"
+#include "dtypes.h"
+#include "findings.h"
+#include "groups.h"
+#include "link.h"
+#include "match.h"
+#include "reader.h"
+#include "steps.h"
+
+/* the public struct first, so that kvs_analysis_free can find the rest */
+struct kvs_analysis_impl {
+    struct kvs_analysis pub;
+    struct kvs_arena arena;
+    struct kvs_intern strings; /* names the result points into */
+};
+
+void kvs_analysis_options_init(struct kvs_analysis_options *opt)
+{
+    memset(opt, 0, sizeof *opt);
+    opt->log = kvs_logger_stderr();
+}
+
+const char *kvs_category_name(enum kvs_category cat)
+{
+    switch (cat) {
+    case KVS_CAT_COPY_CAST: return "copy/cast";
+    case KVS_CAT_GEMM: return "GEMM";
+    case KVS_CAT_ATTENTION: return "attention";
+    case KVS_CAT_COMM: return "communication";
+    case KVS_CAT_OTHER: return "other";
+    case KVS_CAT_COUNT_: break;
+    }
+    return "unknown";
+}
+
+void kvs_analysis_free(struct kvs_analysis *a)
+{
+    if (!a)
+        return;
+    struct kvs_analysis_impl *impl = (struct kvs_analysis_impl *)a;
+    kvs_arena_free(&impl->arena);
+    kvs_intern_free(&impl->strings);
+    free(impl);
+}
+
+static void ctx_free(struct kvs_ctx *c)
+{
+    kvs_trace_data_free(&c->t);
+    free(c->gpu_op);
+    free(c->gpu_launch);
+    free(c->gpu_cat);
+    free(c->gpu_step);
+    free(c->steps);
+    free(c->step_busy_ns);
+    free(c->step_cat_ns);
+    free(c->groups);
+    kvs_arena_free(&c->arena);
+}
+
+// ----------------------------------------------------------------------------
+// device
+
+static const char *trace_device(const struct kvs_ctx *c)
+{
+    const struct kvs_trace_data *t = &c->t;
+    double ns[KVS_MAX_DEVICES] = {0};
+    for (size_t i = 0; i < t->ngpus; i++)
+        if (t->gpus[i].device >= 0 && t->gpus[i].device < KVS_MAX_DEVICES)
+            ns[t->gpus[i].device] += (double)t->gpus[i].dur;
+    int best = -1;
+    for (int d = 0; d < KVS_MAX_DEVICES; d++)
+        if (t->device_names[d] && (best < 0 || ns[d] > ns[best]))
+            best = d;
+    return best >= 0 ? t->device_names[best] : NULL;
+}
+
+static enum kvs_status pick_device(struct kvs_ctx *c)
+{
+    const struct kvs_analysis_options *o = c->opt;
+    const char *name = o->device ? o->device : trace_device(c);
+    c->device = name ? kvs_arena_strdup(&c->arena, name) : NULL;
+    c->peak_source = "unknown";
+    if (name) {
+        struct kvs_device_info info;
+        bool found;
+        enum kvs_status st = kvs_device_lookup(name, c->log, &info, &found);
+        if (st != KVS_STATUS_OK)
+            return st;
+        if (found) {
+            c->peak_gbps = info.peak_gbps;
+            c->copy_gbps = info.copy_gbps;
+            c->peak_source = "device table";
+            if (o->device)
+                c->device = kvs_arena_strdup(&c->arena, info.name);
+        } else if (o->peak_gbps <= 0) {
+            char names[600];
+            kvs_device_names(names, sizeof names);
+            kvs_log(c->log, KVS_LOG_WARN,
+                    "device \"%s\" is not in the device table (%s): efficiency is not computed; "
+                    "give the peak with --peak-gbps",
+                    name, names);
+        }
+    } else if (o->peak_gbps <= 0 && c->t.ngpus) {
+        kvs_log(c->log, KVS_LOG_WARN,
+                "the trace names no device: efficiency is not computed; give --device or --peak-gbps");
+    }
+    if (o->peak_gbps > 0) {
+        c->peak_gbps = o->peak_gbps;
+        c->peak_source = "--peak-gbps";
+    }
+    return KVS_STATUS_OK;
+}
+
+// ----------------------------------------------------------------------------
+// the result
+
+static char *json_dims(struct kvs_arena *a, const struct kvs_shape *s)
+{
+    size_t cap = 16 + (size_t)s->n * (KVS_SHAPE_MAX_RANK * 21 + 4);
+    char *buf = kvs_arena_alloc(a, cap);
+    if (!buf)
+        return NULL;
+    size_t n = 0;
+    buf[n++] = '[';
+    for (int k = 0; k < s->n; k++) {
+        n += (size_t)snprintf(buf + n, cap - n, "%s[", k ? "," : "");
+        int rank = s->rank[k] < KVS_SHAPE_MAX_RANK ? s->rank[k] : KVS_SHAPE_MAX_RANK;
+        for (int i = 0; i < rank; i++)
+            n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? "," : "", (long long)s->dims[k][i]);
+        n += (size_t)snprintf(buf + n, cap - n, "]");
+    }
+    snprintf(buf + n, cap - n, "]");
+    return buf;
+}
+
+static char *json_dtypes(struct kvs_arena *a, const struct kvs_shape *s)
+{
+    size_t cap = 4;
+    for (int k = 0; k < s->n; k++)
+        cap += s->dtype_len[k] * 2 + 4;
+    char *buf = kvs_arena_alloc(a, cap);
+    if (!buf)
+        return NULL;
+    size_t n = 0;
+    buf[n++] = '[';
+    for (int k = 0; k < s->n; k++) {
+        if (k)
+            buf[n++] = ',';
+        buf[n++] = '"';
+        for (size_t i = 0; i < s->dtype_len[k]; i++) {
+            char ch = s->dtype[k][i];
+            if (ch == '"' || ch == '\\')
+                buf[n++] = '\\';
+            buf[n++] = ch;
+        }
+        buf[n++] = '"';
+    }
+    buf[n++] = ']';
+    buf[n] = 0;
+    return buf;
+}
+
+static enum kvs_status build_groups(struct kvs_ctx *c, struct kvs_analysis_impl *impl)
+{
+    struct kvs_analysis *a = &impl->pub;
+    struct kvs_arena *ar = &impl->arena;
+    struct kvs_group *gs = kvs_arena_alloc(ar, (c->ngroups ? c->ngroups : 1) * sizeof *gs);
+    if (!gs)
+        return KVS_STATUS_NO_MEMORY;
+    for (size_t i = 0; i < c->ngroups; i++) {
+        const struct kvs_group_acc *g = &c->groups[i];
+        struct kvs_group *o = &gs[i];
+        const struct kvs_shape *s = &g->shape_info;
+        struct kvs_group_figs f;
+        kvs_group_figures(c, g, &f);
+        o->op = kvs_intern_str(&impl->strings, g->op_name);
+        o->kernel = g->top_kernel ? kvs_intern_str(&impl->strings, g->top_kernel) : NULL;
+        o->dims = json_dims(ar, s);
+        o->dtypes = json_dtypes(ar, s);
+        o->ntensors = s->n;
+        struct kvs_dims *td = kvs_arena_alloc(ar, (size_t)(s->n ? s->n : 1) * sizeof *td);
+        const char **tt = kvs_arena_alloc(ar, (size_t)(s->n ? s->n : 1) * sizeof *tt);
+        if (!o->dims || !o->dtypes || !td || !tt)
+            return KVS_STATUS_NO_MEMORY;
+        for (int k = 0; k < s->n; k++) {
+            td[k].rank = s->rank[k] < 8 ? s->rank[k] : 8;
+            memcpy(td[k].d, s->dims[k], sizeof(int64_t) * (size_t)td[k].rank);
+            char *dt = kvs_arena_alloc(ar, s->dtype_len[k] + 1);
+            if (!dt)
+                return KVS_STATUS_NO_MEMORY;
+            memcpy(dt, s->dtype[k], s->dtype_len[k]);
+            tt[k] = dt;
+        }
+        o->tensor_dims = td;
+        o->tensor_dtypes = tt;
+        o->role = kvs_arena_strdup(ar, g->role ? g->role : o->op);
+        o->calls = g->calls;
+        o->calls_per_step = f.calls_per_step;
+        o->gpu_ms = f.gpu_ms;
+        o->gpu_ms_per_step = f.gpu_ms_per_step;
+        o->gpu_fraction = f.gpu_fraction;
+        o->bytes_per_call = g->bytes_per_call > 0 ? g->bytes_per_call : 0;
+        o->achieved_gbps = f.achieved_gbps;
+        o->efficiency = f.efficiency;
+        o->has_match = g->has_match;
+        if (g->has_match) {
+            o->match = g->match;
+            o->match.label = kvs_arena_strdup(ar, g->match.label);
+        }
+    }
+    a->groups = gs;
+    a->ngroup = c->ngroups;
+    return KVS_STATUS_OK;
+}
+
+struct kstat {
+    uint32_t name;
+    int64_t calls, ns;
+    uint8_t cat;
+};
+
+static int cmp_kstat(const void *x, const void *y)
+{
+    const struct kstat *a = x, *b = y;
+    if (a->ns != b->ns)
+        return a->ns > b->ns ? -1 : 1;
+    return a->name < b->name ? -1 : a->name > b->name;
+}
+
+static enum kvs_status build_kernels(struct kvs_ctx *c, struct kvs_analysis_impl *impl)
+{
+    const struct kvs_trace_data *t = &c->t;
+    uint32_t nstr = kvs_intern_count(&impl->strings); /* the names moved to the result */
+    uint32_t *slot = calloc(nstr ? nstr : 1, sizeof *slot); /* name -> index + 1 */
+    struct kstat *ks = NULL;
+    size_t n = 0, cap = 0;
+    if (!slot)
+        return KVS_STATUS_NO_MEMORY;
+    for (size_t i = 0; i < t->ngpus; i++) {
+        const struct kvs_gpu_rec *g = &t->gpus[i];
+        if (!slot[g->name]) {
+            struct kstat k = {g->name, 0, 0, c->gpu_cat[i]};
+            if (KVS_VEC_PUSH(ks, n, cap, k) < 0) {
+                free(slot);
+                free(ks);
+                return KVS_STATUS_NO_MEMORY;
+            }
+            slot[g->name] = (uint32_t)n;
+        }
+        struct kstat *k = &ks[slot[g->name] - 1];
+        k->calls++;
+        k->ns += g->dur;
+    }
+    free(slot);
+    if (n)
+        qsort(ks, n, sizeof *ks, cmp_kstat);
+    struct kvs_kernel_stat *out = kvs_arena_alloc(&impl->arena, (n ? n : 1) * sizeof *out);
+    if (!out) {
+        free(ks);
+        return KVS_STATUS_NO_MEMORY;
+    }
+    for (size_t i = 0; i < n; i++) {
+        out[i].name = kvs_intern_str(&impl->strings, ks[i].name);
+        out[i].calls = ks[i].calls;
+        out[i].gpu_ms = (double)ks[i].ns / 1e6;
+        out[i].gpu_fraction = c->trace_busy_ns > 0 ? (double)ks[i].ns / c->trace_busy_ns : 0;
+        out[i].category = (enum kvs_category)ks[i].cat;
+    }
+    free(ks);
+    impl->pub.kernels = out;
+    impl->pub.nkernel = n;
+    return KVS_STATUS_OK;
+}
+
+static enum kvs_status build_steps(struct kvs_ctx *c, struct kvs_analysis_impl *impl)
+{
+    struct kvs_analysis *a = &impl->pub;
+    struct kvs_step *st = kvs_arena_alloc(&impl->arena, (c->nsteps ? c->nsteps : 1) * sizeof *st);
+    if (!st)
+        return KVS_STATUS_NO_MEMORY;
+    double wall = 0, busy = 0;
+    for (size_t i = 0; i < c->nsteps; i++) {
+        const struct kvs_step_win *w = &c->steps[i];
+        st[i].index = w->index;
+        st[i].name = kvs_intern_str(&impl->strings, w->name);
+        st[i].start_us = (double)w->start / 1e3;
+        st[i].wall_ms = (double)(w->end - w->start) / 1e6;
+        st[i].gpu_busy_ms = c->step_busy_ns[i] / 1e6;
+        st[i].busy_fraction = st[i].wall_ms > 0 ? st[i].gpu_busy_ms / st[i].wall_ms : 0;
+        for (int k = 0; k < KVS_CAT_COUNT_; k++)
+            st[i].category_ms[k] = c->step_cat_ns[i][k] / 1e6;
+        wall += st[i].wall_ms;
+        busy += st[i].gpu_busy_ms;
+    }
+    a->step = st;
+    a->nstep = c->nsteps;
+    a->steps.count = (int64_t)c->nsteps;
+    if (c->nsteps) {
+        a->steps.mean_ms = wall / (double)c->nsteps;
+        a->steps.gpu_ms_per_step = busy / (double)c->nsteps;
+        a->steps.gpu_busy_fraction = a->steps.mean_ms > 0 ? a->steps.gpu_ms_per_step / a->steps.mean_ms : 0;
+        a->steps.total_gpu_ms = busy;
+        if (c->opt->batch > 0 && a->steps.mean_ms > 0)
+            a->steps.tokens_per_s = c->opt->batch * 1000.0 / a->steps.mean_ms;
+    } else {
+        a->steps.total_gpu_ms = c->trace_busy_ns / 1e6;
+    }
+    for (int k = 0; k < KVS_CAT_COUNT_; k++)
+        a->category_ms[k] = c->cat_ns[k] / 1e6;
+    return KVS_STATUS_OK;
+}
+
+static enum kvs_status build_result(struct kvs_ctx *c, const char *path, struct kvs_analysis **out)
+{
+    struct kvs_analysis_impl *impl = calloc(1, sizeof *impl);
+    if (!impl)
+        return KVS_STATUS_NO_MEMORY;
+    /* the result keeps the interned names; the records go */
+    impl->strings = c->t.strings;
+    memset(&c->t.strings, 0, sizeof c->t.strings);
+    /* strings built during the analysis move over with their arena */
+    impl->arena = c->arena;
+    memset(&c->arena, 0, sizeof c->arena);
+
+    struct kvs_analysis *a = &impl->pub;
+    struct kvs_trace_info *ti = &a->trace;
+    const struct kvs_trace_data *t = &c->t;
+    enum kvs_status st = KVS_STATUS_NO_MEMORY;
+    ti->path = kvs_arena_strdup(&impl->arena, path);
+    ti->bytes = t->bytes;
+    ti->events = t->events;
+    ti->truncated = t->truncated;
+    ti->device = c->device;
+    ti->peak_gbps = c->peak_gbps;
+    ti->peak_source = c->peak_source;
+    ti->copy_gbps = c->copy_gbps;
+    ti->producer = t->has_kvscope_meta ? "kvscope" : (t->has_kineto_meta || t->n_ops) ? "pytorch-kineto" : "unknown";
+    ti->rank = t->rank;
+    ti->world_size = t->world_size;
+    ti->ops = t->n_ops;
+    ti->kernels = t->n_kernels;
+    ti->memcpys = t->n_memcpys;
+    ti->memsets = t->n_memsets;
+    ti->gpu_unlinked = c->unlinked;
+    ti->dropped_records = t->dropped_records;
+    a->model = c->have_model ? kvs_arena_strdup(&impl->arena, c->model.name) : NULL;
+    a->num_layers = c->have_model ? c->model.layers : 0;
+    if (!ti->path)
+        goto fail;
+    if ((st = build_steps(c, impl)) != KVS_STATUS_OK || (st = build_groups(c, impl)) != KVS_STATUS_OK ||
+        (st = build_kernels(c, impl)) != KVS_STATUS_OK)
+        goto fail;
+    /* findings were written into the arena that now belongs to impl; their
+     * strings point there and into the interned names */
+    *out = a;
+    return KVS_STATUS_OK;
+fail:
+    kvs_analysis_free(a);
+    return st;
+}
+
+enum kvs_status kvs_analyze_file(const char *path, const struct kvs_analysis_options *opt,
+                                 struct kvs_analysis **out)
+{
+    if (!out)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    *out = NULL;
+    struct kvs_analysis_options defaults;
+    if (!opt) {
+        kvs_analysis_options_init(&defaults);
+        opt = &defaults;
+    }
+    if (!path || opt->kv_capacity < 0 || opt->peak_gbps < 0 || opt->batch < 0) {
+        kvs_log(&opt->log, KVS_LOG_ERROR, "kvs_analyze_file: invalid arguments");
+        return KVS_STATUS_INVALID_ARGUMENT;
+    }
+    struct kvs_ctx c;
+    memset(&c, 0, sizeof c);
+    c.opt = opt;
+    c.log = &opt->log;
+
+    struct kvs_step_matcher sm;
+    enum kvs_status st = kvs_step_matcher_init(&sm, opt->step_regex, c.log);
+    if (st != KVS_STATUS_OK)
+        return st;
+    if (opt->model) {
+        st = kvs_model_load(opt->model, c.log, &c.model);
+        if (st != KVS_STATUS_OK) {
+            kvs_step_matcher_free(&sm);
+            return st;
+        }
+        c.have_model = true;
+    }
+
+    struct kvs_read_opts ro = {0};
+    ro.log = c.log;
+    ro.progress = opt->progress;
+    ro.progress_user = opt->progress_user;
+    ro.is_step_name = kvs_step_matcher_is_op_step;
+    ro.step_user = &sm;
+    enum kvs_status read_st = kvs_read_trace(path, &ro, &c.t);
+    if (read_st != KVS_STATUS_OK && read_st != KVS_STATUS_TRUNCATED) {
+        st = read_st;
+        goto done;
+    }
+    if (c.t.events == 0) {
+        kvs_log(c.log, KVS_LOG_ERROR,
+                c.t.bytes == 0 ? "%s: the file is empty: no trace to analyse"
+                : read_st == KVS_STATUS_TRUNCATED
+                    ? "%s: the trace ended before its first complete event: nothing to analyse"
+                    : "%s: the trace has no events (traceEvents is empty or missing)",
+                path);
+        st = KVS_STATUS_EMPTY;
+        goto done;
+    }
+    if ((st = kvs_link(&c)) != KVS_STATUS_OK || (st = kvs_categorize(&c)) != KVS_STATUS_OK ||
+        (st = kvs_steps_find(&c, &sm)) != KVS_STATUS_OK || (st = kvs_steps_measure(&c)) != KVS_STATUS_OK ||
+        (st = kvs_groups_build(&c)) != KVS_STATUS_OK || (st = pick_device(&c)) != KVS_STATUS_OK ||
+        (st = kvs_match_groups(&c)) != KVS_STATUS_OK)
+        goto done;
+    if (!c.nsteps)
+        kvs_log(c.log, KVS_LOG_INFO,
+                "%s: no step markers (ProfilerStep#N or step ranges%s): figures are trace totals", path,
+                opt->step_regex ? ", or --step-regex matches" : "");
+    if (c.t.ngpus == 0)
+        kvs_log(c.log, KVS_LOG_INFO, "%s: no GPU activity in the trace (a CPU-only trace)", path);
+    struct kvs_finding *findings = NULL;
+    size_t nfind = 0;
+    if ((st = kvs_findings_build(&c, &findings, &nfind)) != KVS_STATUS_OK)
+        goto done;
+    st = build_result(&c, path, out);
+    if (st == KVS_STATUS_OK) {
+        (*out)->findings = findings;
+        (*out)->nfinding = nfind;
+        st = read_st; /* OK, or TRUNCATED with a result */
+    }
+done:
+    kvs_step_matcher_free(&sm);
+    ctx_free(&c);
+    return st;
+}

@@ -1,0 +1,99 @@
+/* ctx.h — the working state of one analysis, shared by the analysis stages
+ * (link, steps, groups, match, findings) and the result they build.
+ *
+ * defines: struct kvs_ctx, struct kvs_step_win, struct kvs_group_acc,
+ *          struct kvs_result, kvs_arena_*, KVS_NO_OP
+ *
+ * Stages run in order in analysis.c; each reads what earlier ones filled
+ * and adds its own part. Per-record arrays are indexed like the records in
+ * struct kvs_trace_data. Private to analyzers/.
+ */
+#ifndef KVS_ANALYZERS_CTX_H
+#define KVS_ANALYZERS_CTX_H
+
+#include "kvscope/analysis.h"
+#include "models.h"
+#include "records.h"
+#include "shapes.h"
+
+#define KVS_NO_OP UINT32_MAX
+
+/* strings and arrays owned by the result, freed all at once */
+struct kvs_arena {
+    void **blocks;
+    size_t n, cap;
+};
+void *kvs_arena_alloc(struct kvs_arena *a, size_t size);     /* zeroed; NULL on no memory */
+char *kvs_arena_strdup(struct kvs_arena *a, const char *s);
+char *kvs_arena_printf(struct kvs_arena *a, const char *fmt, ...) KVS_PRINTF(2, 3);
+void kvs_arena_free(struct kvs_arena *a);
+
+struct kvs_step_win {
+    int64_t start, end;          /* ns */
+    int64_t index;
+    uint32_t name;
+};
+
+/* one copy/cast group while it is being built */
+struct kvs_group_acc {
+    uint32_t op_name;            /* interned op name, or the activity name for bare activities */
+    uint32_t shape;              /* interned shape key, 0 when none */
+    bool bare;                   /* memcpy/memset with no op */
+    int64_t calls, calls_in_steps;
+    int64_t gpu_calls;           /* calls that launched GPU work */
+    int64_t gpu_ns, gpu_ns_in_steps;
+    int64_t activity_bytes;      /* sum of memcpy/memset `bytes` */
+    int64_t activities;
+    uint32_t top_kernel;         /* kernel name with the most time */
+    int64_t top_kernel_ns;
+    struct kvs_shape shape_info;
+    int64_t bytes_per_call;      /* -1 unknown */
+    /* match */
+    bool has_match;
+    struct kvs_match match;      /* label in the arena */
+    int64_t active_tokens;       /* tokens actually in use, when inferable; 0 unknown */
+    int64_t row_bytes;           /* bytes per token row over all tensors, 0 unknown */
+    const char *role;            /* in the arena */
+};
+
+struct kvs_ctx {
+    struct kvs_trace_data t;
+    const struct kvs_analysis_options *opt;
+    const struct kvs_logger *log;
+
+    /* link */
+    uint32_t *gpu_op;            /* per GPU activity: launching op index or KVS_NO_OP */
+    int64_t *gpu_launch;         /* per GPU activity: launch time (ns) */
+    uint8_t *gpu_cat;            /* per GPU activity: enum kvs_category */
+    int32_t *gpu_step;           /* per GPU activity: step by launch time, -1 outside */
+    uint64_t unlinked;
+
+    /* steps */
+    struct kvs_step_win *steps;
+    size_t nsteps;
+    const char *step_source;     /* how steps were found (for messages) */
+    double *step_busy_ns;        /* per step */
+    double (*step_cat_ns)[KVS_CAT_COUNT_];
+    double trace_busy_ns;        /* union of all GPU activity over the trace */
+    double cat_ns[KVS_CAT_COUNT_];
+
+    /* groups */
+    struct kvs_group_acc *groups;
+    size_t ngroups;
+
+    /* model */
+    bool have_model;
+    struct kvs_model model;      /* valid when have_model */
+    int layers;                  /* the model's, else counted from layer ranges, else 0 */
+    bool layers_inferred;
+
+    /* device */
+    const char *device;          /* name used */
+    double peak_gbps, copy_gbps;
+    const char *peak_source;
+
+    /* the result being built */
+    struct kvs_arena arena;
+};
+
+#endif

@@ -1,0 +1,103 @@
+/* devices.c — the device table lookup (see devices.h). The table is small
+ * JSON parsed with cJSON at each lookup. Private to analyzers/. */
+#include "devices.h"
+
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "data.h"
+
+static void normalize(const char *in, char *out, size_t size)
+{
+    size_t n = 0;
+    for (; *in && n + 1 < size; in++) {
+        unsigned char c = (unsigned char)*in;
+        if (c == ' ' || c == '-' || c == '_')
+            continue;
+        out[n++] = (char)toupper(c);
+    }
+    out[n] = 0;
+}
+
+static cJSON *load_table(const struct kvs_logger *lg)
+{
+    const struct kvs_data_file *f = kvs_data_find("devices");
+    cJSON *root = f ? cJSON_ParseWithLength(f->text, f->len) : NULL;
+    const cJSON *devs = root ? cJSON_GetObjectItemCaseSensitive(root, "devices") : NULL;
+    if (!cJSON_IsArray(devs)) {
+        kvs_log(lg, KVS_LOG_ERROR, "the bundled device table (analyzers/data/devices.json) is unreadable");
+        cJSON_Delete(root);
+        return NULL;
+    }
+    return root;
+}
+
+enum kvs_status kvs_device_lookup(const char *name, const struct kvs_logger *lg,
+                                  struct kvs_device_info *out, bool *found)
+{
+    memset(out, 0, sizeof *out);
+    *found = false;
+    if (!name || !*name)
+        return KVS_STATUS_OK;
+    cJSON *root = load_table(lg);
+    if (!root)
+        return KVS_STATUS_INTERNAL;
+    char query[256];
+    normalize(name, query, sizeof query);
+    size_t best = 0;
+    const cJSON *dev;
+    cJSON_ArrayForEach(dev, cJSON_GetObjectItemCaseSensitive(root, "devices"))
+    {
+        const cJSON *match = cJSON_GetObjectItemCaseSensitive(dev, "match");
+        const cJSON *m;
+        cJSON_ArrayForEach(m, match)
+        {
+            if (!cJSON_IsString(m))
+                continue;
+            char key[128];
+            normalize(m->valuestring, key, sizeof key);
+            size_t len = strlen(key);
+            if (len == 0 || len <= best || !strstr(query, key))
+                continue;
+            const cJSON *dn = cJSON_GetObjectItemCaseSensitive(dev, "name");
+            const cJSON *peak = cJSON_GetObjectItemCaseSensitive(dev, "hbm_gbps");
+            const cJSON *per = cJSON_GetObjectItemCaseSensitive(dev, "per_device_gbps");
+            const cJSON *copy = cJSON_GetObjectItemCaseSensitive(dev, "measured_copy_gbps");
+            if (!cJSON_IsString(dn) || !cJSON_IsNumber(peak))
+                continue;
+            best = len;
+            *found = true;
+            snprintf(out->name, sizeof out->name, "%s", dn->valuestring);
+            out->peak_gbps = cJSON_IsNumber(per) ? per->valuedouble : peak->valuedouble;
+            out->copy_gbps = cJSON_IsNumber(copy) ? copy->valuedouble : 0;
+        }
+    }
+    cJSON_Delete(root);
+    return KVS_STATUS_OK;
+}
+
+void kvs_device_names(char *buf, size_t size)
+{
+    buf[0] = 0;
+    cJSON *root = load_table(NULL);
+    if (!root)
+        return;
+    size_t n = 0;
+    const cJSON *dev;
+    cJSON_ArrayForEach(dev, cJSON_GetObjectItemCaseSensitive(root, "devices"))
+    {
+        const cJSON *dn = cJSON_GetObjectItemCaseSensitive(dev, "name");
+        if (!cJSON_IsString(dn))
+            continue;
+        const char *s = dn->valuestring;
+        if (!strncmp(s, "NVIDIA ", 7))
+            s += 7;
+        int w = snprintf(buf + n, size - n, "%s%s", n ? ", " : "", s);
+        if (w < 0 || (size_t)w >= size - n)
+            break;
+        n += (size_t)w;
+    }
+    cJSON_Delete(root);
+}

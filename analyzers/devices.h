@@ -1,0 +1,34 @@
+/* devices.h — peak memory bandwidth by device name, from the bundled table
+ * analyzers/data/devices.json.
+ *
+ * defines: struct kvs_device_info, kvs_device_lookup, kvs_device_names
+ *
+ * A name matches an entry when one of the entry's `match` strings occurs in
+ * it, ignoring case, spaces, dashes and underscores; the longest such string
+ * wins ("NVIDIA GB200" is GB200, not B200; "NVIDIA H200" is H200, not H20).
+ * The same rule serves trace names ("NVIDIA H100 80GB HBM3") and --device
+ * ("h100 sxm"). Private to analyzers/.
+ */
+#ifndef KVS_ANALYZERS_DEVICES_H
+#define KVS_ANALYZERS_DEVICES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "kvscope/base.h"
+
+struct kvs_device_info {
+    char name[96];          /* the table's name for it */
+    double peak_gbps;       /* per visible device */
+    double copy_gbps;       /* measured copy rate, 0 when none */
+};
+
+/* KVS_STATUS_OK and *found; KVS_STATUS_INTERNAL if the bundled table is
+ * broken (logged). */
+enum kvs_status kvs_device_lookup(const char *name, const struct kvs_logger *lg,
+                                  struct kvs_device_info *out, bool *found);
+
+/* "H200, H100 SXM, ..." for messages */
+void kvs_device_names(char *buf, size_t size);
+
+#endif

@@ -1,0 +1,330 @@
+/* findings.c — the ranked findings (see findings.h). Private to analyzers/. */
+#include "findings.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "classify.h"
+#include "dtypes.h"
+#include "match.h"
+
+#define LOW_EFFICIENCY 0.5     /* below this fraction of peak a group is flagged */
+#define GOOD_EFFICIENCY 0.8    /* what a good copy/cast kernel reaches */
+#define IDLE_BUSY 0.6          /* GPU busy below this fraction of the step */
+#define MEMORY_BOUND_BYTES ((int64_t)32 << 20) /* per call: big enough to stream at full rate */
+
+void kvs_group_figures(const struct kvs_ctx *c, const struct kvs_group_acc *g,
+                       struct kvs_group_figs *f)
+{
+    memset(f, 0, sizeof *f);
+    f->calls_per_step = kvs_group_calls_per_step(c, g);
+    f->gpu_ms = (double)g->gpu_ns / 1e6;
+    f->gpu_ms_per_step = c->nsteps ? (double)g->gpu_ns_in_steps / 1e6 / (double)c->nsteps : f->gpu_ms;
+    f->gpu_fraction = c->trace_busy_ns > 0 ? (double)g->gpu_ns / c->trace_busy_ns : 0;
+    if (g->bytes_per_call > 0 && g->gpu_ns > 0)
+        f->achieved_gbps = (double)g->bytes_per_call * (double)g->gpu_calls / (double)g->gpu_ns;
+    if (c->peak_gbps > 0)
+        f->efficiency = f->achieved_gbps / c->peak_gbps;
+}
+
+static double step_busy_ms(const struct kvs_ctx *c)
+{
+    if (!c->nsteps)
+        return c->trace_busy_ns / 1e6;
+    double s = 0;
+    for (size_t i = 0; i < c->nsteps; i++)
+        s += c->step_busy_ns[i];
+    return s / 1e6 / (double)c->nsteps;
+}
+
+static const char *human_bytes(char *buf, size_t n, double b)
+{
+    if (b >= 1e9)
+        snprintf(buf, n, "%.2f GB", b / 1e9);
+    else if (b >= 1e6)
+        snprintf(buf, n, "%.1f MB", b / 1e6);
+    else if (b >= 1e3)
+        snprintf(buf, n, "%.1f kB", b / 1e3);
+    else
+        snprintf(buf, n, "%.0f B", b);
+    return buf;
+}
+
+static const char *group_desc(struct kvs_ctx *c, const struct kvs_group_acc *g)
+{
+    const char *op = kvs_intern_str(&c->t.strings, g->op_name);
+    const struct kvs_shape *s = &g->shape_info;
+    if (g->bare || s->n == 0)
+        return op;
+    char dims[200];
+    size_t n = 0;
+    for (int k = 0; k < s->n && n < sizeof dims - 40; k++) {
+        n += (size_t)snprintf(dims + n, sizeof dims - n, "%s[", k ? "," : "");
+        int rank = s->rank[k] < KVS_SHAPE_MAX_RANK ? s->rank[k] : KVS_SHAPE_MAX_RANK;
+        for (int i = 0; i < rank && n < sizeof dims - 24; i++)
+            n += (size_t)snprintf(dims + n, sizeof dims - n, "%s%lld", i ? "," : "", (long long)s->dims[k][i]);
+        n += (size_t)snprintf(dims + n, sizeof dims - n, "]");
+    }
+    char types[200];
+    size_t m = 0;
+    types[0] = 0;
+    for (int k = 0; k < s->n && m < sizeof types - 40; k++) {
+        size_t l;
+        const char *d = kvs_dtype_short(s->dtype[k], s->dtype_len[k], &l);
+        m += (size_t)snprintf(types + m, sizeof types - m, "%s%.*s", k ? "<-" : "", (int)(l > 32 ? 32 : l), d);
+    }
+    return kvs_arena_printf(&c->arena, "%s [%s] %s", op, dims, types);
+}
+
+static bool is_cast(const struct kvs_shape *s)
+{
+    for (int i = 1; i < s->n; i++) {
+        size_t a, b;
+        const char *x = kvs_dtype_short(s->dtype[0], s->dtype_len[0], &a);
+        const char *y = kvs_dtype_short(s->dtype[i], s->dtype_len[i], &b);
+        if (a != b || memcmp(x, y, a))
+            return true;
+    }
+    return false;
+}
+
+static int push(struct kvs_finding **v, size_t *n, size_t *cap, struct kvs_finding f)
+{
+    return KVS_VEC_PUSH(*v, *n, *cap, f);
+}
+
+static int full_buffer(struct kvs_ctx *c, size_t gi, struct kvs_finding **v, size_t *n, size_t *cap)
+{
+    const struct kvs_group_acc *g = &c->groups[gi];
+    if (!g->has_match || g->match.capacity_tokens <= 0 || g->bytes_per_call <= 0 ||
+        !kvs_op_is_copy(kvs_intern_str(&c->t.strings, g->op_name)))
+        return 0;
+    struct kvs_group_figs f;
+    kvs_group_figures(c, g, &f);
+    if (f.calls_per_step < 1 || f.gpu_ms_per_step <= 0)
+        return 0;
+    double tokens = (double)g->match.capacity_tokens;
+    double bytes_step = (double)g->bytes_per_call * f.calls_per_step;
+    double needed = g->active_tokens > 0 ? bytes_step * (double)g->active_tokens / tokens : 0;
+    double saving = needed > 0 ? f.gpu_ms_per_step * (1.0 - needed / bytes_step) : f.gpu_ms_per_step;
+    double busy = step_busy_ms(c);
+    const char *what = is_cast(&g->shape_info) ? "casts" : "copies";
+    char b1[32], b2[32], b3[32];
+    char layer[96] = "";
+    if (g->match.per_layer)
+        snprintf(layer, sizeof layer, " (once per layer, %d layers%s)", c->layers,
+                 c->layers_inferred ? " counted from layer ranges" : "");
+    struct kvs_finding fd = {0};
+    fd.id = "kv_full_buffer_cast";
+    fd.severity = (busy > 0 && saving >= 0.1 * busy) || f.gpu_fraction >= 0.2 ? KVS_SEV_HIGH : KVS_SEV_WARN;
+    fd.gpu_ms_per_step = saving;
+    fd.bytes_per_step = bytes_step;
+    fd.needed_bytes_per_step = needed;
+    fd.group = (int)gi;
+    const char *op = kvs_intern_str(&c->t.strings, g->op_name);
+    if (needed > 0)
+        fd.message = kvs_arena_printf(
+            &c->arena,
+            "%s %s the whole KV buffer (%.0f tokens) %.1f times per step%s: %s per step moved "
+            "where the %lld active tokens need %s; %.2f ms of GPU time per step, about %.2f ms "
+            "recoverable",
+            op, what, tokens, f.calls_per_step, layer, human_bytes(b1, sizeof b1, bytes_step),
+            (long long)g->active_tokens, human_bytes(b2, sizeof b2, needed), f.gpu_ms_per_step, saving);
+    else
+        fd.message = kvs_arena_printf(
+            &c->arena,
+            "%s %s the whole KV buffer (%.0f tokens) %.1f times per step%s: %s per step moved; "
+            "%.2f ms of GPU time per step (the active token count is unknown: pass the capacity "
+            "and context to size the saving)",
+            op, what, tokens, f.calls_per_step, layer, human_bytes(b1, sizeof b1, bytes_step),
+            f.gpu_ms_per_step);
+    fd.evidence = kvs_arena_printf(
+        &c->arena,
+        "group %s: %lld calls (%.1f per step), %s per call (read + written), %.3f ms per call, "
+        "%.0f GB/s; %s%s; %.1f%% of GPU busy time",
+        group_desc(c, g), (long long)g->calls, f.calls_per_step,
+        human_bytes(b3, sizeof b3, (double)g->bytes_per_call),
+        g->gpu_calls ? (double)g->gpu_ns / 1e6 / (double)g->gpu_calls : 0.0, f.achieved_gbps,
+        g->match.label ? g->match.label : "",
+        g->active_tokens > 0 ? kvs_arena_printf(&c->arena, "; %lld active tokens seen with the same rows",
+                                                (long long)g->active_tokens)
+                             : "",
+        100.0 * f.gpu_fraction);
+    size_t src_len = 2;
+    const char *src = "KV";
+    if (g->shape_info.n > 1)
+        src = kvs_dtype_short(g->shape_info.dtype[1], g->shape_info.dtype_len[1], &src_len);
+    fd.fix = kvs_arena_printf(
+        &c->arena,
+        "Gather the active tokens first, then %s only them (index_select/gather on the pool, then "
+        "the cast)%s. Better: an attention kernel that reads the %.*s cache directly removes the "
+        "%s entirely (%.2f ms per step).",
+        is_cast(&g->shape_info) ? "cast" : "copy",
+        needed > 0 ? kvs_arena_printf(&c->arena, ": %lld of %.0f tokens, %.2f%% of the bytes",
+                                      (long long)g->active_tokens, tokens, 100.0 * needed / bytes_step)
+                   : "",
+        (int)src_len, src,
+        is_cast(&g->shape_info) ? "cast" : "copy", f.gpu_ms_per_step);
+    if (!fd.message || !fd.evidence || !fd.fix)
+        return -1;
+    return push(v, n, cap, fd);
+}
+
+static int low_efficiency(struct kvs_ctx *c, size_t gi, struct kvs_finding **v, size_t *n, size_t *cap)
+{
+    const struct kvs_group_acc *g = &c->groups[gi];
+    if (c->peak_gbps <= 0 || g->bytes_per_call < MEMORY_BOUND_BYTES)
+        return 0; /* small copies are bound by launch latency, not bandwidth */
+    struct kvs_group_figs f;
+    kvs_group_figures(c, g, &f);
+    double busy = step_busy_ms(c);
+    if (f.efficiency <= 0 || f.efficiency >= LOW_EFFICIENCY)
+        return 0;
+    if (f.gpu_ms_per_step < 0.02 || (busy > 0 && f.gpu_ms_per_step < 0.01 * busy))
+        return 0; /* too small to matter */
+    double saving = f.gpu_ms_per_step * (1.0 - f.efficiency / GOOD_EFFICIENCY);
+    struct kvs_finding fd = {0};
+    fd.id = "low_bandwidth_efficiency";
+    fd.severity = busy > 0 && saving >= 0.1 * busy ? KVS_SEV_HIGH : KVS_SEV_WARN;
+    fd.gpu_ms_per_step = saving;
+    fd.bytes_per_step = (double)g->bytes_per_call * f.calls_per_step;
+    fd.group = (int)gi;
+    char copy[96] = "";
+    if (c->copy_gbps > 0)
+        snprintf(copy, sizeof copy, ", %.0f%% of the %.0f GB/s copy rate measured on it",
+                 100.0 * f.achieved_gbps / c->copy_gbps, c->copy_gbps);
+    fd.message = kvs_arena_printf(
+        &c->arena,
+        "%s moves memory at %.0f GB/s, %.0f%% of the %s's %.0f GB/s peak%s: %.2f ms per step, "
+        "about %.2f ms recoverable at %.0f%% of peak",
+        kvs_intern_str(&c->t.strings, g->op_name), f.achieved_gbps, 100.0 * f.efficiency,
+        c->device ? c->device : "device", c->peak_gbps, copy, f.gpu_ms_per_step, saving,
+        100.0 * GOOD_EFFICIENCY);
+    fd.evidence = kvs_arena_printf(&c->arena,
+                                   "group %s: %lld GPU calls, %lld bytes per call (read + written), "
+                                   "%.3f ms of GPU time per call, kernel %s",
+                                   group_desc(c, g), (long long)g->gpu_calls, (long long)g->bytes_per_call,
+                                   g->gpu_calls ? (double)g->gpu_ns / 1e6 / (double)g->gpu_calls : 0.0,
+                                   g->top_kernel ? kvs_intern_str(&c->t.strings, g->top_kernel) : "?");
+    fd.fix = kvs_arena_strdup(
+        &c->arena,
+        "A memory-bound copy/cast should run near the copy rate: use a vectorized kernel (16-byte "
+        "loads and stores; for FP8 sources convert pairs, e.g. cvt e4m3x2 -> f16x2 -> bf16), fuse "
+        "the conversion into the consumer, or avoid the copy.");
+    if (!fd.message || !fd.evidence || !fd.fix)
+        return -1;
+    return push(v, n, cap, fd);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int gpu_idle(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t *cap)
+{
+    const struct kvs_trace_data *t = &c->t;
+    if (!t->ngpus)
+        return 0;
+    double wall_ms, busy_ms;
+    size_t acts = 0;
+    if (c->nsteps) {
+        double w = 0;
+        for (size_t i = 0; i < c->nsteps; i++)
+            w += (double)(c->steps[i].end - c->steps[i].start);
+        wall_ms = w / 1e6 / (double)c->nsteps;
+        busy_ms = step_busy_ms(c);
+    } else {
+        int64_t lo = INT64_MAX, hi = INT64_MIN;
+        for (size_t i = 0; i < t->ngpus; i++) {
+            if (t->gpus[i].ts < lo)
+                lo = t->gpus[i].ts;
+            if (t->gpus[i].ts + t->gpus[i].dur > hi)
+                hi = t->gpus[i].ts + t->gpus[i].dur;
+        }
+        wall_ms = (double)(hi - lo) / 1e6;
+        busy_ms = c->trace_busy_ns / 1e6;
+    }
+    if (wall_ms <= 0 || busy_ms / wall_ms >= IDLE_BUSY)
+        return 0;
+    int64_t *durs = malloc(t->ngpus * sizeof *durs);
+    if (!durs)
+        return -1;
+    for (size_t i = 0; i < t->ngpus; i++)
+        if (!c->nsteps || c->gpu_step[i] >= 0)
+            durs[acts++] = t->gpus[i].dur;
+    double median_us = 0;
+    if (acts) {
+        qsort(durs, acts, sizeof *durs, cmp_i64);
+        median_us = (double)durs[acts / 2] / 1e3;
+    }
+    free(durs);
+    double per_step = c->nsteps ? (double)acts / (double)c->nsteps : (double)acts;
+    double frac = busy_ms / wall_ms;
+    struct kvs_finding fd = {0};
+    fd.id = "gpu_idle";
+    fd.severity = frac < 0.3 ? KVS_SEV_HIGH : KVS_SEV_WARN;
+    fd.gpu_ms_per_step = wall_ms - busy_ms;
+    fd.group = -1;
+    fd.message = kvs_arena_printf(
+        &c->arena,
+        "The GPU is busy %.0f%% of each %s (%.2f of %.2f ms): the %s is launch-bound, so faster "
+        "kernels alone will not shorten it; %.2f ms per %s is idle",
+        100.0 * frac, c->nsteps ? "step" : "trace", busy_ms, wall_ms, c->nsteps ? "step" : "run",
+        wall_ms - busy_ms, c->nsteps ? "step" : "trace");
+    fd.evidence = kvs_arena_printf(&c->arena,
+                                   "%.0f GPU activities per %s, median %.1f us each; one launch per "
+                                   "%.1f us of %s time",
+                                   per_step, c->nsteps ? "step" : "trace", median_us,
+                                   per_step > 0 ? wall_ms * 1e3 / per_step : 0.0,
+                                   c->nsteps ? "step" : "trace");
+    fd.fix = kvs_arena_strdup(&c->arena,
+                              "Cut launch overhead: capture the decode step in a CUDA graph "
+                              "(torch.cuda.CUDAGraph, torch.compile mode=\"reduce-overhead\"), fuse "
+                              "small kernels, batch more sequences per step.");
+    if (!fd.message || !fd.evidence || !fd.fix)
+        return -1;
+    return push(v, n, cap, fd);
+}
+
+static int cmp_finding(const void *a, const void *b)
+{
+    const struct kvs_finding *x = a, *y = b;
+    if (x->gpu_ms_per_step != y->gpu_ms_per_step)
+        return x->gpu_ms_per_step > y->gpu_ms_per_step ? -1 : 1;
+    return strcmp(x->id, y->id);
+}
+
+enum kvs_status kvs_findings_build(struct kvs_ctx *c, struct kvs_finding **out, size_t *nout)
+{
+    struct kvs_finding *v = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    for (size_t gi = 0; gi < c->ngroups && rc == 0; gi++)
+        rc = full_buffer(c, gi, &v, &n, &cap);
+    for (size_t gi = 0; gi < c->ngroups && rc == 0; gi++)
+        rc = low_efficiency(c, gi, &v, &n, &cap);
+    if (rc == 0)
+        rc = gpu_idle(c, &v, &n, &cap);
+    if (rc != 0) {
+        free(v);
+        return KVS_STATUS_NO_MEMORY;
+    }
+    if (n)
+        qsort(v, n, sizeof *v, cmp_finding);
+    *out = NULL;
+    *nout = n;
+    if (n) {
+        *out = kvs_arena_alloc(&c->arena, n * sizeof *v);
+        if (!*out) {
+            free(v);
+            return KVS_STATUS_NO_MEMORY;
+        }
+        memcpy(*out, v, n * sizeof *v);
+    }
+    free(v);
+    return KVS_STATUS_OK;
+}

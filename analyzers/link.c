@@ -1,0 +1,198 @@
+/* link.c — GPU activity -> launching op (see link.h). Hash tables hold
+ * 4-byte record indices only; keys are read from the records, so memory
+ * stays a few bytes per record. Private to analyzers/. */
+#include "link.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "intern.h"
+
+struct idx_table {
+    uint32_t *slots; /* record index + 1, 0 = empty */
+    uint32_t mask;
+};
+
+static inline uint32_t hash64(int64_t k)
+{
+    uint64_t h = (uint64_t)k * 0x9E3779B97F4A7C15ull;
+    return (uint32_t)(h >> 32);
+}
+
+static int table_init(struct idx_table *t, size_t n)
+{
+    size_t size = 16;
+    while (size < n * 2)
+        size *= 2;
+    if (size > UINT32_MAX)
+        return -1;
+    t->slots = calloc(size, sizeof *t->slots);
+    t->mask = (uint32_t)(size - 1);
+    return t->slots ? 0 : -1;
+}
+
+#define TABLE_BUILD(tab, recs, n, field)                                                          \
+    do {                                                                                          \
+        for (size_t i_ = 0; i_ < (n); i_++) {                                                     \
+            int64_t k_ = (recs)[i_].field;                                                        \
+            if (!k_)                                                                              \
+                continue;                                                                         \
+            uint32_t s_ = hash64(k_) & (tab).mask;                                                \
+            bool dup_ = false;                                                                    \
+            while ((tab).slots[s_]) {                                                             \
+                if ((recs)[(tab).slots[s_] - 1].field == k_) {                                    \
+                    dup_ = true; /* the first record with an id keeps it */                       \
+                    break;                                                                        \
+                }                                                                                 \
+                s_ = (s_ + 1) & (tab).mask;                                                       \
+            }                                                                                     \
+            if (!dup_)                                                                            \
+                (tab).slots[s_] = (uint32_t)i_ + 1;                                               \
+        }                                                                                         \
+    } while (0)
+
+#define TABLE_FIND(tab, recs, field, key, out)                                                    \
+    do {                                                                                          \
+        (out) = KVS_NO_OP;                                                                        \
+        if ((key) && (tab).slots) {                                                               \
+            uint32_t s_ = hash64(key) & (tab).mask;                                               \
+            while ((tab).slots[s_]) {                                                             \
+                if ((recs)[(tab).slots[s_] - 1].field == (key)) {                                 \
+                    (out) = (tab).slots[s_] - 1;                                                  \
+                    break;                                                                        \
+                }                                                                                 \
+                s_ = (s_ + 1) & (tab).mask;                                                       \
+            }                                                                                     \
+        }                                                                                         \
+    } while (0)
+
+/* a runtime call that needs its enclosing op found */
+struct pending {
+    int64_t ts;
+    uint32_t thread;
+    uint32_t gpu;
+};
+
+/* sort key of an op for the sweep: by thread, start, and longest first so
+ * that a parent precedes the children that start with it */
+struct op_key {
+    uint32_t thread, idx;
+    int64_t ts, dur;
+};
+
+static int cmp_op(const void *a, const void *b)
+{
+    const struct op_key *x = a, *y = b;
+    if (x->thread != y->thread)
+        return x->thread < y->thread ? -1 : 1;
+    if (x->ts != y->ts)
+        return x->ts < y->ts ? -1 : 1;
+    if (x->dur != y->dur)
+        return x->dur > y->dur ? -1 : 1;
+    return 0;
+}
+
+static int cmp_pending(const void *a, const void *b)
+{
+    const struct pending *x = a, *y = b;
+    if (x->thread != y->thread)
+        return x->thread < y->thread ? -1 : 1;
+    if (x->ts != y->ts)
+        return x->ts < y->ts ? -1 : 1;
+    return 0;
+}
+
+/* Innermost enclosing op for each pending call: one sweep per thread over
+ * ops sorted by start with a stack of the ops still open. */
+static enum kvs_status enclose(struct kvs_ctx *c, struct pending *pend, size_t npend)
+{
+    const struct kvs_trace_data *t = &c->t;
+    struct op_key *perm = malloc((t->nops ? t->nops : 1) * sizeof *perm);
+    uint32_t *stack = malloc((t->nops ? t->nops : 1) * sizeof *stack);
+    if (!perm || !stack) {
+        free(perm);
+        free(stack);
+        return KVS_STATUS_NO_MEMORY;
+    }
+    for (size_t i = 0; i < t->nops; i++)
+        perm[i] = (struct op_key){t->ops[i].thread, (uint32_t)i, t->ops[i].ts, t->ops[i].dur};
+    qsort(perm, t->nops, sizeof *perm, cmp_op);
+    qsort(pend, npend, sizeof *pend, cmp_pending);
+
+    size_t oi = 0, depth = 0;
+    uint32_t cur_thread = UINT32_MAX;
+    for (size_t q = 0; q < npend; q++) {
+        const struct pending *p = &pend[q];
+        if (p->thread != cur_thread) {
+            cur_thread = p->thread;
+            depth = 0;
+            while (oi < t->nops && perm[oi].thread < cur_thread)
+                oi++;
+        }
+        while (oi < t->nops && perm[oi].thread == cur_thread && perm[oi].ts <= p->ts) {
+            while (depth && t->ops[stack[depth - 1]].ts + t->ops[stack[depth - 1]].dur < perm[oi].ts)
+                depth--;
+            stack[depth++] = perm[oi].idx;
+            oi++;
+        }
+        while (depth && t->ops[stack[depth - 1]].ts + t->ops[stack[depth - 1]].dur < p->ts)
+            depth--;
+        if (depth)
+            c->gpu_op[p->gpu] = stack[depth - 1];
+    }
+    free(perm);
+    free(stack);
+    return KVS_STATUS_OK;
+}
+
+enum kvs_status kvs_link(struct kvs_ctx *c)
+{
+    const struct kvs_trace_data *t = &c->t;
+    size_t n = t->ngpus ? t->ngpus : 1;
+    c->gpu_op = malloc(n * sizeof *c->gpu_op);
+    c->gpu_launch = malloc(n * sizeof *c->gpu_launch);
+    if (!c->gpu_op || !c->gpu_launch)
+        return KVS_STATUS_NO_MEMORY;
+
+    struct idx_table by_ext = {0}, by_corr = {0};
+    if (table_init(&by_ext, t->nops) < 0 || table_init(&by_corr, t->nrts) < 0) {
+        free(by_ext.slots);
+        free(by_corr.slots);
+        return KVS_STATUS_NO_MEMORY;
+    }
+    TABLE_BUILD(by_ext, t->ops, t->nops, ext);
+    TABLE_BUILD(by_corr, t->rts, t->nrts, corr);
+
+    struct pending *pend = NULL;
+    size_t npend = 0, pend_cap = 0;
+    enum kvs_status st = KVS_STATUS_OK;
+    for (size_t i = 0; i < t->ngpus; i++) {
+        const struct kvs_gpu_rec *g = &t->gpus[i];
+        uint32_t op, rt;
+        TABLE_FIND(by_ext, t->ops, ext, g->ext, op);
+        TABLE_FIND(by_corr, t->rts, corr, g->corr, rt);
+        if (op == KVS_NO_OP && rt != KVS_NO_OP && t->rts[rt].ext)
+            TABLE_FIND(by_ext, t->ops, ext, t->rts[rt].ext, op);
+        c->gpu_op[i] = op;
+        c->gpu_launch[i] = rt != KVS_NO_OP ? t->rts[rt].ts : op != KVS_NO_OP ? t->ops[op].ts : g->ts;
+        if (op == KVS_NO_OP && rt != KVS_NO_OP) {
+            struct pending p = {t->rts[rt].ts, t->rts[rt].thread, (uint32_t)i};
+            if (KVS_VEC_PUSH(pend, npend, pend_cap, p) < 0) {
+                st = KVS_STATUS_NO_MEMORY;
+                break;
+            }
+        }
+    }
+    free(by_ext.slots);
+    free(by_corr.slots);
+    if (st == KVS_STATUS_OK && npend)
+        st = enclose(c, pend, npend);
+    free(pend);
+    if (st != KVS_STATUS_OK)
+        return st;
+    c->unlinked = 0;
+    for (size_t i = 0; i < t->ngpus; i++)
+        if (c->gpu_op[i] == KVS_NO_OP)
+            c->unlinked++;
+    return KVS_STATUS_OK;
+}

@@ -1,0 +1,19 @@
+/* link.h — tie every GPU activity to the op that launched it.
+ *
+ * defines: kvs_link
+ *
+ * By `External id` (the activity's own, else its runtime call's); else by
+ * `correlation` -> the runtime/driver call -> the innermost cpu_op on the
+ * same thread that encloses the call. Also records each activity's launch
+ * time (the runtime call's start, else the op's, else its own start), which
+ * decides its step. Fills ctx->gpu_op, ctx->gpu_launch, ctx->unlinked.
+ * Private to analyzers/.
+ */
+#ifndef KVS_ANALYZERS_LINK_H
+#define KVS_ANALYZERS_LINK_H
+
+#include "ctx.h"
+
+enum kvs_status kvs_link(struct kvs_ctx *c);
+
+#endif

@@ -1,0 +1,293 @@
+/* match.c — shape matching and roles (see match.h). Private to analyzers/. */
+#include "match.h"
+
+#include <math.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtypes.h"
+#include "steps.h"
+
+#define BUFFER_RATIO 8        /* capacity >= 8x the active tokens */
+#define BUFFER_MIN_TOKENS 4096
+
+/* a token count seen in the trace: the leading dim of a tensor, with the
+ * dims after it (rank 0: a 1-D integer index list, which fits any rows) */
+struct token_dim {
+    int rank;
+    int64_t rest[KVS_SHAPE_MAX_RANK - 1];
+    int64_t tokens;
+};
+
+double kvs_group_calls_per_step(const struct kvs_ctx *c, const struct kvs_group_acc *g)
+{
+    return c->nsteps ? (double)g->calls_in_steps / (double)c->nsteps : (double)g->calls;
+}
+
+static int64_t row_of(const int64_t *dims, int rank)
+{
+    int64_t r = 1;
+    for (int i = 1; i < rank && i < KVS_SHAPE_MAX_RANK; i++)
+        r *= dims[i];
+    return r;
+}
+
+static bool is_index_dtype(const char *s, size_t n)
+{
+    size_t l;
+    const char *d = kvs_dtype_short(s, n, &l);
+    return (l == 8 && !memcmp(d, "long int", 8)) || (l == 3 && !memcmp(d, "int", 3)) ||
+           (l == 5 && !memcmp(d, "int64", 5)) || (l == 5 && !memcmp(d, "int32", 5));
+}
+
+/* every (row, leading dim) pair in the trace's recorded shapes */
+static enum kvs_status collect_token_dims(const struct kvs_ctx *c, struct token_dim **out, size_t *nout)
+{
+    const struct kvs_trace_data *t = &c->t;
+    uint32_t nstr = kvs_intern_count(&t->strings);
+    uint8_t *done = calloc(nstr / 8 + 1, 1);
+    struct token_dim *v = NULL;
+    size_t n = 0, cap = 0;
+    if (!done)
+        return KVS_STATUS_NO_MEMORY;
+    for (size_t k = 0; k < t->nops; k++) {
+        uint32_t sh = t->ops[k].shape;
+        if (!sh || (done[sh / 8] & (1u << (sh % 8))))
+            continue;
+        done[sh / 8] |= (uint8_t)(1u << (sh % 8));
+        struct kvs_shape s;
+        kvs_shape_parse(kvs_intern_str(&t->strings, sh), kvs_intern_len(&t->strings, sh), &s);
+        for (int i = 0; i < s.n; i++) {
+            struct token_dim d;
+            memset(&d, 0, sizeof d);
+            if (s.rank[i] >= 2 && s.rank[i] <= KVS_SHAPE_MAX_RANK) {
+                d.rank = s.rank[i];
+                memcpy(d.rest, s.dims[i] + 1, sizeof(int64_t) * (size_t)(s.rank[i] - 1));
+                d.tokens = s.dims[i][0];
+            } else if (s.rank[i] == 1 && is_index_dtype(s.dtype[i], s.dtype_len[i])) {
+                d.tokens = s.dims[i][0];
+            } else {
+                continue;
+            }
+            if (d.tokens <= 1 || KVS_VEC_PUSH(v, n, cap, d) < 0) {
+                if (d.tokens <= 1)
+                    continue;
+                free(v);
+                free(done);
+                return KVS_STATUS_NO_MEMORY;
+            }
+        }
+    }
+    free(done);
+    *out = v;
+    *nout = n;
+    return KVS_STATUS_OK;
+}
+
+/* The largest token count below `tokens` seen with exactly the same
+ * trailing dims ([1024,1,576] beside [131072,1,576]) or as an index list.
+ * Exact dims, not just the same row size, keep weights out: a [6144,576]
+ * projection has 576-wide rows but is no list of tokens. */
+static int64_t active_tokens(const struct token_dim *d, size_t n, const int64_t *dims, int rank,
+                             int64_t tokens)
+{
+    int64_t best = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool same = d[i].rank == 0 ||
+                    (d[i].rank == rank && !memcmp(d[i].rest, dims + 1, sizeof(int64_t) * (size_t)(rank - 1)));
+        if (same && d[i].tokens < tokens && d[i].tokens > best)
+            best = d[i].tokens;
+    }
+    return best;
+}
+
+static int count_layers(struct kvs_ctx *c)
+{
+    const struct kvs_trace_data *t = &c->t;
+    regex_t re;
+    if (regcomp(&re, "^(model[.])?(layers?|decoder[._ ]?layers?|blocks?|h)[._ #:-]?[0-9]+$",
+                REG_EXTENDED | REG_NOSUB | REG_ICASE))
+        return 0;
+    uint32_t nstr = kvs_intern_count(&t->strings);
+    uint8_t *verdict = calloc(nstr ? nstr : 1, 1);
+    if (!verdict) {
+        regfree(&re);
+        return 0;
+    }
+    size_t hits = 0, distinct = 0;
+    for (size_t i = 0; i < t->nranges; i++) {
+        uint32_t nm = t->ranges[i].name;
+        if (!verdict[nm]) {
+            verdict[nm] = regexec(&re, kvs_intern_str(&t->strings, nm), 0, NULL, 0) == 0 ? 1 : 2;
+            if (verdict[nm] == 1)
+                distinct++;
+        }
+        if (verdict[nm] == 1 && c->nsteps && kvs_step_at(c, t->ranges[i].ts) >= 0)
+            hits++;
+    }
+    free(verdict);
+    regfree(&re);
+    if (c->nsteps)
+        return (int)llround((double)hits / (double)c->nsteps);
+    return (int)distinct;
+}
+
+/* what a row of `row` elements is, by the model's dimensions */
+static bool row_meaning(const struct kvs_model *m, const int64_t *dims, int rank, char *buf, size_t size)
+{
+    int64_t row = row_of(dims, rank);
+    if (m->mla && m->qk_rope_head_dim && row == m->kv_lora_rank + m->qk_rope_head_dim) {
+        snprintf(buf, size, "kv_lora_rank %lld + qk_rope_head_dim %lld", (long long)m->kv_lora_rank,
+                 (long long)m->qk_rope_head_dim);
+        return true;
+    }
+    if (m->mla && row == m->kv_lora_rank) {
+        snprintf(buf, size, "kv_lora_rank %lld", (long long)m->kv_lora_rank);
+        return true;
+    }
+    if (m->index_head_dim && row == m->index_head_dim) {
+        snprintf(buf, size, "index_head_dim %lld (sparse-attention indexer keys)",
+                 (long long)m->index_head_dim);
+        return true;
+    }
+    if (!m->mla && m->kv_heads && m->head_dim) {
+        if (row == m->kv_heads * m->head_dim) {
+            snprintf(buf, size, "num_key_value_heads %lld x head_dim %lld", (long long)m->kv_heads,
+                     (long long)m->head_dim);
+            return true;
+        }
+        if (row == 2 * m->kv_heads * m->head_dim) {
+            snprintf(buf, size, "K and V x num_key_value_heads %lld x head_dim %lld",
+                     (long long)m->kv_heads, (long long)m->head_dim);
+            return true;
+        }
+    }
+    return false;
+}
+
+static char *dtype_chain(struct kvs_arena *a, const struct kvs_shape *s)
+{
+    char buf[256];
+    size_t n = 0;
+    buf[0] = 0;
+    for (int i = 0; i < s->n && n < sizeof buf - 40; i++) {
+        size_t l;
+        const char *d = kvs_dtype_short(s->dtype[i], s->dtype_len[i], &l);
+        if (l > 32)
+            l = 32;
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%.*s", i ? "<-" : "", (int)l, d);
+    }
+    return kvs_arena_strdup(a, buf);
+}
+
+static void make_role(struct kvs_ctx *c, struct kvs_group_acc *g)
+{
+    const struct kvs_trace_data *t = &c->t;
+    const char *op = kvs_intern_str(&t->strings, g->op_name);
+    const struct kvs_shape *s = &g->shape_info;
+    if (g->bare || s->n == 0) {
+        g->role = kvs_arena_strdup(&c->arena, op);
+        return;
+    }
+    char pat[160];
+    size_t n = 0;
+    int rank = s->rank[0] < KVS_SHAPE_MAX_RANK ? s->rank[0] : KVS_SHAPE_MAX_RANK;
+    pat[n++] = '[';
+    for (int i = 0; i < rank && n < sizeof pat - 24; i++) {
+        if (i == 0 && rank >= 2)
+            n += (size_t)snprintf(pat + n, sizeof pat - n, "*");
+        else
+            n += (size_t)snprintf(pat + n, sizeof pat - n, "%s%lld", i ? "," : "", (long long)s->dims[0][i]);
+    }
+    snprintf(pat + n, sizeof pat - n, "]");
+    const char *chain = dtype_chain(&c->arena, s);
+    /* the token count is left out (the '*'), so the full-buffer cast and the
+     * active-token cast of the same rows pair up in compare */
+    g->role = kvs_arena_printf(&c->arena, "%s %s %s", op, chain ? chain : "", pat);
+}
+
+static void match_one(struct kvs_ctx *c, struct kvs_group_acc *g, const struct token_dim *td, size_t ntd)
+{
+    const struct kvs_shape *s = &g->shape_info;
+    if (g->bare || s->n == 0 || s->rank[0] < 2 || s->rank[0] > KVS_SHAPE_MAX_RANK)
+        return;
+    const int64_t *dims = s->dims[0];
+    int rank = s->rank[0];
+    int64_t tokens = dims[0];
+    int64_t row = row_of(dims, rank);
+    double cps = kvs_group_calls_per_step(c, g);
+    char row_label[160] = "", tok_label[128] = "";
+    bool row_ok = c->have_model && row_meaning(&c->model, dims, rank, row_label, sizeof row_label);
+    /* paged layouts: [blocks, block_size, ...row] */
+    if (c->have_model && !row_ok && rank >= 3) {
+        int64_t sub[KVS_SHAPE_MAX_RANK];
+        sub[0] = dims[0] * dims[1];
+        for (int i = 2; i < rank; i++)
+            sub[i - 1] = dims[i];
+        if (row_meaning(&c->model, sub, rank - 1, row_label, sizeof row_label)) {
+            row_ok = true;
+            tokens = sub[0];
+            row = row_of(sub, rank - 1);
+        }
+    }
+    int64_t active = tokens == dims[0] ? active_tokens(td, ntd, dims, rank, tokens) : 0;
+    bool per_layer = c->layers > 0 && fabs(cps - c->layers) < 0.01;
+    bool capacity = c->opt->kv_capacity > 0 && tokens == c->opt->kv_capacity;
+    bool inferred = false;
+    if (!capacity && tokens >= BUFFER_MIN_TOKENS && cps >= 1) {
+        if (active > 0 && tokens >= BUFFER_RATIO * active)
+            inferred = true;
+        else if (active == 0 && tokens >= 16 * BUFFER_MIN_TOKENS && per_layer)
+            inferred = true;
+    }
+    if (capacity)
+        snprintf(tok_label, sizeof tok_label, "KV capacity (tokens)");
+    else if (inferred)
+        snprintf(tok_label, sizeof tok_label, "preallocated buffer (tokens, inferred)");
+    else if (row_ok)
+        snprintf(tok_label, sizeof tok_label, "tokens");
+    if (!row_ok && !capacity && !inferred)
+        return;
+    if (!row_ok)
+        snprintf(row_label, sizeof row_label, "row %lld", (long long)row);
+    g->has_match = true;
+    g->match.label = kvs_arena_printf(&c->arena, "%s x %s", tok_label, row_label);
+    g->match.capacity_tokens = capacity || inferred ? tokens : 0;
+    g->match.row_dim = row;
+    g->match.per_layer = per_layer;
+    g->match.inferred = !capacity && (inferred || !c->have_model);
+    g->active_tokens = capacity || inferred ? active : 0;
+    /* bytes of one token row over the tensors that share the token dim */
+    int64_t rb = 0;
+    for (int i = 0; i < s->n; i++) {
+        if (s->rank[i] < 1 || s->dims[i][0] != dims[0] || s->bytes[i] < 0 || dims[0] == 0)
+            continue;
+        rb += s->bytes[i] / dims[0];
+    }
+    if (tokens != dims[0] && dims[0] > 0)
+        rb /= (tokens / dims[0]) ? (tokens / dims[0]) : 1; /* paged: per token, not per block */
+    g->row_bytes = rb;
+}
+
+enum kvs_status kvs_match_groups(struct kvs_ctx *c)
+{
+    c->layers = c->have_model ? c->model.layers : 0;
+    c->layers_inferred = false;
+    if (!c->layers) {
+        c->layers = count_layers(c);
+        c->layers_inferred = c->layers > 0;
+    }
+    struct token_dim *td = NULL;
+    size_t ntd = 0;
+    enum kvs_status st = collect_token_dims(c, &td, &ntd);
+    if (st != KVS_STATUS_OK)
+        return st;
+    for (size_t i = 0; i < c->ngroups; i++) {
+        match_one(c, &c->groups[i], td, ntd);
+        make_role(c, &c->groups[i]);
+    }
+    free(td);
+    return KVS_STATUS_OK;
+}

@@ -1,0 +1,25 @@
+/* match.h — say what a group's dims mean: KV capacity, active tokens, the
+ * MLA latent row (kv_lora_rank + qk_rope_head_dim), GQA heads x head_dim,
+ * once per layer; and give each group its role (the pairing key of
+ * compare).
+ *
+ * defines: kvs_match_groups
+ *
+ * With a model config the row and the layer count come from it, and
+ * --kv-capacity names the capacity. Without them: the layer count is the
+ * number of layer-named ranges per step (layer_0, layers.12, ...), and a
+ * leading dim at least 8x larger than every other token count seen with the
+ * same row (the active tokens: [1024,1,576] beside [131072,1,576]), touched
+ * every step, is a preallocated buffer. Private to analyzers/.
+ */
+#ifndef KVS_ANALYZERS_MATCH_H
+#define KVS_ANALYZERS_MATCH_H
+
+#include "ctx.h"
+
+enum kvs_status kvs_match_groups(struct kvs_ctx *c);
+
+/* calls per step of a group: calls in steps / steps, or all calls */
+double kvs_group_calls_per_step(const struct kvs_ctx *c, const struct kvs_group_acc *g);
+
+#endif

@@ -1,0 +1,146 @@
+/* models.c — load a model config (see models.h). Config files are small
+ * documents: read whole, parsed with cJSON. Private to analyzers/. */
+#include "models.h"
+
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "data.h"
+
+#define MAX_CONFIG_BYTES (16u << 20)
+
+static int64_t get_int(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) && v->valuedouble > 0 ? (int64_t)v->valuedouble : 0;
+}
+
+static enum kvs_status from_json(const char *text, size_t len, const char *what,
+                                 const struct kvs_logger *lg, struct kvs_model *m)
+{
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    if (!root) {
+        const char *at = cJSON_GetErrorPtr();
+        kvs_log(lg, KVS_LOG_ERROR, "%s: not valid JSON (near byte %ld)", what,
+                at && at >= text && at <= text + len ? (long)(at - text) : -1L);
+        return KVS_STATUS_PARSE;
+    }
+    const cJSON *o = root;
+    if (!get_int(o, "num_hidden_layers")) {
+        const cJSON *tc = cJSON_GetObjectItemCaseSensitive(root, "text_config");
+        if (cJSON_IsObject(tc))
+            o = tc;
+    }
+    m->layers = (int)get_int(o, "num_hidden_layers");
+    if (m->layers <= 0) {
+        kvs_log(lg, KVS_LOG_ERROR, "%s: not a model config (no num_hidden_layers)", what);
+        cJSON_Delete(root);
+        return KVS_STATUS_INVALID_ARGUMENT;
+    }
+    m->kv_lora_rank = get_int(o, "kv_lora_rank");
+    m->mla = m->kv_lora_rank > 0;
+    m->qk_rope_head_dim = get_int(o, "qk_rope_head_dim");
+    m->qk_nope_head_dim = get_int(o, "qk_nope_head_dim");
+    m->v_head_dim = get_int(o, "v_head_dim");
+    m->heads = get_int(o, "num_attention_heads");
+    m->kv_heads = get_int(o, "num_key_value_heads");
+    if (!m->kv_heads)
+        m->kv_heads = m->heads;
+    m->hidden = get_int(o, "hidden_size");
+    m->head_dim = get_int(o, "head_dim");
+    if (!m->head_dim && m->heads && m->hidden % m->heads == 0)
+        m->head_dim = m->hidden / m->heads;
+    m->vocab = get_int(o, "vocab_size");
+    m->intermediate = get_int(o, "intermediate_size");
+    m->moe_intermediate = get_int(o, "moe_intermediate_size");
+    m->index_head_dim = get_int(o, "index_head_dim");
+    cJSON_Delete(root);
+    return KVS_STATUS_OK;
+}
+
+/* "GLM-5" -> "glm5"-style lookup keys: lower case, '_' -> '-' */
+static void canon(const char *in, char *out, size_t size)
+{
+    size_t n = 0;
+    for (; *in && n + 1 < size; in++)
+        out[n++] = *in == '_' ? '-' : (char)tolower((unsigned char)*in);
+    out[n] = 0;
+}
+
+static const struct kvs_data_file *bundled(const char *spec)
+{
+    char key[96], name[120];
+    canon(spec, key, sizeof key);
+    static const char *const alias[][2] = {
+        {"glm-5", "glm5"}, {"deepseek-v3.1", "deepseek-v3"}, {"deepseekv3", "deepseek-v3"},
+        {"kimi-k2-instruct", "kimi-k2"}, {"glm4.7-flash", "glm-4.7-flash"},
+        {"llama3-70b", "llama-3-70b"}, {"meta-llama-3-70b", "llama-3-70b"},
+        {"qwen3-235b", "qwen3-235b-a22b"},
+    };
+    for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
+        if (!strcmp(key, alias[i][0]))
+            snprintf(key, sizeof key, "%s", alias[i][1]);
+    snprintf(name, sizeof name, "models/%s", key);
+    return kvs_data_find(name);
+}
+
+void kvs_model_names(char *buf, size_t size)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    for (const struct kvs_data_file *f = kvs_data_files; f->name; f++) {
+        if (strncmp(f->name, "models/", 7))
+            continue;
+        int w = snprintf(buf + n, size - n, "%s%s", n ? ", " : "", f->name + 7);
+        if (w < 0 || (size_t)w >= size - n)
+            break;
+        n += (size_t)w;
+    }
+}
+
+enum kvs_status kvs_model_load(const char *spec, const struct kvs_logger *lg, struct kvs_model *m)
+{
+    memset(m, 0, sizeof *m);
+    struct stat st;
+    if (stat(spec, &st) == 0 && S_ISREG(st.st_mode)) {
+        if (st.st_size > (off_t)MAX_CONFIG_BYTES) {
+            kvs_log(lg, KVS_LOG_ERROR, "%s: %lld bytes is too large for a config.json", spec,
+                    (long long)st.st_size);
+            return KVS_STATUS_LIMIT;
+        }
+        FILE *f = fopen(spec, "rb");
+        if (!f) {
+            kvs_log(lg, KVS_LOG_ERROR, "%s: cannot open: %s", spec, strerror(errno));
+            return KVS_STATUS_IO;
+        }
+        char *text = malloc((size_t)st.st_size + 1);
+        size_t got = text ? fread(text, 1, (size_t)st.st_size, f) : 0;
+        fclose(f);
+        if (!text)
+            return KVS_STATUS_NO_MEMORY;
+        enum kvs_status s = from_json(text, got, spec, lg, m);
+        free(text);
+        if (s == KVS_STATUS_OK) {
+            const char *base = strrchr(spec, '/');
+            snprintf(m->name, sizeof m->name, "%s", base ? base + 1 : spec);
+        }
+        return s;
+    }
+    const struct kvs_data_file *f = bundled(spec);
+    if (!f) {
+        char names[512];
+        kvs_model_names(names, sizeof names);
+        kvs_log(lg, KVS_LOG_ERROR, "--model %s: no such file, and not a bundled model (%s)", spec,
+                names);
+        return KVS_STATUS_NOT_FOUND;
+    }
+    enum kvs_status s = from_json(f->text, f->len, f->name, lg, m);
+    if (s == KVS_STATUS_OK)
+        snprintf(m->name, sizeof m->name, "%s", f->name + 7);
+    return s;
+}

@@ -1,0 +1,38 @@
+/* models.h — the model facts shape matching needs, from a Hugging Face
+ * config.json (a file, or one bundled in analyzers/data/models/).
+ *
+ * defines: struct kvs_model, kvs_model_load, kvs_model_names
+ *
+ * Reads the published keys (num_hidden_layers, kv_lora_rank,
+ * qk_rope_head_dim, num_attention_heads, num_key_value_heads, head_dim,
+ * hidden_size, index_head_dim, ...), from "text_config" when the file wraps
+ * a language model in a multimodal config. Private to analyzers/.
+ */
+#ifndef KVS_ANALYZERS_MODELS_H
+#define KVS_ANALYZERS_MODELS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kvscope/base.h"
+
+struct kvs_model {
+    char name[96];
+    int layers;                 /* num_hidden_layers */
+    bool mla;                   /* has kv_lora_rank */
+    int64_t kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim;
+    int64_t heads, kv_heads, head_dim;
+    int64_t hidden, vocab, intermediate, moe_intermediate;
+    int64_t index_head_dim;     /* DSA indexer, 0 when none */
+};
+
+/* spec: a path to a config.json, or a bundled name (glm5, deepseek-v3,
+ * kimi-k2, glm-4.7-flash, llama-3-70b, qwen3-235b-a22b). Errors are logged:
+ * KVS_STATUS_NOT_FOUND (no such file or name), KVS_STATUS_PARSE,
+ * KVS_STATUS_INVALID_ARGUMENT (not a model config: no num_hidden_layers). */
+enum kvs_status kvs_model_load(const char *spec, const struct kvs_logger *lg, struct kvs_model *out);
+
+void kvs_model_names(char *buf, size_t size);
+
+#endif

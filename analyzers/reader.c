@@ -1,0 +1,249 @@
+/* reader.c — the document around traceEvents: header fields (small, parsed
+ * with cJSON), the events array (event.c), the end of input, truncation.
+ * Private to analyzers/; see reader.h. */
+#include "reader.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "reader_impl.h"
+
+#define KVS_READ_BUFSIZE ((size_t)1 << 20)
+#define KVS_HEADER_MAX ((size_t)64 << 20) /* a header value cJSON may parse */
+
+int kvs_vec_grow(void **arr, size_t *cap, size_t elem, size_t need)
+{
+    size_t nc = *cap ? *cap + *cap / 2 : 1024;
+    if (nc < need)
+        nc = need;
+    if (nc > SIZE_MAX / elem)
+        return -1;
+    void *p = realloc(*arr, nc * elem);
+    if (!p)
+        return -1;
+    *arr = p;
+    *cap = nc;
+    return 0;
+}
+
+void kvs_trace_data_free(struct kvs_trace_data *t)
+{
+    kvs_intern_free(&t->strings);
+    kvs_intern_free(&t->threads);
+    free(t->ops);
+    free(t->rts);
+    free(t->gpus);
+    free(t->ranges);
+    for (int i = 0; i < KVS_MAX_DEVICES; i++)
+        free(t->device_names[i]);
+    memset(t, 0, sizeof *t);
+}
+
+// ----------------------------------------------------------------------------
+// header fields
+
+static void read_device_properties(struct kvs_trace_data *t, const cJSON *arr)
+{
+    if (!cJSON_IsArray(arr))
+        return;
+    int idx = 0;
+    const cJSON *d;
+    cJSON_ArrayForEach(d, arr)
+    {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(d, "id");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(d, "name");
+        int i = cJSON_IsNumber(id) ? (int)id->valuedouble : idx;
+        idx++;
+        if (i < 0 || i >= KVS_MAX_DEVICES || !cJSON_IsString(name) || t->device_names[i])
+            continue;
+        t->device_names[i] = strdup(name->valuestring);
+    }
+}
+
+static void read_distributed_info(struct kvs_trace_data *t, const cJSON *o)
+{
+    const cJSON *rank = cJSON_GetObjectItemCaseSensitive(o, "rank");
+    const cJSON *ws = cJSON_GetObjectItemCaseSensitive(o, "world_size");
+    if (cJSON_IsNumber(rank))
+        t->rank = (int)rank->valuedouble;
+    if (cJSON_IsNumber(ws))
+        t->world_size = (int)ws->valuedouble;
+}
+
+/* kvscope's own metadata object: any numeric member whose name mentions
+ * "dropped" counts dropped records (the capture writes one such field). */
+static void read_kvscope_meta(struct kvs_trace_data *t, const cJSON *o)
+{
+    t->has_kvscope_meta = true;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, o)
+    {
+        if (m->string && strstr(m->string, "dropped") && cJSON_IsNumber(m) && m->valuedouble > 0)
+            t->dropped_records += (uint64_t)m->valuedouble;
+    }
+}
+
+static bool header_value(struct kvs_reader *r, const char *key)
+{
+    struct kvs_scan *s = &r->scan;
+    const char *text;
+    size_t len;
+    if (!kvs_scan_capture(s, &text, &len))
+        return false;
+    if (len > KVS_HEADER_MAX) {
+        kvs_log(r->opt->log, KVS_LOG_WARN, "header field \"%s\" is %zu bytes: ignored", key, len);
+        return true;
+    }
+    cJSON *v = cJSON_ParseWithLength(text, len);
+    if (!v)
+        return true; /* the scanner validated it: cJSON ran out of memory; not fatal */
+    if (!strcmp(key, "deviceProperties"))
+        read_device_properties(r->t, v);
+    else if (!strcmp(key, "distributedInfo"))
+        read_distributed_info(r->t, v);
+    else if (!strcmp(key, "kvscope"))
+        read_kvscope_meta(r->t, v);
+    cJSON_Delete(v);
+    return true;
+}
+
+static bool parse_document(struct kvs_reader *r)
+{
+    struct kvs_scan *s = &r->scan;
+    int c = kvs_scan_peek(s);
+    if (c == KVS_SCAN_EOF)
+        return true; /* empty input: the caller says so */
+    if (c == '[')
+        return kvs_reader_events(r); /* JSON Array Format */
+    if (c != '{')
+        return c == KVS_SCAN_ERROR ? false
+                                   : kvs_scan_expect(s, '{', "'{' or '[' at the start of a trace");
+    s->p++;
+    c = kvs_scan_peek(s);
+    if (c == '}') {
+        s->p++;
+        return true;
+    }
+    for (;;) {
+        if (c != '"')
+            return c == KVS_SCAN_ERROR ? false : kvs_scan_expect(s, '"', "a string key");
+        const char *k;
+        size_t klen;
+        if (!kvs_scan_string(s, &k, &klen))
+            return false;
+        char key[40];
+        size_t n = klen < sizeof key - 1 ? klen : sizeof key - 1;
+        memcpy(key, k, n);
+        key[n] = 0;
+        if (klen >= sizeof key)
+            key[0] = 0; /* long keys are none of ours */
+        if (!kvs_scan_expect(s, ':', "':' after a key"))
+            return false;
+        bool ok;
+        if (!strcmp(key, "traceEvents")) {
+            ok = kvs_reader_events(r);
+        } else if (!strcmp(key, "deviceProperties") || !strcmp(key, "distributedInfo") ||
+                   !strcmp(key, "kvscope")) {
+            ok = header_value(r, key);
+        } else {
+            if (!strcmp(key, "schemaVersion") || !strcmp(key, "traceName") ||
+                !strcmp(key, "displayTimeUnit") || !strcmp(key, "baseTimeNanoseconds"))
+                r->t->has_kineto_meta = true;
+            ok = kvs_scan_skip(s);
+        }
+        if (!ok)
+            return false;
+        c = kvs_scan_peek(s);
+        if (c == ',') {
+            s->p++;
+            c = kvs_scan_peek(s);
+            continue;
+        }
+        if (c == '}') {
+            s->p++;
+            return true;
+        }
+        return c == KVS_SCAN_ERROR ? false : kvs_scan_expect(s, '}', "',' or '}' after a top-level field");
+    }
+}
+
+static void on_refill(void *user, const struct kvs_scan *s)
+{
+    struct kvs_reader *r = user;
+    if (!r->opt->progress)
+        return;
+    /* gzip: compressed bytes of the file size; plain files: JSON bytes */
+    uint64_t done = r->total_bytes ? kvs_source_consumed(r->src) : s->base + (uint64_t)(s->end - s->buf);
+    r->opt->progress(r->opt->progress_user, done, r->total_bytes);
+}
+
+enum kvs_status kvs_read_trace(const char *path, const struct kvs_read_opts *opt,
+                               struct kvs_trace_data *t)
+{
+    struct kvs_read_opts defaults = {0};
+    if (!opt)
+        opt = &defaults;
+    memset(t, 0, sizeof *t);
+    t->rank = -1;
+    if (kvs_intern_init(&t->strings) < 0 || kvs_intern_init(&t->threads) < 0)
+        return KVS_STATUS_NO_MEMORY;
+
+    struct kvs_reader r;
+    memset(&r, 0, sizeof r);
+    r.t = t;
+    r.opt = opt;
+    enum kvs_status st = kvs_source_open(path, opt->log, &r.src, &r.total_bytes);
+    if (st != KVS_STATUS_OK)
+        return st;
+    st = kvs_scan_init(&r.scan, r.src, opt->log, opt->bufsize ? opt->bufsize : KVS_READ_BUFSIZE);
+    if (st != KVS_STATUS_OK) {
+        kvs_source_close(r.src);
+        return st;
+    }
+    r.scan.on_refill = on_refill;
+    r.scan.refill_user = &r;
+
+    bool ok = parse_document(&r);
+    if (ok) {
+        int c = kvs_scan_peek(&r.scan);
+        if (c >= 0)
+            ok = kvs_scan_fail(&r.scan, KVS_STATUS_PARSE,
+                               "expected the end of input after the trace, found more data");
+        else
+            ok = c == KVS_SCAN_EOF;
+    }
+    struct kvs_scan *s = &r.scan;
+    t->bytes = s->eof || !ok ? s->base + (uint64_t)(s->end - s->buf) : kvs_scan_offset(s);
+    if (ok) {
+        st = KVS_STATUS_OK;
+        if (kvs_source_gzip_cut(r.src)) {
+            t->truncated = true;
+            st = KVS_STATUS_TRUNCATED;
+            kvs_log(opt->log, KVS_LOG_WARN,
+                    "%s: the gzip stream is cut short, although the JSON inside is complete", path);
+        }
+    } else if (s->status == KVS_STATUS_TRUNCATED) {
+        t->truncated = true;
+        st = KVS_STATUS_TRUNCATED;
+        kvs_log(opt->log, KVS_LOG_WARN,
+                "%s: the trace is truncated (%s at byte %llu): analysing the %llu complete events "
+                "read from %llu bytes",
+                path, s->err, (unsigned long long)s->err_offset, (unsigned long long)t->events,
+                (unsigned long long)t->bytes);
+    } else {
+        st = s->status;
+        if (st == KVS_STATUS_PARSE || st == KVS_STATUS_LIMIT)
+            kvs_log(opt->log, KVS_LOG_ERROR, "%s: malformed trace at byte %llu: %s", path,
+                    (unsigned long long)s->err_offset, s->err);
+        else if (st != KVS_STATUS_IO)
+            kvs_log(opt->log, KVS_LOG_ERROR, "%s: %s (at byte %llu)", path, s->err,
+                    (unsigned long long)s->err_offset);
+    }
+    kvs_reader_free_stacks(&r);
+    free(r.step_name);
+    free(r.scratch);
+    kvs_scan_free(&r.scan);
+    kvs_source_close(r.src);
+    return st;
+}

@@ -1,0 +1,491 @@
+/* scan.c — the streaming JSON scanner (see scan.h): buffer refills, strings
+ * with escapes, numbers, skipping and capturing values. Private to analyzers/. */
+#include "scan.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum kvs_status kvs_scan_init(struct kvs_scan *s, struct kvs_source *src,
+                              const struct kvs_logger *lg, size_t bufsize)
+{
+    memset(s, 0, sizeof *s);
+    if (bufsize < 64)
+        bufsize = 64;
+    s->buf = malloc(bufsize + 1);
+    if (!s->buf)
+        return KVS_STATUS_NO_MEMORY;
+    s->cap = bufsize;
+    s->p = s->end = s->buf;
+    *s->end = 0;
+    s->src = src;
+    s->log = lg;
+    s->status = KVS_STATUS_OK;
+    return KVS_STATUS_OK;
+}
+
+void kvs_scan_free(struct kvs_scan *s)
+{
+    free(s->buf);
+    s->buf = s->p = s->end = s->mark = NULL;
+}
+
+static void describe_byte(char *out, size_t n, const struct kvs_scan *s)
+{
+    if (s->p >= s->end) {
+        snprintf(out, n, "end of input");
+        return;
+    }
+    unsigned char c = (unsigned char)*s->p;
+    if (c >= 0x20 && c < 0x7f)
+        snprintf(out, n, "'%c'", c);
+    else
+        snprintf(out, n, "byte 0x%02x", c);
+}
+
+bool kvs_scan_fail(struct kvs_scan *s, enum kvs_status st, const char *fmt, ...)
+{
+    if (s->status != KVS_STATUS_OK)
+        return false;
+    s->status = st;
+    s->err_offset = kvs_scan_offset(s);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->err, sizeof s->err, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+/* "expected X, found Y" at the cursor; TRUNCATED when the input is over. */
+static bool fail_expected(struct kvs_scan *s, const char *what)
+{
+    char found[32];
+    describe_byte(found, sizeof found, s);
+    if (s->p >= s->end && s->eof)
+        return kvs_scan_fail(s, KVS_STATUS_TRUNCATED, "input ended where %s was expected", what);
+    return kvs_scan_fail(s, KVS_STATUS_PARSE, "expected %s, found %s", what, found);
+}
+
+bool kvs_scan_refill(struct kvs_scan *s)
+{
+    if (s->status != KVS_STATUS_OK || s->eof)
+        return false;
+    char *keep = s->mark ? s->mark : s->p;
+    size_t shift = (size_t)(keep - s->buf);
+    if (shift > 0) {
+        size_t n = (size_t)(s->end - keep);
+        memmove(s->buf, keep, n);
+        s->p -= shift;
+        if (s->mark)
+            s->mark -= shift;
+        s->end -= shift;
+        s->base += shift;
+    }
+    if ((size_t)(s->end - s->buf) == s->cap) {
+        if (s->cap >= KVS_SCAN_MAX_KEEP)
+            return kvs_scan_fail(s, KVS_STATUS_LIMIT,
+                                 "a single value is larger than %zu bytes", KVS_SCAN_MAX_KEEP);
+        size_t ncap = s->cap * 2;
+        char *nb = realloc(s->buf, ncap + 1);
+        if (!nb)
+            return kvs_scan_fail(s, KVS_STATUS_NO_MEMORY, "out of memory growing the read buffer");
+        s->p = nb + (s->p - s->buf);
+        if (s->mark)
+            s->mark = nb + (s->mark - s->buf);
+        s->end = nb + (s->end - s->buf);
+        s->buf = nb;
+        s->cap = ncap;
+    }
+    size_t got = 0;
+    enum kvs_status st =
+        kvs_source_read(s->src, s->end, s->cap - (size_t)(s->end - s->buf), &got);
+    if (st != KVS_STATUS_OK)
+        return kvs_scan_fail(s, st, "reading the input failed");
+    if (got == 0) {
+        s->eof = true;
+        *s->end = 0;
+        return false;
+    }
+    s->end += got;
+    *s->end = 0;
+    if (s->on_refill)
+        s->on_refill(s->refill_user, s);
+    return true;
+}
+
+bool kvs_scan_expect(struct kvs_scan *s, char c, const char *what)
+{
+    int b = kvs_scan_peek(s);
+    if (b == (unsigned char)c) {
+        s->p++;
+        return true;
+    }
+    if (b == KVS_SCAN_ERROR)
+        return false;
+    return fail_expected(s, what);
+}
+
+// ----------------------------------------------------------------------------
+// strings
+
+/* Find the closing quote of the string whose content starts at mark+from
+ * (mark-relative, so refills may move the buffer). Returns the mark-relative
+ * offset of the quote, or -1 (error recorded). */
+static ptrdiff_t find_close_quote(struct kvs_scan *s, size_t from)
+{
+    size_t search = from;
+    for (;;) {
+        char *lo = s->mark + from;
+        char *q = memchr(s->mark + search, '"', (size_t)(s->end - (s->mark + search)));
+        if (!q) {
+            search = (size_t)(s->end - s->mark);
+            s->p = s->end;
+            if (!kvs_scan_refill(s)) {
+                if (s->status == KVS_STATUS_OK)
+                    kvs_scan_fail(s, KVS_STATUS_TRUNCATED, "input ended inside a string");
+                return -1;
+            }
+            continue;
+        }
+        char *b = q;
+        while (b > lo && b[-1] == '\\')
+            b--;
+        if (((q - b) & 1) == 0)
+            return q - s->mark;
+        search = (size_t)(q + 1 - s->mark);
+    }
+}
+
+static int hexval(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c |= 0x20;
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+static int read_hex4(const char *r, const char *end)
+{
+    if (end - r < 4)
+        return -1;
+    int v = 0;
+    for (int i = 0; i < 4; i++) {
+        int h = hexval((unsigned char)r[i]);
+        if (h < 0)
+            return -1;
+        v = v * 16 + h;
+    }
+    return v;
+}
+
+static char *put_utf8(char *w, uint32_t cp)
+{
+    if (cp < 0x80) {
+        *w++ = (char)cp;
+    } else if (cp < 0x800) {
+        *w++ = (char)(0xC0 | (cp >> 6));
+        *w++ = (char)(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+        *w++ = (char)(0xE0 | (cp >> 12));
+        *w++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+        *w++ = (char)(0x80 | (cp & 0x3F));
+    } else {
+        *w++ = (char)(0xF0 | (cp >> 18));
+        *w++ = (char)(0x80 | ((cp >> 12) & 0x3F));
+        *w++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+        *w++ = (char)(0x80 | (cp & 0x3F));
+    }
+    return w;
+}
+
+/* Decode escapes of [str, end) in place; returns the new end or NULL with
+ * *bad set to the offending byte. Decoding never lengthens: "\u00e9" (6 bytes)
+ * becomes 2 bytes, a surrogate pair (12) becomes 4. */
+static char *unescape(char *str, char *end, const char **bad)
+{
+    char *r = str, *w = str;
+    while (r < end) {
+        char *bs = memchr(r, '\\', (size_t)(end - r));
+        if (!bs) {
+            memmove(w, r, (size_t)(end - r));
+            w += end - r;
+            break;
+        }
+        if (bs > r) {
+            memmove(w, r, (size_t)(bs - r));
+            w += bs - r;
+        }
+        r = bs + 1;
+        if (r >= end) {
+            *bad = bs;
+            return NULL;
+        }
+        switch (*r) {
+        case '"': case '\\': case '/': *w++ = *r++; break;
+        case 'b': *w++ = '\b'; r++; break;
+        case 'f': *w++ = '\f'; r++; break;
+        case 'n': *w++ = '\n'; r++; break;
+        case 'r': *w++ = '\r'; r++; break;
+        case 't': *w++ = '\t'; r++; break;
+        case 'u': {
+            int cp = read_hex4(r + 1, end);
+            if (cp < 0) {
+                *bad = bs;
+                return NULL;
+            }
+            r += 5;
+            uint32_t c = (uint32_t)cp;
+            if (c >= 0xD800 && c <= 0xDBFF && end - r >= 6 && r[0] == '\\' && r[1] == 'u') {
+                int lo = read_hex4(r + 2, end);
+                if (lo >= 0xDC00 && lo <= 0xDFFF) {
+                    c = 0x10000 + ((c - 0xD800) << 10) + ((uint32_t)lo - 0xDC00);
+                    r += 6;
+                }
+            }
+            if (c >= 0xD800 && c <= 0xDFFF)
+                c = 0xFFFD; /* a lone surrogate has no UTF-8 form */
+            w = put_utf8(w, c);
+            break;
+        }
+        default:
+            *bad = bs;
+            return NULL;
+        }
+    }
+    return w;
+}
+
+/* Bytes that end the inline scan of a string: the quote, a backslash, and
+ * NUL (the sentinel after the buffer's data, or a NUL in the input). */
+static const unsigned char str_stop[256] = {['"'] = 1, ['\\'] = 1, [0] = 1};
+
+bool kvs_scan_string(struct kvs_scan *s, const char **out, size_t *len)
+{
+    if (*s->p != '"')
+        return fail_expected(s, "a string");
+    /* most strings are short keys and names without escapes: find the quote
+     * inline; anything else (escapes, the buffer's end, long strings) takes
+     * the general path */
+    {
+        const char *q = s->p + 1;
+        const char *lim = q + 48;
+        while (q < lim && !str_stop[(unsigned char)*q])
+            q++;
+        if (*q == '"' && q < s->end) {
+            *out = s->p + 1;
+            *len = (size_t)(q - (s->p + 1));
+            s->p = (char *)q + 1;
+            return true;
+        }
+    }
+    bool tmp = s->mark == NULL;
+    if (tmp)
+        s->mark = s->p;
+    size_t from = (size_t)(s->p + 1 - s->mark);
+    ptrdiff_t q = find_close_quote(s, from);
+    if (q < 0) {
+        if (tmp)
+            s->mark = NULL;
+        return false;
+    }
+    char *str = s->mark + from, *qe = s->mark + q;
+    char *e = qe;
+    if (memchr(str, '\\', (size_t)(qe - str))) {
+        const char *bad = NULL;
+        e = unescape(str, qe, &bad);
+        if (!e) {
+            s->p = (char *)bad;
+            kvs_scan_fail(s, KVS_STATUS_PARSE,
+                          "invalid escape in a string (expected one of \\\" \\\\ \\/ \\b \\f "
+                          "\\n \\r \\t \\uXXXX)");
+            if (tmp)
+                s->mark = NULL;
+            return false;
+        }
+    }
+    s->p = qe + 1;
+    if (tmp)
+        s->mark = NULL;
+    *out = str;
+    *len = (size_t)(e - str);
+    return true;
+}
+
+/* Skip a string without decoding it; no mark needed. */
+static bool skip_string(struct kvs_scan *s)
+{
+    {
+        const char *q = s->p + 1;
+        const char *lim = q + 48;
+        while (q < lim && !str_stop[(unsigned char)*q])
+            q++;
+        if (*q == '"' && q < s->end) {
+            s->p = (char *)q + 1;
+            return true;
+        }
+    }
+    char *r = s->p + 1; /* after the opening quote */
+    char *lo = r;       /* no backslash run reaches before this */
+    for (;;) {
+        char *q = memchr(r, '"', (size_t)(s->end - r));
+        if (!q) {
+            /* keep a trailing run of backslashes: it decides the next quote */
+            char *b = s->end;
+            while (b > lo && b[-1] == '\\')
+                b--;
+            s->p = b;
+            size_t keep = (size_t)(s->end - b);
+            if (!kvs_scan_refill(s)) {
+                if (s->status == KVS_STATUS_OK)
+                    kvs_scan_fail(s, KVS_STATUS_TRUNCATED, "input ended inside a string");
+                return false;
+            }
+            lo = s->p;
+            r = s->p + keep;
+            continue;
+        }
+        char *b = q;
+        while (b > lo && b[-1] == '\\')
+            b--;
+        if (((q - b) & 1) == 0) {
+            s->p = q + 1;
+            return true;
+        }
+        r = q + 1;
+    }
+}
+
+// ----------------------------------------------------------------------------
+// skipping and capturing
+
+static bool skip_literal(struct kvs_scan *s)
+{
+    const char *word = *s->p == 't' ? "true" : *s->p == 'f' ? "false" : "null";
+    size_t n = strlen(word);
+    bool tmp = s->mark == NULL;
+    if (tmp)
+        s->mark = s->p;
+    size_t at = (size_t)(s->p - s->mark);
+    while ((size_t)(s->end - (s->mark + at)) < n && !s->eof)
+        if (!kvs_scan_refill(s))
+            break;
+    s->p = s->mark + at;
+    if (tmp)
+        s->mark = NULL;
+    if (s->status != KVS_STATUS_OK)
+        return false;
+    if ((size_t)(s->end - s->p) < n) {
+        if (!memcmp(s->p, word, (size_t)(s->end - s->p)))
+            return kvs_scan_fail(s, KVS_STATUS_TRUNCATED, "input ended inside '%s'", word);
+        return kvs_scan_fail(s, KVS_STATUS_PARSE, "expected a value ('%s'?)", word);
+    }
+    if (memcmp(s->p, word, n))
+        return kvs_scan_fail(s, KVS_STATUS_PARSE, "expected a value ('%s'?)", word);
+    s->p += n;
+    return true;
+}
+
+bool kvs_scan_skip(struct kvs_scan *s)
+{
+    unsigned char stack[KVS_SCAN_MAX_DEPTH]; /* '{' or '[' */
+    int depth = 0;
+    int c;
+    for (;;) {
+        /* a value */
+        c = kvs_scan_peek(s);
+        switch (c) {
+        case '{':
+        case '[':
+            if (depth == KVS_SCAN_MAX_DEPTH)
+                return kvs_scan_fail(s, KVS_STATUS_LIMIT, "nesting deeper than %d levels",
+                                     KVS_SCAN_MAX_DEPTH);
+            s->p++;
+            stack[depth++] = (unsigned char)c;
+            {
+                int d = kvs_scan_peek(s);
+                if (d == (c == '{' ? '}' : ']')) {
+                    s->p++;
+                    depth--;
+                    break;
+                }
+                if (c == '{') {
+                    if (d != '"')
+                        return d == KVS_SCAN_ERROR ? false : fail_expected(s, "a string key or '}'");
+                    if (!skip_string(s) || !kvs_scan_expect(s, ':', "':' after an object key"))
+                        return false;
+                }
+            }
+            continue; /* the first member's value */
+        case '"':
+            if (!skip_string(s))
+                return false;
+            break;
+        case 't':
+        case 'f':
+        case 'n':
+            if (!skip_literal(s))
+                return false;
+            break;
+        case KVS_SCAN_ERROR:
+            return false;
+        default:
+            if (c == '-' || (c >= '0' && c <= '9')) {
+                struct kvs_number num;
+                if (!kvs_scan_number(s, &num))
+                    return false;
+                break;
+            }
+            return fail_expected(s, "a value");
+        }
+        /* after a value */
+        for (;;) {
+            if (depth == 0)
+                return true;
+            c = kvs_scan_peek(s);
+            unsigned char top = stack[depth - 1];
+            if (c == ',') {
+                s->p++;
+                if (top == '{') {
+                    int d = kvs_scan_peek(s);
+                    if (d != '"')
+                        return d == KVS_SCAN_ERROR ? false : fail_expected(s, "a string key");
+                    if (!skip_string(s) || !kvs_scan_expect(s, ':', "':' after an object key"))
+                        return false;
+                }
+                break; /* next value */
+            }
+            if ((top == '{' && c == '}') || (top == '[' && c == ']')) {
+                s->p++;
+                depth--;
+                continue;
+            }
+            if (c == KVS_SCAN_ERROR)
+                return false;
+            return fail_expected(s, top == '{' ? "',' or '}' in an object" : "',' or ']' in an array");
+        }
+    }
+}
+
+bool kvs_scan_capture(struct kvs_scan *s, const char **start, size_t *len)
+{
+    if (kvs_scan_peek(s) < 0) {
+        if (s->status == KVS_STATUS_OK)
+            fail_expected(s, "a value");
+        return false;
+    }
+    bool tmp = s->mark == NULL;
+    if (tmp)
+        s->mark = s->p;
+    size_t at = (size_t)(s->p - s->mark);
+    bool ok = kvs_scan_skip(s);
+    *start = s->mark + at;
+    *len = (size_t)(s->p - *start);
+    if (tmp)
+        s->mark = NULL;
+    return ok;
+}

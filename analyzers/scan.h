@@ -1,0 +1,144 @@
+/* scan.h — a streaming JSON scanner: tokens out of a bounded buffer.
+ *
+ * defines: struct kvs_scan, struct kvs_number, kvs_scan_init, kvs_scan_free,
+ *          kvs_scan_peek, kvs_scan_expect, kvs_scan_string, kvs_scan_number,
+ *          kvs_scan_skip, kvs_scan_capture, kvs_scan_fail, kvs_scan_offset,
+ *          kvs_scan_set_mark, kvs_scan_clear_mark
+ *
+ * The scanner never builds a document tree. The caller walks the grammar
+ * (peek, expect, string, number, skip) and keeps what it wants. Memory is
+ * one buffer that grows only when a single kept span (the current event, a
+ * string, a captured value) is larger than it.
+ *
+ * Pointers into the buffer: bytes from the mark on stay in the buffer while
+ * the mark is set, but may move when the buffer is refilled; offsets from
+ * the mark (ptr - s->mark) stay valid until kvs_scan_clear_mark(). Without
+ * a mark a returned pointer is valid only until the next scanner call.
+ *
+ * Errors are sticky: the first one sets s->status (KVS_STATUS_PARSE for
+ * malformed input, KVS_STATUS_TRUNCATED when the input ended inside a value,
+ * KVS_STATUS_IO, KVS_STATUS_LIMIT, KVS_STATUS_NO_MEMORY), s->err_offset (the
+ * byte offset in the uncompressed input) and s->err (what was expected);
+ * every later call fails fast. Strings that are skipped are not decoded, so
+ * bad escapes inside them go unnoticed; strings that are read are decoded
+ * (\uXXXX to UTF-8, surrogate pairs joined) and checked.
+ * Private to analyzers/.
+ */
+#ifndef KVS_ANALYZERS_SCAN_H
+#define KVS_ANALYZERS_SCAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kvscope/base.h"
+#include "source.h"
+
+#define KVS_SCAN_EOF (-1)
+#define KVS_SCAN_ERROR (-2)
+
+/* limits that keep hostile input bounded */
+#define KVS_SCAN_MAX_DEPTH 512
+#define KVS_SCAN_MAX_KEEP ((size_t)1 << 30) /* largest single span kept contiguous */
+
+struct kvs_scan;
+typedef void (*kvs_scan_refill_fn)(void *user, const struct kvs_scan *s);
+
+struct kvs_scan {
+    char *buf;             /* cap + 1 bytes; buf[end - buf] is a NUL sentinel */
+    size_t cap;
+    char *p;               /* cursor */
+    char *end;             /* end of valid bytes */
+    char *mark;            /* keep from here on refill, or NULL */
+    uint64_t base;         /* input offset of buf[0] */
+    bool eof;              /* the source has no more bytes */
+    struct kvs_source *src;
+    const struct kvs_logger *log;
+    kvs_scan_refill_fn on_refill;
+    void *refill_user;
+    /* the first error */
+    enum kvs_status status;
+    uint64_t err_offset;
+    char err[192];
+};
+
+/* A JSON number as text plus what a caller usually wants from it. */
+struct kvs_number {
+    const char *text;      /* the token (valid like any unmarked pointer) */
+    size_t len;
+    bool negative;
+    bool is_integer;       /* no fraction, no exponent */
+    bool overflow;         /* the integer part has more than 19 digits */
+    uint64_t int_part;     /* |integer part| (mod 2^64 when overflowing) */
+    uint64_t frac;         /* the first 9 fraction digits as an integer */
+    int frac_digits;       /* how many of those (0..9) */
+};
+
+enum kvs_status kvs_scan_init(struct kvs_scan *s, struct kvs_source *src,
+                              const struct kvs_logger *lg, size_t bufsize);
+void kvs_scan_free(struct kvs_scan *s);
+
+/* Record an error at the cursor (if none yet); always returns false. */
+bool kvs_scan_fail(struct kvs_scan *s, enum kvs_status st, const char *fmt, ...)
+    KVS_PRINTF(3, 4);
+
+/* Get more bytes, keeping [mark or p, end). Returns false at the end of input
+ * (s->eof) or on an error. */
+bool kvs_scan_refill(struct kvs_scan *s);
+
+static inline uint64_t kvs_scan_offset(const struct kvs_scan *s)
+{
+    return s->base + (uint64_t)(s->p - s->buf);
+}
+
+static inline void kvs_scan_set_mark(struct kvs_scan *s) { s->mark = s->p; }
+static inline void kvs_scan_clear_mark(struct kvs_scan *s) { s->mark = NULL; }
+
+/* Skip whitespace; the next byte (not consumed), KVS_SCAN_EOF at the end of
+ * input, KVS_SCAN_ERROR after an error. */
+static inline int kvs_scan_peek(struct kvs_scan *s)
+{
+    for (;;) {
+        unsigned char c = (unsigned char)*s->p;
+        if (c > ' ')
+            return c;
+        if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
+            s->p++;
+            continue;
+        }
+        if (s->p < s->end)
+            return c; /* a control byte or NUL inside the input: the caller rejects it */
+        if (s->status != KVS_STATUS_OK)
+            return KVS_SCAN_ERROR;
+        if (!kvs_scan_refill(s))
+            return s->status != KVS_STATUS_OK ? KVS_SCAN_ERROR : KVS_SCAN_EOF;
+    }
+}
+
+/* Consume `c` after whitespace, or fail with "expected <what>". */
+bool kvs_scan_expect(struct kvs_scan *s, char c, const char *what);
+
+/* At a '"': read and decode the string. *out/len: the decoded bytes (not
+ * NUL-terminated; decoded in place in the buffer). */
+bool kvs_scan_string(struct kvs_scan *s, const char **out, size_t *len);
+
+/* At a number's first byte: read it. */
+bool kvs_scan_number(struct kvs_scan *s, struct kvs_number *out);
+
+/* Skip one value of any type (validating its structure). */
+bool kvs_scan_skip(struct kvs_scan *s);
+
+/* Skip one value and return its raw text [*start, *start+*len) (needs the
+ * mark set, or sets a temporary one; the text is valid like a string's). */
+bool kvs_scan_capture(struct kvs_scan *s, const char **start, size_t *len);
+
+/* ns from a timestamp number in microseconds ("5091211322205.042" or
+ * "1665536373729077" or "1.6e15"): exact for up to 9 fraction digits. */
+int64_t kvs_number_us_to_ns(const struct kvs_number *n);
+
+/* The value as a signed 64-bit integer (fractions truncated, saturated). */
+int64_t kvs_number_int(const struct kvs_number *n);
+
+double kvs_number_double(const struct kvs_number *n);
+
+#endif

@@ -1,0 +1,209 @@
+/* source.c — plain, gzip and stdin byte sources for the trace scanner.
+ * Private to analyzers/; see source.h. */
+#include "source.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define KVS_SOURCE_INBUF (1u << 20)
+
+struct kvs_source {
+    int fd;
+    bool own_fd;
+    const struct kvs_logger *log;
+    const char *path;
+    uint64_t consumed;  /* raw bytes read from fd */
+    /* bytes read while sniffing the magic, handed out before fd is read again */
+    unsigned char head[2];
+    size_t head_len, head_pos;
+    /* gzip */
+    bool gz;
+    bool gz_done;       /* the last member's trailer was read */
+    bool gz_cut;        /* input ended inside a member */
+    z_stream zs;
+    unsigned char *in;
+};
+
+static enum kvs_status raw_read(struct kvs_source *s, void *buf, size_t cap, size_t *got)
+{
+    unsigned char *b = buf;
+    size_t n = 0;
+    while (s->head_pos < s->head_len && n < cap)
+        b[n++] = s->head[s->head_pos++];
+    while (n < cap) {
+        ssize_t r = read(s->fd, b + n, cap - n);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            kvs_log(s->log, KVS_LOG_ERROR, "%s: read failed: %s", s->path, strerror(errno));
+            return KVS_STATUS_IO;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+        s->consumed += (uint64_t)r;
+        if (n >= 65536) /* enough for one call; avoid blocking on a pipe for more */
+            break;
+    }
+    *got = n;
+    return KVS_STATUS_OK;
+}
+
+enum kvs_status kvs_source_open(const char *path, const struct kvs_logger *lg,
+                                struct kvs_source **out, uint64_t *total_bytes)
+{
+    *out = NULL;
+    if (total_bytes)
+        *total_bytes = 0;
+    struct kvs_source *s = calloc(1, sizeof *s);
+    if (!s)
+        return KVS_STATUS_NO_MEMORY;
+    s->log = lg;
+    s->path = path;
+    if (!strcmp(path, "-")) {
+        s->fd = STDIN_FILENO;
+        s->path = "stdin";
+    } else {
+        s->fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (s->fd < 0) {
+            int e = errno;
+            kvs_log(lg, KVS_LOG_ERROR, "%s: cannot open: %s", path, strerror(e));
+            free(s);
+            return e == ENOENT ? KVS_STATUS_NOT_FOUND : KVS_STATUS_IO;
+        }
+        s->own_fd = true;
+        struct stat st;
+        if (fstat(s->fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+            kvs_log(lg, KVS_LOG_ERROR, "%s: is a directory, not a trace file", path);
+            close(s->fd);
+            free(s);
+            return KVS_STATUS_IO;
+        }
+        if (total_bytes && fstat(s->fd, &st) == 0 && S_ISREG(st.st_mode))
+            *total_bytes = (uint64_t)st.st_size;
+#ifdef POSIX_FADV_SEQUENTIAL
+        (void)posix_fadvise(s->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+#endif
+    }
+    /* sniff the gzip magic (1f 8b) */
+    size_t got = 0;
+    while (got < 2) {
+        ssize_t r = read(s->fd, s->head + got, 2 - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            kvs_log(lg, KVS_LOG_ERROR, "%s: read failed: %s", s->path, strerror(errno));
+            kvs_source_close(s);
+            return KVS_STATUS_IO;
+        }
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    s->head_len = got;
+    s->consumed = got;
+    if (got == 2 && s->head[0] == 0x1f && s->head[1] == 0x8b) {
+        s->gz = true;
+        s->in = malloc(KVS_SOURCE_INBUF);
+        if (!s->in) {
+            kvs_source_close(s);
+            return KVS_STATUS_NO_MEMORY;
+        }
+        /* 16 + MAX_WBITS: gzip wrapper only */
+        if (inflateInit2(&s->zs, 16 + MAX_WBITS) != Z_OK) {
+            kvs_log(lg, KVS_LOG_ERROR, "%s: zlib initialisation failed", s->path);
+            free(s->in);
+            s->in = NULL;
+            s->gz = false;
+            kvs_source_close(s);
+            return KVS_STATUS_NO_MEMORY;
+        }
+    }
+    *out = s;
+    return KVS_STATUS_OK;
+}
+
+static enum kvs_status gz_read(struct kvs_source *s, char *buf, size_t cap, size_t *got)
+{
+    *got = 0;
+    s->zs.next_out = (unsigned char *)buf;
+    s->zs.avail_out = (uInt)(cap > (1u << 30) ? (1u << 30) : cap);
+    while (s->zs.avail_out > 0 && !s->gz_done) {
+        if (s->zs.avail_in == 0) {
+            size_t n;
+            enum kvs_status st = raw_read(s, s->in, KVS_SOURCE_INBUF, &n);
+            if (st != KVS_STATUS_OK)
+                return st;
+            if (n == 0) {
+                s->gz_cut = true; /* EOF before the trailer */
+                s->gz_done = true;
+                break;
+            }
+            s->zs.next_in = s->in;
+            s->zs.avail_in = (uInt)n;
+        }
+        int r = inflate(&s->zs, Z_NO_FLUSH);
+        if (r == Z_STREAM_END) {
+            /* concatenated gzip members (`cat a.gz b.gz`) continue the stream */
+            if (s->zs.avail_in == 0) {
+                size_t n;
+                enum kvs_status st = raw_read(s, s->in, KVS_SOURCE_INBUF, &n);
+                if (st != KVS_STATUS_OK)
+                    return st;
+                if (n == 0) {
+                    s->gz_done = true;
+                    break;
+                }
+                s->zs.next_in = s->in;
+                s->zs.avail_in = (uInt)n;
+            }
+            if (inflateReset(&s->zs) != Z_OK)
+                return KVS_STATUS_INTERNAL;
+            continue;
+        }
+        if (r == Z_BUF_ERROR && s->zs.avail_in == 0)
+            continue;
+        if (r != Z_OK) {
+            kvs_log(s->log, KVS_LOG_ERROR, "%s: corrupt gzip data near compressed byte %llu: %s",
+                    s->path, (unsigned long long)(s->consumed - s->zs.avail_in),
+                    s->zs.msg ? s->zs.msg : "inflate failed");
+            return KVS_STATUS_PARSE;
+        }
+    }
+    *got = (size_t)((char *)s->zs.next_out - buf);
+    return KVS_STATUS_OK;
+}
+
+enum kvs_status kvs_source_read(struct kvs_source *s, char *buf, size_t cap, size_t *got)
+{
+    if (s->gz)
+        return gz_read(s, buf, cap, got);
+    return raw_read(s, buf, cap, got);
+}
+
+uint64_t kvs_source_consumed(const struct kvs_source *s)
+{
+    return s->consumed;
+}
+
+bool kvs_source_gzip_cut(const struct kvs_source *s)
+{
+    return s->gz && s->gz_cut;
+}
+
+void kvs_source_close(struct kvs_source *s)
+{
+    if (!s)
+        return;
+    if (s->gz)
+        inflateEnd(&s->zs);
+    free(s->in);
+    if (s->own_fd)
+        close(s->fd);
+    free(s);
+}

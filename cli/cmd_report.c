@@ -1,0 +1,220 @@
+/* cli/cmd_report.c — `kvscope report`: read a trace (PyTorch/Kineto or
+ * kvscope's own), name the bottleneck, print the report.
+ *
+ *   kvscope report trace.json.gz --model glm5 --kv-capacity 495552
+ *   kvscope report - --format json < trace.json
+ *   kvscope report --help
+ *
+ * Exit codes: 0 report written (also for a truncated trace, with a warning),
+ * 1 the work failed (out of memory, writing the output), 2 bad usage or
+ * unreadable input (missing file, malformed JSON, empty trace).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "kvscope/analysis.h"
+#include "kvscope/report.h"
+
+#define CMD "report"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: kvscope report TRACE [options]\n"
+            "\n"
+            "Read a Chrome-trace JSON file (PyTorch profiler / Kineto, or kvscope capture;\n"
+            "plain, .gz, or - for stdin), link GPU work to the ops that launched it, group\n"
+            "copy/cast work by op, input dims and dtypes, match shapes to the model's KV\n"
+            "dimensions, compute HBM-roofline efficiency and per-step GPU busy time, and\n"
+            "rank the findings by the GPU time per step they would recover.\n"
+            "\n"
+            "options:\n"
+            "  --model CFG          a Hugging Face config.json, or a bundled model: glm5,\n"
+            "                       deepseek-v3, kimi-k2, glm-4.7-flash, llama-3-70b,\n"
+            "                       qwen3-235b-a22b (default: infer from the trace)\n"
+            "  --kv-capacity N      KV cache capacity in tokens (names the full-buffer dim)\n"
+            "  --device NAME        device for the peak bandwidth (default: the trace's),\n"
+            "                       e.g. H200, \"H100 SXM\", B200, \"RTX PRO 6000\", MI300X\n"
+            "  --peak-gbps X        peak memory bandwidth in GB/s (overrides the table)\n"
+            "  --step-regex RE      step ranges by name (POSIX extended regex; default:\n"
+            "                       ProfilerStep#N, then ranges named like \"step 3\")\n"
+            "  --batch B            sequences per step, for tokens/s\n"
+            "  --format F           text (default), md, json, html\n"
+            "  -o, --output FILE    write the report to FILE (default: stdout)\n"
+            "  --top N              rows in the top-kernels table (default 10)\n"
+            "  --quiet              no progress or info messages on stderr\n"
+            "  -h, --help           this help\n"
+            "\n"
+            "exit codes: 0 report written (a truncated trace is reported with a warning),\n"
+            "1 the work failed, 2 bad usage or unreadable input (malformed, empty).\n");
+}
+
+struct progress {
+    bool on;
+    bool shown;
+    double last;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void on_progress(void *user, uint64_t done, uint64_t total)
+{
+    struct progress *p = user;
+    double t = now_s();
+    if (!p->on || t - p->last < 0.2)
+        return;
+    p->last = t;
+    p->shown = true;
+    if (total)
+        fprintf(stderr, "\rkvscope: reading %.0f%% (%.0f of %.0f MB)", 100.0 * (double)done / (double)total,
+                (double)done / 1e6, (double)total / 1e6);
+    else
+        fprintf(stderr, "\rkvscope: reading %.0f MB", (double)done / 1e6);
+    fflush(stderr);
+}
+
+static int parse_num(const char *flag, const char *v, double lo, double hi, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double d = strtod(v, &end);
+    if (errno || !end || *end || end == v || !(d >= lo && d <= hi))
+        return kvs_cli_usage_error(CMD, "%s wants a number in [%g, %g], not '%s'", flag, lo, hi, v);
+    *out = d;
+    return KVS_EXIT_OK;
+}
+
+static int parse_int(const char *flag, const char *v, long long lo, long long hi, long long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long long d = strtoll(v, &end, 10);
+    if (errno || !end || *end || end == v || d < lo || d > hi)
+        return kvs_cli_usage_error(CMD, "%s wants an integer in [%lld, %lld], not '%s'", flag, lo, hi,
+                                   v);
+    *out = d;
+    return KVS_EXIT_OK;
+}
+
+int kvs_cmd_report(int argc, char **argv)
+{
+    struct kvs_analysis_options opt;
+    kvs_analysis_options_init(&opt);
+    struct kvs_render_options ropt;
+    memset(&ropt, 0, sizeof ropt);
+    ropt.format = KVS_FORMAT_TEXT;
+    ropt.log = opt.log;
+    const char *trace = NULL, *output = NULL;
+    bool quiet = false;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return KVS_EXIT_OK;
+        }
+        if (!strcmp(a, "--quiet")) {
+            quiet = true;
+            continue;
+        }
+        if (a[0] != '-' || !strcmp(a, "-")) {
+            if (trace)
+                return kvs_cli_usage_error(CMD, "one trace at a time ('%s' and '%s'); to compare "
+                                                "two, use kvscope compare",
+                                           trace, a);
+            trace = a;
+            continue;
+        }
+        bool known = !strcmp(a, "--model") || !strcmp(a, "--kv-capacity") ||
+                     !strcmp(a, "--device") || !strcmp(a, "--peak-gbps") ||
+                     !strcmp(a, "--step-regex") || !strcmp(a, "--batch") || !strcmp(a, "--format") ||
+                     !strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--top");
+        if (!known)
+            return kvs_cli_usage_error(CMD, "unknown option '%s'", a);
+        if (i + 1 >= argc)
+            return kvs_cli_usage_error(CMD, "%s needs a value", a);
+        const char *v = argv[++i];
+        int rc = KVS_EXIT_OK;
+        long long n;
+        if (!strcmp(a, "--model")) {
+            opt.model = v;
+        } else if (!strcmp(a, "--kv-capacity")) {
+            rc = parse_int(a, v, 1, (long long)1 << 40, &n);
+            opt.kv_capacity = n;
+        } else if (!strcmp(a, "--device")) {
+            opt.device = v;
+        } else if (!strcmp(a, "--peak-gbps")) {
+            rc = parse_num(a, v, 1e-3, 1e6, &opt.peak_gbps);
+        } else if (!strcmp(a, "--step-regex")) {
+            opt.step_regex = v;
+        } else if (!strcmp(a, "--batch")) {
+            rc = parse_int(a, v, 1, 1 << 24, &n);
+            opt.batch = (int)n;
+        } else if (!strcmp(a, "--top")) {
+            rc = parse_int(a, v, 1, 100000, &n);
+            ropt.top_kernels = (int)n;
+        } else if (!strcmp(a, "--format")) {
+            if (kvs_format_parse(v, &ropt.format) != KVS_STATUS_OK)
+                return kvs_cli_usage_error(CMD, "--format is text, md, json or html, not '%s'", v);
+        } else {
+            output = v;
+        }
+        if (rc != KVS_EXIT_OK)
+            return rc;
+    }
+    if (!trace)
+        return kvs_cli_usage_error(CMD, "which trace? give a file, a .gz file, or - for stdin");
+    if (opt.device && opt.peak_gbps > 0)
+        return kvs_cli_usage_error(CMD, "give --device or --peak-gbps, not both");
+
+    if (quiet)
+        opt.log.min_level = KVS_LOG_WARN;
+    struct progress prog = {!quiet && isatty(STDERR_FILENO), false, now_s()};
+    opt.progress = on_progress;
+    opt.progress_user = &prog;
+
+    struct kvs_analysis *a = NULL;
+    enum kvs_status st = kvs_analyze_file(trace, &opt, &a);
+    if (prog.shown)
+        fprintf(stderr, "\r\033[K");
+    if (st != KVS_STATUS_OK && st != KVS_STATUS_TRUNCATED) {
+        /* the analysis logged why */
+        switch (st) {
+        case KVS_STATUS_NO_MEMORY:
+        case KVS_STATUS_INTERNAL:
+            return KVS_EXIT_FAILURE;
+        default:
+            return KVS_EXIT_USAGE;
+        }
+    }
+
+    FILE *out = stdout;
+    if (output && strcmp(output, "-")) {
+        out = fopen(output, "w");
+        if (!out) {
+            fprintf(stderr, "kvscope report: cannot write %s: %s\n", output, strerror(errno));
+            kvs_analysis_free(a);
+            return KVS_EXIT_FAILURE;
+        }
+    }
+    const char *no_color = getenv("NO_COLOR");
+    ropt.color = ropt.format == KVS_FORMAT_TEXT && out == stdout && isatty(STDOUT_FILENO) &&
+                 !(no_color && *no_color);
+    enum kvs_status rs = kvs_render_report(out, a, &ropt);
+    if (out != stdout && fclose(out) != 0 && rs == KVS_STATUS_OK) {
+        fprintf(stderr, "kvscope report: writing %s failed: %s\n", output, strerror(errno));
+        rs = KVS_STATUS_IO;
+    }
+    kvs_analysis_free(a);
+    return rs == KVS_STATUS_OK ? KVS_EXIT_OK : KVS_EXIT_FAILURE;
+}

@@ -1,0 +1,359 @@
+/* tests/test_analysis.c — the analysis on hand-written fixtures with known
+ * answers (tests/fixtures/README.md derives each one): linking by External
+ * id, by a runtime call's id and by correlation + enclosing op (B/E ops
+ * included); copy/cast groups, bytes per call, GB/s, efficiency; steps, GPU
+ * busy as the union of intervals clipped to the step, category time; shape
+ * matching with and without a model; findings; the options.
+ *
+ *   meson test -C build test_analysis     ./build/analyzers/test_analysis [case...]
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer_test_util.h"
+#include "kvs_test.h"
+#include "kvscope/analysis.h"
+
+static struct kvs_log_capture cap;
+
+static struct kvs_analysis *analyze(const char *fixture, struct kvs_analysis_options *opt,
+                                    enum kvs_status want)
+{
+    char path[512];
+    kvs_fixture_path(path, sizeof path, fixture);
+    struct kvs_analysis_options def;
+    if (!opt) {
+        kvs_analysis_options_init(&def);
+        opt = &def;
+    }
+    opt->log = kvs_capture_logger(&cap);
+    struct kvs_analysis *a = NULL;
+    enum kvs_status st = kvs_analyze_file(path, opt, &a);
+    KVS_CHECK_MSG(st == want, "%s: status %d, want %d (%s)", fixture, st, want, cap.last);
+    return a;
+}
+
+static const struct kvs_group *find_group(const struct kvs_analysis *a, const char *op, const char *dims)
+{
+    for (size_t i = 0; i < a->ngroup; i++)
+        if (!strcmp(a->groups[i].op, op) && (!dims || !strcmp(a->groups[i].dims, dims)))
+            return &a->groups[i];
+    return NULL;
+}
+
+static const struct kvs_finding *find_finding(const struct kvs_analysis *a, const char *id)
+{
+    for (size_t i = 0; i < a->nfinding; i++)
+        if (!strcmp(a->findings[i].id, id))
+            return &a->findings[i];
+    return NULL;
+}
+
+#define MS(us) ((us) / 1000.0)
+#define TOL 1e-9
+
+static void test_kineto_trace_info(void)
+{
+    struct kvs_analysis *a = analyze("kineto_small.json", NULL, KVS_STATUS_OK);
+    KVS_REQUIRE(a);
+    KVS_CHECK_EQ_INT(a->trace.ops, 20);
+    KVS_CHECK_EQ_INT(a->trace.kernels, 13);
+    KVS_CHECK_EQ_INT(a->trace.memcpys, 2);
+    KVS_CHECK_EQ_INT(a->trace.memsets, 1);
+    /* orphan kernel, orphan memset, the zero-length kernel */
+    KVS_CHECK_EQ_INT(a->trace.gpu_unlinked, 3);
+    KVS_CHECK_EQ_STR(a->trace.device, "NVIDIA H200");
+    KVS_CHECK_NEAR(a->trace.peak_gbps, 4800, TOL);
+    KVS_CHECK_EQ_STR(a->trace.peak_source, "device table");
+    KVS_CHECK_EQ_STR(a->trace.producer, "pytorch-kineto");
+    KVS_CHECK_EQ_INT(a->trace.rank, 0);
+    KVS_CHECK(!a->trace.truncated);
+    kvs_analysis_free(a);
+}
+
+static void test_kineto_steps(void)
+{
+    struct kvs_analysis *a = analyze("kineto_small.json", NULL, KVS_STATUS_OK);
+    KVS_REQUIRE(a);
+    KVS_REQUIRE(a->nstep == 2);
+    KVS_CHECK_EQ_INT(a->steps.count, 2);
+    KVS_CHECK_EQ_INT(a->step[0].index, 1);
+    KVS_CHECK_EQ_INT(a->step[1].index, 2);
+    KVS_CHECK_EQ_STR(a->step[1].name, "ProfilerStep#2");
+    KVS_CHECK_NEAR(a->step[0].wall_ms, 1.0, TOL);
+    KVS_CHECK_NEAR(a->step[0].start_us, 1000000.0, TOL);
+    /* step 1: copy 20 + GEMM 30 + copy 20 + add 10 + attention 10 with the
+     * 2 us memcpy inside the attention kernel's interval: 90 us */
+    KVS_CHECK_NEAR(a->step[0].gpu_busy_ms, MS(90), TOL);
+    /* step 2: the same 90 + the 10 us of aten::mul's kernel before the step ends */
+    KVS_CHECK_NEAR(a->step[1].gpu_busy_ms, MS(100), TOL);
+    KVS_CHECK_NEAR(a->step[0].busy_fraction, 0.09, TOL);
+    KVS_CHECK_NEAR(a->step[0].category_ms[KVS_CAT_COPY_CAST], MS(42), TOL);
+    KVS_CHECK_NEAR(a->step[0].category_ms[KVS_CAT_GEMM], MS(30), TOL);
+    KVS_CHECK_NEAR(a->step[0].category_ms[KVS_CAT_ATTENTION], MS(10), TOL);
+    KVS_CHECK_NEAR(a->step[0].category_ms[KVS_CAT_OTHER], MS(10), TOL);
+    KVS_CHECK_NEAR(a->step[1].category_ms[KVS_CAT_OTHER], MS(20), TOL);
+    KVS_CHECK_NEAR(a->steps.mean_ms, 1.0, TOL);
+    KVS_CHECK_NEAR(a->steps.gpu_ms_per_step, MS(95), TOL);
+    KVS_CHECK_NEAR(a->steps.gpu_busy_fraction, 0.095, TOL);
+    KVS_CHECK_NEAR(a->steps.total_gpu_ms, MS(190), TOL);
+    KVS_CHECK_NEAR(a->category_ms[KVS_CAT_COPY_CAST], MS(84), TOL);
+    KVS_CHECK_NEAR(a->category_ms[KVS_CAT_OTHER], MS(30), TOL);
+    KVS_CHECK(a->steps.tokens_per_s == 0); /* no batch given */
+    kvs_analysis_free(a);
+}
+
+static void test_kineto_groups(void)
+{
+    struct kvs_analysis *a = analyze("kineto_small.json", NULL, KVS_STATUS_OK);
+    KVS_REQUIRE(a);
+    /* aten::to / aten::_to_copy wrap copy_ but launch nothing: no groups;
+     * the memcpy's copy_ and the bare memset are the other two */
+    KVS_CHECK_EQ_INT(a->ngroup, 3);
+    const struct kvs_group *g = &a->groups[0];
+    KVS_CHECK_EQ_STR(g->op, "aten::copy_");
+    KVS_CHECK_EQ_STR(g->dims, "[[16384,1,576],[16384,1,576]]");
+    KVS_CHECK_EQ_STR(g->dtypes, "[\"c10::BFloat16\",\"c10::Float8_e4m3fn\"]");
+    KVS_CHECK_EQ_INT(g->ntensors, 2);
+    KVS_CHECK_EQ_INT(g->tensor_dims[1].rank, 3);
+    KVS_CHECK_EQ_INT(g->tensor_dims[1].d[0], 16384);
+    KVS_CHECK_EQ_STR(g->tensor_dtypes[1], "c10::Float8_e4m3fn");
+    KVS_CHECK_EQ_INT(g->calls, 4);
+    KVS_CHECK_NEAR(g->calls_per_step, 2.0, TOL);
+    KVS_CHECK_NEAR(g->gpu_ms, MS(80), TOL);
+    KVS_CHECK_NEAR(g->gpu_ms_per_step, MS(40), TOL);
+    /* trace busy: 90 + 90 + 20 (mul) + 5 (orphan) + 1 (memset) = 206 us */
+    KVS_CHECK_NEAR(g->gpu_fraction, 80.0 / 206.0, 1e-12);
+    KVS_CHECK_EQ_INT(g->bytes_per_call, 16384LL * 576 * (2 + 1));
+    KVS_CHECK_NEAR(g->achieved_gbps, 16384.0 * 576 * 3 * 4 / 80000.0, 1e-9);
+    KVS_CHECK_NEAR(g->efficiency, 16384.0 * 576 * 3 * 4 / 80000.0 / 4800.0, 1e-12);
+    KVS_CHECK(g->kernel && strstr(g->kernel, "direct_copy_kernel_cuda"));
+    KVS_CHECK_EQ_STR(g->role, "aten::copy_ BFloat16<-Float8_e4m3fn [*,1,576]");
+    /* a device-to-device memcpy reads and writes its 1152 bytes */
+    const struct kvs_group *m = find_group(a, "aten::copy_", "[[576],[576]]");
+    KVS_REQUIRE(m);
+    KVS_CHECK_EQ_INT(m->calls, 2);
+    KVS_CHECK_EQ_INT(m->bytes_per_call, 2304);
+    KVS_CHECK_NEAR(m->gpu_ms, MS(4), TOL);
+    KVS_CHECK_NEAR(m->achieved_gbps, 2304.0 * 2 / 4000.0, 1e-12);
+    /* a memset with no op is its own group, named after the activity */
+    const struct kvs_group *z = find_group(a, "Memset (Device)", NULL);
+    KVS_REQUIRE(z);
+    KVS_CHECK_EQ_INT(z->calls, 1);
+    KVS_CHECK_EQ_INT(z->bytes_per_call, 4096);
+    KVS_CHECK_EQ_STR(z->dims, "[]");
+    KVS_CHECK(!z->has_match);
+    kvs_analysis_free(a);
+}
+
+static void test_kineto_kernels(void)
+{
+    struct kvs_analysis *a = analyze("kineto_small.json", NULL, KVS_STATUS_OK);
+    KVS_REQUIRE(a);
+    KVS_REQUIRE(a->nkernel >= 5);
+    /* 4 x 20 us of the copy kernel lead; then the GEMM's 2 x 30 us */
+    KVS_CHECK(strstr(a->kernels[0].name, "direct_copy_kernel_cuda") != NULL);
+    KVS_CHECK_EQ_INT(a->kernels[0].calls, 4);
+    KVS_CHECK_NEAR(a->kernels[0].gpu_ms, MS(80), TOL);
+    KVS_CHECK_EQ_INT(a->kernels[0].category, KVS_CAT_COPY_CAST);
+    KVS_CHECK_EQ_STR(a->kernels[1].name, "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT");
+    KVS_CHECK_EQ_INT(a->kernels[1].category, KVS_CAT_GEMM);
+    for (size_t i = 0; i < a->nkernel; i++) {
+        if (strstr(a->kernels[i].name, "flash_fwd"))
+            KVS_CHECK_EQ_INT(a->kernels[i].category, KVS_CAT_ATTENTION);
+        if (strstr(a->kernels[i].name, "CUDAFunctor_add")) /* linked by correlation only */
+            KVS_CHECK_EQ_INT(a->kernels[i].category, KVS_CAT_OTHER);
+        if (i)
+            KVS_CHECK(a->kernels[i - 1].gpu_ms >= a->kernels[i].gpu_ms);
+    }
+    kvs_analysis_free(a);
+}
+
+/* No config: the layer count comes from layer_0/layer_1 ranges, and the
+ * 16384-token buffer next to [1024,1,576] views is a preallocated buffer. */
+static void test_kineto_inferred_match_and_findings(void)
+{
+    struct kvs_analysis *a = analyze("kineto_small.json", NULL, KVS_STATUS_OK);
+    KVS_REQUIRE(a);
+    const struct kvs_group *g = &a->groups[0];
+    KVS_REQUIRE(g->has_match);
+    KVS_CHECK(g->match.inferred);
+    KVS_CHECK(g->match.per_layer);
+    KVS_CHECK_EQ_INT(g->match.capacity_tokens, 16384);
+    KVS_CHECK_EQ_INT(g->match.row_dim, 576);
+    KVS_CHECK(strstr(g->match.label, "preallocated") != NULL);
+    KVS_CHECK(a->model == NULL);
+    const struct kvs_finding *f = find_finding(a, "kv_full_buffer_cast");
+    KVS_REQUIRE(f);
+    KVS_CHECK_NEAR(f->bytes_per_step, 16384.0 * 576 * 3 * 2, 1e-3);
+    KVS_CHECK_NEAR(f->needed_bytes_per_step, 1024.0 * 576 * 3 * 2, 1e-3);
+    KVS_CHECK_NEAR(f->gpu_ms_per_step, MS(40) * (1.0 - 1024.0 / 16384.0), 1e-12);
+    KVS_CHECK(f->group == 0);
+    KVS_CHECK(f->fix && strstr(f->fix, "Gather") && strstr(f->fix, "reads the Float8_e4m3fn"));
+    const struct kvs_finding *idle = find_finding(a, "gpu_idle");
+    KVS_REQUIRE(idle);
+    KVS_CHECK_NEAR(idle->gpu_ms_per_step, 1.0 - MS(95), 1e-12);
+    KVS_CHECK_EQ_INT(idle->severity, KVS_SEV_HIGH);
+    /* 28 MB per call is under the streaming threshold: no bandwidth finding */
+    KVS_CHECK(find_finding(a, "low_bandwidth_efficiency") == NULL);
+    for (size_t i = 1; i < a->nfinding; i++)
+        KVS_CHECK(a->findings[i - 1].gpu_ms_per_step >= a->findings[i].gpu_ms_per_step);
+    kvs_analysis_free(a);
+}
+
+static void test_model_and_capacity(void)
+{
+    struct kvs_analysis_options o;
+    kvs_analysis_options_init(&o);
+    o.model = "glm5";
+    o.kv_capacity = 16384;
+    o.batch = 4;
+    struct kvs_analysis *a = analyze("kineto_small.json", &o, KVS_STATUS_OK);
+    KVS_REQUIRE(a);
+    KVS_CHECK_EQ_STR(a->model, "glm5");
+    KVS_CHECK_EQ_INT(a->num_layers, 78);
+    const struct kvs_group *g = &a->groups[0];
+    KVS_REQUIRE(g->has_match);
+    KVS_CHECK_EQ_STR(g->match.label, "KV capacity (tokens) x kv_lora_rank 512 + qk_rope_head_dim 64");
+    KVS_CHECK(!g->match.inferred);
+    KVS_CHECK(!g->match.per_layer); /* 2 calls per step, GLM-5 has 78 layers */
+    KVS_CHECK_NEAR(a->steps.tokens_per_s, 4 * 1000.0 / 1.0, 1e-9);
+    KVS_CHECK(find_finding(a, "kv_full_buffer_cast") != NULL);
+    kvs_analysis_free(a);
+
+    /* a capacity that is not the buffer's: no capacity label, still inferred */
+    o.kv_capacity = 999;
+    a = analyze("kineto_small.json", &o, KVS_STATUS_OK);
+    KVS_REQUIRE(a);
+    KVS_CHECK(a->groups[0].has_match && strstr(a->groups[0].match.label, "preallocated"));
+    kvs_analysis_free(a);
+
+    o.model = "no-such-model";
+    a = analyze("kineto_small.json", &o, KVS_STATUS_NOT_FOUND);
+    KVS_CHECK(a == NULL);
+    KVS_CHECK(strstr(cap.last, "glm5") != NULL); /* the message lists the bundled names */
+}
+
+static void test_device_options(void)
+{
+    struct kvs_analysis_options o;
+    kvs_analysis_options_init(&o);
+    o.device = "b200";
+    struct kvs_analysis *a = analyze("kineto_small.json", &o, KVS_STATUS_OK);
+    KVS_REQUIRE(a);
+    KVS_CHECK_NEAR(a->trace.peak_gbps, 8000, TOL);
+    KVS_CHECK_EQ_STR(a->trace.device, "NVIDIA B200");
+    KVS_CHECK_NEAR(a->groups[0].efficiency, a->groups[0].achieved_gbps / 8000.0, 1e-12);
+    kvs_analysis_free(a);
+    kvs_analysis_options_init(&o);
+    o.peak_gbps = 1000;
+    a = analyze("kineto_small.json", &o, KVS_STATUS_OK);
+    KVS_REQUIRE(a);
+    KVS_CHECK_NEAR(a->trace.peak_gbps, 1000, TOL);
+    KVS_CHECK_EQ_STR(a->trace.peak_source, "--peak-gbps");
+    kvs_analysis_free(a);
+    kvs_analysis_options_init(&o);
+    o.device = "Imaginary GPU 9000";
+    a = analyze("kineto_small.json", &o, KVS_STATUS_OK);
+    KVS_REQUIRE(a);
+    KVS_CHECK(a->trace.peak_gbps == 0 && a->groups[0].efficiency == 0);
+    KVS_CHECK(strstr(cap.last, "not in the device table") != NULL);
+    kvs_analysis_free(a);
+}
+
+static void test_step_regex(void)
+{
+    struct kvs_analysis_options o;
+    kvs_analysis_options_init(&o);
+    o.step_regex = "^layer_[0-9]+$";
+    struct kvs_analysis *a = analyze("kineto_small.json", &o, KVS_STATUS_OK);
+    KVS_REQUIRE(a);
+    KVS_CHECK_EQ_INT(a->steps.count, 4);
+    KVS_CHECK_NEAR(a->steps.mean_ms, 0.4, TOL);
+    kvs_analysis_free(a);
+    o.step_regex = "nothing matches this";
+    a = analyze("kineto_small.json", &o, KVS_STATUS_OK);
+    KVS_REQUIRE(a);
+    KVS_CHECK_EQ_INT(a->steps.count, 0);
+    KVS_CHECK(strstr(cap.all, "no step markers") != NULL);
+    /* without steps the figures are totals */
+    KVS_CHECK_NEAR(a->steps.total_gpu_ms, MS(206), TOL);
+    KVS_CHECK_NEAR(a->groups[0].calls_per_step, 4, TOL);
+    kvs_analysis_free(a);
+    o.step_regex = "([unclosed";
+    a = analyze("kineto_small.json", &o, KVS_STATUS_INVALID_ARGUMENT);
+    KVS_CHECK(a == NULL);
+}
+
+/* Old schema: integer us, Operator/Kernel/Runtime, lower-case "external id"
+ * 0 on kernels. The copy kernel links through its runtime call's id, the
+ * GEMM through correlation -> runtime call -> enclosing aten::mm. */
+static void test_old_schema_linking(void)
+{
+    struct kvs_analysis *a = analyze("old_schema.json", NULL, KVS_STATUS_OK);
+    KVS_REQUIRE(a);
+    KVS_CHECK_EQ_INT(a->trace.gpu_unlinked, 0);
+    KVS_CHECK_EQ_INT(a->steps.count, 0);
+    KVS_CHECK(a->trace.peak_gbps == 0); /* no device named */
+    KVS_CHECK_EQ_INT(a->trace.rank, 3);
+    KVS_CHECK_EQ_INT(a->trace.world_size, 8);
+    KVS_REQUIRE(a->ngroup == 1);
+    const struct kvs_group *g = &a->groups[0];
+    KVS_CHECK_EQ_STR(g->dims, "[[8,128],[8,128]]");
+    KVS_CHECK_EQ_STR(g->dtypes, "[\"c10::Half\",\"float\"]");
+    KVS_CHECK_EQ_INT(g->bytes_per_call, 8 * 128 * (2 + 4));
+    KVS_CHECK_NEAR(g->achieved_gbps, 6144.0 / 4000.0, 1e-12);
+    KVS_CHECK_NEAR(g->gpu_fraction, 4.0 / 14.0, 1e-12);
+    KVS_CHECK_NEAR(a->category_ms[KVS_CAT_GEMM], MS(10), TOL); /* via the enclosing aten::mm */
+    KVS_CHECK_NEAR(a->category_ms[KVS_CAT_COPY_CAST], MS(4), TOL);
+    kvs_analysis_free(a);
+}
+
+/* JSON Array Format, B/E pairs: the "decode_step 7" range is a step; the
+ * kernel links by correlation to a launch inside the B/E aten::copy_. */
+static void test_array_begin_end(void)
+{
+    struct kvs_analysis *a = analyze("array_be.json", NULL, KVS_STATUS_OK);
+    KVS_REQUIRE(a);
+    KVS_REQUIRE(a->nstep == 1);
+    KVS_CHECK_EQ_INT(a->step[0].index, 7);
+    KVS_CHECK_NEAR(a->step[0].wall_ms, 0.1, TOL);
+    KVS_CHECK_NEAR(a->step[0].gpu_busy_ms, MS(8), TOL);
+    KVS_CHECK_EQ_INT(a->trace.gpu_unlinked, 0);
+    KVS_REQUIRE(a->ngroup == 1);
+    KVS_CHECK_EQ_STR(a->groups[0].dims, "[[100,64],[100,64]]");
+    KVS_CHECK_EQ_INT(a->groups[0].bytes_per_call, 100 * 64 * 2 * 2);
+    KVS_CHECK_NEAR(a->groups[0].calls_per_step, 1, TOL);
+    KVS_CHECK_EQ_STR(a->trace.producer, "pytorch-kineto");
+    kvs_analysis_free(a);
+}
+
+static void test_category_names(void)
+{
+    for (int c = 0; c < KVS_CAT_COUNT_; c++) {
+        const char *n = kvs_category_name((enum kvs_category)c);
+        KVS_CHECK(n && *n && strcmp(n, "unknown"));
+    }
+    KVS_CHECK_EQ_STR(kvs_category_name(KVS_CAT_COPY_CAST), "copy/cast");
+}
+
+int main(int argc, char **argv)
+{
+    static const struct kvs_test tests[] = {
+        {"kineto_trace_info", test_kineto_trace_info},
+        {"kineto_steps", test_kineto_steps},
+        {"kineto_groups", test_kineto_groups},
+        {"kineto_kernels", test_kineto_kernels},
+        {"kineto_inferred_match_and_findings", test_kineto_inferred_match_and_findings},
+        {"model_and_capacity", test_model_and_capacity},
+        {"device_options", test_device_options},
+        {"step_regex", test_step_regex},
+        {"old_schema_linking", test_old_schema_linking},
+        {"array_begin_end", test_array_begin_end},
+        {"category_names", test_category_names},
+        {NULL, NULL},
+    };
+    return kvs_test_main(argc, argv, tests);
+}

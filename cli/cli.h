@@ -32,6 +32,7 @@ int kvs_cli_usage_error(const char *cmd, const char *fmt, ...)
 
 int kvs_cmd_version(int argc, char **argv);
 int kvs_cmd_report(int argc, char **argv);
+int kvs_cmd_compare(int argc, char **argv);
 int kvs_cmd_engine(int argc, char **argv);
 int kvs_cmd_capture(int argc, char **argv); /* CUDA builds only */
 

@@ -20,6 +20,8 @@ const struct kvs_cli_cmd kvs_cli_commands[] = {
     {"version", "print the kvscope version and what this build can do", kvs_cmd_version, false},
     {"report", "read a trace and name the bottleneck (copy/cast groups, roofline, steps)",
      kvs_cmd_report, false},
+    {"compare", "compare two traces (before/after a fix): what changed, and why wall time moved",
+     kvs_cmd_compare, false},
     {"engine", "run the reference GLM-5 decode engine with a chosen KV path and measure it",
      KVS_ENGINE_ONLY(kvs_cmd_engine), true},
     {"capture", "run a CUDA program and write a Kineto-compatible trace of its GPU work",

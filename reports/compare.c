@@ -373,6 +373,12 @@ static void verdict_time(struct builder *b)
                           "Wall time fell by about as much as GPU time (%s of %s ms per step): "
                           "the saved GPU work was on the step's critical path.",
                           s1, s2);
+        else if (launch_bound)
+            why = fmt_dup(b,
+                          "Wall time fell more than GPU time (%s vs %s ms per step): the step is "
+                          "launch-bound, so its length follows the CPU side, which the change "
+                          "also shortened (fewer or cheaper ops and launches).",
+                          s1, s2);
         else
             why = fmt_dup(b,
                           "Wall time fell more than GPU time (%s vs %s ms per step): the change "
@@ -380,7 +386,7 @@ static void verdict_time(struct builder *b)
                           "synchronisation.",
                           s1, s2);
         push(b, &c->verdict, &c->nverdict, why);
-        if (launch_bound && saved_wall > 0 && share >= 0.8)
+        if (launch_bound && saved_wall > 0 && share >= 0.8 && share <= 1.25)
             push(b, &c->verdict, &c->nverdict,
                  fmt_dup(b, "The step is still launch-bound (GPU busy %s): CUDA graphs or fewer, "
                             "larger kernels would shorten it further.", f2));

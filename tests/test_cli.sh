@@ -15,7 +15,7 @@ check() { # check WANT_RC DESCRIPTION -- CMD...
     LAST_OUT=$out
 }
 check 0 "--help exits 0" -- "$kvs" --help
-for c in version engine report; do
+for c in version engine report compare; do
     echo "$LAST_OUT" | grep -q "^  $c " || { echo "FAIL --help does not list '$c'"; fail=1; }
 done
 check 2 "no arguments exits 2" -- "$kvs"
@@ -25,4 +25,20 @@ check 2 "unknown option exits 2" -- "$kvs" --frob
 check 2 "bad flag to a subcommand exits 2" -- "$kvs" version --frob
 check 0 "version" -- "$kvs" version
 echo "$LAST_OUT" | grep -q "^kvscope [0-9]" || { echo "FAIL version output: $LAST_OUT"; fail=1; }
+
+# compare: usage errors exit 2, unwritable output 1, stdin for one side
+fx=${KVS_SOURCE_ROOT:-.}/tests/fixtures/reports
+check 0 "compare --help" -- "$kvs" compare --help
+check 2 "compare with one trace exits 2" -- "$kvs" compare "$fx/kv_unfixed.json"
+check 2 "compare with three traces exits 2" -- "$kvs" compare "$fx/kv_unfixed.json" "$fx/kv_fixed.json" "$fx/kv_fixed.json"
+check 2 "compare reading stdin twice exits 2" -- "$kvs" compare - -
+check 2 "compare --format yaml exits 2" -- "$kvs" compare "$fx/kv_unfixed.json" "$fx/kv_fixed.json" --format yaml
+check 2 "compare --batch 0 exits 2" -- "$kvs" compare "$fx/kv_unfixed.json" "$fx/kv_fixed.json" --batch 0
+check 2 "compare --batch without a value exits 2" -- "$kvs" compare "$fx/kv_unfixed.json" "$fx/kv_fixed.json" --batch
+check 2 "compare with a missing trace exits 2" -- "$kvs" compare "$fx/no-such.json" "$fx/kv_fixed.json"
+check 1 "compare to an unwritable file exits 1" -- "$kvs" compare "$fx/kv_unfixed.json" "$fx/kv_fixed.json" -o /nonexistent-dir/out.txt
+check 0 "compare two traces as JSON" -- "$kvs" compare "$fx/kv_unfixed.json" "$fx/kv_fixed.json" --format json --quiet
+echo "$LAST_OUT" | grep -q '"schema": "kvscope.compare/1"' || { echo "FAIL compare JSON: $LAST_OUT"; fail=1; }
+check 0 "compare with BEFORE from stdin" -- sh -c "\"$kvs\" compare - \"$fx/kv_fixed.json\" --format json --quiet < \"$fx/kv_unfixed.json\""
+echo "$LAST_OUT" | grep -q '"path": "-"' || { echo "FAIL stdin path not '-': $LAST_OUT"; fail=1; }
 exit $fail

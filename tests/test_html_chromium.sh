@@ -1,6 +1,7 @@
 #!/bin/sh
 # tests/test_html_chromium.sh CMD [ARG...] — render the HTML page that CMD
-# writes to stdout in headless Chromium and check that it loads offline with
+# writes to stdout (or, with --shared REL KVSCOPE, `kvscope report` of a
+# trace under $KVS_SHARED_DIR) in headless Chromium and check that it loads offline with
 # no console messages (errors, CSP refusals), that the DOM holds the
 # report's parts (charts, tables) and no element injected from trace names,
 # and that the screenshot is not blank.
@@ -15,6 +16,14 @@ for b in chromium chromium-browser google-chrome; do
 done
 [ -n "$browser" ] || { echo "skip: no chromium (apt-get install chromium)"; exit 77; }
 command -v python3 >/dev/null 2>&1 || { echo "skip: no python3"; exit 77; }
+
+# --shared REL KVSCOPE [ARG...]: the report of ../shared/REL (77 when absent)
+if [ "${1:-}" = "--shared" ]; then
+    trace=${KVS_SHARED_DIR:-}/$2
+    [ -n "${KVS_SHARED_DIR:-}" ] && [ -f "$trace" ] || { echo "skip: no $2 in \$KVS_SHARED_DIR"; exit 77; }
+    kvs=$3; shift 3
+    set -- "$kvs" report "$trace" --format html --quiet "$@"
+fi
 
 dir=$(mktemp -d) || exit 99
 trap 'rm -rf "$dir"' EXIT

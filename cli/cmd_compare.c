@@ -1,0 +1,222 @@
+/* cli/cmd_compare.c — `kvscope compare BEFORE AFTER`: analyse two traces (say,
+ * before and after a fix) and say what changed and why, in text, markdown,
+ * JSON (kvscope.compare/1) or HTML.
+ *
+ *   kvscope compare unfixed.json.gz fixed.json.gz --batch 1
+ *   kvscope compare A B --format html -o compare.html
+ *
+ * Exit codes: 0 compared, 1 the work failed (out of memory, cannot write),
+ * 2 bad usage or a trace that cannot be read.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "kvscope/analysis.h"
+#include "kvscope/report.h"
+
+static void usage(FILE *out)
+{
+    fputs("usage: kvscope compare BEFORE AFTER [options]\n"
+          "\n"
+          "Analyse two Chrome-trace JSON files (plain, .gz, or - for stdin; at most one -)\n"
+          "and compare them: step wall time, GPU time and busy fraction, tokens/s, copy/cast\n"
+          "groups paired by role, findings resolved and new, and a verdict in plain words.\n"
+          "\n"
+          "options (applied to both traces):\n"
+          "  --model CFG         Hugging Face config.json, or a bundled name (glm5, deepseek-v3,\n"
+          "                      kimi-k2, glm-4.7-flash, llama-3-70b, qwen3-235b-a22b)\n"
+          "  --kv-capacity N     preallocated KV capacity in tokens\n"
+          "  --device NAME       device for the HBM peak (default: from the trace)\n"
+          "  --peak-gbps X       HBM peak in GB/s (overrides the device table)\n"
+          "  --step-regex RE     step ranges (default: ProfilerStep#N, then 'step' ranges)\n"
+          "  --batch B           sequences per step, for tokens/s\n"
+          "  --format F          text (default), md, json or html\n"
+          "  -o, --output FILE   write there instead of stdout\n"
+          "  --top N             accepted for symmetry with report (compare shows no kernel table)\n"
+          "  --quiet             no progress or info messages on stderr\n"
+          "  -h, --help          this help\n"
+          "\n"
+          "exit codes: 0 compared, 1 the work failed, 2 bad usage or an unreadable trace\n",
+          out);
+}
+
+/* "--name=value" or "--name value"; NULL when argv[*i] is not --name. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name, bool *missing)
+{
+    size_t n = strlen(name);
+    const char *a = argv[*i];
+    if (strncmp(a, name, n))
+        return NULL;
+    if (a[n] == '=')
+        return a + n + 1;
+    if (a[n] != 0)
+        return NULL;
+    if (*i + 1 >= argc) {
+        *missing = true;
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+static bool parse_int(const char *s, long long min, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < min)
+        return false;
+    *out = v;
+    return true;
+}
+
+struct progress {
+    const char *label;
+    int last_pct;
+};
+
+static void show_progress(void *user, uint64_t done, uint64_t total)
+{
+    struct progress *p = user;
+    if (total == 0)
+        return;
+    int pct = (int)(done * 100 / total);
+    if (pct == p->last_pct)
+        return;
+    p->last_pct = pct;
+    fprintf(stderr, "\rkvscope compare: reading %s: %3d%%", p->label, pct);
+    if (pct >= 100)
+        fputs("\r\033[K", stderr);
+}
+
+/* Exit code for an analysis that failed (the logger already said why); the
+ * same rule as `kvscope report`: our own failures 1, unreadable input 2. */
+static int exit_for(enum kvs_status st)
+{
+    return st == KVS_STATUS_NO_MEMORY || st == KVS_STATUS_INTERNAL ? KVS_EXIT_FAILURE
+                                                                   : KVS_EXIT_USAGE;
+}
+
+int kvs_cmd_compare(int argc, char **argv)
+{
+    struct kvs_analysis_options aopt;
+    kvs_analysis_options_init(&aopt);
+    const char *paths[2] = {NULL, NULL}, *format = NULL, *output = NULL;
+    long long batch = 0, top = 0;
+    int npath = 0;
+    bool quiet = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        bool missing = false;
+        long long n;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return KVS_EXIT_OK;
+        } else if (!strcmp(a, "--quiet")) {
+            quiet = true;
+        } else if ((v = opt_value(argc, argv, &i, "--top", &missing))) {
+            if (!parse_int(v, 1, &top) || top > 100000)
+                return kvs_cli_usage_error("compare", "--top wants a positive integer, not '%s'", v);
+        } else if ((v = opt_value(argc, argv, &i, "--model", &missing))) {
+            aopt.model = v;
+        } else if ((v = opt_value(argc, argv, &i, "--kv-capacity", &missing))) {
+            if (!parse_int(v, 1, &n))
+                return kvs_cli_usage_error("compare", "--kv-capacity wants a positive integer, not '%s'", v);
+            aopt.kv_capacity = n;
+        } else if ((v = opt_value(argc, argv, &i, "--device", &missing))) {
+            aopt.device = v;
+        } else if ((v = opt_value(argc, argv, &i, "--peak-gbps", &missing))) {
+            char *end;
+            aopt.peak_gbps = strtod(v, &end);
+            if (end == v || *end || !(aopt.peak_gbps > 0) || aopt.peak_gbps > 1e6)
+                return kvs_cli_usage_error("compare", "--peak-gbps wants a positive number, not '%s'", v);
+        } else if ((v = opt_value(argc, argv, &i, "--step-regex", &missing))) {
+            aopt.step_regex = v;
+        } else if ((v = opt_value(argc, argv, &i, "--batch", &missing))) {
+            if (!parse_int(v, 1, &batch) || batch > 1 << 24)
+                return kvs_cli_usage_error("compare", "--batch wants a positive integer, not '%s'", v);
+        } else if ((v = opt_value(argc, argv, &i, "--format", &missing))) {
+            format = v;
+        } else if ((v = opt_value(argc, argv, &i, "--output", &missing)) ||
+                   (v = opt_value(argc, argv, &i, "-o", &missing))) {
+            output = v;
+        } else if (missing) {
+            return kvs_cli_usage_error("compare", "%s needs a value", a);
+        } else if (a[0] == '-' && a[1] != 0) {
+            return kvs_cli_usage_error("compare", "unknown option '%s'", a);
+        } else if (npath < 2) {
+            paths[npath++] = a;
+        } else {
+            return kvs_cli_usage_error("compare", "unexpected argument '%s' (two traces: BEFORE AFTER)", a);
+        }
+    }
+    if (npath < 2)
+        return kvs_cli_usage_error("compare", "needs two traces: BEFORE AFTER");
+    if (aopt.device && aopt.peak_gbps > 0)
+        return kvs_cli_usage_error("compare", "give --device or --peak-gbps, not both");
+    if (!strcmp(paths[0], "-") && !strcmp(paths[1], "-"))
+        return kvs_cli_usage_error("compare", "only one of BEFORE and AFTER can be '-' (stdin)");
+    struct kvs_render_options ropt = {.format = KVS_FORMAT_TEXT};
+    if (format && kvs_format_parse(format, &ropt.format) != KVS_STATUS_OK)
+        return kvs_cli_usage_error("compare", "unknown format '%s' (text, md, json or html)", format);
+    aopt.batch = (int)batch;
+    if (quiet)
+        aopt.log.min_level = KVS_LOG_WARN;
+    ropt.log = aopt.log;
+    ropt.top_kernels = (int)top;
+
+    struct kvs_analysis *an[2] = {NULL, NULL};
+    int rc = KVS_EXIT_OK;
+    bool tty_err = !quiet && isatty(STDERR_FILENO);
+    for (int k = 0; k < 2 && rc == KVS_EXIT_OK; k++) {
+        struct progress p = {k ? "AFTER" : "BEFORE", -1};
+        if (tty_err) {
+            aopt.progress = show_progress;
+            aopt.progress_user = &p;
+        }
+        enum kvs_status st = kvs_analyze_file(paths[k], &aopt, &an[k]);
+        if (st != KVS_STATUS_OK && st != KVS_STATUS_TRUNCATED) {
+            fprintf(stderr, "kvscope compare: %s: %s\n", paths[k], kvs_status_str(st));
+            rc = exit_for(st);
+        }
+    }
+
+    struct kvs_comparison *cmp = NULL;
+    if (rc == KVS_EXIT_OK) {
+        enum kvs_status st = kvs_compare(an[0], an[1], (int)batch, &cmp);
+        if (st != KVS_STATUS_OK) {
+            fprintf(stderr, "kvscope compare: %s\n", kvs_status_str(st));
+            rc = KVS_EXIT_FAILURE;
+        }
+    }
+    if (rc == KVS_EXIT_OK) {
+        FILE *out = stdout;
+        if (output && strcmp(output, "-")) {
+            out = fopen(output, "w");
+            if (!out) {
+                fprintf(stderr, "kvscope compare: cannot write %s: %s\n", output, strerror(errno));
+                rc = KVS_EXIT_FAILURE;
+            }
+        }
+        if (out) {
+            const char *nc = getenv("NO_COLOR");
+            ropt.color = out == stdout && ropt.format == KVS_FORMAT_TEXT && isatty(STDOUT_FILENO) &&
+                         !(nc && *nc);
+            enum kvs_status st = kvs_render_compare(out, cmp, &ropt);
+            if (out != stdout && fclose(out) != 0 && st == KVS_STATUS_OK)
+                st = KVS_STATUS_IO;
+            if (st != KVS_STATUS_OK) {
+                fprintf(stderr, "kvscope compare: writing the comparison failed: %s\n",
+                        kvs_status_str(st));
+                rc = KVS_EXIT_FAILURE;
+            }
+        }
+    }
+    kvs_comparison_free(cmp);
+    kvs_analysis_free(an[0]);
+    kvs_analysis_free(an[1]);
+    return rc;
+}

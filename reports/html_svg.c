@@ -210,7 +210,7 @@ void kvs_svg_steps(FILE *f, const struct kvs_analysis *a, size_t max_steps)
 void kvs_svg_pairs(FILE *f, const struct kvs_svg_pair *rows, size_t n, const char *unit,
                    const char *aria_label)
 {
-    const double W = 860, left = 300, right = 110, top = 30, row = 40;
+    const double W = 900, left = 340, right = 110, top = 30, row = 40;
     double plot_w = W - left - right, bottom = top + row * (double)(n ? n : 1), H = bottom + 40;
     double xmax = 0;
     for (size_t i = 0; i < n; i++)
@@ -222,14 +222,14 @@ void kvs_svg_pairs(FILE *f, const struct kvs_svg_pair *rows, size_t n, const cha
     kvs_put_html(f, aria_label);
     fputs("\" xmlns=\"http://www.w3.org/2000/svg\">\n", f);
     x_axis(f, left, plot_w, top, bottom, xmax, unit);
-    fputs("<rect x=\"300\" y=\"6\" width=\"12\" height=\"12\" class=\"before\"/>\n", f);
-    put_svg_text(f, 318, 16, "start", "lbl", "before");
-    fputs("<rect x=\"380\" y=\"6\" width=\"12\" height=\"12\" class=\"after\"/>\n", f);
-    put_svg_text(f, 398, 16, "start", "lbl", "after");
+    fprintf(f, "<rect x=\"%.0f\" y=\"6\" width=\"12\" height=\"12\" class=\"before\"/>\n", left);
+    put_svg_text(f, left + 18, 16, "start", "lbl", "before");
+    fprintf(f, "<rect x=\"%.0f\" y=\"6\" width=\"12\" height=\"12\" class=\"after\"/>\n", left + 80);
+    put_svg_text(f, left + 98, 16, "start", "lbl", "after");
     for (size_t i = 0; i < n; i++) {
         double y = top + row * (double)i;
         char label[64], b[KVS_FMT_BUF];
-        kvs_truncate(label, sizeof label, rows[i].label, 46);
+        kvs_truncate(label, sizeof label, rows[i].label, 50);
         put_svg_text(f, left - 8, y + row / 2 + 4, "end", "lbl", label);
         double vals[2] = {fin(rows[i].before), fin(rows[i].after)};
         for (int k = 0; k < 2; k++) {

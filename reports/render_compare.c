@@ -273,12 +273,13 @@ enum kvs_status kvs_render_html_compare(FILE *out, const struct kvs_comparison *
     } else {
         struct kvs_svg_pair rows[10];
         size_t n = 0;
-        char labels[10][96];
+        char labels[10][160];
         for (; n < c->ngroup && n < 10; n++) {
             const struct kvs_cmp_group *g = &c->groups[n];
             const struct kvs_cmp_side *any = g->before.present ? &g->before : &g->after;
-            snprintf(labels[n], sizeof labels[n], "%s (%s)", any->op ? any->op : "?",
-                     any->dtypes_short ? any->dtypes_short : "");
+            /* op, the before side's dims and the dtypes: roles of one op stay apart */
+            snprintf(labels[n], sizeof labels[n], "%.40s %.40s %.40s", any->op ? any->op : "?",
+                     any->dims_short ? any->dims_short : "", any->dtypes_short ? any->dtypes_short : "");
             rows[n].label = labels[n];
             rows[n].before = g->before.present ? g->before.gpu_ms_per_step : 0;
             rows[n].after = g->after.present ? g->after.gpu_ms_per_step : 0;

@@ -1,0 +1,483 @@
+/* kernels/bench/bench_kernels.cu — times kvscope's kernels on the GPU and
+ * prints tables: the device-to-device copy rate first (every kernel is then
+ * reported as GB/s and % of it), the FP8 -> BF16 cast of the
+ * [495552, 1, 576] KV pool (generic, vector), gather-cast of 1K..128K
+ * tokens, MLA decode (batch 1/8/64 x context 1K..128K, 64 heads, BF16 KV and
+ * FP8-direct), MoE experts and projections. Every kernel's output is checked
+ * against the CPU reference (or, where that is too slow, against the other
+ * variant) before it is timed. Times: CUDA events around each call after
+ * warm-up, median of the repeats; inputs rotate through more than L2.
+ *
+ *   ninja -C build kernels/bench_kernels && build/kernels/bench_kernels [section...]
+ *   sections: copy cast gather mla moe gemm (default: all); mla32k runs only
+ *   batch 1 x 32K once per KV type, untimed, for a profiler (ncu -k regex:mla)
+ */
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vector>
+
+#include "kvscope/die.h"
+#include "kvscope/kernels.h"
+
+// ----------------------------------------------------------------------------
+// helpers
+
+static double g_copy_gbps = 0.0;
+
+#define CK(call) KVS_CUDA_DIE(call)
+#define ST(call) KVS_STATUS_DIE(call)
+
+__device__ __forceinline__ uint64_t mix(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* FP8 codes; mask 0xff keeps every code (NaN included), 0xbf keeps |x| < 2 */
+__global__ void fill_fp8(uint8_t *p, size_t n, uint64_t seed, uint32_t mask)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        p[i] = (uint8_t)(mix(i * 0x9E3779B97F4A7C15ull + seed) & mask);
+}
+
+/* BF16 uniform in [-a, a) (truncated to BF16) */
+__global__ void fill_bf16(uint16_t *p, size_t n, uint64_t seed, float a)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float u = (float)(mix(i * 0x9E3779B97F4A7C15ull + seed) >> 40) * 0x1p-24f;
+        p[i] = (uint16_t)(__float_as_uint((2.f * u - 1.f) * a) >> 16);
+    }
+}
+
+static void *dmalloc(size_t bytes)
+{
+    void *p = NULL;
+    CK(cudaMalloc(&p, bytes));
+    return p;
+}
+
+static void dfill_fp8(void *p, size_t n, uint64_t seed, uint32_t mask)
+{
+    fill_fp8<<<1024, 256>>>((uint8_t *)p, n, seed, mask);
+    KVS_CUDA_LAUNCH_DIE();
+}
+
+static void dfill_bf16(void *p, size_t n, uint64_t seed, float a)
+{
+    fill_bf16<<<1024, 256>>>((uint16_t *)p, n, seed, a);
+    KVS_CUDA_LAUNCH_DIE();
+}
+
+template <class T> static std::vector<T> download(const void *d, size_t n)
+{
+    std::vector<T> h(n);
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
+    return h;
+}
+
+static double norm_err(const kvs_bf16 *a, const kvs_bf16 *b, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double x = kvs_bf16_to_float(a[i]), y = kvs_bf16_to_float(b[i]);
+        if (isnan(x) || isnan(y))
+            return INFINITY;
+        num += (x - y) * (x - y);
+        den += y * y;
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+static void require(bool ok, const char *what)
+{
+    if (!ok) {
+        fprintf(stderr, "CHECK FAILED: %s (not timing a wrong result)\n", what);
+        exit(1);
+    }
+}
+
+/* median microseconds of `reps` calls of f(rep), after `warm` calls */
+template <class F> static double time_us(F f, int warm, int reps)
+{
+    for (int i = 0; i < warm; i++)
+        f(i);
+    std::vector<cudaEvent_t> ev(2 * reps);
+    for (auto &e : ev)
+        CK(cudaEventCreate(&e));
+    for (int i = 0; i < reps; i++) {
+        CK(cudaEventRecord(ev[2 * i]));
+        f(warm + i);
+        CK(cudaEventRecord(ev[2 * i + 1]));
+    }
+    CK(cudaDeviceSynchronize());
+    std::vector<float> ms(reps);
+    for (int i = 0; i < reps; i++)
+        CK(cudaEventElapsedTime(&ms[i], ev[2 * i], ev[2 * i + 1]));
+    for (auto &e : ev)
+        CK(cudaEventDestroy(e));
+    std::sort(ms.begin(), ms.end());
+    return 1000.0 * ms[reps / 2];
+}
+
+static double pct(double gbps) { return g_copy_gbps > 0 ? 100.0 * gbps / g_copy_gbps : 0.0; }
+
+// ----------------------------------------------------------------------------
+// sections
+
+static void bench_copy(void)
+{
+    const size_t bytes = (size_t)1 << 30;
+    void *a = dmalloc(bytes), *b = dmalloc(bytes);
+    dfill_fp8(a, bytes, 1, 0xff);
+    double us = time_us([&](int) { CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); },
+                        3, 20);
+    g_copy_gbps = 2.0 * bytes / us * 1e-3;
+    printf("\n## device-to-device copy (1 GiB, bytes read + written)\n\n");
+    printf("| bytes | median us | GB/s |\n|---|---|---|\n");
+    printf("| %zu | %.1f | %.0f |\n", bytes, us, g_copy_gbps);
+    CK(cudaFree(a));
+    CK(cudaFree(b));
+}
+
+static void bench_cast(void)
+{
+    const size_t n = (size_t)495552 * KVS_MLA_ROW;
+    kvs_fp8 *src = (kvs_fp8 *)dmalloc(n);
+    kvs_bf16 *dst = (kvs_bf16 *)dmalloc(n * 2);
+    dfill_fp8(src, n, 2, 0xff);
+    auto h_src = download<kvs_fp8>(src, n);
+    std::vector<kvs_bf16> ref(n);
+    kvs_cpu_cast_fp8_to_bf16(h_src.data(), ref.data(), n);
+    printf("\n## FP8 e4m3 -> BF16 cast of [495552, 1, 576] (%zu elements; bytes = 3 per element)\n\n", n);
+    printf("| variant | median us | GB/s | %% of copy |\n|---|---|---|---|\n");
+    for (int v = KVS_CAST_GENERIC; v <= KVS_CAST_VECTOR; v++) {
+        CK(cudaMemset(dst, 0xff, n * 2));
+        ST(kvs_cuda_cast_fp8_to_bf16((enum kvs_cast_variant)v, src, dst, n, NULL));
+        auto got = download<kvs_bf16>(dst, n);
+        require(memcmp(got.data(), ref.data(), n * 2) == 0, "cast bit-exact vs CPU");
+        double us = time_us(
+            [&](int) { ST(kvs_cuda_cast_fp8_to_bf16((enum kvs_cast_variant)v, src, dst, n, NULL)); },
+            3, 20);
+        double gbps = 3.0 * n / us * 1e-3;
+        printf("| %s | %.1f | %.0f | %.1f |\n", kvs_cast_variant_name((enum kvs_cast_variant)v),
+               us, gbps, pct(gbps));
+    }
+    CK(cudaFree(src));
+    CK(cudaFree(dst));
+}
+
+static void bench_gather(void)
+{
+    const size_t rows = 495552, row = KVS_MLA_ROW;
+    kvs_fp8 *pool = (kvs_fp8 *)dmalloc(rows * row);
+    dfill_fp8(pool, rows * row, 3, 0xff);
+    auto h_pool = download<kvs_fp8>(pool, rows * row);
+    printf("\n## gather-cast of active tokens from the [495552, 576] FP8 pool (bytes = 3 x 576 per token)\n\n");
+    printf("| tokens | median us | GB/s | %% of copy |\n|---|---|---|---|\n");
+    const int ntoks[] = {1024, 4096, 16384, 65536, 131072};
+    uint64_t st = 12345;
+    for (int ntok : ntoks) {
+        /* enough token lists (and outputs) that one pass touches > 100 MB */
+        int lists = (int)std::min<size_t>(64, std::max<size_t>(2, (size_t)100e6 / (ntok * row * 3)));
+        std::vector<int32_t> tok((size_t)lists * ntok);
+        for (auto &t : tok) {
+            st = st * 6364136223846793005ull + 1442695040888963407ull;
+            t = (int32_t)((st >> 33) % rows);
+        }
+        int32_t *d_tok = (int32_t *)dmalloc(tok.size() * 4);
+        kvs_bf16 *dst = (kvs_bf16 *)dmalloc((size_t)lists * ntok * row * 2);
+        CK(cudaMemcpy(d_tok, tok.data(), tok.size() * 4, cudaMemcpyHostToDevice));
+        CK(cudaMemset(dst, 0xff, (size_t)ntok * row * 2));
+        ST(kvs_cuda_gather_cast_fp8_to_bf16(pool, row, d_tok, ntok, dst, NULL));
+        auto got = download<kvs_bf16>(dst, (size_t)ntok * row);
+        std::vector<kvs_bf16> ref((size_t)ntok * row);
+        kvs_cpu_gather_cast_fp8_to_bf16(h_pool.data(), row, tok.data(), ntok, ref.data());
+        require(memcmp(got.data(), ref.data(), ref.size() * 2) == 0, "gather-cast bit-exact vs CPU");
+        double us = time_us(
+            [&](int i) {
+                int l = i % lists;
+                ST(kvs_cuda_gather_cast_fp8_to_bf16(pool, row, d_tok + (size_t)l * ntok, ntok,
+                                                    dst + (size_t)l * ntok * row, NULL));
+            },
+            lists, 3 * lists > 30 ? 3 * lists : 30);
+        double gbps = 3.0 * ntok * row / us * 1e-3;
+        printf("| %d | %.2f | %.0f | %.1f |\n", ntok, us, gbps, pct(gbps));
+        CK(cudaFree(d_tok));
+        CK(cudaFree(dst));
+    }
+    CK(cudaFree(pool));
+}
+
+static void bench_mla(void)
+{
+    const int H = 64, maxB = 64, maxC = 131072;
+    const size_t prow = (size_t)maxB * maxC; /* pool rows: the largest case */
+    kvs_fp8 *kv8 = (kvs_fp8 *)dmalloc(prow * KVS_MLA_ROW);
+    kvs_bf16 *kv16 = (kvs_bf16 *)dmalloc(prow * KVS_MLA_ROW * 2);
+    dfill_fp8(kv8, prow * KVS_MLA_ROW, 4, 0xbf); /* |x| < 2, no NaN */
+    ST(kvs_cuda_cast_fp8_to_bf16(KVS_CAST_VECTOR, kv8, kv16, prow * KVS_MLA_ROW, NULL));
+    kvs_bf16 *ql = (kvs_bf16 *)dmalloc((size_t)maxB * H * KVS_MLA_LATENT * 2);
+    kvs_bf16 *qr = (kvs_bf16 *)dmalloc((size_t)maxB * H * KVS_MLA_ROPE * 2);
+    dfill_bf16(ql, (size_t)maxB * H * KVS_MLA_LATENT, 5, 1.f);
+    dfill_bf16(qr, (size_t)maxB * H * KVS_MLA_ROPE, 6, 1.f);
+    kvs_bf16 *out = (kvs_bf16 *)dmalloc((size_t)maxB * H * KVS_MLA_LATENT * 2);
+    kvs_bf16 *out2 = (kvs_bf16 *)dmalloc((size_t)maxB * H * KVS_MLA_LATENT * 2);
+    float *lse = (float *)dmalloc((size_t)maxB * H * 4);
+    size_t wsb = 0;
+    for (int B : {1, 8, 64})
+        for (int C = 1024; C <= maxC; C *= 2)
+            wsb = std::max(wsb, kvs_cuda_mla_decode_workspace(B, H, C));
+    void *ws = dmalloc(wsb ? wsb : 16);
+    const int slots_max = 64;
+    int32_t *seqs = (int32_t *)dmalloc((size_t)slots_max * (maxB + 1) * 4);
+
+    printf("\n## MLA decode, 64 heads, absorbed (576/512), scale 1/16; KV bytes = B x ctx x 576 (FP8) or x 1152 (BF16)\n");
+    printf("FLOPs = B x ctx x 64 x (576 + 512) x 2. Checked: vs the CPU reference where marked, FP8 vs BF16 always.\n\n");
+    printf("| B | ctx | KV | median us | KV GB/s | %% of copy | TFLOP/s | check |\n|---|---|---|---|---|---|---|---|\n");
+    const int ctxs[] = {1024, 4096, 16384, 32768, 65536, 131072};
+    for (int B : {1, 8, 64})
+        for (int C : ctxs) {
+            size_t rows = (size_t)B * C;
+            int slots = (int)std::min<size_t>(slots_max, std::max<size_t>(1, prow / rows));
+            std::vector<int32_t> h((size_t)slots * (B + 1));
+            for (int s = 0; s < slots; s++)
+                for (int b = 0; b <= B; b++)
+                    h[(size_t)s * (B + 1) + b] = (int32_t)(s * rows + (size_t)b * C);
+            CK(cudaMemcpy(seqs, h.data(), h.size() * 4, cudaMemcpyHostToDevice));
+            struct kvs_mla_args a = {};
+            a.batch = B, a.heads = H, a.q_latent = ql, a.q_rope = qr, a.tokens = NULL;
+            a.scale = 0.0625f, a.lse = lse;
+            /* check: FP8 vs BF16 on the same values; the CPU for small cases */
+            std::vector<kvs_bf16> o8, o16;
+            for (int f = 0; f < 2; f++) {
+                a.kv_dtype = f ? KVS_KV_FP8 : KVS_KV_BF16;
+                a.kv = f ? (const void *)kv8 : (const void *)kv16;
+                a.seq_start = seqs;
+                a.out = f ? out : out2;
+                CK(cudaMemset(a.out, 0xff, (size_t)B * H * KVS_MLA_LATENT * 2));
+                ST(kvs_cuda_mla_decode(&a, C, ws, wsb, NULL));
+                (f ? o8 : o16) = download<kvs_bf16>(a.out, (size_t)B * H * KVS_MLA_LATENT);
+            }
+            double d = norm_err(o8.data(), o16.data(), o8.size());
+            require(d <= 1e-2, "MLA fp8-direct vs bf16 on cast data");
+            char check[64];
+            snprintf(check, sizeof check, "fp8~bf16 %.1e", d);
+            if ((size_t)B * C <= 8192) {
+                auto hq = download<kvs_bf16>(ql, (size_t)B * H * KVS_MLA_LATENT);
+                auto hr = download<kvs_bf16>(qr, (size_t)B * H * KVS_MLA_ROPE);
+                auto hk = download<kvs_fp8>(kv8, rows * KVS_MLA_ROW);
+                std::vector<kvs_bf16> ref((size_t)B * H * KVS_MLA_LATENT);
+                struct kvs_mla_args r = a;
+                r.q_latent = hq.data(), r.q_rope = hr.data(), r.kv_dtype = KVS_KV_FP8;
+                r.kv = hk.data(), r.seq_start = h.data(), r.out = ref.data(), r.lse = NULL;
+                kvs_cpu_mla_decode(&r);
+                double e = norm_err(o8.data(), ref.data(), ref.size());
+                require(e <= 1e-2, "MLA fp8 vs CPU reference");
+                snprintf(check + strlen(check), sizeof check - strlen(check), ", cpu %.1e", e);
+            }
+            for (int f = 0; f < 2; f++) {
+                a.kv_dtype = f ? KVS_KV_FP8 : KVS_KV_BF16;
+                a.kv = f ? (const void *)kv8 : (const void *)kv16;
+                a.out = out;
+                int reps = rows >= (size_t)1 << 22 ? 10 : 30;
+                double us = time_us(
+                    [&](int i) {
+                        a.seq_start = seqs + (size_t)(i % slots) * (B + 1);
+                        ST(kvs_cuda_mla_decode(&a, C, ws, wsb, NULL));
+                    },
+                    3, reps);
+                double kvb = (double)rows * KVS_MLA_ROW * (f ? 1 : 2);
+                double gbps = kvb / us * 1e-3;
+                double tf = (double)rows * H * (576 + 512) * 2 / us * 1e-6;
+                printf("| %d | %d | %s | %.1f | %.0f | %.1f | %.0f | %s |\n", B, C, f ? "fp8" : "bf16",
+                       us, gbps, pct(gbps), tf, check);
+            }
+            fflush(stdout);
+        }
+    CK(cudaFree(kv8));
+    CK(cudaFree(kv16));
+    CK(cudaFree(ql));
+    CK(cudaFree(qr));
+    CK(cudaFree(out));
+    CK(cudaFree(out2));
+    CK(cudaFree(lse));
+    CK(cudaFree(ws));
+    CK(cudaFree(seqs));
+}
+
+static void bench_moe(void)
+{
+    const int D = 6144, I = 2048, K = 8, R = 64;
+    const size_t per_expert = (size_t)3 * I * D; /* gate, up, down elements */
+    kvs_bf16 *gu = (kvs_bf16 *)dmalloc((size_t)R * 2 * I * D * 2);
+    kvs_bf16 *dn = (kvs_bf16 *)dmalloc((size_t)R * D * I * 2);
+    dfill_bf16(gu, (size_t)R * 2 * I * D, 7, 0.05f);
+    dfill_bf16(dn, (size_t)R * D * I, 8, 0.05f);
+    printf("\n## MoE experts (dim 6144, inter 2048, top-8, %d resident), GB/s on the distinct experts' weights\n\n", R);
+    printf("| tokens | distinct experts | median us | GB/s | %% of copy | check |\n|---|---|---|---|---|---|\n");
+    for (int T : {1, 8, 32}) {
+        kvs_bf16 *x = (kvs_bf16 *)dmalloc((size_t)T * D * 2), *y = (kvs_bf16 *)dmalloc((size_t)T * D * 2);
+        dfill_bf16(x, (size_t)T * D, 9, 1.f);
+        std::vector<int32_t> ids((size_t)T * K);
+        std::vector<float> w((size_t)T * K);
+        std::vector<int> used(R, 0);
+        for (int t = 0; t < T; t++)
+            for (int k = 0; k < K; k++) {
+                ids[t * K + k] = (t * 11 + k * 7) % R;
+                w[t * K + k] = 0.1f + 0.05f * k;
+                used[ids[t * K + k]] = 1;
+            }
+        int distinct = 0;
+        for (int u : used)
+            distinct += u;
+        int32_t *d_ids = (int32_t *)dmalloc(ids.size() * 4);
+        float *d_w = (float *)dmalloc(w.size() * 4);
+        CK(cudaMemcpy(d_ids, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(d_w, w.data(), w.size() * 4, cudaMemcpyHostToDevice));
+        size_t wsb = kvs_cuda_moe_experts_workspace(T, K, I);
+        void *ws = dmalloc(wsb);
+        struct kvs_moe_args a = {T, D, I, K, R, x, d_ids, d_w, gu, dn, y, 0};
+        CK(cudaMemset(y, 0xff, (size_t)T * D * 2));
+        ST(kvs_cuda_moe_experts(&a, ws, wsb, NULL));
+        char check[48] = "-";
+        if (T == 1) { /* the CPU reference: ~0.6 GFLOP */
+            auto got = download<kvs_bf16>(y, D);
+            auto hx = download<kvs_bf16>(x, D);
+            std::vector<kvs_bf16> hgu((size_t)2 * I * D * R), hdn((size_t)D * I * R), ref(D);
+            CK(cudaMemcpy(hgu.data(), gu, hgu.size() * 2, cudaMemcpyDeviceToHost));
+            CK(cudaMemcpy(hdn.data(), dn, hdn.size() * 2, cudaMemcpyDeviceToHost));
+            struct kvs_moe_args r = a;
+            r.x = hx.data(), r.ids = ids.data(), r.weights = w.data(), r.gate_up = hgu.data();
+            r.down = hdn.data(), r.y = ref.data();
+            kvs_cpu_moe_experts(&r);
+            double e = norm_err(got.data(), ref.data(), D);
+            require(e <= 1e-2, "MoE experts vs CPU reference");
+            snprintf(check, sizeof check, "cpu %.1e", e);
+        }
+        double us = time_us([&](int) { ST(kvs_cuda_moe_experts(&a, ws, wsb, NULL)); }, 3, 20);
+        double gbps = (double)distinct * per_expert * 2 / us * 1e-3;
+        printf("| %d | %d | %.1f | %.0f | %.1f | %s |\n", T, distinct, us, gbps, pct(gbps), check);
+        CK(cudaFree(x));
+        CK(cudaFree(y));
+        CK(cudaFree(d_ids));
+        CK(cudaFree(d_w));
+        CK(cudaFree(ws));
+    }
+    CK(cudaFree(gu));
+    CK(cudaFree(dn));
+}
+
+static void bench_gemm(void)
+{
+    struct kvs_gemm *g = NULL;
+    ST(kvs_gemm_init(&g, NULL, NULL));
+    printf("\n## BF16 linear through cuBLAS, y[M,N] = x[M,K] . w[N,K]^T\n\n");
+    printf("| M | N | K | median us | weight GB/s | %% of copy | TFLOP/s | check |\n|---|---|---|---|---|---|---|---|\n");
+    const int shapes[][3] = {{1, 2048, 6144}, {64, 2048, 6144}, {1, 16384, 6144},
+                             {64, 16384, 6144}, {8192, 8192, 8192}};
+    for (auto &s : shapes) {
+        int M = s[0], N = s[1], K = s[2];
+        /* rotate weight copies so small ones are not served from L2 */
+        int copies = (int)std::max<size_t>(1, std::min<size_t>(16, (size_t)200e6 / ((size_t)N * K * 2)));
+        kvs_bf16 *x = (kvs_bf16 *)dmalloc((size_t)M * K * 2);
+        kvs_bf16 *w = (kvs_bf16 *)dmalloc((size_t)copies * N * K * 2);
+        kvs_bf16 *y = (kvs_bf16 *)dmalloc((size_t)M * N * 2);
+        dfill_bf16(x, (size_t)M * K, 10, 1.f);
+        dfill_bf16(w, (size_t)copies * N * K, 11, 0.05f);
+        char check[48] = "-";
+        if ((double)M * N * K <= 2e8) {
+            CK(cudaMemset(y, 0xff, (size_t)M * N * 2));
+            ST(kvs_gemm_linear_bf16(g, x, w, y, M, N, K));
+            auto got = download<kvs_bf16>(y, (size_t)M * N);
+            auto hx = download<kvs_bf16>(x, (size_t)M * K);
+            auto hw = download<kvs_bf16>(w, (size_t)N * K);
+            std::vector<kvs_bf16> ref((size_t)M * N);
+            kvs_cpu_linear(hx.data(), hw.data(), ref.data(), M, N, K);
+            double e = norm_err(got.data(), ref.data(), ref.size());
+            require(e <= 1e-2, "gemm vs CPU reference");
+            snprintf(check, sizeof check, "cpu %.1e", e);
+        }
+        double us = time_us(
+            [&](int i) { ST(kvs_gemm_linear_bf16(g, x, w + (size_t)(i % copies) * N * K, y, M, N, K)); },
+            3, 20);
+        double gbps = (double)N * K * 2 / us * 1e-3;
+        double tf = 2.0 * M * N * K / us * 1e-6;
+        printf("| %d | %d | %d | %.1f | %.0f | %.1f | %.1f | %s |\n", M, N, K, us, gbps, pct(gbps), tf,
+               check);
+        CK(cudaFree(x));
+        CK(cudaFree(w));
+        CK(cudaFree(y));
+    }
+    kvs_gemm_free(g);
+}
+
+/* for a profiler: one decode per KV type at batch 1, 32K, nothing timed */
+static void run_mla32k(void)
+{
+    const int H = 64, C = 32768;
+    kvs_fp8 *kv8 = (kvs_fp8 *)dmalloc((size_t)C * KVS_MLA_ROW);
+    kvs_bf16 *kv16 = (kvs_bf16 *)dmalloc((size_t)C * KVS_MLA_ROW * 2);
+    dfill_fp8(kv8, (size_t)C * KVS_MLA_ROW, 4, 0xbf);
+    ST(kvs_cuda_cast_fp8_to_bf16(KVS_CAST_VECTOR, kv8, kv16, (size_t)C * KVS_MLA_ROW, NULL));
+    kvs_bf16 *ql = (kvs_bf16 *)dmalloc((size_t)H * KVS_MLA_LATENT * 2);
+    kvs_bf16 *qr = (kvs_bf16 *)dmalloc((size_t)H * KVS_MLA_ROPE * 2);
+    kvs_bf16 *out = (kvs_bf16 *)dmalloc((size_t)H * KVS_MLA_LATENT * 2);
+    dfill_bf16(ql, (size_t)H * KVS_MLA_LATENT, 5, 1.f);
+    dfill_bf16(qr, (size_t)H * KVS_MLA_ROPE, 6, 1.f);
+    int32_t seq[2] = {0, C}, *d_seq = (int32_t *)dmalloc(8);
+    CK(cudaMemcpy(d_seq, seq, 8, cudaMemcpyHostToDevice));
+    size_t wsb = kvs_cuda_mla_decode_workspace(1, H, C);
+    void *ws = dmalloc(wsb);
+    struct kvs_mla_args a = {};
+    a.batch = 1, a.heads = H, a.q_latent = ql, a.q_rope = qr, a.seq_start = d_seq;
+    a.scale = 0.0625f, a.out = out;
+    for (int f = 0; f < 2; f++) {
+        a.kv_dtype = f ? KVS_KV_FP8 : KVS_KV_BF16;
+        a.kv = f ? (const void *)kv8 : (const void *)kv16;
+        ST(kvs_cuda_mla_decode(&a, C, ws, wsb, NULL));
+        ST(kvs_cuda_mla_decode(&a, C, ws, wsb, NULL));
+    }
+    CK(cudaDeviceSynchronize());
+    printf("mla32k: done\n");
+}
+
+int main(int argc, char **argv)
+{
+    cudaDeviceProp p;
+    CK(cudaGetDeviceProperties(&p, 0));
+    printf("# bench_kernels: %s, %d SMs, L2 %.0f MB, sm_%d%d\n", p.name, p.multiProcessorCount,
+           p.l2CacheSize / 1e6, p.major, p.minor);
+    auto want = [&](const char *s) {
+        if (argc < 2)
+            return true;
+        for (int i = 1; i < argc; i++)
+            if (!strcmp(argv[i], s))
+                return true;
+        return false;
+    };
+    if (argc == 2 && !strcmp(argv[1], "mla32k")) {
+        run_mla32k();
+        return 0;
+    }
+    bench_copy(); /* always: the reference rate */
+    if (want("cast"))
+        bench_cast();
+    if (want("gather"))
+        bench_gather();
+    if (want("mla"))
+        bench_mla();
+    if (want("moe"))
+        bench_moe();
+    if (want("gemm"))
+        bench_gemm();
+    return 0;
+}

@@ -1,0 +1,263 @@
+/* kernels/tests/gpu/test_kernels_mla.c — MLA decode attention on the GPU
+ * (BF16 KV and FP8 KV read directly) against the double-precision CPU
+ * reference, on fresh random inputs: context 1, 7, 4097 (split across blocks
+ * and combined), batch 1 and 33, an empty sequence, token lists and
+ * contiguous rows, fewer than 64 heads, and a batch too large to split.
+ * Outputs are poisoned with NaN first. FP8-direct must also equal BF16
+ * attention on the cast data. Tolerances: docs/kernels.md.
+ *
+ *   meson test -C build --suite gpu test_kernels_mla
+ */
+#include "kvs_kernel_test.h"
+
+#define TOL_OUT 1e-2 /* normalized error of out, both KV types */
+#define TOL_LSE 1e-3 /* absolute error of lse (natural log) */
+
+struct mla_case {
+    const char *name;
+    int batch, heads;
+    const int *ctx; /* per sequence */
+    int use_tokens;
+    float scale;
+};
+
+static uint64_t g_seed;
+
+/* On a failure, where: the largest differences of sequence b, and how the
+ * error spreads over heads and dims (an index bug shows a pattern). */
+static void explain(const kvs_bf16 *out, const kvs_bf16 *ref, int H)
+{
+    double worst[6] = {0};
+    int at[6] = {0};
+    double by_d[8] = {0}, by_h[8] = {0};
+    for (int i = 0; i < H * KVS_MLA_LATENT; i++) {
+        double d = fabs((double)kvs_bf16_to_float(out[i]) - kvs_bf16_to_float(ref[i]));
+        if (isnan(d))
+            d = 1e30;
+        by_d[(i % KVS_MLA_LATENT) / 64] += d;
+        by_h[(i / KVS_MLA_LATENT) * 8 / H] += d;
+        for (int k = 0; k < 6; k++)
+            if (d > worst[k]) {
+                for (int m = 5; m > k; m--)
+                    worst[m] = worst[m - 1], at[m] = at[m - 1];
+                worst[k] = d, at[k] = i;
+                break;
+            }
+    }
+    for (int k = 0; k < 6; k++)
+        fprintf(stderr, "    h=%d d=%d got %.5g ref %.5g\n", at[k] / KVS_MLA_LATENT,
+                at[k] % KVS_MLA_LATENT, kvs_bf16_to_float(out[at[k]]), kvs_bf16_to_float(ref[at[k]]));
+    fprintf(stderr, "    |err| by 64-dim block:");
+    for (int k = 0; k < 8; k++)
+        fprintf(stderr, " %.3g", by_d[k]);
+    fprintf(stderr, "\n    |err| by head eighth:");
+    for (int k = 0; k < 8; k++)
+        fprintf(stderr, " %.3g", by_h[k]);
+    fprintf(stderr, "\n");
+}
+
+/* Runs one case for one KV type; returns the GPU output for cross-checks. */
+static kvs_bf16 *run_case(const struct mla_case *c, enum kvs_kv_dtype dt, uint64_t seed,
+                          int against_cpu)
+{
+    uint64_t st = seed;
+    const int B = c->batch, H = c->heads;
+    int32_t *seq = malloc((B + 1) * sizeof *seq);
+    seq[0] = 0;
+    int max_ctx = 0;
+    for (int b = 0; b < B; b++) {
+        seq[b + 1] = seq[b] + c->ctx[b];
+        if (c->ctx[b] > max_ctx)
+            max_ctx = c->ctx[b];
+    }
+    const int total = seq[B];
+    /* the pool holds more rows than the sequences use; token lists scatter */
+    const int rows = total + 37;
+    int32_t *tok = malloc((total + 1) * sizeof *tok);
+    for (int i = 0; i < total; i++)
+        tok[i] = (int32_t)(kvs_test_rand(&st) % (uint64_t)rows);
+    const size_t nq = (size_t)B * H;
+    kvs_bf16 *ql = malloc(nq * KVS_MLA_LATENT * 2), *qr = malloc(nq * KVS_MLA_ROPE * 2);
+    for (size_t i = 0; i < nq * KVS_MLA_LATENT; i++)
+        ql[i] = kvs_float_to_bf16(kt_unif(&st, -1.f, 1.f));
+    for (size_t i = 0; i < nq * KVS_MLA_ROPE; i++)
+        qr[i] = kvs_float_to_bf16(kt_unif(&st, -1.f, 1.f));
+    kvs_fp8 *kv8 = malloc((size_t)rows * KVS_MLA_ROW);
+    kvs_bf16 *kv16 = malloc((size_t)rows * KVS_MLA_ROW * 2);
+    for (size_t i = 0; i < (size_t)rows * KVS_MLA_ROW; i++) {
+        kv8[i] = kvs_float_to_fp8(kt_unif(&st, -2.f, 2.f));
+        kv16[i] = kvs_fp8_to_bf16(kv8[i]); /* same values in both layouts */
+    }
+
+    kvs_bf16 *d_ql = kt_dev(nq * KVS_MLA_LATENT * 2), *d_qr = kt_dev(nq * KVS_MLA_ROPE * 2);
+    void *d_kv = kt_dev((size_t)rows * KVS_MLA_ROW * 2);
+    int32_t *d_seq = kt_dev((B + 1) * sizeof *seq), *d_tok = kt_dev((total + 1) * sizeof *tok);
+    kvs_bf16 *d_out = kt_dev(nq * KVS_MLA_LATENT * 2);
+    float *d_lse = kt_dev(nq * sizeof(float));
+    kt_up(d_ql, ql, nq * KVS_MLA_LATENT * 2);
+    kt_up(d_qr, qr, nq * KVS_MLA_ROPE * 2);
+    if (dt == KVS_KV_FP8)
+        kt_up(d_kv, kv8, (size_t)rows * KVS_MLA_ROW);
+    else
+        kt_up(d_kv, kv16, (size_t)rows * KVS_MLA_ROW * 2);
+    /* contiguous mode: sequence b owns rows seq[b].. (offset by 5 to test the base) */
+    int32_t *seq_c = malloc((B + 1) * sizeof *seq);
+    for (int b = 0; b <= B; b++)
+        seq_c[b] = seq[b] + 5;
+    kt_up(d_seq, c->use_tokens ? seq : seq_c, (B + 1) * sizeof *seq);
+    kt_up(d_tok, tok, (total + 1) * sizeof *tok);
+    KVS_TEST_CUDA(cudaMemset(d_out, 0xFF, nq * KVS_MLA_LATENT * 2));
+    KVS_TEST_CUDA(cudaMemset(d_lse, 0xFF, nq * sizeof(float)));
+
+    struct kvs_mla_args a = {
+        .batch = B, .heads = H, .q_latent = d_ql, .q_rope = d_qr, .kv_dtype = dt, .kv = d_kv,
+        .seq_start = d_seq, .tokens = c->use_tokens ? d_tok : NULL, .scale = c->scale,
+        .out = d_out, .lse = d_lse,
+    };
+    /* max_ctx above the true maximum is allowed (only sizes the split) */
+    int bound = max_ctx + (c->use_tokens ? 3 : 0);
+    size_t wsb = kvs_cuda_mla_decode_workspace(B, H, bound);
+    void *ws = kt_dev(wsb);
+    KVS_CHECK_EQ_INT(kvs_cuda_mla_decode(&a, bound, ws, wsb, NULL), KVS_STATUS_OK);
+    kvs_bf16 *out = malloc(nq * KVS_MLA_LATENT * 2);
+    float *lse = malloc(nq * sizeof(float));
+    kt_down(out, d_out, nq * KVS_MLA_LATENT * 2);
+    kt_down(lse, d_lse, nq * sizeof(float));
+
+    if (against_cpu) {
+        kvs_bf16 *ref = malloc(nq * KVS_MLA_LATENT * 2);
+        float *ref_lse = malloc(nq * sizeof(float));
+        struct kvs_mla_args r = a;
+        r.q_latent = ql;
+        r.q_rope = qr;
+        r.kv = dt == KVS_KV_FP8 ? (const void *)kv8 : (const void *)kv16;
+        r.seq_start = c->use_tokens ? seq : seq_c;
+        r.tokens = c->use_tokens ? tok : NULL;
+        r.out = ref;
+        r.lse = ref_lse;
+        /* contiguous rows start at 5 and end by total + 5 <= rows */
+        kvs_cpu_mla_decode(&r);
+        double emax = 0.0;
+        for (int b = 0; b < B; b++) {
+            double e = kt_norm_err_bf16(out + (size_t)b * H * KVS_MLA_LATENT,
+                                        ref + (size_t)b * H * KVS_MLA_LATENT,
+                                        (size_t)H * KVS_MLA_LATENT);
+            if (c->ctx[b] == 0) {
+                int nz = 0;
+                for (size_t i = 0; i < (size_t)H * KVS_MLA_LATENT; i++)
+                    nz += out[(size_t)b * H * KVS_MLA_LATENT + i] != 0;
+                KVS_CHECK_MSG(nz == 0, "%s %s b=%d: empty sequence, %d non-zero outputs", c->name,
+                              dt == KVS_KV_FP8 ? "fp8" : "bf16", b, nz);
+            } else {
+                if (!(e <= TOL_OUT))
+                    explain(out + (size_t)b * H * KVS_MLA_LATENT, ref + (size_t)b * H * KVS_MLA_LATENT, H);
+                KVS_CHECK_MSG(e <= TOL_OUT, "%s %s b=%d ctx=%d: normalized error %.3g > %.3g",
+                              c->name, dt == KVS_KV_FP8 ? "fp8" : "bf16", b, c->ctx[b], e,
+                              TOL_OUT);
+                if (!(e <= emax))
+                    emax = e;
+            }
+            for (int h = 0; h < H; h++) {
+                float g = lse[b * H + h], w = ref_lse[b * H + h];
+                int ok = c->ctx[b] == 0 ? (isinf(g) && g < 0) : fabsf(g - w) <= TOL_LSE * fmaxf(1.f, fabsf(w));
+                if (!ok) {
+                    KVS_CHECK_MSG(ok, "%s b=%d h=%d lse %.6g, reference %.6g", c->name, b, h, g, w);
+                    break;
+                }
+            }
+        }
+        fprintf(stderr, "  %-24s %-4s vs cpu: max normalized error %.3g\n", c->name,
+                dt == KVS_KV_FP8 ? "fp8" : "bf16", emax);
+        free(ref);
+        free(ref_lse);
+    }
+    free(seq);
+    free(seq_c);
+    free(tok);
+    free(ql);
+    free(qr);
+    free(kv8);
+    free(kv16);
+    free(lse);
+    cudaFree(d_ql);
+    cudaFree(d_qr);
+    cudaFree(d_kv);
+    cudaFree(d_seq);
+    cudaFree(d_tok);
+    cudaFree(d_out);
+    cudaFree(d_lse);
+    cudaFree(ws);
+    return out;
+}
+
+static void run_both(const struct mla_case *c)
+{
+    uint64_t seed = kvs_test_rand(&g_seed);
+    kvs_bf16 *o8 = run_case(c, KVS_KV_FP8, seed, 1);
+    kvs_bf16 *o16 = run_case(c, KVS_KV_BF16, seed, 1);
+    /* same seed, same values: FP8-direct equals BF16 attention on the cast data */
+    size_t n = (size_t)c->batch * c->heads * KVS_MLA_LATENT;
+    double e = kt_norm_err_bf16(o8, o16, n);
+    KVS_CHECK_MSG(e <= TOL_OUT, "%s: fp8-direct vs bf16 on cast data: %.3g", c->name, e);
+    fprintf(stderr, "  %-24s fp8 vs bf16 normalized difference %.3g\n", c->name, e);
+    free(o8);
+    free(o16);
+}
+
+static void test_batch1_contexts(void)
+{
+    static const int c1[] = {1}, c7[] = {7}, c4097[] = {4097};
+    struct mla_case cs[] = {
+        {"b1_ctx1", 1, 64, c1, 1, 0.0625f},
+        {"b1_ctx7", 1, 64, c7, 0, 0.0625f},
+        {"b1_ctx4097", 1, 64, c4097, 1, 0.0625f},
+        {"b1_ctx4097_contig", 1, 64, c4097, 0, 0.0625f},
+        {"b1_ctx4097_sharp", 1, 64, c4097, 1, 0.5f},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
+        run_both(&cs[i]);
+}
+
+static void test_batch33(void)
+{
+    static int ctx[33];
+    uint64_t st = kvs_test_rand(&g_seed);
+    for (int b = 0; b < 33; b++)
+        ctx[b] = (int)(kvs_test_rand(&st) % 300);
+    ctx[0] = 0; /* empty sequence: out 0, lse -inf */
+    ctx[1] = 1;
+    ctx[2] = 7;
+    ctx[3] = 257;
+    struct mla_case c = {"b33_mixed", 33, 64, ctx, 1, 0.0625f};
+    run_both(&c);
+    struct mla_case c2 = {"b33_mixed_contig", 33, 64, ctx, 0, 0.0625f};
+    run_both(&c2);
+}
+
+static void test_heads_and_wide_batch(void)
+{
+    static const int c2[] = {100, 613};
+    struct mla_case a = {"b2_h20", 2, 20, c2, 1, 0.0625f}; /* a partial head group */
+    run_both(&a);
+    static const int c3[] = {70, 5, 129};
+    struct mla_case b = {"b3_h80", 3, 80, c3, 1, 0.0625f}; /* two head groups */
+    run_both(&b);
+    static int wide[140];
+    for (int i = 0; i < 140; i++)
+        wide[i] = 1 + (i * 37) % 90;
+    struct mla_case w = {"b140_no_split", 140, 64, wide, 1, 0.0625f};
+    run_both(&w);
+}
+
+int main(int argc, char **argv)
+{
+    kvs_test_require_gpu();
+    g_seed = kt_seed("mla");
+    static const struct kvs_test tests[] = {
+        {"batch1_contexts", test_batch1_contexts},
+        {"batch33", test_batch33},
+        {"heads_and_wide_batch", test_heads_and_wide_batch},
+        {NULL, NULL},
+    };
+    return kvs_test_main(argc, argv, tests);
+}

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <vector>
 
+#include "../cuda/cast_cfg.h"
 #include "kvscope/die.h"
 #include "kvscope/kernels.h"
 
@@ -159,17 +160,27 @@ static void bench_cast(void)
     kvs_cpu_cast_fp8_to_bf16(h_src.data(), ref.data(), n);
     printf("\n## FP8 e4m3 -> BF16 cast of [495552, 1, 576] (%zu elements; bytes = 3 per element)\n\n", n);
     printf("| variant | median us | GB/s | %% of copy |\n|---|---|---|---|\n");
-    for (int v = KVS_CAST_GENERIC; v <= KVS_CAST_VECTOR; v++) {
+    /* the public variants, then every configuration of the vector cast */
+    for (int v = 0; v < 2 + KVS_CAST_CFGS; v++) {
+        auto run = [&]() {
+            if (v < 2)
+                ST(kvs_cuda_cast_fp8_to_bf16((enum kvs_cast_variant)v, src, dst, n, NULL));
+            else
+                ST(kvs_cuda_cast_fp8_to_bf16_cfg(v - 2, src, dst, n, NULL));
+        };
         CK(cudaMemset(dst, 0xff, n * 2));
-        ST(kvs_cuda_cast_fp8_to_bf16((enum kvs_cast_variant)v, src, dst, n, NULL));
+        run();
         auto got = download<kvs_bf16>(dst, n);
         require(memcmp(got.data(), ref.data(), n * 2) == 0, "cast bit-exact vs CPU");
-        double us = time_us(
-            [&](int) { ST(kvs_cuda_cast_fp8_to_bf16((enum kvs_cast_variant)v, src, dst, n, NULL)); },
-            3, 20);
+        double us = time_us([&](int) { run(); }, 3, 20);
         double gbps = 3.0 * n / us * 1e-3;
-        printf("| %s | %.1f | %.0f | %.1f |\n", kvs_cast_variant_name((enum kvs_cast_variant)v),
-               us, gbps, pct(gbps));
+        char name[64];
+        if (v < 2)
+            snprintf(name, sizeof name, "%s", kvs_cast_variant_name((enum kvs_cast_variant)v));
+        else
+            snprintf(name, sizeof name, "(vector cfg %s%s)", kvs_cast_cfg_name(v - 2),
+                     v - 2 == KVS_CAST_CFG_VECTOR ? ", = vector" : "");
+        printf("| %s | %.1f | %.0f | %.1f |\n", name, us, gbps, pct(gbps));
     }
     CK(cudaFree(src));
     CK(cudaFree(dst));

@@ -2,7 +2,7 @@
  * GPU: RMSNorm, interleaved RoPE, SwiGLU, residual add, embedding lookup,
  * argmax. Each follows its reference in kernels/cpu/decode_ops.c (same
  * formulas, float arithmetic, one BF16 rounding per output) and is checked
- * against it by tests/gpu/test_kernels_ops.cu.
+ * against it by kernels/tests/gpu/test_kernels_ops.c.
  *
  * variants: one each. At decode sizes these are latency-bound, so they aim
  * for few launches and coalesced access rather than peak bandwidth; the

@@ -2,7 +2,7 @@
  * y = x . w^T (PyTorch layout) and its strided-batched form for the per-head
  * projections of absorbed MLA. Float accumulation, one BF16 rounding of each
  * output, like kvs_cpu_linear (kernels/cpu/decode_ops.c), against which
- * tests/gpu/test_kernels_ops.cu checks it.
+ * kernels/tests/gpu/test_kernels_ops.c checks it.
  *
  * Row-major y[M,N] is column-major y^T[N,M] = w[N,K] . x^T: so cuBLAS sees
  * op(A) = w^T of a column-major [K,N] (lda = K) and B = x^T, a column-major

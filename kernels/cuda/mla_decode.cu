@@ -3,8 +3,9 @@
  * registers, no BF16 copy in memory). Flash-decoding: the context is split
  * across blocks so batch 1 x 64 heads fills the GPU, and a combine kernel
  * merges the partials exactly through their log-sum-exps. Checked against
- * kernels/cpu/mla_decode.c by tests/gpu/test_kernels_mla.cu; timed by
- * kernels/bench/bench_kernels.cu. Design and floors: docs/kernels.md.
+ * kernels/cpu/mla_decode.c by kernels/tests/gpu/test_kernels_mla.c; timed by
+ * kernels/bench/bench_kernels.cu. Split planning and the combine:
+ * mla_combine.cu. Design and floors: docs/kernels.md.
  *
  * variants (kv_dtype):
  *   BF16  tiles of 32 KV rows; bf16 mma.sync m16n8k16; ldmatrix (.trans for V)
@@ -27,15 +28,17 @@
 #include <math.h>
 
 #include "cuda_common.cuh"
+#include "mla_impl.cuh"
 #include "mma.cuh"
+
+using kvs_mla::kLn2;
+using kvs_mla::kLog2e;
+using MlaParams = kvs_mla::Params;
 
 namespace {
 
 constexpr int kThreads = 256;
 constexpr int kQStride = 584; /* halves per Q row: 576 + 8, so ldmatrix rows hit distinct banks */
-constexpr int kMaxSplits = 256;
-constexpr float kLn2 = 0.6931471805599453f;
-constexpr float kLog2e = 1.4426950408889634f;
 
 template <bool FP8> struct Cfg {
     static constexpr int NT = FP8 ? 64 : 32; /* KV rows per tile */
@@ -67,16 +70,7 @@ template <bool FP8> struct Cfg {
     static_assert(KSTEPS * KS == 36 && NTW * KS == 8, "warp split");
 };
 
-struct MlaParams {
-    const uint16_t *q_latent, *q_rope;
-    const unsigned char *kv;
-    const int32_t *seq_start, *tokens;
-    int heads, hgroups, splits, tiles_per_split;
-    float scale_log2;
-    uint16_t *out;
-    float *lse;
-    float *opart, *lsepart; /* splits > 1 */
-};
+
 
 __device__ __forceinline__ float bf16_bits_to_float(uint32_t b) { return __uint_as_float(b << 16); }
 
@@ -226,27 +220,43 @@ __device__ __forceinline__ void pv_phase(float (&o)[4][8][4], const unsigned cha
 // loads
 
 /* FP8 path: Q * scale * log2(e) in f16 (saturated to +-65504), dims
- * permuted: position 16j + k holds dim 64(j/4) + 16((k%8)/2) + 4(j%4) +
- * 2(k/8) + k%2, the dim that the K fragment built from bytes of word j%4
- * puts in slot k. */
+ * permuted: dim 64c + 16t + 4i + 2h + e sits at position 16(4c + i) + 2t +
+ * 8h + e, the slot of k-step 4c + i where the K fragment built from word i
+ * of the 16 bytes 64c + 16t.. puts it. All 18 16-byte loads of a thread are
+ * issued before any is used (one round trip, not 18). */
+__device__ __forceinline__ uint32_t q_pair_f16(uint32_t raw, float scale)
+{
+    float f0 = fminf(fmaxf(bf16_bits_to_float(raw & 0xffffu) * scale, -65504.f), 65504.f);
+    float f1 = fminf(fmaxf(bf16_bits_to_float(raw >> 16) * scale, -65504.f), 65504.f);
+    __half2 hv = __floats2half2_rn(f0, f1);
+    return *(const uint32_t *)&hv;
+}
+
 __device__ __forceinline__ void load_q_fp8(const MlaParams &p, unsigned char *sq, int b, int hg)
 {
-    for (int i = threadIdx.x; i < 64 * 288; i += kThreads) {
-        int h = i / 288, pp = i - h * 288;
-        int j = pp >> 3, k = (pp & 7) * 2;
-        int d = 64 * (j >> 2) + 16 * ((k & 7) >> 1) + 4 * (j & 3) + 2 * (k >> 3);
-        int hh = hg * 64 + h;
-        uint32_t v = 0;
+    constexpr int R = 64 * 72 / kThreads; /* 16-byte chunks (8 dims) per thread */
+    uint4 v[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        int i = threadIdx.x + r * kThreads, h = i / 72, c = i - h * 72, hh = hg * 64 + h;
+        v[r] = make_uint4(0u, 0u, 0u, 0u);
         if (hh < p.heads) {
             size_t bh = (size_t)b * p.heads + hh;
-            uint32_t raw = d < 512 ? *(const uint32_t *)(p.q_latent + bh * 512 + d)
-                                   : *(const uint32_t *)(p.q_rope + bh * 64 + (d - 512));
-            float f0 = fminf(fmaxf(bf16_bits_to_float(raw & 0xffffu) * p.scale_log2, -65504.f), 65504.f);
-            float f1 = fminf(fmaxf(bf16_bits_to_float(raw >> 16) * p.scale_log2, -65504.f), 65504.f);
-            __half2 hv = __floats2half2_rn(f0, f1);
-            v = *(const uint32_t *)&hv;
+            v[r] = *(const uint4 *)(c < 64 ? p.q_latent + bh * 512 + 8 * c
+                                           : p.q_rope + bh * 64 + 8 * (c - 64));
         }
-        *(uint32_t *)(sq + (h * kQStride + 2 * pp) * 2) = v;
+    }
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        int i = threadIdx.x + r * kThreads, h = i / 72, c = i - h * 72;
+        int d0 = 8 * c, blk = d0 >> 6, t = (d0 >> 4) & 3, i0 = (d0 >> 2) & 3;
+        uint32_t *row = (uint32_t *)(sq + h * kQStride * 2);
+        /* words: dims (4 i0 + 0,1), (4 i0 + 2,3), (4 i0 + 4,5), (4 i0 + 6,7) */
+        int p0 = 16 * (4 * blk + i0) + 2 * t, p1 = p0 + 16;
+        row[p0 / 2] = q_pair_f16(v[r].x, p.scale_log2);
+        row[(p0 + 8) / 2] = q_pair_f16(v[r].y, p.scale_log2);
+        row[p1 / 2] = q_pair_f16(v[r].z, p.scale_log2);
+        row[(p1 + 8) / 2] = q_pair_f16(v[r].w, p.scale_log2);
     }
 }
 
@@ -456,14 +466,24 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const MlaParams
             }
         }
         __syncthreads();
-        /* every head of the accumulators: rescale by exp2(m_old - m_new) */
+        /* every head of the accumulators: rescale by exp2(m_old - m_new),
+         * skipped when no head's max moved (the common case after a few tiles) */
+        {
+            float2 al[8];
+            bool same = true;
 #pragma unroll
-        for (int nt = 0; nt < 8; nt++) {
-            float2 al = *(const float2 *)(sm_alpha + 8 * nt + 2 * t);
+            for (int nt = 0; nt < 8; nt++) {
+                al[nt] = *(const float2 *)(sm_alpha + 8 * nt + 2 * t);
+                same = same && al[nt].x == 1.f && al[nt].y == 1.f;
+            }
+            if (!__all_sync(0xffffffffu, same)) {
 #pragma unroll
-            for (int mt = 0; mt < 4; mt++) {
-                o[mt][nt][0] *= al.x, o[mt][nt][1] *= al.y;
-                o[mt][nt][2] *= al.x, o[mt][nt][3] *= al.y;
+                for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+                    for (int mt = 0; mt < 4; mt++) {
+                        o[mt][nt][0] *= al[nt].x, o[mt][nt][1] *= al[nt].y;
+                        o[mt][nt][2] *= al[nt].x, o[mt][nt][3] *= al[nt].y;
+                    }
             }
         }
         pv_phase<FP8>(o, st, spa, w, lane);
@@ -497,18 +517,26 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const MlaParams
             const float inv = 1.f / l;
             const float lse2 = sm_m[h] + log2f(l);
             const size_t orow = direct ? ((size_t)b * p.heads + hh) * 512 : (part + h) * 512;
+            if (FP8) {
+                /* m-tiles 2blk, 2blk+1 rows g, g+8 are dims 4g + 0..3 of block blk */
 #pragma unroll
-            for (int mt = 0; mt < 4; mt++) {
-                float r0 = o[mt][nt][e] * inv, r1 = o[mt][nt][e + 2] * inv;
-                if (FP8) {
-                    int d = 64 * w + 32 * (mt >> 1) + 4 * g + 2 * (mt & 1);
+                for (int blk = 0; blk < 2; blk++) {
+                    float r0 = o[2 * blk][nt][e] * inv, r1 = o[2 * blk][nt][e + 2] * inv;
+                    float r2 = o[2 * blk + 1][nt][e] * inv, r3 = o[2 * blk + 1][nt][e + 2] * inv;
+                    int d = 64 * w + 32 * blk + 4 * g;
                     if (direct) {
-                        __nv_bfloat162 v = __floats2bfloat162_rn(r0, r1);
-                        *(__nv_bfloat162 *)(p.out + orow + d) = v;
+                        __nv_bfloat162 lo = __floats2bfloat162_rn(r0, r1);
+                        __nv_bfloat162 hi = __floats2bfloat162_rn(r2, r3);
+                        *(uint2 *)(p.out + orow + d) =
+                            make_uint2(*(const uint32_t *)&lo, *(const uint32_t *)&hi);
                     } else {
-                        *(float2 *)(p.opart + orow + d) = make_float2(r0, r1);
+                        *(float4 *)(p.opart + orow + d) = make_float4(r0, r1, r2, r3);
                     }
-                } else {
+                }
+            } else {
+#pragma unroll
+                for (int mt = 0; mt < 4; mt++) {
+                    float r0 = o[mt][nt][e] * inv, r1 = o[mt][nt][e + 2] * inv;
                     int d = 64 * w + 16 * mt + g;
                     if (direct) {
                         p.out[orow + d] = __bfloat16_as_ushort(__float2bfloat16_rn(r0));
@@ -529,94 +557,9 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const MlaParams
 }
 
 // ----------------------------------------------------------------------------
-// combine: one block per (sequence, head), 128 threads x 4 dims
-
-__global__ void __launch_bounds__(128) mla_combine_kernel(const float *__restrict__ opart,
-                                                          const float *__restrict__ lsepart,
-                                                          int heads, int hgroups, int splits,
-                                                          uint16_t *__restrict__ out,
-                                                          float *__restrict__ lse)
-{
-    __shared__ float wgt[kMaxSplits];
-    __shared__ float red[4];
-    const int bh = blockIdx.x, b = bh / heads, hh = bh - b * heads, hg = hh / 64, h = hh % 64;
-    const size_t base = (size_t)(b * hgroups + hg) * splits;
-    const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
-
-    float mx = -INFINITY;
-    for (int s = tid; s < splits; s += 128)
-        mx = fmaxf(mx, lsepart[(base + s) * 64 + h]);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-    if (lane == 0)
-        red[w] = mx;
-    __syncthreads();
-    mx = fmaxf(fmaxf(red[0], red[1]), fmaxf(red[2], red[3]));
-    __syncthreads();
-    float sum = 0.f;
-    for (int s = tid; s < splits; s += 128) {
-        float l = lsepart[(base + s) * 64 + h];
-        float v = mx == -INFINITY || l == -INFINITY ? 0.f : exp2f(l - mx);
-        wgt[s] = v;
-        sum += v;
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-        sum += __shfl_xor_sync(0xffffffffu, sum, o);
-    if (lane == 0)
-        red[w] = sum;
-    __syncthreads();
-    sum = red[0] + red[1] + red[2] + red[3];
-
-    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (int s = 0; s < splits; s++) {
-        float v = wgt[s];
-        if (v == 0.f)
-            continue;
-        float4 x = *(const float4 *)(opart + ((base + s) * 64 + h) * 512 + 4 * tid);
-        acc.x += v * x.x, acc.y += v * x.y, acc.z += v * x.z, acc.w += v * x.w;
-    }
-    const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    __nv_bfloat162 lo = __floats2bfloat162_rn(acc.x * inv, acc.y * inv);
-    __nv_bfloat162 hi = __floats2bfloat162_rn(acc.z * inv, acc.w * inv);
-    uint2 pk = make_uint2(*(const uint32_t *)&lo, *(const uint32_t *)&hi);
-    *(uint2 *)(out + ((size_t)b * heads + hh) * 512 + 4 * tid) = pk;
-    if (tid == 0 && lse)
-        lse[(size_t)b * heads + hh] = sum > 0.f ? (mx + log2f(sum)) * kLn2 : -INFINITY;
-}
-
-// ----------------------------------------------------------------------------
 // host side
 
-struct Plan {
-    int hgroups, splits, tiles_per_split;
-};
-
-/* Enough blocks for one per multiprocessor (the kernel runs one per SM),
- * each taking whole tiles. */
-Plan plan(int batch, int heads, int max_ctx, int nt, int sms)
-{
-    Plan pl;
-    pl.hgroups = (heads + 63) / 64;
-    int tiles = max_ctx > 0 ? (max_ctx + nt - 1) / nt : 1;
-    long units = (long)batch * pl.hgroups;
-    int target = units >= sms ? 1 : (int)(sms / units);
-    if (target > kMaxSplits)
-        target = kMaxSplits;
-    pl.tiles_per_split = (tiles + target - 1) / target;
-    pl.splits = (tiles + pl.tiles_per_split - 1) / pl.tiles_per_split;
-    return pl;
-}
-
-size_t workspace_for(int batch, const Plan &pl)
-{
-    if (pl.splits <= 1)
-        return 0;
-    return (size_t)batch * pl.hgroups * pl.splits * 64 * (512 + 1) * sizeof(float);
-}
-
-template <bool FP8> cudaError_t launch(const MlaParams &p, const Plan &pl, int batch, cudaStream_t s)
+template <bool FP8> cudaError_t launch(const MlaParams &p, const kvs_mla::Plan &pl, int batch, cudaStream_t s)
 {
     cudaError_t e = cudaFuncSetAttribute(mla_decode_kernel<FP8>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg<FP8>::SMEM);
@@ -634,8 +577,8 @@ extern "C" size_t kvs_cuda_mla_decode_workspace(int batch, int heads, int max_ct
     if (batch <= 0 || heads <= 0)
         return 0;
     int sms = kvs_sm_count();
-    size_t a = workspace_for(batch, plan(batch, heads, max_ctx, Cfg<true>::NT, sms));
-    size_t b = workspace_for(batch, plan(batch, heads, max_ctx, Cfg<false>::NT, sms));
+    size_t a = kvs_mla::partials_bytes(batch, kvs_mla::plan(batch, heads, max_ctx, Cfg<true>::NT, sms));
+    size_t b = kvs_mla::partials_bytes(batch, kvs_mla::plan(batch, heads, max_ctx, Cfg<false>::NT, sms));
     return a > b ? a : b;
 }
 
@@ -652,9 +595,9 @@ extern "C" enum kvs_status kvs_cuda_mla_decode(const struct kvs_mla_args *a, int
         ((uintptr_t)a->out & 7u))
         return KVS_STATUS_INVALID_ARGUMENT;
     const bool fp8 = a->kv_dtype == KVS_KV_FP8;
-    Plan pl = plan(a->batch, a->heads, max_ctx, fp8 ? Cfg<true>::NT : Cfg<false>::NT,
+    kvs_mla::Plan pl = kvs_mla::plan(a->batch, a->heads, max_ctx, fp8 ? Cfg<true>::NT : Cfg<false>::NT,
                    kvs_sm_count());
-    size_t need = workspace_for(a->batch, pl);
+    size_t need = kvs_mla::partials_bytes(a->batch, pl);
     if (need > 0 && (!workspace || workspace_bytes < need || ((uintptr_t)workspace & 15u)))
         return KVS_STATUS_INVALID_ARGUMENT;
 
@@ -676,10 +619,7 @@ extern "C" enum kvs_status kvs_cuda_mla_decode(const struct kvs_mla_args *a, int
 
     cudaStream_t s = kvs_stream(stream);
     KVS_CUDA_TRY(NULL, fp8 ? launch<true>(p, pl, a->batch, s) : launch<false>(p, pl, a->batch, s));
-    if (pl.splits > 1) {
-        mla_combine_kernel<<<(unsigned)(a->batch * a->heads), 128, 0, s>>>(
-            p.opart, p.lsepart, a->heads, pl.hgroups, pl.splits, a->out, a->lse);
-        KVS_LAUNCH_CHECK();
-    }
+    if (pl.splits > 1)
+        KVS_CUDA_TRY(NULL, kvs_mla::launch_combine(p, a->batch, s));
     return KVS_STATUS_OK;
 }

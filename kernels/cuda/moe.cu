@@ -1,7 +1,7 @@
 /* kernels/cuda/moe.cu — MoE router and routed experts at decode batch sizes,
  * routing read from device memory (no host synchronisation: a decode step
  * with these can be captured in a CUDA graph). References:
- * kernels/cpu/moe.c; tests: tests/gpu/test_kernels_ops.cu.
+ * kernels/cpu/moe.c; tests: kernels/tests/gpu/test_kernels_ops.c.
  *
  * variants: one each.
  *   route    one warp per token; top-k by repeated warp arg-max over s + bias

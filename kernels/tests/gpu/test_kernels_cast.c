@@ -1,10 +1,12 @@
 /* kernels/tests/gpu/test_kernels_cast.c — the CUDA FP8 -> BF16 casts and the
  * gather-cast against the CPU reference, bit for bit: all 256 codes (NaN
  * included), odd sizes, unaligned pointers (the fallback path), outputs
- * poisoned first. gpu suite: exits 77 without a GPU.
+ * poisoned first; the public variants and every internal configuration of
+ * the vector cast (cast_cfg.h). gpu suite: exits 77 without a GPU.
  *
  *   meson test -C build --suite gpu test_kernels_cast
  */
+#include "../../cuda/cast_cfg.h"
 #include "kvs_kernel_test.h"
 
 #define POISON 0xFFFFu /* a NaN no e4m3 code converts to */
@@ -17,21 +19,25 @@ static size_t mismatches(const kvs_bf16 *got, const kvs_bf16 *want, size_t n)
     return bad;
 }
 
-/* Cast src[off .. off+n) to dst[doff ..] with variant v; compare. */
-static void check_cast(enum kvs_cast_variant v, const kvs_fp8 *h_src, size_t n, size_t off,
-                       size_t doff)
+/* Cast src[off .. off+n) to dst[doff ..] with variant v (0, 1) or, for
+ * v >= 2, internal configuration v - 2; compare. */
+static void check_cast(int v, const kvs_fp8 *h_src, size_t n, size_t off, size_t doff)
 {
     kvs_fp8 *d_src = kt_dev(n + off);
     kvs_bf16 *d_dst = kt_dev((n + doff) * 2);
     kt_up(d_src + off, h_src, n);
     KVS_TEST_CUDA(cudaMemset(d_dst, 0xFF, (n + doff) * 2));
-    KVS_CHECK_EQ_INT(kvs_cuda_cast_fp8_to_bf16(v, d_src + off, d_dst + doff, n, NULL),
-                     KVS_STATUS_OK);
+    enum kvs_status st =
+        v < 2 ? kvs_cuda_cast_fp8_to_bf16((enum kvs_cast_variant)v, d_src + off, d_dst + doff, n,
+                                          NULL)
+              : kvs_cuda_cast_fp8_to_bf16_cfg(v - 2, d_src + off, d_dst + doff, n, NULL);
+    KVS_CHECK_EQ_INT(st, KVS_STATUS_OK);
     kvs_bf16 *got = malloc(n * 2), *want = malloc(n * 2);
     kt_down(got, d_dst + doff, n * 2);
     kvs_cpu_cast_fp8_to_bf16(h_src, want, n);
     size_t bad = mismatches(got, want, n);
-    KVS_CHECK_MSG(bad == 0, "%s n=%zu src+%zu dst+%zu: %zu mismatches", kvs_cast_variant_name(v),
+    KVS_CHECK_MSG(bad == 0, "%s n=%zu src+%zu dst+%zu: %zu mismatches",
+                  v < 2 ? kvs_cast_variant_name((enum kvs_cast_variant)v) : kvs_cast_cfg_name(v - 2),
                   n, off, doff, bad);
     free(got);
     free(want);
@@ -45,8 +51,8 @@ static void test_all_codes(void)
     kvs_fp8 *h = malloc(n);
     for (size_t i = 0; i < n; i++)
         h[i] = (kvs_fp8)(i * 131 + i / 256);
-    for (int v = KVS_CAST_GENERIC; v <= KVS_CAST_VECTOR; v++)
-        check_cast((enum kvs_cast_variant)v, h, n, 0, 0);
+    for (int v = 0; v < 2 + KVS_CAST_CFGS; v++)
+        check_cast(v, h, n, 0, 0);
     free(h);
 }
 
@@ -59,10 +65,11 @@ static void test_odd_sizes_and_alignment(void)
         kvs_fp8 *h = malloc(n);
         for (size_t i = 0; i < n; i++)
             h[i] = (kvs_fp8)kvs_test_rand(&st);
-        for (int v = KVS_CAST_GENERIC; v <= KVS_CAST_VECTOR; v++) {
-            check_cast((enum kvs_cast_variant)v, h, n, 0, 0);
-            check_cast((enum kvs_cast_variant)v, h, n, 1, 0); /* unaligned source */
-            check_cast((enum kvs_cast_variant)v, h, n, 16, 3); /* unaligned destination */
+        for (int v = 0; v < 2 + KVS_CAST_CFGS; v++) {
+            check_cast(v, h, n, 0, 0);
+            check_cast(v, h, n, 1, 0);  /* unaligned source */
+            check_cast(v, h, n, 8, 0);  /* 8- but not 16-aligned source */
+            check_cast(v, h, n, 16, 3); /* unaligned destination */
         }
         free(h);
     }
@@ -108,7 +115,8 @@ static void test_gather(void)
     uint64_t st = kt_seed("gather");
     const size_t ntoks[] = {1, 7, 4097};
     for (size_t k = 0; k < 3; k++) {
-        check_gather(&st, 5000, KVS_MLA_ROW, ntoks[k]); /* 16-byte path */
+        check_gather(&st, 5000, KVS_MLA_ROW, ntoks[k]); /* vector path */
+        check_gather(&st, 3000, 40, ntoks[k]);          /* rows of 8-byte multiples */
         check_gather(&st, 300, 7, ntoks[k]);            /* odd rows: element path */
     }
 }

@@ -1,0 +1,138 @@
+/* kernels/cuda/mla_combine.cu — the split planning of MLA decode and the
+ * exact combine of its partial results: out = sum_s w_s o_s / sum_s w_s with
+ * w_s = 2^(lse_s - max lse) (each o_s already normalised by its own sum), and
+ * lse = ln 2 * (max + log2 sum w). Kernel in mla_decode.cu; tests in
+ * kernels/tests/gpu/test_kernels_mla.c.
+ *
+ * variants: one. Grid (sequence x head, 4 slices of 128 dims); the 8 warps
+ * of a block take every 8th split, four loads in flight each, and add their
+ * sums in shared memory: the partials come from L2, so the combine is
+ * bounded by load latency, not bandwidth.
+ */
+#include <cuda_bf16.h>
+#include <math.h>
+
+#include "cuda_common.cuh"
+#include "mla_impl.cuh"
+
+namespace kvs_mla {
+
+namespace {
+
+__global__ void __launch_bounds__(256)
+combine_kernel(const float *__restrict__ opart, const float *__restrict__ lsepart, int heads,
+               int hgroups, int splits, uint16_t *__restrict__ out, float *__restrict__ lse)
+{
+    __shared__ float wgt[kMaxSplits];
+    __shared__ float red[8];
+    __shared__ float4 part[8][32];
+    const int bh = blockIdx.x, b = bh / heads, hh = bh - b * heads, hg = hh / 64, h = hh % 64;
+    const size_t base = (size_t)(b * hgroups + hg) * splits;
+    const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+
+    float mx = -INFINITY;
+    for (int s = tid; s < splits; s += 256)
+        mx = fmaxf(mx, lsepart[(base + s) * 64 + h]);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    if (lane == 0)
+        red[w] = mx;
+    __syncthreads();
+    mx = red[0];
+    for (int i = 1; i < 8; i++)
+        mx = fmaxf(mx, red[i]);
+    __syncthreads();
+    float sum = 0.f;
+    for (int s = tid; s < splits; s += 256) {
+        float l = lsepart[(base + s) * 64 + h];
+        float v = mx == -INFINITY || l == -INFINITY ? 0.f : exp2f(l - mx);
+        wgt[s] = v;
+        sum += v;
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    if (lane == 0)
+        red[w] = sum;
+    __syncthreads();
+    sum = 0.f;
+    for (int i = 0; i < 8; i++)
+        sum += red[i];
+
+    const int d = 128 * blockIdx.y + 4 * lane;
+    const float *src = opart + (base * 64 + h) * 512 + d; /* split s: + s * 64 * 512 */
+    const size_t step = (size_t)64 * 512;
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    int s = w;
+    for (; s + 24 < splits; s += 32) {
+        float4 x[4];
+        float v[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            v[u] = wgt[s + 8 * u];
+            x[u] = v[u] != 0.f ? *(const float4 *)(src + (size_t)(s + 8 * u) * step)
+                               : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            acc.x += v[u] * x[u].x, acc.y += v[u] * x[u].y, acc.z += v[u] * x[u].z,
+                acc.w += v[u] * x[u].w;
+    }
+    for (; s < splits; s += 8) {
+        float v = wgt[s];
+        if (v != 0.f) {
+            float4 x = *(const float4 *)(src + (size_t)s * step);
+            acc.x += v * x.x, acc.y += v * x.y, acc.z += v * x.z, acc.w += v * x.w;
+        }
+    }
+    part[w][lane] = acc;
+    __syncthreads();
+    if (w == 0) {
+        float4 t = part[0][lane];
+        for (int i = 1; i < 8; i++) {
+            float4 q = part[i][lane];
+            t.x += q.x, t.y += q.y, t.z += q.z, t.w += q.w;
+        }
+        const float inv = sum > 0.f ? 1.f / sum : 0.f;
+        __nv_bfloat162 lo = __floats2bfloat162_rn(t.x * inv, t.y * inv);
+        __nv_bfloat162 hi = __floats2bfloat162_rn(t.z * inv, t.w * inv);
+        uint2 pk = make_uint2(*(const uint32_t *)&lo, *(const uint32_t *)&hi);
+        *(uint2 *)(out + ((size_t)b * heads + hh) * 512 + d) = pk;
+        if (blockIdx.y == 0 && lane == 0 && lse)
+            lse[(size_t)b * heads + hh] = sum > 0.f ? (mx + log2f(sum)) * kLn2 : -INFINITY;
+    }
+}
+
+} // namespace
+
+Plan plan(int batch, int heads, int max_ctx, int nt, int sms)
+{
+    Plan pl;
+    pl.hgroups = (heads + 63) / 64;
+    int tiles = max_ctx > 0 ? (max_ctx + nt - 1) / nt : 1;
+    long units = (long)batch * pl.hgroups;
+    int target = units >= sms ? 1 : (int)(sms / units);
+    if (target > kMaxSplits)
+        target = kMaxSplits;
+    pl.tiles_per_split = (tiles + target - 1) / target;
+    pl.splits = (tiles + pl.tiles_per_split - 1) / pl.tiles_per_split;
+    return pl;
+}
+
+size_t partials_bytes(int batch, const Plan &pl)
+{
+    if (pl.splits <= 1)
+        return 0;
+    return (size_t)batch * pl.hgroups * pl.splits * 64 * (512 + 1) * sizeof(float);
+}
+
+cudaError_t launch_combine(const Params &p, int batch, cudaStream_t s)
+{
+    dim3 grid((unsigned)(batch * p.heads), 4);
+    combine_kernel<<<grid, 256, 0, s>>>(p.opart, p.lsepart, p.heads, p.hgroups, p.splits, p.out,
+                                        p.lse);
+    return cudaGetLastError();
+}
+
+} // namespace kvs_mla

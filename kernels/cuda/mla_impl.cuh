@@ -1,0 +1,47 @@
+/* kernels/cuda/mla_impl.cuh — what the MLA decode kernel (mla_decode.cu)
+ * and its split planning and combine (mla_combine.cu) share. Private.
+ *
+ * defines: kvs_mla::Params, kvs_mla::Plan, kvs_mla::plan, kvs_mla::partials_bytes,
+ *          kvs_mla::launch_combine, kvs_mla::kMaxSplits
+ */
+#ifndef KVSCOPE_MLA_IMPL_CUH
+#define KVSCOPE_MLA_IMPL_CUH
+
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+namespace kvs_mla {
+
+constexpr int kMaxSplits = 256;
+constexpr float kLn2 = 0.6931471805599453f;
+constexpr float kLog2e = 1.4426950408889634f;
+
+/* Partials of split s of (sequence b, head group hg): rows
+ * ((b * hgroups + hg) * splits + s) * 64 + head of opart ([.., 512] floats,
+ * already divided by their own sum) and lsepart (log2 units). */
+struct Params {
+    const uint16_t *q_latent, *q_rope;
+    const unsigned char *kv;
+    const int32_t *seq_start, *tokens;
+    int heads, hgroups, splits, tiles_per_split;
+    float scale_log2;
+    uint16_t *out;
+    float *lse;
+    float *opart, *lsepart; /* splits > 1 */
+};
+
+struct Plan {
+    int hgroups, splits, tiles_per_split;
+};
+
+/* Splits of each sequence's context: about one block per multiprocessor
+ * (the kernel runs one per SM), whole tiles of nt rows each. */
+Plan plan(int batch, int heads, int max_ctx, int nt, int sms);
+/* Workspace for the partials (0 when there is one split). */
+size_t partials_bytes(int batch, const Plan &pl);
+cudaError_t launch_combine(const Params &p, int batch, cudaStream_t s);
+
+} // namespace kvs_mla
+
+#endif /* KVSCOPE_MLA_IMPL_CUH */

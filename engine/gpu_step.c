@@ -163,7 +163,9 @@ static enum kvs_status attention(struct kvs_engine *e, int l, int64_t gather_row
     int64_t kv_rows = e->p.path == KVS_KV_PATH_ACTIVE_CAST ? gather_rows : e->shape.kv_capacity;
     OP(kvs_cuda_mla_decode(&a, e->seqs.max_len, e->mla_ws, e->mla_ws_bytes, e->stream),
        "kvs::mla_decode", td(BF16, 3, B, H, lat), td(BF16, 3, B, H, KVS_MLA_ROPE),
-       td(bf16_kv ? BF16 : FP8, 3, kv_rows, 1, KVS_MLA_ROW), td(I32, 1, B + 1, 0, 0));
+       td(bf16_kv ? BF16 : FP8, 3, kv_rows, 1, KVS_MLA_ROW), td(I32, 1, B + 1, 0, 0),
+       /* the token list: tells a trace reader how many rows are active */
+       td(I32, 1, active_cast ? 0 : gather_rows, 0, 0));
 
     /* W_UV per head, o_proj, residual */
     OP(kvs_gemm_linear_batched_bf16(e->gemm, ACT(attn, kvs_bf16), (int64_t)H * lat, lat,

@@ -247,7 +247,8 @@ enum kvs_status kvs_groups_build(struct kvs_ctx *c)
     }
     for (size_t gi = 0; gi < nacc; gi++)
         bytes_per_call(t, &acc[gi]);
-    qsort(acc, nacc, sizeof *acc, cmp_group);
+    if (nacc) /* acc is NULL when no group formed: qsort's pointer must not be */
+        qsort(acc, nacc, sizeof *acc, cmp_group);
     c->groups = acc;
     c->ngroups = nacc;
     acc = NULL;

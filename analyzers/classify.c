@@ -144,7 +144,7 @@ enum kvs_status kvs_categorize(struct kvs_ctx *c)
         }
         uint8_t k = kernel_flags(kf, &t->strings, g->name);
         uint32_t op = c->gpu_op[i];
-        uint8_t o = op != KVS_NO_OP ? op_flags(of, &t->strings, t->ops[op].name) : 0;
+        uint8_t o = op != KVS_NO_OP ? op_flags(of, &t->strings, kvs_op_name(t, &t->ops[op])) : 0;
         enum kvs_category cat;
         if (k & F_COMM)
             cat = KVS_CAT_COMM;

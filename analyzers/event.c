@@ -321,7 +321,19 @@ static bool emit(struct kvs_reader *r, const struct dec *d)
     struct kvs_trace_data *t = r->t;
     switch (d->cat) {
     case CAT_OP: {
-        struct kvs_op_rec o = {d->ts, d->dur, d->ext, d->name, d->shape, d->thread, 0};
+        bool added;
+        uint32_t *k = kvs_u64map_put(&t->opkey_map, kvs_pair_key(d->name, d->shape), &added);
+        if (!k)
+            return oom(r);
+        if (added) {
+            struct kvs_opkey ok = {d->name, d->shape};
+            if (KVS_VEC_PUSH(t->opkeys, t->nopkeys, t->opkeys_cap, ok) < 0)
+                return oom(r);
+            *k = (uint32_t)t->nopkeys; /* index + 1 */
+        }
+        struct kvs_op_rec o = {d->ts, d->dur, d->ext, *k - 1, d->thread};
+        if (t->ops_ext_sorted && (d->ext <= 0 || (t->nops && d->ext <= t->ops[t->nops - 1].ext)))
+            t->ops_ext_sorted = false;
         t->n_ops++;
         if (KVS_VEC_PUSH(t->ops, t->nops, t->ops_cap, o) < 0)
             return oom(r);

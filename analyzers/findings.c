@@ -218,10 +218,36 @@ static int low_efficiency(struct kvs_ctx *c, size_t gi, struct kvs_finding **v, 
     return push(v, n, cap, fd);
 }
 
-static int cmp_i64(const void *a, const void *b)
+/* the k-th smallest of v[0..n) (quickselect; reorders v) */
+static int64_t kth_smallest(int64_t *v, size_t n, size_t k)
 {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
+    size_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        int64_t pivot = v[lo + (hi - lo) / 2];
+        size_t i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < pivot)
+                i++;
+            while (v[j] > pivot)
+                j--;
+            if (i <= j) {
+                int64_t tmp = v[i];
+                v[i] = v[j];
+                v[j] = tmp;
+                i++;
+                if (j == 0)
+                    break;
+                j--;
+            }
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            return v[k];
+    }
+    return v[k];
 }
 
 static int gpu_idle(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t *cap)
@@ -257,10 +283,8 @@ static int gpu_idle(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t
         if (!c->nsteps || c->gpu_step[i] >= 0)
             durs[acts++] = t->gpus[i].dur;
     double median_us = 0;
-    if (acts) {
-        qsort(durs, acts, sizeof *durs, cmp_i64);
-        median_us = (double)durs[acts / 2] / 1e3;
-    }
+    if (acts)
+        median_us = (double)kth_smallest(durs, acts, acts / 2) / 1e3;
     free(durs);
     double per_step = c->nsteps ? (double)acts / (double)c->nsteps : (double)acts;
     double frac = busy_ms / wall_ms;

@@ -26,6 +26,18 @@ static inline uint64_t mix(uint64_t h)
 uint64_t kvs_hash_bytes(const void *data, size_t n)
 {
     const unsigned char *p = data;
+    if (n > 256) {
+        /* long strings (kernel names run to kilobytes) are hashed on a sample:
+         * the length, every fourth word and the last word. Equality is still
+         * decided by memcmp; only strings equal on the sample share a bucket. */
+        uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0x100000001B3ull);
+        for (size_t i = 0; i + 8 <= n; i += 32) {
+            h = (h ^ load64(p + i)) * 0x100000001B3ull;
+            h ^= h >> 29;
+        }
+        h = (h ^ load64(p + n - 8)) * 0x100000001B3ull;
+        return mix(h);
+    }
     uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0x100000001B3ull);
     while (n >= 8) {
         h = (h ^ load64(p)) * 0x100000001B3ull;

@@ -66,6 +66,29 @@ static int table_init(struct idx_table *t, size_t n)
         }                                                                                         \
     } while (0)
 
+/* ops in file order with strictly rising External ids (Kineto's usual
+ * layout) are found by binary search: no table at all */
+static uint32_t find_sorted(const struct kvs_trace_data *t, int64_t ext)
+{
+    size_t lo = 0, hi = t->nops;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->ops[mid].ext < ext)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < t->nops && t->ops[lo].ext == ext ? (uint32_t)lo : KVS_NO_OP;
+}
+
+#define FIND_OP(key, out)                                                                         \
+    do {                                                                                          \
+        if (t->ops_ext_sorted)                                                                    \
+            (out) = (key) ? find_sorted(t, (key)) : KVS_NO_OP;                                    \
+        else                                                                                      \
+            TABLE_FIND(by_ext, t->ops, ext, (key), out);                                          \
+    } while (0)
+
 /* a runtime call that needs its enclosing op found */
 struct pending {
     int64_t ts;
@@ -92,6 +115,12 @@ static int cmp_op(const void *a, const void *b)
     return 0;
 }
 
+static int cmp_pending_ts(const void *a, const void *b)
+{
+    const struct pending *x = a, *y = b;
+    return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
 static int cmp_pending(const void *a, const void *b)
 {
     const struct pending *x = a, *y = b;
@@ -102,9 +131,10 @@ static int cmp_pending(const void *a, const void *b)
     return 0;
 }
 
-/* Innermost enclosing op for each pending call: one sweep per thread over
- * ops sorted by start with a stack of the ops still open. */
-static enum kvs_status enclose(struct kvs_ctx *c, struct pending *pend, size_t npend)
+/* Innermost enclosing op for each pending call when the file's ops are not
+ * in time order: sort (thread, start) keys of all ops, then one sweep per
+ * thread with a stack of the ops still open. */
+static enum kvs_status enclose_sorting(struct kvs_ctx *c, struct pending *pend, size_t npend)
 {
     const struct kvs_trace_data *t = &c->t;
     struct op_key *perm = malloc((t->nops ? t->nops : 1) * sizeof *perm);
@@ -145,6 +175,51 @@ static enum kvs_status enclose(struct kvs_ctx *c, struct pending *pend, size_t n
     return KVS_STATUS_OK;
 }
 
+/* Innermost enclosing op for each pending call, when ops are in time order
+ * in the file (Kineto writes them so): one pass over the ops in file order,
+ * answering the calls (sorted by time) as the sweep passes them, with a
+ * stack of open ops per thread. No copy of the ops. */
+static enum kvs_status enclose_in_order(struct kvs_ctx *c, struct pending *pend, size_t npend)
+{
+    const struct kvs_trace_data *t = &c->t;
+    size_t nthreads = kvs_intern_count(&t->threads);
+    struct stack {
+        uint32_t *v;
+        size_t n, cap;
+    } *stacks = calloc(nthreads ? nthreads : 1, sizeof *stacks);
+    if (!stacks)
+        return KVS_STATUS_NO_MEMORY;
+    enum kvs_status st = KVS_STATUS_OK;
+    qsort(pend, npend, sizeof *pend, cmp_pending_ts);
+    size_t q = 0;
+    for (size_t k = 0; k <= t->nops && q < npend; k++) {
+        /* calls that start before this op are answered by what is open now */
+        while (q < npend && (k == t->nops || pend[q].ts < t->ops[k].ts)) {
+            struct stack *sk = pend[q].thread < nthreads ? &stacks[pend[q].thread] : NULL;
+            while (sk && sk->n && t->ops[sk->v[sk->n - 1]].ts + t->ops[sk->v[sk->n - 1]].dur < pend[q].ts)
+                sk->n--;
+            if (sk && sk->n)
+                c->gpu_op[pend[q].gpu] = sk->v[sk->n - 1];
+            q++;
+        }
+        if (k == t->nops)
+            break;
+        const struct kvs_op_rec *o = &t->ops[k];
+        struct stack *sk = &stacks[o->thread];
+        while (sk->n && t->ops[sk->v[sk->n - 1]].ts + t->ops[sk->v[sk->n - 1]].dur < o->ts)
+            sk->n--;
+        uint32_t idx = (uint32_t)k;
+        if (KVS_VEC_PUSH(sk->v, sk->n, sk->cap, idx) < 0) {
+            st = KVS_STATUS_NO_MEMORY;
+            break;
+        }
+    }
+    for (size_t i = 0; i < nthreads; i++)
+        free(stacks[i].v);
+    free(stacks);
+    return st;
+}
+
 enum kvs_status kvs_link(struct kvs_ctx *c)
 {
     const struct kvs_trace_data *t = &c->t;
@@ -155,12 +230,13 @@ enum kvs_status kvs_link(struct kvs_ctx *c)
         return KVS_STATUS_NO_MEMORY;
 
     struct idx_table by_ext = {0}, by_corr = {0};
-    if (table_init(&by_ext, t->nops) < 0 || table_init(&by_corr, t->nrts) < 0) {
+    if ((!t->ops_ext_sorted && table_init(&by_ext, t->nops) < 0) || table_init(&by_corr, t->nrts) < 0) {
         free(by_ext.slots);
         free(by_corr.slots);
         return KVS_STATUS_NO_MEMORY;
     }
-    TABLE_BUILD(by_ext, t->ops, t->nops, ext);
+    if (!t->ops_ext_sorted)
+        TABLE_BUILD(by_ext, t->ops, t->nops, ext);
     TABLE_BUILD(by_corr, t->rts, t->nrts, corr);
 
     struct pending *pend = NULL;
@@ -169,10 +245,10 @@ enum kvs_status kvs_link(struct kvs_ctx *c)
     for (size_t i = 0; i < t->ngpus; i++) {
         const struct kvs_gpu_rec *g = &t->gpus[i];
         uint32_t op, rt;
-        TABLE_FIND(by_ext, t->ops, ext, g->ext, op);
+        FIND_OP(g->ext, op);
         TABLE_FIND(by_corr, t->rts, corr, g->corr, rt);
         if (op == KVS_NO_OP && rt != KVS_NO_OP && t->rts[rt].ext)
-            TABLE_FIND(by_ext, t->ops, ext, t->rts[rt].ext, op);
+            FIND_OP(t->rts[rt].ext, op);
         c->gpu_op[i] = op;
         c->gpu_launch[i] = rt != KVS_NO_OP ? t->rts[rt].ts : op != KVS_NO_OP ? t->ops[op].ts : g->ts;
         if (op == KVS_NO_OP && rt != KVS_NO_OP) {
@@ -185,8 +261,12 @@ enum kvs_status kvs_link(struct kvs_ctx *c)
     }
     free(by_ext.slots);
     free(by_corr.slots);
-    if (st == KVS_STATUS_OK && npend)
-        st = enclose(c, pend, npend);
+    if (st == KVS_STATUS_OK && npend) {
+        bool in_order = true;
+        for (size_t k = 1; k < t->nops && in_order; k++)
+            in_order = t->ops[k].ts >= t->ops[k - 1].ts;
+        st = in_order ? enclose_in_order(c, pend, npend) : enclose_sorting(c, pend, npend);
+    }
     free(pend);
     if (st != KVS_STATUS_OK)
         return st;

@@ -52,8 +52,8 @@ static enum kvs_status collect_token_dims(const struct kvs_ctx *c, struct token_
     size_t n = 0, cap = 0;
     if (!done)
         return KVS_STATUS_NO_MEMORY;
-    for (size_t k = 0; k < t->nops; k++) {
-        uint32_t sh = t->ops[k].shape;
+    for (size_t k = 0; k < t->nopkeys; k++) {
+        uint32_t sh = t->opkeys[k].shape;
         if (!sh || (done[sh / 8] & (1u << (sh % 8))))
             continue;
         done[sh / 8] |= (uint8_t)(1u << (sh % 8));

@@ -32,6 +32,8 @@ void kvs_trace_data_free(struct kvs_trace_data *t)
     kvs_intern_free(&t->strings);
     kvs_intern_free(&t->threads);
     free(t->ops);
+    free(t->opkeys);
+    kvs_u64map_free(&t->opkey_map);
     free(t->rts);
     free(t->gpus);
     free(t->ranges);
@@ -76,6 +78,12 @@ static void read_distributed_info(struct kvs_trace_data *t, const cJSON *o)
 static void read_kvscope_meta(struct kvs_trace_data *t, const cJSON *o)
 {
     t->has_kvscope_meta = true;
+    const cJSON *rank = cJSON_GetObjectItemCaseSensitive(o, "rank");
+    const cJSON *ws = cJSON_GetObjectItemCaseSensitive(o, "world_size");
+    if (t->rank < 0 && cJSON_IsNumber(rank) && rank->valuedouble >= 0) /* distributedInfo wins */
+        t->rank = (int)rank->valuedouble;
+    if (t->world_size <= 0 && cJSON_IsNumber(ws) && ws->valuedouble > 0)
+        t->world_size = (int)ws->valuedouble;
     const cJSON *m;
     cJSON_ArrayForEach(m, o)
     {
@@ -186,6 +194,7 @@ enum kvs_status kvs_read_trace(const char *path, const struct kvs_read_opts *opt
         opt = &defaults;
     memset(t, 0, sizeof *t);
     t->rank = -1;
+    t->ops_ext_sorted = true;
     if (kvs_intern_init(&t->strings) < 0 || kvs_intern_init(&t->threads) < 0)
         return KVS_STATUS_NO_MEMORY;
 

@@ -19,15 +19,21 @@
 #include <stdlib.h>
 
 #include "intern.h"
+#include "u64map.h"
 
-/* A cpu_op (PyTorch operator or kvscope annotated op). */
+/* What distinguishes op calls for grouping: the name and the recorded shapes.
+ * Decode loops repeat a few thousand of these, so ops point to them. */
+struct kvs_opkey {
+    uint32_t name;         /* interned op name */
+    uint32_t shape;        /* interned "<Input Dims>\x1f<Input type>" raw text, 0 when none */
+};
+
+/* A cpu_op (PyTorch operator or kvscope annotated op): 32 bytes. */
 struct kvs_op_rec {
     int64_t ts, dur;       /* ns on the trace clock */
     int64_t ext;           /* External id, 0 when none */
-    uint32_t name;         /* interned op name */
-    uint32_t shape;        /* interned "<Input Dims>\x1f<Input type>" raw text, 0 when none */
+    uint32_t key;          /* index into kvs_trace_data.opkeys */
     uint32_t thread;       /* dense thread id (kvs_trace_data.threads) */
-    uint32_t flags;
 };
 
 /* A CUDA/HIP runtime or driver call: the CPU side of a launch. */
@@ -69,6 +75,10 @@ struct kvs_trace_data {
 
     struct kvs_op_rec *ops;
     size_t nops, ops_cap;
+    bool ops_ext_sorted;          /* every op has an External id, strictly rising in file order */
+    struct kvs_opkey *opkeys;
+    size_t nopkeys, opkeys_cap;
+    struct kvs_u64map opkey_map;  /* (name, shape) -> opkeys index */
     struct kvs_rt_rec *rts;
     size_t nrts, rts_cap;
     struct kvs_gpu_rec *gpus;
@@ -92,6 +102,15 @@ struct kvs_trace_data {
 };
 
 void kvs_trace_data_free(struct kvs_trace_data *t);
+
+static inline uint32_t kvs_op_name(const struct kvs_trace_data *t, const struct kvs_op_rec *o)
+{
+    return t->opkeys[o->key].name;
+}
+static inline uint32_t kvs_op_shape(const struct kvs_trace_data *t, const struct kvs_op_rec *o)
+{
+    return t->opkeys[o->key].shape;
+}
 
 /* Append one element to a growable array (grows by 1.5x; big blocks grow in
  * place through mremap). Evaluates to 0, or -1 when memory ran out. */

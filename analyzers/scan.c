@@ -15,7 +15,7 @@ enum kvs_status kvs_scan_init(struct kvs_scan *s, struct kvs_source *src,
     memset(s, 0, sizeof *s);
     if (bufsize < 64)
         bufsize = 64;
-    s->buf = malloc(bufsize + 1);
+    s->buf = calloc(1, bufsize + KVS_SCAN_PAD);
     if (!s->buf)
         return KVS_STATUS_NO_MEMORY;
     s->cap = bufsize;
@@ -89,9 +89,11 @@ bool kvs_scan_refill(struct kvs_scan *s)
             return kvs_scan_fail(s, KVS_STATUS_LIMIT,
                                  "a single value is larger than %zu bytes", KVS_SCAN_MAX_KEEP);
         size_t ncap = s->cap * 2;
-        char *nb = realloc(s->buf, ncap + 1);
+        char *nb = realloc(s->buf, ncap + KVS_SCAN_PAD);
         if (!nb)
             return kvs_scan_fail(s, KVS_STATUS_NO_MEMORY, "out of memory growing the read buffer");
+        /* block loads may read past the data: keep those bytes defined */
+        memset(nb + s->cap + KVS_SCAN_PAD, 0, ncap - s->cap);
         s->p = nb + (s->p - s->buf);
         if (s->mark)
             s->mark = nb + (s->mark - s->buf);
@@ -116,7 +118,7 @@ bool kvs_scan_refill(struct kvs_scan *s)
     return true;
 }
 
-bool kvs_scan_expect(struct kvs_scan *s, char c, const char *what)
+bool kvs_scan_expect_slow(struct kvs_scan *s, char c, const char *what)
 {
     int b = kvs_scan_peek(s);
     if (b == (unsigned char)c) {
@@ -260,29 +262,10 @@ static char *unescape(char *str, char *end, const char **bad)
     return w;
 }
 
-/* Bytes that end the inline scan of a string: the quote, a backslash, and
- * NUL (the sentinel after the buffer's data, or a NUL in the input). */
-static const unsigned char str_stop[256] = {['"'] = 1, ['\\'] = 1, [0] = 1};
-
-bool kvs_scan_string(struct kvs_scan *s, const char **out, size_t *len)
+bool kvs_scan_string_slow(struct kvs_scan *s, const char **out, size_t *len)
 {
     if (*s->p != '"')
         return fail_expected(s, "a string");
-    /* most strings are short keys and names without escapes: find the quote
-     * inline; anything else (escapes, the buffer's end, long strings) takes
-     * the general path */
-    {
-        const char *q = s->p + 1;
-        const char *lim = q + 48;
-        while (q < lim && !str_stop[(unsigned char)*q])
-            q++;
-        if (*q == '"' && q < s->end) {
-            *out = s->p + 1;
-            *len = (size_t)(q - (s->p + 1));
-            s->p = (char *)q + 1;
-            return true;
-        }
-    }
     bool tmp = s->mark == NULL;
     if (tmp)
         s->mark = s->p;
@@ -320,11 +303,8 @@ bool kvs_scan_string(struct kvs_scan *s, const char **out, size_t *len)
 static bool skip_string(struct kvs_scan *s)
 {
     {
-        const char *q = s->p + 1;
-        const char *lim = q + 48;
-        while (q < lim && !str_stop[(unsigned char)*q])
-            q++;
-        if (*q == '"' && q < s->end) {
+        const char *q = kvs_find_quote_or_backslash(s->p + 1, s->end);
+        if (q < s->end && *q == '"') {
             s->p = (char *)q + 1;
             return true;
         }
@@ -435,6 +415,23 @@ bool kvs_scan_skip(struct kvs_scan *s)
             return false;
         default:
             if (c == '-' || (c >= '0' && c <= '9')) {
+                /* plain integers and decimals inside the buffer are checked
+                 * here without decoding; the rest (exponents, leading zeros,
+                 * the buffer's end, errors) go through kvs_scan_number */
+                const char *q = s->p + (c == '-');
+                bool simple = *q >= '0' && *q <= '9' && !(*q == '0' && q[1] >= '0' && q[1] <= '9');
+                while (*q >= '0' && *q <= '9')
+                    q++;
+                if (*q == '.') {
+                    q++;
+                    simple = simple && *q >= '0' && *q <= '9';
+                    while (*q >= '0' && *q <= '9')
+                        q++;
+                }
+                if (simple && *q != 'e' && *q != 'E' && *q != '.' && *q != '-' && *q != '+' && q < s->end) {
+                    s->p = (char *)q;
+                    break;
+                }
                 struct kvs_number num;
                 if (!kvs_scan_number(s, &num))
                     return false;

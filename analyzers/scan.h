@@ -30,6 +30,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "kvscope/base.h"
 #include "source.h"
@@ -44,8 +48,12 @@
 struct kvs_scan;
 typedef void (*kvs_scan_refill_fn)(void *user, const struct kvs_scan *s);
 
+/* bytes allocated after the buffer's capacity: a NUL sentinel after the data,
+ * and room for 16-byte loads that start before `end` and run past it */
+#define KVS_SCAN_PAD 64
+
 struct kvs_scan {
-    char *buf;             /* cap + 1 bytes; buf[end - buf] is a NUL sentinel */
+    char *buf;             /* cap + KVS_SCAN_PAD bytes; *end is a NUL sentinel */
     size_t cap;
     char *p;               /* cursor */
     char *end;             /* end of valid bytes */
@@ -115,12 +123,70 @@ static inline int kvs_scan_peek(struct kvs_scan *s)
     }
 }
 
+bool kvs_scan_expect_slow(struct kvs_scan *s, char c, const char *what);
+
 /* Consume `c` after whitespace, or fail with "expected <what>". */
-bool kvs_scan_expect(struct kvs_scan *s, char c, const char *what);
+static inline bool kvs_scan_expect(struct kvs_scan *s, char c, const char *what)
+{
+    if (*s->p == c && s->p < s->end) { /* the usual case: no whitespace before it */
+        s->p++;
+        return true;
+    }
+    return kvs_scan_expect_slow(s, c, what);
+}
+
+/* The first '"' or '\\' in [p, end), or end. Reads whole 16-byte blocks,
+ * which may run past end into the buffer's padding (KVS_SCAN_PAD). */
+static inline const char *kvs_find_quote_or_backslash(const char *p, const char *end)
+{
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\');
+    for (; p < end; p += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bs)));
+        if (m) {
+            const char *q = p + __builtin_ctz(m);
+            return q < end ? q : end;
+        }
+    }
+    return end;
+#else
+    /* eight bytes at a time: a byte equal to c makes (x ^ c*0x01..) have a zero byte */
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    for (; p < end; p += 8) {
+        uint64_t x;
+        memcpy(&x, p, 8);
+        uint64_t a = x ^ (ones * '"'), b = x ^ (ones * '\\');
+        uint64_t z = ((a - ones) & ~a & highs) | ((b - ones) & ~b & highs);
+        if (z) {
+            const char *q = p + (__builtin_ctzll(z) >> 3);
+            return q < end ? q : end;
+        }
+    }
+    return end;
+#endif
+}
+
+bool kvs_scan_string_slow(struct kvs_scan *s, const char **out, size_t *len);
 
 /* At a '"': read and decode the string. *out/len: the decoded bytes (not
  * NUL-terminated; decoded in place in the buffer). */
-bool kvs_scan_string(struct kvs_scan *s, const char **out, size_t *len);
+static inline bool kvs_scan_string(struct kvs_scan *s, const char **out, size_t *len)
+{
+    /* most strings have no escapes and end inside the buffer: one pass finds
+     * the quote; anything else (an escape, the buffer's end, no string at
+     * all) takes the general path */
+    if (*s->p == '"') {
+        const char *q = kvs_find_quote_or_backslash(s->p + 1, s->end);
+        if (q < s->end && *q == '"') {
+            *out = s->p + 1;
+            *len = (size_t)(q - (s->p + 1));
+            s->p = (char *)q + 1;
+            return true;
+        }
+    }
+    return kvs_scan_string_slow(s, out, len);
+}
 
 /* At a number's first byte: read it. */
 bool kvs_scan_number(struct kvs_scan *s, struct kvs_number *out);

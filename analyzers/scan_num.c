@@ -104,8 +104,57 @@ bad:
     return kvs_scan_fail(s, KVS_STATUS_PARSE, "malformed number '%.*s'", (int)(n > 40 ? 40 : n), t);
 }
 
+/* The common number: digits, an optional fraction, no exponent, whole in
+ * the buffer. One pass; anything else returns false for the general path. */
+static inline bool fast_number(struct kvs_scan *s, struct kvs_number *out)
+{
+    const char *p = s->p, *start = p;
+    bool neg = *p == '-';
+    p += neg;
+    if ((unsigned)(*p - '0') > 9 || (*p == '0' && (unsigned)(p[1] - '0') <= 9))
+        return false;
+    uint64_t v = 0;
+    int digits = 0;
+    while ((unsigned)(*p - '0') <= 9) {
+        v = v * 10 + (uint64_t)(*p - '0');
+        p++;
+        digits++;
+    }
+    uint64_t frac = 0;
+    int fd = 0;
+    bool integer = true;
+    if (*p == '.') {
+        integer = false;
+        p++;
+        if ((unsigned)(*p - '0') > 9)
+            return false;
+        while ((unsigned)(*p - '0') <= 9) {
+            if (fd < 9) {
+                frac = frac * 10 + (uint64_t)(*p - '0');
+                fd++;
+            }
+            p++;
+        }
+    }
+    /* an exponent, another sign or dot, or the buffer's end: general path */
+    if (num_char[(unsigned char)*p] || p >= s->end || digits > 19)
+        return false;
+    out->text = start;
+    out->len = (size_t)(p - start);
+    out->negative = neg;
+    out->is_integer = integer;
+    out->overflow = false;
+    out->int_part = v;
+    out->frac = frac;
+    out->frac_digits = fd;
+    s->p = (char *)p;
+    return true;
+}
+
 bool kvs_scan_number(struct kvs_scan *s, struct kvs_number *out)
 {
+    if (fast_number(s, out))
+        return true;
     /* the token is usually whole in the buffer: the sentinel NUL stops the
      * scan at the end of data, and only a token touching the end needs a
      * refill */

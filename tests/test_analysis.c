@@ -196,6 +196,8 @@ static void test_kineto_inferred_match_and_findings(void)
     KVS_REQUIRE(idle);
     KVS_CHECK_NEAR(idle->gpu_ms_per_step, 1.0 - MS(95), 1e-12);
     KVS_CHECK_EQ_INT(idle->severity, KVS_SEV_HIGH);
+    /* 13 activities launched in the steps: 2,2,10,10,10,10,20,20,20,20,20,30,30 us */
+    KVS_CHECK_MSG(strstr(idle->evidence, "median 20.0 us") != NULL, "%s", idle->evidence);
     /* 28 MB per call is under the streaming threshold: no bandwidth finding */
     KVS_CHECK(find_finding(a, "low_bandwidth_efficiency") == NULL);
     for (size_t i = 1; i < a->nfinding; i++)
@@ -330,6 +332,45 @@ static void test_array_begin_end(void)
     kvs_analysis_free(a);
 }
 
+/* Ops not in time order in the file (some writers group them by thread):
+ * the correlation-only kernels still find their innermost enclosing op. */
+static void test_link_ops_out_of_order(void)
+{
+    const char *doc =
+        "{\"traceEvents\": [\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::copy_\", \"pid\": 1, \"tid\": 2, \"ts\": 50, \"dur\": 10,"
+        " \"args\": {\"Input Dims\": [[4,4],[4,4]], \"Input type\": [\"float\", \"c10::Half\"]}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::outer\", \"pid\": 1, \"tid\": 1, \"ts\": 5, \"dur\": 100},\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::copy_\", \"pid\": 1, \"tid\": 1, \"ts\": 20, \"dur\": 10,"
+        " \"args\": {\"Input Dims\": [[8,8],[8,8]], \"Input type\": [\"float\", \"c10::Half\"]}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 1, \"ts\": 25, \"dur\": 1, \"args\": {\"correlation\": 7}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 2, \"ts\": 55, \"dur\": 1, \"args\": {\"correlation\": 8}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 1, \"ts\": 60, \"dur\": 1, \"args\": {\"correlation\": 9}},\n"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"copy_kernel_a\", \"pid\": 0, \"tid\": 7, \"ts\": 100, \"dur\": 2, \"args\": {\"correlation\": 7}},\n"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"copy_kernel_b\", \"pid\": 0, \"tid\": 7, \"ts\": 110, \"dur\": 4, \"args\": {\"correlation\": 8}},\n"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm_kernel\", \"pid\": 0, \"tid\": 7, \"ts\": 120, \"dur\": 8, \"args\": {\"correlation\": 9}}\n"
+        "]}\n";
+    char tmp[256];
+    kvs_tmp_write(tmp, sizeof tmp, doc, strlen(doc), ".json");
+    struct kvs_analysis_options o;
+    kvs_analysis_options_init(&o);
+    o.log = kvs_capture_logger(&cap);
+    struct kvs_analysis *a = NULL;
+    KVS_CHECK_EQ_INT(kvs_analyze_file(tmp, &o, &a), KVS_STATUS_OK);
+    unlink(tmp);
+    KVS_REQUIRE(a);
+    KVS_CHECK_EQ_INT(a->trace.gpu_unlinked, 0);
+    /* correlation 7 -> the call at 25 us on thread 1 -> aten::copy_ [8,8]
+     * (inside aten::outer); 8 -> thread 2's copy_ [4,4]; 9 -> aten::outer */
+    const struct kvs_group *g8 = find_group(a, "aten::copy_", "[[8,8],[8,8]]");
+    const struct kvs_group *g4 = find_group(a, "aten::copy_", "[[4,4],[4,4]]");
+    KVS_REQUIRE(g8 && g4);
+    KVS_CHECK_NEAR(g8->gpu_ms, MS(2), TOL);
+    KVS_CHECK_NEAR(g4->gpu_ms, MS(4), TOL);
+    KVS_CHECK_EQ_INT(a->ngroup, 2); /* the GEMM under aten::outer is no copy */
+    kvs_analysis_free(a);
+}
+
 static void test_category_names(void)
 {
     for (int c = 0; c < KVS_CAT_COUNT_; c++) {
@@ -352,6 +393,7 @@ int main(int argc, char **argv)
         {"step_regex", test_step_regex},
         {"old_schema_linking", test_old_schema_linking},
         {"array_begin_end", test_array_begin_end},
+        {"link_ops_out_of_order", test_link_ops_out_of_order},
         {"category_names", test_category_names},
         {NULL, NULL},
     };

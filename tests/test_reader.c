@@ -71,7 +71,7 @@ static void test_kineto_fixture_counts(void)
     /* an escaped op name is decoded */
     found = false;
     for (size_t i = 0; i < t.nops; i++)
-        found |= !strcmp(kvs_intern_str(&t.strings, t.ops[i].name), "aten::weird \"op\" \xc3\xa9 \\ name");
+        found |= !strcmp(kvs_intern_str(&t.strings, kvs_op_name(&t, &t.ops[i])), "aten::weird \"op\" \xc3\xa9 \\ name");
     KVS_CHECK(found);
     /* the memcpy keeps its bytes, the memset too */
     int64_t bytes = 0;
@@ -140,8 +140,8 @@ static void test_buffer_sizes_agree(void)
                           "%s bufsize %zu", fixtures[f], bs);
             for (size_t i = 0; i < t.nops && i < ref.nops; i++)
                 KVS_CHECK(t.ops[i].ts == ref.ops[i].ts && t.ops[i].ext == ref.ops[i].ext &&
-                          !strcmp(kvs_intern_str(&t.strings, t.ops[i].shape),
-                                  kvs_intern_str(&ref.strings, ref.ops[i].shape)));
+                          !strcmp(kvs_intern_str(&t.strings, t.opkeys[t.ops[i].key].shape),
+                                  kvs_intern_str(&ref.strings, ref.opkeys[ref.ops[i].key].shape)));
             for (size_t i = 0; i < t.ngpus && i < ref.ngpus; i++)
                 KVS_CHECK(t.gpus[i].ts == ref.gpus[i].ts && t.gpus[i].dur == ref.gpus[i].dur &&
                           !strcmp(kvs_intern_str(&t.strings, t.gpus[i].name),

@@ -52,7 +52,6 @@ struct kvs_group_acc {
     bool has_match;
     struct kvs_match match;      /* label in the arena */
     int64_t active_tokens;       /* tokens actually in use, when inferable; 0 unknown */
-    int64_t row_bytes;           /* bytes per token row over all tensors, 0 unknown */
     const char *role;            /* in the arena */
 };
 

@@ -259,16 +259,6 @@ static void match_one(struct kvs_ctx *c, struct kvs_group_acc *g, const struct t
     g->match.per_layer = per_layer;
     g->match.inferred = !capacity && (inferred || !c->have_model);
     g->active_tokens = capacity || inferred ? active : 0;
-    /* bytes of one token row over the tensors that share the token dim */
-    int64_t rb = 0;
-    for (int i = 0; i < s->n; i++) {
-        if (s->rank[i] < 1 || s->dims[i][0] != dims[0] || s->bytes[i] < 0 || dims[0] == 0)
-            continue;
-        rb += s->bytes[i] / dims[0];
-    }
-    if (tokens != dims[0] && dims[0] > 0)
-        rb /= (tokens / dims[0]) ? (tokens / dims[0]) : 1; /* paged: per token, not per block */
-    g->row_bytes = rb;
 }
 
 enum kvs_status kvs_match_groups(struct kvs_ctx *c)

@@ -52,32 +52,32 @@ mb() { python3 -c "import os,sys; print('%.1f' % (os.path.getsize(sys.argv[1]) /
 echo "kvscope report benchmark — $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')), $(uname -r)"
 echo "trace: $trace"
 echo
-printf '%-26s %9s %-24s %10s %10s %12s\n' input MB tool "wall s" "min s" "peak RSS MB"
+printf '%-18s %7s %-26s %8s %8s %8s %11s\n' input MB tool "wall s" "min s" "CPU s" "peak RSS MB"
 declare -A py_wall py_rss
 for f in "$base" "$(rep 2)"; do
     size=$(mb "$f")
-    read -r pw pmin prss < <($measure "$pyruns" python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$f")
-    printf '%-26s %9s %-24s %10s %10s %12.1f\n' "$(basename "$f")" "$size" "python3 json.load" "$pw" "$pmin" "$(calc "$prss / 1024")"
+    read -r pw pmin pcpu prss < <($measure "$pyruns" python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$f")
+    printf '%-18s %7s %-26s %8s %8s %8s %11.1f\n' "$(basename "$f")" "$size" "python3 json.load" "$pw" "$pmin" "$pcpu" "$(calc "$prss / 1024")"
     for b in $builds; do
-        read -r kw kmin krss < <($measure "$runs" "$b/cli/kvscope" report "$f" --format json -o /dev/null --quiet)
-        printf '%-26s %9s %-24s %10s %10s %12.1f   %.1fx faster, %.1f%% of the RSS\n' "$(basename "$f")" "$size" \
-            "kvscope ($b)" "$kw" "$kmin" "$(calc "$krss / 1024")" \
-            "$(calc "$pw / $kw")" "$(calc "100 * $krss / $prss")"
+        read -r kw kmin kcpu krss < <($measure "$runs" "$b/cli/kvscope" report "$f" --format json -o /dev/null --quiet)
+        printf '%-18s %7s %-26s %8s %8s %8s %11.1f   %.1fx faster (wall), %.1fx (CPU), %.1f%% of the RSS\n' \
+            "$(basename "$f")" "$size" "kvscope ($b)" "$kw" "$kmin" "$kcpu" "$(calc "$krss / 1024")" \
+            "$(calc "$pw / $kw")" "$(calc "$pcpu / $kcpu")" "$(calc "100 * $krss / $prss")"
     done
     for b in $builds; do
-        read -r vw vmin vrss < <($measure 3 "$b/cli/kvscope" version)
-        printf '%-26s %9s %-24s %10s %10s %12.1f   (start-up alone)\n' "-" "-" "kvscope version ($b)" "$vw" "$vmin" "$(calc "$vrss / 1024")"
+        read -r vw vmin vcpu vrss < <($measure 3 "$b/cli/kvscope" version)
+        printf '%-18s %7s %-26s %8s %8s %8s %11.1f   (start-up alone)\n' "-" "-" "kvscope version ($b)" "$vw" "$vmin" "$vcpu" "$(calc "$vrss / 1024")"
     done
 done
 echo
-echo "scaling (kvscope report --format json, median of $runs runs)"
-printf '%-26s %9s %-24s %10s %10s %12s %10s\n' input MB tool "wall s" "min s" "peak RSS MB" "MB/s"
+echo "scaling (kvscope report --format json, median of $runs runs; MB/s from the fastest run)"
+printf '%-18s %7s %-26s %8s %8s %8s %11s %8s\n' input MB tool "wall s" "min s" "CPU s" "peak RSS MB" "MB/s"
 for c in 1 $copies_list; do
     if [ "$c" = 1 ]; then f=$base; else f=$(rep "$c"); fi
     size=$(mb "$f")
     for b in $builds; do
-        read -r kw kmin krss < <($measure "$runs" "$b/cli/kvscope" report "$f" --format json -o /dev/null --quiet)
-        printf '%-26s %9s %-24s %10s %10s %12.1f %10.0f\n' "$(basename "$f")" "$size" "kvscope ($b)" "$kw" "$kmin" \
-            "$(calc "$krss / 1024")" "$(calc "$size / $kmin")"
+        read -r kw kmin kcpu krss < <($measure "$runs" "$b/cli/kvscope" report "$f" --format json -o /dev/null --quiet)
+        printf '%-18s %7s %-26s %8s %8s %8s %11.1f %8.0f\n' "$(basename "$f")" "$size" "kvscope ($b)" "$kw" "$kmin" \
+            "$kcpu" "$(calc "$krss / 1024")" "$(calc "$size / $kmin")"
     done
 done

@@ -82,7 +82,7 @@ static void push(struct kvs_trace *t, enum kvs_trace_rec_kind kind, const char *
                  uint64_t domain, int nt, const struct kvs_tensor_desc *tens)
 {
     int d = t_stack.depth++;
-    int running = atomic_load_explicit(&t->running, memory_order_relaxed);
+    int running = atomic_load_explicit(&t->running, memory_order_acquire);
     if (d >= MAX_DEPTH) {
         if (running)
             atomic_fetch_add(&t->host_overflow, 1);
@@ -225,11 +225,19 @@ static void push_attr(struct kvs_trace *t, uint64_t domain, const nvtxEventAttri
     push(t, KVS_TREC_OP, name, domain, nt, tens);
 }
 
+/* Start/end ranges may end on another thread: kept in a map by range id.
+ * Without an id (CUPTI gave no return value) the range is still recorded
+ * and ends with the capture window. */
 static void start_range(struct kvs_trace *t, uint64_t domain, const char *msg, const void *ret)
 {
-    if (!ret || !atomic_load_explicit(&t->running, memory_order_relaxed))
+    if (!atomic_load_explicit(&t->running, memory_order_acquire))
         return;
-    uint64_t id = *(const nvtxRangeId_t *)ret, ext;
+    uint64_t ext;
+    if (!ret) {
+        record(t, KVS_TREC_RANGE, msg, domain, 0, NULL, &ext);
+        return;
+    }
+    uint64_t id = *(const nvtxRangeId_t *)ret;
     pthread_mutex_lock(&t->nvtx_mu);
     int full = t->open_ranges.n >= MAX_OPEN_STARTS;
     pthread_mutex_unlock(&t->nvtx_mu);

@@ -39,6 +39,7 @@ KVS_API int InitializeInjection(void);
 KVS_API int InitializeInjectionNvtx2(kvs_nvtx_export_table_fn get_export_table);
 
 static struct kvs_trace *g_trace;
+static struct kvs_logger g_lg;
 static pid_t g_pid;
 static char g_out[PATH_MAX];
 static int g_report_fd = -1;
@@ -201,6 +202,7 @@ static void init(void)
     const char *lvl = getenv("KVS_CAPTURE_LOG");
     if (lvl && !strcmp(lvl, "debug"))
         cfg.logger.min_level = KVS_LOG_DEBUG;
+    g_lg = cfg.logger;
     cfg.buffer_bytes = (size_t)env_long("KVS_CAPTURE_BUFFER_MB", 4) << 20;
     cfg.max_buffers = (unsigned)env_long("KVS_CAPTURE_MAX_BUFFERS", 32);
     cfg.rank = (int)env_long("RANK", -1);
@@ -251,5 +253,8 @@ int InitializeInjectionNvtx2(kvs_nvtx_export_table_fn get_export_table)
     dlclose(h); /* NOLOAD: only drops the reference we just took */
     if (!cupti_init || cupti_init == InitializeInjectionNvtx2)
         return 0;
-    return cupti_init(get_export_table);
+    int ok = cupti_init(get_export_table);
+    kvs_log(&g_lg, ok ? KVS_LOG_DEBUG : KVS_LOG_WARN, "NVTX handed to CUPTI (%s): %s",
+            info.dli_fname, ok ? "ok" : "refused; NVTX ranges will be missing");
+    return ok;
 }

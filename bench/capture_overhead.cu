@@ -1,0 +1,141 @@
+/* bench/capture_overhead.cu — what capturing costs the captured program.
+ * Two loops, each checked for correctness before it is timed:
+ *   launch-heavy     N one-element kernels on one stream (host wall clock
+ *                    from the first launch to the stream's completion)
+ *   bandwidth-heavy  M device-to-device copies of G GiB (CUDA events)
+ * Median of R repeats after a warm-up. Run it plain, with the capture
+ * linked in (--linked: kvs_trace_* around all repeats), or under
+ * `kvscope capture` (the injection library); bench/capture_overhead.sh does
+ * all three and prints the table.
+ *
+ *   capture_overhead [--linked TRACE] [--launches N] [--copies M] [--gib G] [--reps R]
+ * Prints one line: RESULT launch_ms=... us_per_launch=... copy_ms=... copy_gbps=...
+ */
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "kvscope/die.h"
+#include "kvscope/trace.h"
+
+__global__ void one(int *p) { p[0] += 1; }
+
+static double median(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static double now_ms()
+{
+    return std::chrono::duration<double, std::milli>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+int main(int argc, char **argv)
+{
+    const char *linked = nullptr;
+    int launches = 5000, copies = 50, reps = 7;
+    double gib = 1.0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--linked") && i + 1 < argc)
+            linked = argv[++i];
+        else if (!strcmp(argv[i], "--launches") && i + 1 < argc)
+            launches = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--copies") && i + 1 < argc)
+            copies = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--gib") && i + 1 < argc)
+            gib = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+            reps = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: %s [--linked TRACE] [--launches N] [--copies M] [--gib G] "
+                            "[--reps R]\n", argv[0]);
+            return 2;
+        }
+    }
+    struct kvs_trace *t = nullptr;
+    if (linked) {
+        struct kvs_trace_config cfg;
+        kvs_trace_config_init(&cfg);
+        KVS_STATUS_DIE(kvs_trace_create(&cfg, &t));
+    }
+    cudaStream_t s;
+    KVS_CUDA_DIE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    int *counter;
+    KVS_CUDA_DIE(cudaMalloc(&counter, sizeof(int)));
+    size_t bytes = (size_t)(gib * (1ull << 30));
+    char *src, *dst;
+    KVS_CUDA_DIE(cudaMalloc(&src, bytes));
+    KVS_CUDA_DIE(cudaMalloc(&dst, bytes));
+
+    /* correctness first: the launch loop counts, the copy copies */
+    KVS_CUDA_DIE(cudaMemset(counter, 0, sizeof(int)));
+    for (int i = 0; i < launches; i++)
+        one<<<1, 1, 0, s>>>(counter);
+    KVS_CUDA_LAUNCH_DIE();
+    int got = 0;
+    KVS_CUDA_DIE(cudaMemcpy(&got, counter, sizeof got, cudaMemcpyDeviceToHost));
+    KVS_DIE_IF(got != launches, "launch loop counted %d, wanted %d", got, launches);
+    KVS_CUDA_DIE(cudaMemset(src, 0x5A, bytes));
+    KVS_CUDA_DIE(cudaMemset(dst, 0, bytes));
+    KVS_CUDA_DIE(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
+    KVS_CUDA_DIE(cudaStreamSynchronize(s));
+    std::vector<unsigned char> probe(1 << 20);
+    for (size_t off : {(size_t)0, bytes / 2, bytes - probe.size()}) {
+        KVS_CUDA_DIE(cudaMemcpy(probe.data(), dst + off, probe.size(), cudaMemcpyDeviceToHost));
+        for (unsigned char c : probe)
+            KVS_DIE_IF(c != 0x5A, "copy check failed at offset %zu", off);
+    }
+
+    if (t)
+        KVS_STATUS_DIE(kvs_trace_start(t));
+    cudaEvent_t e0, e1;
+    KVS_CUDA_DIE(cudaEventCreate(&e0));
+    KVS_CUDA_DIE(cudaEventCreate(&e1));
+    std::vector<double> launch_ms, copy_ms;
+    for (int r = 0; r <= reps; r++) { /* r == 0: warm-up, not kept */
+        KVS_CUDA_DIE(cudaStreamSynchronize(s));
+        double t0 = now_ms();
+        for (int i = 0; i < launches; i++)
+            one<<<1, 1, 0, s>>>(counter);
+        KVS_CUDA_DIE(cudaStreamSynchronize(s));
+        double t1 = now_ms();
+        KVS_CUDA_DIE(cudaEventRecord(e0, s));
+        for (int i = 0; i < copies; i++)
+            KVS_CUDA_DIE(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
+        KVS_CUDA_DIE(cudaEventRecord(e1, s));
+        KVS_CUDA_DIE(cudaEventSynchronize(e1));
+        float ms = 0;
+        KVS_CUDA_DIE(cudaEventElapsedTime(&ms, e0, e1));
+        if (r > 0) {
+            launch_ms.push_back(t1 - t0);
+            copy_ms.push_back(ms);
+        }
+    }
+    double write_ms = 0;
+    if (t) {
+        KVS_STATUS_DIE(kvs_trace_stop(t));
+        double w0 = now_ms();
+        KVS_STATUS_DIE(kvs_trace_write(t, linked));
+        write_ms = now_ms() - w0;
+        struct kvs_trace_stats st;
+        kvs_trace_get_stats(t, &st);
+        fprintf(stderr, "linked capture: %u buffers, %llu dropped, callbacks %.3f ms, flush %.3f ms, "
+                        "write %.1f ms\n",
+                st.buffers_used, (unsigned long long)st.dropped_records, st.callback_ns / 1e6,
+                st.flush_ns / 1e6, write_ms);
+        kvs_trace_free(t);
+    }
+    double lm = median(launch_ms), cm = median(copy_ms);
+    printf("RESULT launch_ms=%.4f us_per_launch=%.4f copy_ms=%.4f copy_gbps=%.1f launches=%d "
+           "copies=%d gib=%.2f reps=%d\n",
+           lm, 1000.0 * lm / launches, cm, 2.0 * copies * (double)bytes / (cm * 1e6), launches,
+           copies, gib, reps);
+    return 0;
+}

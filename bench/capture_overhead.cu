@@ -84,6 +84,7 @@ int main(int argc, char **argv)
     KVS_DIE_IF(got != launches, "launch loop counted %d, wanted %d", got, launches);
     KVS_CUDA_DIE(cudaMemset(src, 0x5A, bytes));
     KVS_CUDA_DIE(cudaMemset(dst, 0, bytes));
+    KVS_CUDA_DIE(cudaDeviceSynchronize()); /* the memsets ran on the legacy stream */
     KVS_CUDA_DIE(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
     KVS_CUDA_DIE(cudaStreamSynchronize(s));
     std::vector<unsigned char> probe(1 << 20);

@@ -33,6 +33,12 @@ for r in $(seq "$rounds"); do
     run plain "$bench"
     run linked "$bench" --linked "$out/linked.json.gz"
     run inject "$kvs" capture -o "$out/inject.json.gz" -- "$bench"
+    # where the launch-heavy cost comes from: without driver API records,
+    # then without any API records (GPU work, ops and ranges only)
+    run inject_nodriver "$kvs" capture --activities kernel,memcpy,memset,runtime,sync,extcorr,overhead,nvtx \
+        -o "$out/inject.json.gz" -- "$bench"
+    run inject_gpuonly "$kvs" capture --activities kernel,memcpy,memset,extcorr,nvtx \
+        -o "$out/inject.json.gz" -- "$bench"
 done
 
 have_torch=0
@@ -41,6 +47,8 @@ if [ $have_torch = 1 ]; then
     for r in $(seq "$rounds"); do
         run torch_plain python3 bench/capture_torch.py --steps 20
         run torch_capture "$kvs" capture -o "$out/torch.json.gz" -- python3 bench/capture_torch.py --steps 20
+        run torch_capture_nodriver "$kvs" capture --activities kernel,memcpy,memset,runtime,sync,extcorr,overhead,nvtx \
+            -o "$out/torch.json.gz" -- python3 bench/capture_torch.py --steps 20
     done
 fi
 
@@ -54,7 +62,7 @@ for line in open(sys.argv[1]):
 med = lambda m, k: statistics.median(vals[m][k]) if vals[m][k] else float("nan")
 print("| mode | launch loop ms (5000 kernels) | us/launch | overhead | copy loop ms (50 x 1 GiB) | GB/s (r+w) | overhead |")
 print("|---|---|---|---|---|---|---|")
-for m in ("plain", "linked", "inject"):
+for m in ("plain", "linked", "inject", "inject_nodriver", "inject_gpuonly"):
     if m not in vals:
         continue
     lo = 100 * (med(m, "launch_ms") / med("plain", "launch_ms") - 1)
@@ -66,7 +74,7 @@ if "torch_plain" in vals:
     print()
     print("| PyTorch loop (8 layers: full FP8->BF16 KV cast + 2 GEMV) | step ms | overhead |")
     print("|---|---|---|")
-    for m in ("torch_plain", "torch_capture"):
+    for m in ("torch_plain", "torch_capture", "torch_capture_nodriver"):
         if m in vals:
             o = 100 * (med(m, "torch_step_ms") / med("torch_plain", "torch_step_ms") - 1)
             print("| %s | %.3f | %s |" % (m, med(m, "torch_step_ms"),

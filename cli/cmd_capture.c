@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "kvscope/trace.h"
 
 #ifndef KVS_INJECT_INSTALL_PATH
 #define KVS_INJECT_INSTALL_PATH "/usr/local/lib/kvscope/libkvscope-inject.so"
@@ -47,6 +48,8 @@ static void usage(FILE *out)
             "  --window all|cudaProfilerStart\n"
             "                         record everything (default), or only between\n"
             "                         cudaProfilerStart() and cudaProfilerStop()\n"
+            "  --activities LIST      what to record, comma-separated: kernel memcpy memset\n"
+            "                         runtime driver sync extcorr overhead nvtx (default all)\n"
             "  --buffer-mb N          size of one CUPTI buffer (default 4)\n"
             "  --max-buffers N        CUPTI buffers at most (default 32); beyond them\n"
             "                         records are dropped and counted in the trace\n"
@@ -200,6 +203,7 @@ static void read_reports(int fd, int *ok, int *failed)
 int kvs_cmd_capture(int argc, char **argv)
 {
     const char *out = NULL, *window = "all", *buffer_mb = NULL, *max_buffers = NULL;
+    const char *activities = NULL;
     int i = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
@@ -215,6 +219,7 @@ int kvs_cmd_capture(int argc, char **argv)
                            : !strcmp(a, "--window")                    ? &window
                            : !strcmp(a, "--buffer-mb")                 ? &buffer_mb
                            : !strcmp(a, "--max-buffers")               ? &max_buffers
+                           : !strcmp(a, "--activities")                ? &activities
                                                                        : NULL;
         if (!dst) {
             if (a[0] == '-')
@@ -237,6 +242,11 @@ int kvs_cmd_capture(int argc, char **argv)
         if (nums[k] && (strtol(nums[k], &end, 10) <= 0 || *end))
             return kvs_cli_usage_error("capture", "'%s' is not a positive number", nums[k]);
     }
+    unsigned bits;
+    if (activities && kvs_trace_parse_activities(activities, &bits) != KVS_STATUS_OK)
+        return kvs_cli_usage_error("capture", "--activities: '%s' is not a list of kernel, "
+                                   "memcpy, memset, runtime, driver, sync, extcorr, overhead, "
+                                   "nvtx, all", activities);
     char lib[PATH_MAX], outabs[PATH_MAX];
     if (find_inject_lib(lib, sizeof lib) != 0) {
         fprintf(stderr, "kvscope capture: cannot find libkvscope-inject.so (set KVS_INJECT_LIB)\n");
@@ -277,6 +287,8 @@ int kvs_cmd_capture(int argc, char **argv)
             setenv("KVS_CAPTURE_BUFFER_MB", buffer_mb, 1);
         if (max_buffers)
             setenv("KVS_CAPTURE_MAX_BUFFERS", max_buffers, 1);
+        if (activities)
+            setenv("KVS_CAPTURE_ACTIVITIES", activities, 1);
         execvp(argv[i], argv + i);
         fprintf(stderr, "kvscope capture: cannot run %s: %s\n", argv[i], strerror(errno));
         _exit(127);

@@ -128,7 +128,10 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
         return;
     if (domain == CUPTI_CB_DOMAIN_NVTX)
         kvs_capture_nvtx(t, cbid, data);
-    else if (domain == CUPTI_CB_DOMAIN_DRIVER_API || domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+    else if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
+        if (t->on_context)
+            t->on_context(t->on_context_user);
+    } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API || domain == CUPTI_CB_DOMAIN_RUNTIME_API)
         on_profiler_api(t, domain, cbid, data);
     cb_leave();
 }
@@ -238,6 +241,8 @@ static void trace_release(struct kvs_trace *t)
         kvs_log(&t->lg, KVS_LOG_DEBUG, "%u CUPTI buffers still lent at free: left alone", lent);
     kvs_capture_host_free(t);
     kvs_host_store_free(&t->host);
+    pthread_mutex_destroy(&t->dev_mu);
+    free(t->devices);
     for (size_t i = 0; i < t->demangled.cap; i++)
         if (t->demangled.used[i])
             free((void *)(uintptr_t)t->demangled.vals[i]);
@@ -282,7 +287,9 @@ enum kvs_status kvs_trace_create(const struct kvs_trace_config *cfg, struct kvs_
     clock_gettime(CLOCK_REALTIME, &rt);
     t->base_time_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec - kvs_now_ns();
     atomic_store(&t->next_external_id, 1);
-    if (kvs_pool_init(&t->pool, t->cfg.buffer_bytes, t->cfg.max_buffers) != 0 ||
+    pthread_mutex_init(&t->dev_mu, NULL);
+    t->devices = calloc(KVS_MAX_DEVICES, sizeof *t->devices);
+    if (!t->devices || kvs_pool_init(&t->pool, t->cfg.buffer_bytes, t->cfg.max_buffers) != 0 ||
         kvs_host_store_init(&t->host, t->cfg.host_bytes_max) != 0 ||
         kvs_capture_host_init(t) != 0 || kvs_map_init(&t->demangled, 256) != 0) {
         trace_release(t);
@@ -324,6 +331,9 @@ enum kvs_status kvs_trace_create(const struct kvs_trace_config *cfg, struct kvs_
                                                                              buffer_completed));
     if (st == KVS_STATUS_OK && (cfg->activities & KVS_TRACE_NVTX))
         st = KVS_CUPTI_STATUS(lg, cuptiEnableDomain(1, t->sub, CUPTI_CB_DOMAIN_NVTX));
+    if (st == KVS_STATUS_OK)
+        st = KVS_CUPTI_STATUS(lg, cuptiEnableCallback(1, t->sub, CUPTI_CB_DOMAIN_RESOURCE,
+                                                      CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
     if (st != KVS_STATUS_OK) {
         cuptiUnsubscribe(t->sub);
         trace_release(t);
@@ -348,7 +358,16 @@ enum kvs_status kvs_capture_start_quiet(struct kvs_trace *t, const char *window_
 
 enum kvs_status kvs_trace_start(struct kvs_trace *t)
 {
+    /* the caller's thread, outside any CUDA call: a safe moment for the driver */
+    if (t && !t->ndevices)
+        kvs_capture_query_devices(t);
     return kvs_capture_start_quiet(t, NULL);
+}
+
+void kvs_capture_on_context(struct kvs_trace *t, void (*fn)(void *), void *user)
+{
+    t->on_context_user = user;
+    t->on_context = fn;
 }
 
 enum kvs_status kvs_capture_follow_profiler_api(struct kvs_trace *t, const char *window_name)

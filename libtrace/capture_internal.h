@@ -23,6 +23,7 @@
 #define KVS_HOOK_DOMAIN UINT64_MAX
 
 #define KVS_MAX_DOMAINS 64
+#define KVS_MAX_DEVICES 64
 
 struct kvs_trace {
     struct kvs_trace_config cfg;
@@ -58,6 +59,14 @@ struct kvs_trace {
     struct kvs_map reg_strings;      /* nvtxStringHandle_t -> interned name */
     struct kvs_map open_ranges;      /* nvtxRangeId_t -> stored record */
 
+    /* devices, queried through the driver while it is alive (start, a new
+     * context, or write) and kept: at exit the driver may be torn down */
+    pthread_mutex_t dev_mu;
+    struct kvs_trace_device *devices; /* KVS_MAX_DEVICES */
+    int ndevices;
+    void (*on_context)(void *user);   /* called on CUPTI's context-created callback */
+    void *on_context_user;
+
     /* names made at write time */
     struct kvs_map demangled;        /* CUPTI name pointer -> malloc'd demangled name */
     char **api_names[2];             /* [runtime, driver][cbid] -> name without _vNNNN */
@@ -78,6 +87,15 @@ void kvs_capture_host_free(struct kvs_trace *t);
 /* For inject.c: begin/end recording whenever the program calls
  * cudaProfilerStart/cudaProfilerStop instead of now. */
 enum kvs_status kvs_capture_follow_profiler_api(struct kvs_trace *t, const char *window_name);
+/* Query and keep the properties of every device (through the driver, which
+ * is looked up at run time). Returns how many, -1 without a driver. Never
+ * from inside a CUDA or CUPTI callback: from a thread of its own. */
+int kvs_capture_query_devices(struct kvs_trace *t);
+
+/* fn(user) runs inside CUPTI's callback when a CUDA context is created: it
+ * must only hand work to another thread (e.g. kvs_capture_query_devices). */
+void kvs_capture_on_context(struct kvs_trace *t, void (*fn)(void *), void *user);
+
 /* Start without touching the CUDA driver (safe inside InitializeInjection). */
 enum kvs_status kvs_capture_start_quiet(struct kvs_trace *t, const char *window_name);
 

@@ -171,28 +171,31 @@ static int query_device(const struct driver *drv, int id, struct kvs_trace_devic
     return 0;
 }
 
-#define MAX_DEVICES 64
-
-static int collect_devices(const struct kvs_trace_rec *r, size_t n, struct kvs_trace_device *out)
+int kvs_capture_query_devices(struct kvs_trace *t)
 {
-    int ids[MAX_DEVICES], nid = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (r[i].kind != KVS_TREC_KERNEL && r[i].kind != KVS_TREC_MEMCPY &&
-            r[i].kind != KVS_TREC_MEMSET)
-            continue;
-        int id = (int)r[i].u.gpu.device, seen = 0;
-        for (int k = 0; k < nid; k++)
-            seen |= ids[k] == id;
-        if (!seen && nid < MAX_DEVICES)
-            ids[nid++] = id;
-    }
     struct driver drv;
-    if (nid == 0 || load_driver(&drv) != 0)
-        return 0;
-    int nd = 0;
-    for (int k = 0; k < nid; k++)
-        nd += query_device(&drv, ids[k], &out[nd]) == 0;
-    return nd;
+    if (load_driver(&drv) != 0)
+        return -1;
+    CUresult (*count)(int *) = NULL;
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (h)
+        *(void **)&count = dlsym(h, "cuDeviceGetCount");
+    int n = 0;
+    if (!count || count(&n) != CUDA_SUCCESS)
+        return -1;
+    if (n > KVS_MAX_DEVICES)
+        n = KVS_MAX_DEVICES;
+    struct kvs_trace_device d[KVS_MAX_DEVICES];
+    int got = 0;
+    for (int id = 0; id < n; id++)
+        got += query_device(&drv, id, &d[got]) == 0;
+    pthread_mutex_lock(&t->dev_mu);
+    if (got > 0) {
+        memcpy(t->devices, d, (size_t)got * sizeof d[0]);
+        t->ndevices = got;
+    }
+    pthread_mutex_unlock(&t->dev_mu);
+    return got;
 }
 
 // ----------------------------------------------------------------------------
@@ -217,7 +220,7 @@ enum kvs_status kvs_trace_write(struct kvs_trace *t, const char *path)
     struct convert_ctx c = {{api_name, kernel_name, t, t->clock_offset_ns, 0}, NULL, 0,
                             ncupti + nhost};
     c.out = malloc((c.cap ? c.cap : 1) * sizeof *c.out);
-    struct kvs_trace_device *devs = calloc(MAX_DEVICES, sizeof *devs);
+    struct kvs_trace_device *devs = calloc(KVS_MAX_DEVICES, sizeof *devs);
     if (!c.out || !devs) {
         free(c.out);
         free(devs);
@@ -249,7 +252,12 @@ enum kvs_status kvs_trace_write(struct kvs_trace *t, const char *path)
     m.window = t->window;
     m.window_start_ns = t->window_start_ns;
     m.window_end_ns = end;
-    m.ndevices = collect_devices(c.out, c.n, devs);
+    if (!t->ndevices)
+        kvs_capture_query_devices(t); /* fails at exit once the driver is gone */
+    pthread_mutex_lock(&t->dev_mu);
+    m.ndevices = t->ndevices;
+    memcpy(devs, t->devices, (size_t)t->ndevices * sizeof *devs);
+    pthread_mutex_unlock(&t->dev_mu);
     m.devices = devs;
     kvs_trace_get_stats(t, &m.stats);
     m.stats.cupti_overhead_ns = c.names.overhead_ns;

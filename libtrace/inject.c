@@ -5,15 +5,17 @@
  *   NVTX_INJECTION64_PATH=libkvscope-inject.so  (NVTX calls
  *                            InitializeInjectionNvtx2 at its first use; we
  *                            hand NVTX on to CUPTI, whose callbacks we get)
- *   KVS_CAPTURE_OUTPUT, KVS_CAPTURE_WINDOW, KVS_CAPTURE_BUFFER_MB,
- *   KVS_CAPTURE_MAX_BUFFERS, KVS_CAPTURE_REPORT_FD, KVS_CAPTURE_ROOT_PID
+ *   KVS_CAPTURE_OUTPUT, KVS_CAPTURE_WINDOW, KVS_CAPTURE_ACTIVITIES,
+ *   KVS_CAPTURE_BUFFER_MB, KVS_CAPTURE_MAX_BUFFERS, KVS_CAPTURE_REPORT_FD,
+ *   KVS_CAPTURE_ROOT_PID, KVS_CAPTURE_LOG=debug
  * Whichever entry point comes first sets the capture up (once).
  *
  * The trace is written when the program returns from main or calls exit()
  * (atexit, plus a destructor for the paths that skip it) and when it gets
  * SIGINT/SIGTERM/SIGHUP with the default action: the handler only wakes a
  * thread that stops, flushes and writes, then lets the signal kill the
- * process as it would have. Processes forked from the program without exec
+ * process as it would have. The same thread reads the devices' properties
+ * when a context appears (at exit the driver may already be gone). Processes forked from the program without exec
  * never write (they would overwrite the parent's trace with a copy).
  *
  * Process-wide state here is inherent: one injected capture per process.
@@ -99,20 +101,38 @@ static void on_signal(int sig)
     errno = saved;
 }
 
+#define QUERY_DEVICES 255 /* not a signal number */
+
+/* CUPTI's context-created callback: the driver is busy there, so the
+ * device query happens on the helper thread, right after. */
+static void on_context(void *user)
+{
+    (void)user;
+    unsigned char c = QUERY_DEVICES;
+    (void)!write(g_sigpipe[1], &c, 1);
+}
+
+/* The helper thread: device queries, and the signals' finishing work. */
 static void *finisher(void *arg)
 {
     (void)arg;
-    unsigned char c;
-    ssize_t n;
-    do
-        n = read(g_sigpipe[0], &c, 1);
-    while (n < 0 && errno == EINTR);
-    if (n != 1)
+    for (;;) {
+        unsigned char c;
+        ssize_t n = read(g_sigpipe[0], &c, 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n != 1)
+            return NULL;
+        if (c == QUERY_DEVICES) {
+            if (g_trace && getpid() == g_pid)
+                kvs_capture_query_devices(g_trace);
+            continue;
+        }
+        finish_once();
+        signal(c, SIG_DFL);
+        kill(getpid(), c); /* what the signal would have done */
         return NULL;
-    finish_once();
-    signal(c, SIG_DFL);
-    kill(getpid(), c); /* what the signal would have done */
-    return NULL;
+    }
 }
 
 /* A child forked without exec has no finisher thread: give it back the
@@ -137,6 +157,7 @@ static void watch_signals(void)
     if (!ok)
         return;
     pthread_detach(th);
+    kvs_capture_on_context(g_trace, on_context, NULL);
     for (size_t i = 0; i < sizeof k_signals / sizeof k_signals[0]; i++) {
         struct sigaction cur;
         if (sigaction(k_signals[i], NULL, &cur) != 0 || cur.sa_handler != SIG_DFL)
@@ -205,6 +226,10 @@ static void init(void)
     g_lg = cfg.logger;
     cfg.buffer_bytes = (size_t)env_long("KVS_CAPTURE_BUFFER_MB", 4) << 20;
     cfg.max_buffers = (unsigned)env_long("KVS_CAPTURE_MAX_BUFFERS", 32);
+    const char *acts = getenv("KVS_CAPTURE_ACTIVITIES");
+    if (acts && *acts && kvs_trace_parse_activities(acts, &cfg.activities) != KVS_STATUS_OK)
+        kvs_log(&g_lg, KVS_LOG_WARN, "KVS_CAPTURE_ACTIVITIES=%s not understood: recording all",
+                acts);
     cfg.rank = (int)env_long("RANK", -1);
     cfg.world_size = (int)env_long("WORLD_SIZE", cfg.rank >= 0 ? 1 : 0);
     cfg.set_nvtx_env = 0; /* the launcher pointed NVTX at this library */

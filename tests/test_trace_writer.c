@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include "kvs_test.h"
+#include "kvscope/trace.h"
 #include "kvscope/trace_writer.h"
 #include "trace_check.h"
 #include "writer_internal.h"
@@ -453,6 +454,24 @@ static void test_write_errors(void)
     }
 }
 
+static void test_parse_activities(void)
+{
+    unsigned bits = 12345;
+    KVS_CHECK_EQ_INT(kvs_trace_parse_activities("kernel,memcpy", &bits), KVS_STATUS_OK);
+    KVS_CHECK_EQ_INT(bits, KVS_TRACE_KERNEL | KVS_TRACE_MEMCPY);
+    KVS_CHECK_EQ_INT(kvs_trace_parse_activities("all", &bits), KVS_STATUS_OK);
+    KVS_CHECK_EQ_INT(bits, KVS_TRACE_ALL);
+    KVS_CHECK_EQ_INT(kvs_trace_parse_activities("nvtx,extcorr,kernel", &bits), KVS_STATUS_OK);
+    KVS_CHECK_EQ_INT(bits, KVS_TRACE_NVTX | KVS_TRACE_EXTERNAL_CORRELATION | KVS_TRACE_KERNEL);
+    const char *bad[] = {"", "kern", "kernel,,memcpy", "kernel,bogus", ","};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        bits = 7;
+        KVS_CHECK_MSG(kvs_trace_parse_activities(bad[i], &bits) == KVS_STATUS_PARSE,
+                      "accepted '%s'", bad[i]);
+        KVS_CHECK_EQ_INT(bits, 7);
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const struct kvs_test tests[] = {
@@ -465,6 +484,7 @@ int main(int argc, char **argv)
         {"many_records", test_many_records},
         {"check_script_can_fail", test_check_script_can_fail},
         {"write_errors", test_write_errors},
+        {"parse_activities", test_parse_activities},
         {NULL, NULL},
     };
     return kvs_test_main(argc, argv, tests);

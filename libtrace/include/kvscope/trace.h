@@ -4,7 +4,8 @@
  *
  * defines: struct kvs_trace, enum kvs_trace_activity, struct kvs_trace_config,
  *          kvs_trace_config_init, kvs_trace_create, kvs_trace_start,
- *          kvs_trace_stop, kvs_trace_write, kvs_trace_get_stats, kvs_trace_free
+ *          kvs_trace_stop, kvs_trace_write, kvs_trace_get_stats, kvs_trace_free,
+ *          kvs_trace_parse_activities
  *
  *   struct kvs_trace_config cfg;
  *   kvs_trace_config_init(&cfg);
@@ -47,8 +48,8 @@
  * unseen. kvs_range_* and kvs_op_* need none of this: while a capture of
  * this library runs they record directly.
  *
- * Available only in builds with CUDA (the capture links CUPTI); the header
- * itself is plain C.
+ * Available only in builds with CUDA (the capture links CUPTI), except
+ * kvs_trace_parse_activities (kvs_trace_writer_dep); the header is plain C.
  */
 #ifndef KVSCOPE_TRACE_H
 #define KVSCOPE_TRACE_H
@@ -78,6 +79,11 @@ enum kvs_trace_activity {
     KVS_TRACE_NVTX = 1u << 8,                 /* NVTX ranges, kvs_range_*, kvs_op_* */
     KVS_TRACE_ALL = (1u << 9) - 1,
 };
+
+/* "kernel,memcpy,runtime" -> bits; names: kernel memcpy memset runtime driver
+ * sync extcorr overhead nvtx, or "all". KVS_STATUS_PARSE names nothing
+ * (an unknown or empty list); *bits is left alone then. Needs no CUDA. */
+KVS_API enum kvs_status kvs_trace_parse_activities(const char *list, unsigned *bits);
 
 struct kvs_trace_config {
     unsigned activities;      /* KVS_TRACE_* bits; init: KVS_TRACE_ALL */

@@ -69,6 +69,8 @@ static int count_named(const cJSON *arr, const char *name)
 // ----------------------------------------------------------------------------
 // a second CUPTI client must make kvs_trace_create fail, with a message
 
+#define NK 12 /* spin kernels in the workload; every third inside an op */
+
 static void CUPTIAPI other_cb(void *, CUpti_CallbackDomain, CUpti_CallbackId, const void *) {}
 
 static void test_second_subscriber_refused(void)
@@ -85,9 +87,58 @@ static void test_second_subscriber_refused(void)
 }
 
 // ----------------------------------------------------------------------------
-// the main workload
+// `kvscope report` on the capture finds each annotated op's shapes
 
-#define NK 12
+static void check_report(const char *trace)
+{
+    const char *kvs = getenv("KVS_KVSCOPE");
+    if (!kvs || access(kvs, X_OK) != 0) {
+        fprintf(stderr, "note: KVS_KVSCOPE not set: kvscope report not run\n");
+        return;
+    }
+    char out[160], cmd[1024];
+    snprintf(out, sizeof out, "%s.report.json", trace);
+    snprintf(cmd, sizeof cmd, "'%s' report --quiet --format json -o '%s' '%s'", kvs, out, trace);
+    int rc = system(cmd);
+    KVS_CHECK_MSG(rc == 0, "%s: exit %d", cmd, rc);
+    FILE *f = fopen(out, "rb");
+    if (!f)
+        return;
+    std::vector<char> text(1 << 22);
+    size_t n = fread(text.data(), 1, text.size() - 1, f);
+    fclose(f);
+    unlink(out);
+    text[n] = '\0';
+    cJSON *doc = cJSON_Parse(text.data());
+    KVS_REQUIRE(doc);
+    const cJSON *dev = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(doc, "trace"), "device");
+    KVS_CHECK_MSG(cJSON_IsString(dev), "the report names no device");
+    int groups = 0;
+    const cJSON *g;
+    cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(doc, "groups"))
+    {
+        const cJSON *op = cJSON_GetObjectItemCaseSensitive(g, "op");
+        if (!cJSON_IsString(op) || strcmp(op->valuestring, "kvs::kv_cast"))
+            continue;
+        const cJSON *dims = cJSON_GetObjectItemCaseSensitive(g, "dims");
+        int d0 = cJSON_GetArrayItem(cJSON_GetArrayItem(dims, 0), 0)->valueint;
+        char want[96];
+        snprintf(want, sizeof want, "[[%d,1024],[%d,1024]]", d0, d0);
+        char *got = cJSON_PrintUnformatted(dims);
+        KVS_CHECK_EQ_STR(got, want);
+        free(got);
+        KVS_CHECK_EQ_INT((d0 - 1) % 3, 0);
+        KVS_CHECK_EQ_INT(kvs_summary_int(g, "calls", -1), 1);
+        KVS_CHECK_EQ_INT(kvs_summary_int(g, "bytes_per_call", -1), (long long)d0 * 1024 * 3);
+        groups++;
+    }
+    KVS_CHECK_EQ_INT(groups, (NK + 2) / 3);
+    cJSON_Delete(doc);
+}
+
+// ----------------------------------------------------------------------------
+// the main workload
 
 static void test_capture_workload(void)
 {
@@ -130,9 +181,10 @@ static void test_capture_workload(void)
     for (int i = 0; i < NK; i++) {
         cudaStream_t st = s[i % 2];
         int is_op = i % 3 == 0;
-        struct kvs_tensor_desc d = {2, {i + 1, 1024}, "c10::BFloat16"};
+        struct kvs_tensor_desc d[2] = {{2, {i + 1, 1024}, "c10::BFloat16"},
+                                       {2, {i + 1, 1024}, "c10::Float8_e4m3fn"}};
         if (is_op)
-            kvs_op_begin("kvs::spin", 1, &d);
+            kvs_op_begin("kvs::kv_cast", 2, d);
         KVS_TEST_CUDA(cudaEventRecord(e0[i], st));
         spin<<<i + 1, 64, 0, st>>>(200000 + 50000LL * i, out + 64 * (i % 2));
         KVS_TEST_CUDA(cudaEventRecord(e1[i], st));
@@ -160,6 +212,7 @@ static void test_capture_workload(void)
     for (int i = 0; i < NK; i++)
         KVS_TEST_CUDA(cudaEventElapsedTime(&ev_ms[i], e0[i], e1[i]));
 
+    check_report(path);
     cJSON *sum = NULL;
     int rc = kvs_check_trace(path, &sum);
     if (getenv("KVS_KEEP_TRACE"))
@@ -222,7 +275,7 @@ static void test_capture_workload(void)
             matched += ext_of[i] == ext;
         }
         char *types = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(op, "types"));
-        KVS_CHECK_EQ_STR(types, "[\"c10::BFloat16\"]");
+        KVS_CHECK_EQ_STR(types, "[\"c10::BFloat16\",\"c10::Float8_e4m3fn\"]");
         free(types);
     }
     KVS_CHECK_EQ_INT(matched, (NK + 2) / 3);

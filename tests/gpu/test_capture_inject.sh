@@ -64,6 +64,20 @@ s["flows"] >= 32
 s["deviceProperties"] and s["deviceProperties"][0]["numSms"] > 0
 '
 
+# ... and `kvscope report` reads it: the device, the copies as a group
+if "$kvs" report --quiet --format json -o "$tmp/run.report.json" "$tmp/run.json.gz"; then
+    python3 - "$tmp/run.report.json" <<'PY' && echo "ok   kvscope report reads it" || { echo "FAIL kvscope report"; fail=1; }
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["trace"]["device"], r["trace"]  # deviceProperties were written
+g = [x for x in r["groups"] if x["op"].startswith("Memcpy DtoD")]
+assert g and g[0]["calls"] == 4 and g[0]["bytes_per_call"] == 16 << 20, r["groups"]
+assert r["steps"]["count"] == 4, r["steps"]
+PY
+else
+    echo "FAIL kvscope report exited non-zero"; fail=1
+fi
+
 # 2. exit() from inside a function
 "$kvs" capture -o "$tmp/exit.json" -- "$target" exit
 expect "exit()" "$tmp/exit.json" '

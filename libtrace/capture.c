@@ -80,6 +80,10 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
     if (!t)
         return;
     *buffer = kvs_pool_acquire(&t->pool, size);
+    /* CUDA is up (records are coming): a moment to learn the devices, for an
+     * injected capture whose context-created callback may not come */
+    if (t->on_context && !t->ndevices)
+        t->on_context(t->on_context_user);
     atomic_fetch_add(&t->callback_ns, (unsigned long long)(kvs_now_ns() - t0));
     cb_leave();
 }
@@ -360,7 +364,7 @@ enum kvs_status kvs_trace_start(struct kvs_trace *t)
 {
     /* the caller's thread, outside any CUDA call: a safe moment for the driver */
     if (t && !t->ndevices)
-        kvs_capture_query_devices(t);
+        kvs_capture_query_devices(t, 1);
     return kvs_capture_start_quiet(t, NULL);
 }
 

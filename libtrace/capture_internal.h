@@ -88,12 +88,14 @@ void kvs_capture_host_free(struct kvs_trace *t);
  * cudaProfilerStart/cudaProfilerStop instead of now. */
 enum kvs_status kvs_capture_follow_profiler_api(struct kvs_trace *t, const char *window_name);
 /* Query and keep the properties of every device (through the driver, which
- * is looked up at run time). Returns how many, -1 without a driver. Never
- * from inside a CUDA or CUPTI callback: from a thread of its own. */
-int kvs_capture_query_devices(struct kvs_trace *t);
+ * is looked up at run time). init_driver: call cuInit first; else fail
+ * until the program has initialised CUDA. Returns how many, -1 without a
+ * driver. Never from inside a CUDA or CUPTI callback. */
+int kvs_capture_query_devices(struct kvs_trace *t, int init_driver);
 
-/* fn(user) runs inside CUPTI's callback when a CUDA context is created: it
- * must only hand work to another thread (e.g. kvs_capture_query_devices). */
+/* fn(user) runs inside CUPTI's callbacks when a CUDA context is created and
+ * when CUPTI asks for a buffer while the devices are unknown: it must only
+ * hand work to another thread (e.g. kvs_capture_query_devices). */
 void kvs_capture_on_context(struct kvs_trace *t, void (*fn)(void *), void *user);
 
 /* Start without touching the CUDA driver (safe inside InitializeInjection). */

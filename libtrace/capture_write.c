@@ -114,7 +114,11 @@ struct driver {
     CUresult (*attr)(int *, CUdevice_attribute, CUdevice);
 };
 
-static int load_driver(struct driver *d)
+/* init: call cuInit(0) (the capture's own thread, linked use); without it
+ * the queries fail until the program itself has initialised CUDA, so a
+ * helper thread can poll without starting CUDA in a program that never
+ * would. */
+static int load_driver(struct driver *d, int init)
 {
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     if (!h)
@@ -128,7 +132,7 @@ static int load_driver(struct driver *d)
     *(void **)&d->mem = dlsym(h, "cuDeviceTotalMem_v2");
     *(void **)&d->attr = dlsym(h, "cuDeviceGetAttribute");
     if (!d->init || !d->version || !d->get || !d->name || !d->mem || !d->attr ||
-        d->init(0) != CUDA_SUCCESS)
+        (init && d->init(0) != CUDA_SUCCESS))
         return -1;
     return 0;
 }
@@ -171,10 +175,10 @@ static int query_device(const struct driver *drv, int id, struct kvs_trace_devic
     return 0;
 }
 
-int kvs_capture_query_devices(struct kvs_trace *t)
+int kvs_capture_query_devices(struct kvs_trace *t, int init_driver)
 {
     struct driver drv;
-    if (load_driver(&drv) != 0)
+    if (load_driver(&drv, init_driver) != 0)
         return -1;
     CUresult (*count)(int *) = NULL;
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
@@ -247,13 +251,13 @@ enum kvs_status kvs_trace_write(struct kvs_trace *t, const char *path)
         m.cupti_version = (int)cupti_version;
     struct driver drv;
     int version = 0;
-    if (load_driver(&drv) == 0 && drv.version(&version) == CUDA_SUCCESS)
+    if (load_driver(&drv, 0) == 0 && drv.version(&version) == CUDA_SUCCESS)
         m.cuda_driver_version = version;
     m.window = t->window;
     m.window_start_ns = t->window_start_ns;
     m.window_end_ns = end;
     if (!t->ndevices)
-        kvs_capture_query_devices(t); /* fails at exit once the driver is gone */
+        kvs_capture_query_devices(t, 1); /* fails at exit once the driver is gone */
     pthread_mutex_lock(&t->dev_mu);
     m.ndevices = t->ndevices;
     memcpy(devs, t->devices, (size_t)t->ndevices * sizeof *devs);

@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -112,11 +113,39 @@ static void on_context(void *user)
     (void)!write(g_sigpipe[1], &c, 1);
 }
 
-/* The helper thread: device queries, and the signals' finishing work. */
+static int query_devices(void)
+{
+    if (!g_trace || getpid() != g_pid || kvs_capture_query_devices(g_trace, 0) <= 0)
+        return 0;
+    /* CUDA is initialised now, its own exit handlers registered: one more
+     * registration makes the trace be written before they tear the driver
+     * down (finish runs once; the first registration stays as a fallback) */
+    atexit(finish_once);
+    return 1;
+}
+
+/* The helper thread: device queries, and the signals' finishing work.
+ * The devices are read once CUDA is up: woken by CUPTI (context created,
+ * first buffers), it retries every 2 ms for 2 s, since cuInit may still be
+ * under way; otherwise it looks every 100 ms. (The context-created callback
+ * was seen not to arrive when the capture started before cuInit.) */
 static void *finisher(void *arg)
 {
     (void)arg;
+    int devices_known = 0, fast_tries = 0;
     for (;;) {
+        struct pollfd pf = {g_sigpipe[0], POLLIN, 0};
+        int wait_ms = devices_known ? -1 : fast_tries > 0 ? 2 : 100;
+        int r = poll(&pf, 1, wait_ms);
+        if (r < 0 && errno != EINTR)
+            return NULL;
+        if (r <= 0 || !(pf.revents & POLLIN)) {
+            if (r == 0) {
+                devices_known = query_devices();
+                fast_tries -= fast_tries > 0;
+            }
+            continue;
+        }
         unsigned char c;
         ssize_t n = read(g_sigpipe[0], &c, 1);
         if (n < 0 && errno == EINTR)
@@ -124,8 +153,8 @@ static void *finisher(void *arg)
         if (n != 1)
             return NULL;
         if (c == QUERY_DEVICES) {
-            if (g_trace && getpid() == g_pid)
-                kvs_capture_query_devices(g_trace);
+            if (!devices_known && !(devices_known = query_devices()))
+                fast_tries = 1000;
             continue;
         }
         finish_once();
@@ -148,6 +177,8 @@ static void watch_signals(void)
 {
     if (pipe2(g_sigpipe, O_CLOEXEC) != 0)
         return;
+    /* writers (a signal handler, CUPTI's callbacks) must never block */
+    fcntl(g_sigpipe[1], F_SETFL, fcntl(g_sigpipe[1], F_GETFL) | O_NONBLOCK);
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old); /* the finisher never runs the handler */

@@ -1,0 +1,59 @@
+#!/bin/sh
+# tests/test_cli_report.sh KVSCOPE — `kvscope report`'s contract on the
+# hand-written fixtures (tests/fixtures/): --help, every bad usage and every
+# unreadable input exits 2 with a message that says why (malformed JSON: the
+# byte offset), a truncated trace is reported with a warning (exit 0), stdin
+# and .gz work, -o writes the file, each format renders.
+set -u
+kvs=$1
+fx=${KVS_SOURCE_ROOT:?run through meson test}/tests/fixtures
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+check() { # check WANT_RC DESCRIPTION PATTERN -- CMD...
+    want=$1; what=$2; pat=$3; shift 4
+    out=$("$@" 2>&1); rc=$?
+    if [ "$rc" -ne "$want" ]; then
+        echo "FAIL $what: exit $rc, wanted $want; output:"; echo "$out" | head -20; fail=1
+    elif [ -n "$pat" ] && ! echo "$out" | grep -q -- "$pat"; then
+        echo "FAIL $what: output lacks '$pat':"; echo "$out" | head -20; fail=1
+    else
+        echo "ok   $what"
+    fi
+}
+check 0 "report --help" "--kv-capacity" -- "$kvs" report --help
+check 2 "no trace" "which trace" -- "$kvs" report
+check 2 "two traces" "one trace at a time" -- "$kvs" report a.json b.json
+check 2 "unknown option" "unknown option" -- "$kvs" report "$fx/kineto_small.json" --frob
+check 2 "bad format" "text, md, json or html" -- "$kvs" report "$fx/kineto_small.json" --format pdf
+check 2 "bad capacity" "--kv-capacity" -- "$kvs" report "$fx/kineto_small.json" --kv-capacity 12x
+check 2 "negative peak" "--peak-gbps" -- "$kvs" report "$fx/kineto_small.json" --peak-gbps -3
+check 2 "device and peak" "not both" -- "$kvs" report "$fx/kineto_small.json" --device H200 --peak-gbps 10
+check 2 "missing value" "needs a value" -- "$kvs" report "$fx/kineto_small.json" --model
+check 2 "unknown model" "not a bundled model" -- "$kvs" report "$fx/kineto_small.json" --model nope
+check 2 "bad step regex" "step-regex" -- "$kvs" report "$fx/kineto_small.json" --step-regex "(["
+check 2 "missing file" "cannot open" -- "$kvs" report "$tmp/none.json"
+: > "$tmp/empty.json"
+check 2 "empty file" "empty" -- "$kvs" report "$tmp/empty.json"
+printf '{"traceEvents": []}' > "$tmp/noevents.json"
+check 2 "no events" "no events" -- "$kvs" report "$tmp/noevents.json"
+printf '{"traceEvents": [{"ph": "X", "ts": 1} {"ph": "X"}]}' > "$tmp/bad.json"
+check 2 "malformed: byte offset" "byte 38: expected" -- "$kvs" report "$tmp/bad.json"
+
+check 0 "text report" "aten::copy_" -- "$kvs" report "$fx/kineto_small.json"
+check 0 "model and capacity" "KV capacity" -- "$kvs" report "$fx/kineto_small.json" --model glm5 --kv-capacity 16384
+check 0 "markdown" "|" -- "$kvs" report "$fx/kineto_small.json" --format md
+check 0 "html" "<html" -- "$kvs" report "$fx/kineto_small.json" --format html
+check 0 "json" "kvscope.report/1" -- "$kvs" report "$fx/kineto_small.json" --format json
+check 0 "stdin" "kv_full_buffer_cast" -- sh -c "\"$kvs\" report - --format json < \"$fx/kineto_small.json\""
+gzip -c "$fx/kineto_small.json" > "$tmp/k.json.gz"
+check 0 ".gz" "kv_full_buffer_cast" -- "$kvs" report "$tmp/k.json.gz" --format json
+check 0 "-o FILE" "" -- "$kvs" report "$fx/old_schema.json" --format json -o "$tmp/out.json" --quiet
+grep -q '"schema": "kvscope.report/1"' "$tmp/out.json" && echo "ok   -o wrote the report" ||
+    { echo "FAIL -o wrote no report"; fail=1; }
+head -c 3000 "$fx/kineto_small.json" > "$tmp/cut.json"
+check 0 "truncated: reported with a warning" "truncated" -- "$kvs" report "$tmp/cut.json"
+check 0 "--quiet keeps warnings" "truncated" -- "$kvs" report "$tmp/cut.json" --quiet
+check 0 "no steps: said so" "no step markers" -- "$kvs" report "$fx/old_schema.json"
+check 0 "--step-regex" "" -- "$kvs" report "$fx/kineto_small.json" --step-regex '^layer_[0-9]+$' --batch 2
+exit $fail

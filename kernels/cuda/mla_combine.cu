@@ -4,10 +4,13 @@
  * lse = ln 2 * (max + log2 sum w). Kernel in mla_decode.cu; tests in
  * kernels/tests/gpu/test_kernels_mla.c.
  *
- * variants: one. Grid (sequence x head, 4 slices of 128 dims); the 8 warps
- * of a block take every 8th split, four loads in flight each, and add their
- * sums in shared memory: the partials come from L2, so the combine is
- * bounded by load latency, not bandwidth.
+ * variants (by split count; the partials come from L2, so the combine is
+ * bounded by load latency, not bandwidth):
+ *   few   <= 16 splits: one 128-thread block per (sequence, head), every
+ *         split's load issued at once
+ *   many  grid (sequence x head, 4 slices of 128 dims); the 8 warps of a block
+ *         take every 8th split, four loads in flight each, and add their sums
+ *         in shared memory
  */
 #include <cuda_bf16.h>
 #include <math.h>
@@ -104,6 +107,44 @@ combine_kernel(const float *__restrict__ opart, const float *__restrict__ lsepar
     }
 }
 
+/* Few splits (<= kFewSplits): one 128-thread block per (sequence, head),
+ * 4 dims per thread, all splits' loads issued together. */
+constexpr int kFewSplits = 16;
+
+__global__ void __launch_bounds__(128)
+combine_few_kernel(const float *__restrict__ opart, const float *__restrict__ lsepart, int heads,
+                   int hgroups, int splits, uint16_t *__restrict__ out, float *__restrict__ lse)
+{
+    const int bh = blockIdx.x, b = bh / heads, hh = bh - b * heads, hg = hh / 64, h = hh % 64;
+    const size_t base = (size_t)(b * hgroups + hg) * splits;
+    float l[kFewSplits];
+    float mx = -INFINITY;
+#pragma unroll
+    for (int s = 0; s < kFewSplits; s++) {
+        l[s] = s < splits ? lsepart[(base + s) * 64 + h] : -INFINITY;
+        mx = fmaxf(mx, l[s]);
+    }
+    float sum = 0.f;
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    const float *src = opart + (base * 64 + h) * 512 + 4 * threadIdx.x;
+#pragma unroll
+    for (int s = 0; s < kFewSplits; s++) {
+        float v = mx == -INFINITY || l[s] == -INFINITY ? 0.f : exp2f(l[s] - mx);
+        sum += v;
+        if (v != 0.f) {
+            float4 x = *(const float4 *)(src + (size_t)s * 64 * 512);
+            acc.x += v * x.x, acc.y += v * x.y, acc.z += v * x.z, acc.w += v * x.w;
+        }
+    }
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    __nv_bfloat162 lo = __floats2bfloat162_rn(acc.x * inv, acc.y * inv);
+    __nv_bfloat162 hi = __floats2bfloat162_rn(acc.z * inv, acc.w * inv);
+    *(uint2 *)(out + ((size_t)b * heads + hh) * 512 + 4 * threadIdx.x) =
+        make_uint2(*(const uint32_t *)&lo, *(const uint32_t *)&hi);
+    if (threadIdx.x == 0 && lse)
+        lse[(size_t)b * heads + hh] = sum > 0.f ? (mx + log2f(sum)) * kLn2 : -INFINITY;
+}
+
 } // namespace
 
 Plan plan(int batch, int heads, int max_ctx, int nt, int sms)
@@ -129,6 +170,11 @@ size_t partials_bytes(int batch, const Plan &pl)
 
 cudaError_t launch_combine(const Params &p, int batch, cudaStream_t s)
 {
+    if (p.splits <= kFewSplits) {
+        combine_few_kernel<<<(unsigned)(batch * p.heads), 128, 0, s>>>(
+            p.opart, p.lsepart, p.heads, p.hgroups, p.splits, p.out, p.lse);
+        return cudaGetLastError();
+    }
     dim3 grid((unsigned)(batch * p.heads), 4);
     combine_kernel<<<grid, 256, 0, s>>>(p.opart, p.lsepart, p.heads, p.hgroups, p.splits, p.out,
                                         p.lse);

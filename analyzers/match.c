@@ -167,12 +167,15 @@ static bool row_meaning(const struct kvs_model *m, const int64_t *dims, int rank
     return false;
 }
 
+/* "BFloat16<-Float8_e4m3fn": the first two tensors' dtypes (for copy_ and
+ * casts: destination <- source); index lists and the like after them are
+ * left out so that a gather-then-cast pairs with a plain cast */
 static char *dtype_chain(struct kvs_arena *a, const struct kvs_shape *s)
 {
     char buf[256];
     size_t n = 0;
     buf[0] = 0;
-    for (int i = 0; i < s->n && n < sizeof buf - 40; i++) {
+    for (int i = 0; i < s->n && i < 2 && n < sizeof buf - 40; i++) {
         size_t l;
         const char *d = kvs_dtype_short(s->dtype[i], s->dtype_len[i], &l);
         if (l > 32)

@@ -21,6 +21,19 @@ static void normalize(const char *in, char *out, size_t size)
     out[n] = 0;
 }
 
+/* key occurs in name, and not as part of a longer number: "T4" is not in
+ * "RTX4090", "A10" not in "A100", "L4" not in "L40S" */
+static bool contains_key(const char *name, const char *key, size_t len)
+{
+    for (const char *p = strstr(name, key); p; p = strstr(p + 1, key)) {
+        bool digit_before = p > name && isdigit((unsigned char)p[-1]);
+        bool digit_after = isdigit((unsigned char)p[len]);
+        if (!digit_before && !digit_after)
+            return true;
+    }
+    return false;
+}
+
 static cJSON *load_table(const struct kvs_logger *lg)
 {
     const struct kvs_data_file *f = kvs_data_find("devices");
@@ -59,7 +72,7 @@ enum kvs_status kvs_device_lookup(const char *name, const struct kvs_logger *lg,
             char key[128];
             normalize(m->valuestring, key, sizeof key);
             size_t len = strlen(key);
-            if (len == 0 || len <= best || !strstr(query, key))
+            if (len == 0 || len <= best || !contains_key(query, key, len))
                 continue;
             const cJSON *dn = cJSON_GetObjectItemCaseSensitive(dev, "name");
             const cJSON *peak = cJSON_GetObjectItemCaseSensitive(dev, "hbm_gbps");

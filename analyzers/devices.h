@@ -4,8 +4,9 @@
  * defines: struct kvs_device_info, kvs_device_lookup, kvs_device_names
  *
  * A name matches an entry when one of the entry's `match` strings occurs in
- * it, ignoring case, spaces, dashes and underscores; the longest such string
- * wins ("NVIDIA GB200" is GB200, not B200; "NVIDIA H200" is H200, not H20).
+ * it, ignoring case, spaces, dashes and underscores, and not next to another
+ * digit ("T4" is not in "RTX 4090"); the longest such string wins ("NVIDIA
+ * GB200" is GB200, not B200; "NVIDIA H200" is H200, not H20).
  * The same rule serves trace names ("NVIDIA H100 80GB HBM3") and --device
  * ("h100 sxm"). Private to analyzers/.
  */

@@ -293,18 +293,26 @@ static int gpu_idle(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t
     fd.severity = frac < 0.3 ? KVS_SEV_HIGH : KVS_SEV_WARN;
     fd.gpu_ms_per_step = wall_ms - busy_ms;
     fd.group = -1;
-    fd.message = kvs_arena_printf(
-        &c->arena,
-        "The GPU is busy %.0f%% of each %s (%.2f of %.2f ms): the %s is launch-bound, so faster "
-        "kernels alone will not shorten it; %.2f ms per %s is idle",
-        100.0 * frac, c->nsteps ? "step" : "trace", busy_ms, wall_ms, c->nsteps ? "step" : "run",
-        wall_ms - busy_ms, c->nsteps ? "step" : "trace");
+    if (c->nsteps)
+        fd.message = kvs_arena_printf(
+            &c->arena,
+            "The GPU is busy %.0f%% of each step (%.2f of %.2f ms): the CPU side (kernel launches, "
+            "framework overhead, synchronisation) sets the pace, so faster kernels alone will not "
+            "shorten the step; %.2f ms per step is idle",
+            100.0 * frac, busy_ms, wall_ms, wall_ms - busy_ms);
+    else
+        fd.message = kvs_arena_printf(
+            &c->arena,
+            "The GPU is busy %.0f%% of the traced span (%.2f of %.2f ms, first to last GPU "
+            "activity): the CPU side sets the pace, so faster kernels alone will not shorten the "
+            "run; %.2f ms of the span is idle",
+            100.0 * frac, busy_ms, wall_ms, wall_ms - busy_ms);
     fd.evidence = kvs_arena_printf(&c->arena,
-                                   "%.0f GPU activities per %s, median %.1f us each; one launch per "
-                                   "%.1f us of %s time",
-                                   per_step, c->nsteps ? "step" : "trace", median_us,
+                                   "%.0f GPU activities %s, median %.1f us each; one launch per "
+                                   "%.1f us of %s",
+                                   per_step, c->nsteps ? "per step" : "in the span", median_us,
                                    per_step > 0 ? wall_ms * 1e3 / per_step : 0.0,
-                                   c->nsteps ? "step" : "trace");
+                                   c->nsteps ? "step time" : "the span");
     fd.fix = kvs_arena_strdup(&c->arena,
                               "Cut launch overhead: capture the decode step in a CUDA graph "
                               "(torch.cuda.CUDAGraph, torch.compile mode=\"reduce-overhead\"), fuse "

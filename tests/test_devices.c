@@ -44,7 +44,15 @@ static void test_lookup(void)
     KVS_CHECK_NEAR(peak("NVIDIA L40S"), 864, 0);
     KVS_CHECK_NEAR(peak("AMD Instinct MI300X"), 5300, 0);
     KVS_CHECK_NEAR(peak("AMD Instinct MI250X"), 3276.8 / 2, 1e-9); /* per GCD */
-    KVS_CHECK_NEAR(peak("Tesla T4"), 0, 0);
+    KVS_CHECK_NEAR(peak("Tesla T4"), 320, 0);
+    KVS_CHECK_NEAR(peak("Tesla V100-SXM2-32GB"), 900, 0);
+    KVS_CHECK_NEAR(peak("NVIDIA L40"), 864, 0);
+    KVS_CHECK_NEAR(peak("NVIDIA L4"), 300, 0);
+    KVS_CHECK_NEAR(peak("NVIDIA A10"), 600, 0);
+    /* short keys never match inside a longer number */
+    KVS_CHECK_NEAR(peak("NVIDIA GeForce RTX 4080"), 0, 0);
+    KVS_CHECK_NEAR(peak("NVIDIA RTX A4000"), 0, 0);
+    KVS_CHECK_NEAR(peak("Intel Arc B580"), 0, 0);
     /* the longest match: H200 is not H20, GB200 not B200 */
     struct kvs_device_info d;
     bool found;

@@ -59,6 +59,12 @@ static enum kvs_status from_json(const char *text, size_t len, const char *what,
     m->intermediate = get_int(o, "intermediate_size");
     m->moe_intermediate = get_int(o, "moe_intermediate_size");
     m->index_head_dim = get_int(o, "index_head_dim");
+    /* a name for the report: the checkpoint's path, else its model type */
+    const cJSON *nm = cJSON_GetObjectItemCaseSensitive(root, "_name_or_path");
+    if (!cJSON_IsString(nm) || !*nm->valuestring)
+        nm = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    if (cJSON_IsString(nm) && *nm->valuestring)
+        snprintf(m->name, sizeof m->name, "%s", nm->valuestring);
     cJSON_Delete(root);
     return KVS_STATUS_OK;
 }
@@ -125,7 +131,7 @@ enum kvs_status kvs_model_load(const char *spec, const struct kvs_logger *lg, st
             return KVS_STATUS_NO_MEMORY;
         enum kvs_status s = from_json(text, got, spec, lg, m);
         free(text);
-        if (s == KVS_STATUS_OK) {
+        if (s == KVS_STATUS_OK && !m->name[0]) {
             const char *base = strrchr(spec, '/');
             snprintf(m->name, sizeof m->name, "%s", base ? base + 1 : spec);
         }

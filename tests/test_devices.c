@@ -114,6 +114,7 @@ static void test_config_files(void)
     KVS_CHECK_EQ_INT(m.layers, 61);
     KVS_CHECK_EQ_INT(m.kv_lora_rank, 512);
     KVS_CHECK_EQ_INT(m.kv_heads, 64); /* defaults to num_attention_heads */
+    KVS_CHECK_EQ_STR(m.name, "kimi_k25");  /* model_type names a config file */
     unlink(path);
     const char *broken = "{\"num_hidden_layers\": 61,";
     kvs_tmp_write(path, sizeof path, broken, strlen(broken), ".json");

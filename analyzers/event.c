@@ -1,46 +1,19 @@
-/* event.c — decode one traceEvents entry and keep what the analysis needs.
+/* event.c — decode traceEvents entries; keep.c keeps what the analysis needs.
  *
  * The hot path of the reader: keys are matched by length and bytes, values
  * nobody reads (Concrete Inputs, strides, kernel occupancy, flow ids, ...)
- * are skipped without being decoded, and kept strings are interned. Spans
- * are stored as offsets from the scanner's mark (set at the event's '{'),
- * because a refill may move the buffer while the event is being read.
- * Private to analyzers/.
+ * are skipped without being decoded. Spans are stored as offsets from the
+ * scanner's mark (set at the event's '{'), because a refill may move the
+ * buffer while the event is being read. Private to analyzers/.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "reader_impl.h"
 
-enum ev_cat {
-    CAT_NONE = 0,
-    CAT_OP,
-    CAT_USER,
-    CAT_KERNEL,
-    CAT_MEMCPY,
-    CAT_MEMSET,
-    CAT_RUNTIME,
-    CAT_OTHER,
-};
-
-struct span {
-    uint32_t off, len;
-};
-
-struct ev {
-    char ph;
-    bool has_cat, has_name, has_pid, has_tid, has_dims, has_types;
-    bool has_ts, has_dur, has_device, has_stream;
-    struct span cat, name, pid, tid, dims, types;
-    int64_t ts, dur;
-    int64_t ext, corr, bytes, device, stream;
-};
-
-#define dec kvs_dec_event
-
 #define KEY(k, lit) ((k##_len) == sizeof(lit) - 1 && !memcmp((k), (lit), sizeof(lit) - 1))
 
-static bool span_of(struct kvs_scan *s, struct span *sp)
+static bool span_of(struct kvs_scan *s, struct kvs_span *sp)
 {
     const char *str;
     size_t len;
@@ -87,7 +60,7 @@ static bool int_value(struct kvs_scan *s, int c, int64_t *out, bool *has)
 }
 
 /* pid / tid: numbers or strings; kept as text for the thread key. */
-static bool id_value(struct kvs_scan *s, int c, struct span *sp, bool *has)
+static bool id_value(struct kvs_scan *s, int c, struct kvs_span *sp, bool *has)
 {
     if (c == '"') {
         if (!span_of(s, sp))
@@ -120,7 +93,7 @@ static bool time_value(struct kvs_scan *s, int c, int64_t *out, bool *has)
     return kvs_scan_skip(s); /* a time that is not a number is ignored */
 }
 
-static bool capture_span(struct kvs_scan *s, struct span *sp, bool *has)
+static bool capture_span(struct kvs_scan *s, struct kvs_span *sp, bool *has)
 {
     const char *start;
     size_t len;
@@ -132,7 +105,7 @@ static bool capture_span(struct kvs_scan *s, struct span *sp, bool *has)
     return true;
 }
 
-static bool parse_args(struct kvs_scan *s, struct ev *e)
+static bool parse_args(struct kvs_scan *s, struct kvs_ev *e)
 {
     int c = kvs_scan_peek(s);
     if (c != '{')
@@ -197,290 +170,35 @@ static uint8_t classify_cat(const char *k, size_t k_len)
 {
     switch (k_len) {
     case 6:
-        if (KEY(k, "cpu_op")) return CAT_OP;
-        if (KEY(k, "kernel") || KEY(k, "Kernel")) return CAT_KERNEL;
-        if (KEY(k, "Memcpy")) return CAT_MEMCPY;
-        if (KEY(k, "Memset")) return CAT_MEMSET;
-        if (KEY(k, "Driver")) return CAT_RUNTIME;
+        if (KEY(k, "cpu_op")) return KVS_EV_OP;
+        if (KEY(k, "kernel") || KEY(k, "Kernel")) return KVS_EV_KERNEL;
+        if (KEY(k, "Memcpy")) return KVS_EV_MEMCPY;
+        if (KEY(k, "Memset")) return KVS_EV_MEMSET;
+        if (KEY(k, "Driver")) return KVS_EV_RUNTIME;
         break;
     case 7:
-        if (KEY(k, "Runtime")) return CAT_RUNTIME;
+        if (KEY(k, "Runtime")) return KVS_EV_RUNTIME;
         break;
     case 8:
-        if (KEY(k, "Operator") || KEY(k, "operator")) return CAT_OP;
+        if (KEY(k, "Operator") || KEY(k, "operator")) return KVS_EV_OP;
         break;
     case 10:
-        if (KEY(k, "gpu_memcpy")) return CAT_MEMCPY;
-        if (KEY(k, "gpu_memset")) return CAT_MEMSET;
+        if (KEY(k, "gpu_memcpy")) return KVS_EV_MEMCPY;
+        if (KEY(k, "gpu_memset")) return KVS_EV_MEMSET;
         break;
     case 11:
-        if (KEY(k, "cuda_driver")) return CAT_RUNTIME;
-        if (KEY(k, "hip_runtime")) return CAT_RUNTIME;
+        if (KEY(k, "cuda_driver")) return KVS_EV_RUNTIME;
+        if (KEY(k, "hip_runtime")) return KVS_EV_RUNTIME;
         break;
     case 12:
-        if (KEY(k, "cuda_runtime")) return CAT_RUNTIME;
+        if (KEY(k, "cuda_runtime")) return KVS_EV_RUNTIME;
         break;
     case 15:
-        if (KEY(k, "user_annotation")) return CAT_USER;
+        if (KEY(k, "user_annotation")) return KVS_EV_USER;
         break;
     default: break;
     }
-    return CAT_OTHER;
-}
-
-// ----------------------------------------------------------------------------
-// keeping
-
-static bool oom(struct kvs_reader *r)
-{
-    return kvs_scan_fail(&r->scan, KVS_STATUS_NO_MEMORY, "out of memory keeping trace records");
-}
-
-static bool intern_span(struct kvs_reader *r, const struct span *sp, bool has, uint32_t *id)
-{
-    if (!has) {
-        *id = 0;
-        return true;
-    }
-    *id = kvs_intern_id(&r->t->strings, r->scan.mark + sp->off, sp->len);
-    return *id != KVS_INTERN_NONE || oom(r);
-}
-
-static bool thread_of(struct kvs_reader *r, const struct ev *e, uint32_t *id)
-{
-    char key[160];
-    size_t n = 0;
-    if (e->has_pid) {
-        size_t l = e->pid.len < 70 ? e->pid.len : 70;
-        memcpy(key, r->scan.mark + e->pid.off, l);
-        n = l;
-    }
-    key[n++] = '\x1f';
-    if (e->has_tid) {
-        size_t l = e->tid.len < 70 ? e->tid.len : 70;
-        memcpy(key + n, r->scan.mark + e->tid.off, l);
-        n += l;
-    }
-    *id = kvs_intern_id(&r->t->threads, key, n);
-    return *id != KVS_INTERN_NONE || oom(r);
-}
-
-static bool shape_of(struct kvs_reader *r, const struct ev *e, uint32_t *id)
-{
-    if (!e->has_dims && !e->has_types) {
-        *id = 0;
-        return true;
-    }
-    size_t need = (size_t)e->dims.len + e->types.len + 1;
-    if (need > r->scratch_cap) {
-        size_t nc = need * 2;
-        char *p = realloc(r->scratch, nc);
-        if (!p)
-            return oom(r);
-        r->scratch = p;
-        r->scratch_cap = nc;
-    }
-    char *w = r->scratch;
-    if (e->has_dims) {
-        memcpy(w, r->scan.mark + e->dims.off, e->dims.len);
-        w += e->dims.len;
-    }
-    *w++ = '\x1f';
-    if (e->has_types) {
-        memcpy(w, r->scan.mark + e->types.off, e->types.len);
-        w += e->types.len;
-    }
-    *id = kvs_intern_id(&r->t->strings, r->scratch, (size_t)(w - r->scratch));
-    return *id != KVS_INTERN_NONE || oom(r);
-}
-
-static bool is_step_op(struct kvs_reader *r, uint32_t name)
-{
-    if (name >= r->step_name_cap) {
-        size_t nc = r->step_name_cap ? r->step_name_cap : 1024;
-        while (nc <= name)
-            nc *= 2;
-        uint8_t *p = realloc(r->step_name, nc);
-        if (!p)
-            return false;
-        memset(p + r->step_name_cap, 0, nc - r->step_name_cap);
-        r->step_name = p;
-        r->step_name_cap = nc;
-    }
-    if (!r->step_name[name]) {
-        const char *s = kvs_intern_str(&r->t->strings, name);
-        bool yes = r->opt->is_step_name ? r->opt->is_step_name(r->opt->step_user, s)
-                                        : !strncmp(s, "ProfilerStep#", 13);
-        r->step_name[name] = yes ? 1 : 2;
-    }
-    return r->step_name[name] == 1;
-}
-
-static bool emit(struct kvs_reader *r, const struct dec *d)
-{
-    struct kvs_trace_data *t = r->t;
-    switch (d->cat) {
-    case CAT_OP: {
-        bool added;
-        uint32_t *k = kvs_u64map_put(&t->opkey_map, kvs_pair_key(d->name, d->shape), &added);
-        if (!k)
-            return oom(r);
-        if (added) {
-            struct kvs_opkey ok = {d->name, d->shape};
-            if (KVS_VEC_PUSH(t->opkeys, t->nopkeys, t->opkeys_cap, ok) < 0)
-                return oom(r);
-            *k = (uint32_t)t->nopkeys; /* index + 1 */
-        }
-        struct kvs_op_rec o = {d->ts, d->dur, d->ext, *k - 1, d->thread};
-        if (t->ops_ext_sorted && (d->ext <= 0 || (t->nops && d->ext <= t->ops[t->nops - 1].ext)))
-            t->ops_ext_sorted = false;
-        t->n_ops++;
-        if (KVS_VEC_PUSH(t->ops, t->nops, t->ops_cap, o) < 0)
-            return oom(r);
-        if (is_step_op(r, d->name)) {
-            struct kvs_range_rec g = {d->ts, d->dur, d->name, d->thread};
-            if (KVS_VEC_PUSH(t->ranges, t->nranges, t->ranges_cap, g) < 0)
-                return oom(r);
-        }
-        return true;
-    }
-    case CAT_USER: {
-        struct kvs_range_rec g = {d->ts, d->dur, d->name, d->thread};
-        return KVS_VEC_PUSH(t->ranges, t->nranges, t->ranges_cap, g) == 0 || oom(r);
-    }
-    case CAT_KERNEL:
-    case CAT_MEMCPY:
-    case CAT_MEMSET: {
-        uint8_t kind = d->cat == CAT_KERNEL   ? KVS_GPU_KERNEL
-                     : d->cat == CAT_MEMCPY ? KVS_GPU_MEMCPY
-                                            : KVS_GPU_MEMSET;
-        if (kind == KVS_GPU_KERNEL)
-            t->n_kernels++;
-        else if (kind == KVS_GPU_MEMCPY)
-            t->n_memcpys++;
-        else
-            t->n_memsets++;
-        struct kvs_gpu_rec g = {d->ts,   d->dur,    d->ext,    d->corr, d->bytes,
-                                d->name, d->device, d->stream, kind};
-        return KVS_VEC_PUSH(t->gpus, t->ngpus, t->gpus_cap, g) == 0 || oom(r);
-    }
-    case CAT_RUNTIME: {
-        t->n_runtime++;
-        if (d->corr == 0 && d->ext == 0)
-            return true;
-        struct kvs_rt_rec rt = {d->ts, d->corr, d->ext, d->thread, d->name};
-        return KVS_VEC_PUSH(t->rts, t->nrts, t->rts_cap, rt) == 0 || oom(r);
-    }
-    default:
-        return true;
-    }
-}
-
-static int64_t span_int(const struct kvs_reader *r, const struct span *sp, bool has)
-{
-    if (!has || sp->len == 0 || sp->len > 30)
-        return 0;
-    char tmp[32];
-    memcpy(tmp, r->scan.mark + sp->off, sp->len);
-    tmp[sp->len] = 0;
-    return strtoll(tmp, NULL, 10);
-}
-
-static bool resolve(struct kvs_reader *r, const struct ev *e, uint8_t cat, struct dec *d)
-{
-    memset(d, 0, sizeof *d);
-    d->cat = cat;
-    d->ts = e->ts;
-    d->dur = e->dur > 0 ? e->dur : 0;
-    d->ext = e->ext;
-    d->corr = e->corr;
-    d->bytes = e->bytes;
-    bool gpu = cat == CAT_KERNEL || cat == CAT_MEMCPY || cat == CAT_MEMSET;
-    if (cat != CAT_RUNTIME && !intern_span(r, &e->name, e->has_name, &d->name))
-        return false;
-    if (cat == CAT_OP && !shape_of(r, e, &d->shape))
-        return false;
-    if (!gpu && !thread_of(r, e, &d->thread))
-        return false;
-    if (gpu) {
-        d->device = (int32_t)(e->has_device ? e->device : span_int(r, &e->pid, e->has_pid));
-        d->stream = (int32_t)(e->has_stream ? e->stream : span_int(r, &e->tid, e->has_tid));
-    }
-    return true;
-}
-
-static struct kvs_thread_stack *stack_of(struct kvs_reader *r, uint32_t thread)
-{
-    if (thread >= r->nstacks) {
-        size_t n = r->nstacks ? r->nstacks * 2 : 16;
-        while (n <= thread)
-            n *= 2;
-        struct kvs_thread_stack *p = realloc(r->stacks, n * sizeof *p);
-        if (!p)
-            return NULL;
-        memset(p + r->nstacks, 0, (n - r->nstacks) * sizeof *p);
-        r->stacks = p;
-        r->nstacks = n;
-    }
-    return &r->stacks[thread];
-}
-
-void kvs_reader_free_stacks(struct kvs_reader *r)
-{
-    for (size_t i = 0; i < r->nstacks; i++)
-        free(r->stacks[i].v);
-    free(r->stacks);
-    r->stacks = NULL;
-    r->nstacks = 0;
-}
-
-/* 'B' opens a range on its thread, 'E' closes the innermost one. */
-static bool begin_end(struct kvs_reader *r, const struct ev *e, uint8_t cat)
-{
-    uint32_t thread;
-    if (!thread_of(r, e, &thread))
-        return false;
-    struct kvs_thread_stack *st = stack_of(r, thread);
-    if (!st)
-        return oom(r);
-    if (e->ph == 'B') {
-        struct dec d;
-        if (!resolve(r, e, cat, &d))
-            return false;
-        d.thread = thread;
-        return KVS_VEC_PUSH(st->v, st->n, st->cap, d) == 0 || oom(r);
-    }
-    if (st->n == 0) {
-        r->t->unmatched_end++;
-        return true;
-    }
-    struct dec d = st->v[--st->n];
-    d.dur = e->ts > d.ts ? e->ts - d.ts : 0;
-    if (d.cat == CAT_NONE && cat != CAT_NONE) {
-        d.cat = cat; /* "cat" given on the 'E' only */
-    }
-    if (!d.ext)
-        d.ext = e->ext;
-    if (!d.corr)
-        d.corr = e->corr;
-    return emit(r, &d);
-}
-
-static bool dispatch(struct kvs_reader *r, const struct ev *e)
-{
-    uint8_t cat = CAT_NONE;
-    if (e->has_cat)
-        cat = classify_cat(r->scan.mark + e->cat.off, e->cat.len);
-    if (e->ph == 'X') {
-        if (cat == CAT_NONE || cat == CAT_OTHER)
-            return true;
-        struct dec d;
-        return resolve(r, e, cat, &d) && emit(r, &d);
-    }
-    if (e->ph == 'B' || e->ph == 'E') {
-        return begin_end(r, e, cat);
-    }
-    return true; /* i, I, s, t, f, M, C, b, e, n, ...: counted, not kept */
+    return KVS_EV_OTHER;
 }
 
 /* One event object; the mark is at its '{'. */
@@ -490,7 +208,7 @@ static bool parse_event(struct kvs_reader *r)
     if (*s->p != '{')
         return kvs_scan_expect(s, '{', "an event object");
     s->p++;
-    struct ev e;
+    struct kvs_ev e;
     memset(&e, 0, sizeof e);
     int c = kvs_scan_peek(s);
     if (c == '}') {
@@ -519,7 +237,7 @@ static bool parse_event(struct kvs_reader *r)
         bool ok;
         switch (which) {
         case 1: {
-            struct span sp;
+            struct kvs_span sp;
             ok = c == '"' ? span_of(s, &sp) : kvs_scan_skip(s);
             if (ok && c == '"')
                 e.ph = sp.len ? s->mark[sp.off] : 0;
@@ -554,7 +272,10 @@ static bool parse_event(struct kvs_reader *r)
         }
         return c == KVS_SCAN_ERROR ? false : kvs_scan_expect(s, '}', "',' or '}' in an event");
     }
-    return dispatch(r, &e);
+    uint8_t cat = KVS_EV_NONE;
+    if (e.has_cat)
+        cat = classify_cat(r->scan.mark + e.cat.off, e.cat.len);
+    return kvs_keep_event(r, &e, cat);
 }
 
 bool kvs_reader_events(struct kvs_reader *r)

@@ -1,0 +1,262 @@
+/* keep.c — turn a decoded event into retained records: intern its strings,
+ * resolve its thread, pair 'B'/'E' events per thread, and append ops,
+ * runtime calls, GPU activities and ranges to struct kvs_trace_data.
+ * Private to analyzers/; event.c decodes, this keeps. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reader_impl.h"
+
+// ----------------------------------------------------------------------------
+// keeping
+
+static bool oom(struct kvs_reader *r)
+{
+    return kvs_scan_fail(&r->scan, KVS_STATUS_NO_MEMORY, "out of memory keeping trace records");
+}
+
+static bool intern_span(struct kvs_reader *r, const struct kvs_span *sp, bool has, uint32_t *id)
+{
+    if (!has) {
+        *id = 0;
+        return true;
+    }
+    *id = kvs_intern_id(&r->t->strings, r->scan.mark + sp->off, sp->len);
+    return *id != KVS_INTERN_NONE || oom(r);
+}
+
+static bool thread_of(struct kvs_reader *r, const struct kvs_ev *e, uint32_t *id)
+{
+    char key[160];
+    size_t n = 0;
+    if (e->has_pid) {
+        size_t l = e->pid.len < 70 ? e->pid.len : 70;
+        memcpy(key, r->scan.mark + e->pid.off, l);
+        n = l;
+    }
+    key[n++] = '\x1f';
+    if (e->has_tid) {
+        size_t l = e->tid.len < 70 ? e->tid.len : 70;
+        memcpy(key + n, r->scan.mark + e->tid.off, l);
+        n += l;
+    }
+    *id = kvs_intern_id(&r->t->threads, key, n);
+    return *id != KVS_INTERN_NONE || oom(r);
+}
+
+static bool shape_of(struct kvs_reader *r, const struct kvs_ev *e, uint32_t *id)
+{
+    if (!e->has_dims && !e->has_types) {
+        *id = 0;
+        return true;
+    }
+    size_t need = (size_t)e->dims.len + e->types.len + 1;
+    if (need > r->scratch_cap) {
+        size_t nc = need * 2;
+        char *p = realloc(r->scratch, nc);
+        if (!p)
+            return oom(r);
+        r->scratch = p;
+        r->scratch_cap = nc;
+    }
+    char *w = r->scratch;
+    if (e->has_dims) {
+        memcpy(w, r->scan.mark + e->dims.off, e->dims.len);
+        w += e->dims.len;
+    }
+    *w++ = '\x1f';
+    if (e->has_types) {
+        memcpy(w, r->scan.mark + e->types.off, e->types.len);
+        w += e->types.len;
+    }
+    *id = kvs_intern_id(&r->t->strings, r->scratch, (size_t)(w - r->scratch));
+    return *id != KVS_INTERN_NONE || oom(r);
+}
+
+static bool is_step_op(struct kvs_reader *r, uint32_t name)
+{
+    if (name >= r->step_name_cap) {
+        size_t nc = r->step_name_cap ? r->step_name_cap : 1024;
+        while (nc <= name)
+            nc *= 2;
+        uint8_t *p = realloc(r->step_name, nc);
+        if (!p)
+            return false;
+        memset(p + r->step_name_cap, 0, nc - r->step_name_cap);
+        r->step_name = p;
+        r->step_name_cap = nc;
+    }
+    if (!r->step_name[name]) {
+        const char *s = kvs_intern_str(&r->t->strings, name);
+        bool yes = r->opt->is_step_name ? r->opt->is_step_name(r->opt->step_user, s)
+                                        : !strncmp(s, "ProfilerStep#", 13);
+        r->step_name[name] = yes ? 1 : 2;
+    }
+    return r->step_name[name] == 1;
+}
+
+static bool emit(struct kvs_reader *r, const struct kvs_dec_event *d)
+{
+    struct kvs_trace_data *t = r->t;
+    switch (d->cat) {
+    case KVS_EV_OP: {
+        bool added;
+        uint32_t *k = kvs_u64map_put(&t->opkey_map, kvs_pair_key(d->name, d->shape), &added);
+        if (!k)
+            return oom(r);
+        if (added) {
+            struct kvs_opkey ok = {d->name, d->shape};
+            if (KVS_VEC_PUSH(t->opkeys, t->nopkeys, t->opkeys_cap, ok) < 0)
+                return oom(r);
+            *k = (uint32_t)t->nopkeys; /* index + 1 */
+        }
+        struct kvs_op_rec o = {d->ts, d->dur, d->ext, *k - 1, d->thread};
+        if (t->ops_ext_sorted && (d->ext <= 0 || (t->nops && d->ext <= t->ops[t->nops - 1].ext)))
+            t->ops_ext_sorted = false;
+        t->n_ops++;
+        if (KVS_VEC_PUSH(t->ops, t->nops, t->ops_cap, o) < 0)
+            return oom(r);
+        if (is_step_op(r, d->name)) {
+            struct kvs_range_rec g = {d->ts, d->dur, d->name, d->thread};
+            if (KVS_VEC_PUSH(t->ranges, t->nranges, t->ranges_cap, g) < 0)
+                return oom(r);
+        }
+        return true;
+    }
+    case KVS_EV_USER: {
+        struct kvs_range_rec g = {d->ts, d->dur, d->name, d->thread};
+        return KVS_VEC_PUSH(t->ranges, t->nranges, t->ranges_cap, g) == 0 || oom(r);
+    }
+    case KVS_EV_KERNEL:
+    case KVS_EV_MEMCPY:
+    case KVS_EV_MEMSET: {
+        uint8_t kind = d->cat == KVS_EV_KERNEL   ? KVS_GPU_KERNEL
+                     : d->cat == KVS_EV_MEMCPY ? KVS_GPU_MEMCPY
+                                            : KVS_GPU_MEMSET;
+        if (kind == KVS_GPU_KERNEL)
+            t->n_kernels++;
+        else if (kind == KVS_GPU_MEMCPY)
+            t->n_memcpys++;
+        else
+            t->n_memsets++;
+        struct kvs_gpu_rec g = {d->ts,   d->dur,    d->ext,    d->corr, d->bytes,
+                                d->name, d->device, d->stream, kind};
+        return KVS_VEC_PUSH(t->gpus, t->ngpus, t->gpus_cap, g) == 0 || oom(r);
+    }
+    case KVS_EV_RUNTIME: {
+        t->n_runtime++;
+        if (d->corr == 0 && d->ext == 0)
+            return true;
+        struct kvs_rt_rec rt = {d->ts, d->corr, d->ext, d->thread, d->name};
+        return KVS_VEC_PUSH(t->rts, t->nrts, t->rts_cap, rt) == 0 || oom(r);
+    }
+    default:
+        return true;
+    }
+}
+
+static int64_t span_int(const struct kvs_reader *r, const struct kvs_span *sp, bool has)
+{
+    if (!has || sp->len == 0 || sp->len > 30)
+        return 0;
+    char tmp[32];
+    memcpy(tmp, r->scan.mark + sp->off, sp->len);
+    tmp[sp->len] = 0;
+    return strtoll(tmp, NULL, 10);
+}
+
+static bool resolve(struct kvs_reader *r, const struct kvs_ev *e, uint8_t cat, struct kvs_dec_event *d)
+{
+    memset(d, 0, sizeof *d);
+    d->cat = cat;
+    d->ts = e->ts;
+    d->dur = e->dur > 0 ? e->dur : 0;
+    d->ext = e->ext;
+    d->corr = e->corr;
+    d->bytes = e->bytes;
+    bool gpu = cat == KVS_EV_KERNEL || cat == KVS_EV_MEMCPY || cat == KVS_EV_MEMSET;
+    if (cat != KVS_EV_RUNTIME && !intern_span(r, &e->name, e->has_name, &d->name))
+        return false;
+    if (cat == KVS_EV_OP && !shape_of(r, e, &d->shape))
+        return false;
+    if (!gpu && !thread_of(r, e, &d->thread))
+        return false;
+    if (gpu) {
+        d->device = (int32_t)(e->has_device ? e->device : span_int(r, &e->pid, e->has_pid));
+        d->stream = (int32_t)(e->has_stream ? e->stream : span_int(r, &e->tid, e->has_tid));
+    }
+    return true;
+}
+
+static struct kvs_thread_stack *stack_of(struct kvs_reader *r, uint32_t thread)
+{
+    if (thread >= r->nstacks) {
+        size_t n = r->nstacks ? r->nstacks * 2 : 16;
+        while (n <= thread)
+            n *= 2;
+        struct kvs_thread_stack *p = realloc(r->stacks, n * sizeof *p);
+        if (!p)
+            return NULL;
+        memset(p + r->nstacks, 0, (n - r->nstacks) * sizeof *p);
+        r->stacks = p;
+        r->nstacks = n;
+    }
+    return &r->stacks[thread];
+}
+
+void kvs_reader_free_stacks(struct kvs_reader *r)
+{
+    for (size_t i = 0; i < r->nstacks; i++)
+        free(r->stacks[i].v);
+    free(r->stacks);
+    r->stacks = NULL;
+    r->nstacks = 0;
+}
+
+/* 'B' opens a range on its thread, 'E' closes the innermost one. */
+static bool begin_end(struct kvs_reader *r, const struct kvs_ev *e, uint8_t cat)
+{
+    uint32_t thread;
+    if (!thread_of(r, e, &thread))
+        return false;
+    struct kvs_thread_stack *st = stack_of(r, thread);
+    if (!st)
+        return oom(r);
+    if (e->ph == 'B') {
+        struct kvs_dec_event d;
+        if (!resolve(r, e, cat, &d))
+            return false;
+        d.thread = thread;
+        return KVS_VEC_PUSH(st->v, st->n, st->cap, d) == 0 || oom(r);
+    }
+    if (st->n == 0) {
+        r->t->unmatched_end++;
+        return true;
+    }
+    struct kvs_dec_event d = st->v[--st->n];
+    d.dur = e->ts > d.ts ? e->ts - d.ts : 0;
+    if (d.cat == KVS_EV_NONE && cat != KVS_EV_NONE) {
+        d.cat = cat; /* "cat" given on the 'E' only */
+    }
+    if (!d.ext)
+        d.ext = e->ext;
+    if (!d.corr)
+        d.corr = e->corr;
+    return emit(r, &d);
+}
+
+bool kvs_keep_event(struct kvs_reader *r, const struct kvs_ev *e, uint8_t cat)
+{
+    if (e->ph == 'X') {
+        if (cat == KVS_EV_NONE || cat == KVS_EV_OTHER)
+            return true;
+        struct kvs_dec_event d;
+        return resolve(r, e, cat, &d) && emit(r, &d);
+    }
+    if (e->ph == 'B' || e->ph == 'E') {
+        return begin_end(r, e, cat);
+    }
+    return true; /* i, I, s, t, f, M, C, b, e, n, ...: counted, not kept */
+}
+

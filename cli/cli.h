@@ -33,7 +33,10 @@ int kvs_cli_usage_error(const char *cmd, const char *fmt, ...)
 int kvs_cmd_version(int argc, char **argv);
 int kvs_cmd_report(int argc, char **argv);
 int kvs_cmd_compare(int argc, char **argv);
+/* kvscope-engine's body (cmd_engine.c); `kvscope engine` runs it as a
+ * separate program through kvs_cmd_engine_exec (engine_exec.c). */
 int kvs_cmd_engine(int argc, char **argv);
+int kvs_cmd_engine_exec(int argc, char **argv);
 int kvs_cmd_capture(int argc, char **argv); /* CUDA builds only */
 
 #endif /* KVSCOPE_CLI_H */

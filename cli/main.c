@@ -5,7 +5,6 @@
  *
  * Exit codes: 0 success, 1 the work failed, 2 bad usage or unreadable input.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,17 +25,6 @@ static void print_help(FILE *out)
         fprintf(out, "  %-10s %s%s\n", c->name, c->summary,
                 c->run ? "" : " (needs a CUDA build; this one has none)");
     fprintf(out, "\nexit codes: 0 success, 1 the work failed, 2 bad usage or unreadable input\n");
-}
-
-int kvs_cli_usage_error(const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "kvscope%s%s: ", cmd ? " " : "", cmd ? cmd : "");
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\nTry 'kvscope %s%s--help'.\n", cmd ? cmd : "", cmd ? " " : "");
-    return KVS_EXIT_USAGE;
 }
 
 int kvs_cmd_version(int argc, char **argv)

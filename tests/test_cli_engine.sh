@@ -2,7 +2,8 @@
 # tests/test_cli_engine.sh KVSCOPE — `kvscope engine`'s command line, without a
 # GPU: --help, and every bad usage refused with exit 2 before the GPU is
 # touched (the memory plan is checked first). In a build without the engine,
-# the command must say so and exit 2.
+# the command must say so and exit 2. `kvscope` itself links no CUDA library:
+# the engine is the program kvscope-engine beside it (cli/engine_exec.c).
 set -u
 kvs=$1
 fail=0
@@ -17,9 +18,25 @@ check() { # check WANT_RC DESCRIPTION PATTERN -- CMD...
         echo "ok   $what"
     fi
 }
+# every subcommand pays for what kvscope links at start-up: no CUDA library there
+if command -v readelf >/dev/null; then
+    cuda_needed=$(readelf -d "$kvs" | grep NEEDED | grep -Ei 'cuda|cublas|cupti|nccl|nvrtc|nvToolsExt' || true)
+    if [ -n "$cuda_needed" ]; then
+        echo "FAIL kvscope links CUDA libraries:"; echo "$cuda_needed"; fail=1
+    else
+        echo "ok   kvscope links no CUDA library"
+    fi
+fi
 if ! "$kvs" engine --help >/dev/null 2>&1; then
     check 2 "engine refused without the engine built" "built without CUDA" -- "$kvs" engine
-    exit $fail
+    
+# without kvscope-engine beside it, kvscope says which program is missing
+tmp=$(mktemp -d) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+cp "$kvs" "$tmp/kvscope" || exit 99
+check 1 "engine without kvscope-engine beside kvscope" "kvscope-engine, and it is missing" -- \
+    "$tmp/kvscope" engine --help
+exit $fail
 fi
 check 0 "engine --help" "full-cast" -- "$kvs" engine --help
 check 2 "unknown kv path" "fp8-direct" -- "$kvs" engine --kv-path fast
@@ -33,4 +50,11 @@ check 2 "capacity below the run's tokens" "too small" -- \
     "$kvs" engine --config tiny --batch 4 --context 1000 --kv-capacity 2048
 check 2 "resident experts below top-k" "resident" -- \
     "$kvs" engine --config glm5 --resident-experts 4 --context 16
+
+# without kvscope-engine beside it, kvscope says which program is missing
+tmp=$(mktemp -d) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+cp "$kvs" "$tmp/kvscope" || exit 99
+check 1 "engine without kvscope-engine beside kvscope" "kvscope-engine, and it is missing" -- \
+    "$tmp/kvscope" engine --help
 exit $fail

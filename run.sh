@@ -2,13 +2,18 @@
 # run.sh — kvscope's set-up, main job and tests, on a fresh Debian/Ubuntu machine.
 #
 #   ./run.sh          install what is missing, build, run the main job
+#                     (examples/demo.sh: trace GLM-5 decode with the bug and
+#                     the fix on this GPU, or read the bundled H200 traces
+#                     without one; report, compare, summary, HTML into out/)
 #   ./run.sh test     install what is missing, build, run every test;
 #                     ends with the line "N passed, N failed"
 #   ./run.sh setup    install what is missing and configure, nothing else
 #
 # Extra arguments after `test` go to `meson test` (e.g. --suite unit).
 # Environment: KVS_BUILD_DIR (default build), KVS_MESON_ARGS (extra setup flags),
-# KVS_NO_INSTALL=1 (never call apt-get; print what is missing instead).
+# KVS_NO_INSTALL=1 (never call apt-get; print what is missing instead),
+# KVS_OUT_DIR (the main job's outputs, default out), KVS_DEMO_SOURCE=bundled
+# (the main job never touches the GPU; more in examples/demo.sh).
 set -euo pipefail
 cd "$(dirname "$0")"
 root=$(pwd)
@@ -120,10 +125,22 @@ PY
 # ---------------------------------------------------------------------------
 # the main job
 
+# examples/demo.sh: fresh engine traces on a GPU (else the bundled H200 ones),
+# report, compare, summary; it ends by saying where the HTML report is.
 main_job() {
-    local kvs="$build/cli/kvscope"
-    "$kvs" version
-    "$kvs" --help
+    examples/demo.sh "$build" "${KVS_OUT_DIR:-out}" "$@"
+}
+
+# The main job needs kvscope, and the engine only where there is a GPU to run
+# it on: build just those (a laptop skips the CUDA kernels and the tests).
+compile_demo() {
+    local -a targets=(cli/kvscope)
+    if command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+        targets=()   # the engine, the capture library, kernels: everything
+    fi
+    say "building in $build${targets[*]:+ (${targets[*]})}"
+    ninja -C "$build" "${targets[@]}" >"$build/kvs-build.log" 2>&1 ||
+        { cat "$build/kvs-build.log" >&2; exit 1; }
 }
 
 cmd=${1:-demo}
@@ -131,7 +148,7 @@ cmd=${1:-demo}
 case "$cmd" in
     setup) setup ;;
     test) setup; optional_test_tools; compile; run_tests "$@" ;;
-    demo) setup; compile; main_job "$@" ;;
-    -h|--help|help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' ;;
+    demo) setup; compile_demo; main_job "$@" ;;
+    -h|--help|help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' ;;
     *) echo "run.sh: unknown command '$cmd' (try ./run.sh --help)" >&2; exit 2 ;;
 esac

@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""tests/test_demo.py BUILD_DIR — the README's main job (examples/demo.sh, what
+`./run.sh` runs) end to end without a GPU, on the traces bundled in
+examples/traces/, checked against the raw traces.
+
+    meson test -C build test_demo
+
+Every figure the job's output must name is recomputed here from the trace's
+own events, independently of kvscope's analyzer: the full-buffer KV cast (the
+largest cast op), its shape, calls per step, bytes per call and per step
+(dims x dtype sizes), its share of GPU busy time (union of kernel, memcpy and
+memset intervals), its HBM efficiency (bytes / GPU time / the device's
+datasheet peak from analyzers/data/devices.json), GPU time per step of both
+traces for the comparison, and each path's roofline figure (bytes per step
+from the engine's log over the trace's mean step). Then the output must
+carry them in the report, compare and summary sections, in that order, and
+end with the path of an HTML report that exists.
+"""
+import gzip
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+SRC = os.environ.get("KVS_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), ".."))
+TRACES = os.path.join(SRC, "examples", "traces")
+DTYPE_BYTES = {"c10::BFloat16": 2, "c10::Half": 2, "float": 4, "c10::Float8_e4m3fn": 1, "int": 4}
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def close(a, b, rel):
+    return abs(a - b) <= rel * max(abs(a), abs(b), 1e-12)
+
+
+def union_ms(iv):
+    total, end = 0.0, None
+    start = None
+    for s, e in sorted(iv):
+        if end is None or s > end:
+            if end is not None:
+                total += end - start
+            start, end = s, e
+        else:
+            end = max(end, e)
+    if end is not None:
+        total += end - start
+    return total / 1000.0
+
+
+def facts(path):
+    """What the main job must say about one trace, from its raw events."""
+    with gzip.open(path, "rt") as f:
+        doc = json.load(f)
+    ev = doc["traceEvents"]
+    steps = [e for e in ev if e.get("cat") == "user_annotation"
+             and e.get("name", "").startswith("ProfilerStep#")]
+    gpu = [e for e in ev if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    busy = union_ms([(e["ts"], e["ts"] + e["dur"]) for e in gpu])
+    f = {"steps": len(steps), "busy_ms": busy,
+         "mean_ms": sum(s["dur"] for s in steps) / len(steps) / 1000.0,
+         "device": doc["deviceProperties"][0]["name"]}
+    # per-step GPU busy time, as docs/analysis.md defines it: the activities whose
+    # launch (the runtime call with the same correlation id) lies inside the step
+    launch = {e["args"]["correlation"]: e["ts"] for e in ev
+              if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
+    in_step = []
+    for s in steps:
+        a, b = s["ts"], s["ts"] + s["dur"]
+        in_step.append(union_ms([(e["ts"], e["ts"] + e["dur"]) for e in gpu
+                                 if a <= launch.get(e["args"].get("correlation"), e["ts"]) < b]))
+    f["busy_per_step_ms"] = sum(in_step) / len(in_step)
+    casts = [e for e in ev if e.get("cat") == "cpu_op" and "cast" in e.get("name", "")
+             and e.get("args", {}).get("Input Dims")]
+    if casts:
+        big = max(casts, key=lambda e: e["args"]["Input Dims"][0][0])
+        dims, types = big["args"]["Input Dims"], big["args"]["Input type"]
+        same = [e for e in casts if e["name"] == big["name"] and e["args"]["Input Dims"] == dims]
+        ids = {e["args"]["External id"] for e in same}
+        ms = sum(e["dur"] for e in gpu if e.get("args", {}).get("External id") in ids) / 1000.0
+        per_call = 0
+        for d, t in zip(dims, types):
+            n = 1
+            for x in d:
+                n *= x
+            per_call += n * DTYPE_BYTES[t]
+        f.update(op=big["name"], dims=dims[0], calls_per_step=len(same) / len(steps),
+                 bytes_per_call=per_call, bytes_per_step=per_call * len(same) / len(steps),
+                 cast_share=ms / busy, cast_gbps=per_call * len(same) / (ms * 1e6))
+    return f
+
+
+def peak_gbps(device):
+    with open(os.path.join(SRC, "analyzers", "data", "devices.json")) as fh:
+        table = json.load(fh)["devices"]
+    for d in table:
+        if d["name"] == device:
+            return d["hbm_gbps"]
+    return None
+
+
+def engine_bytes(log):
+    with open(log) as fh:
+        res = [l for l in fh if l.startswith("result:")][-1]
+    return float(re.search(r"bytes_per_step=(\S+)", res).group(1))
+
+
+def main():
+    build = sys.argv[1]
+    out_dir = tempfile.mkdtemp(prefix="kvs-demo-")
+    env = dict(os.environ, KVS_DEMO_SOURCE="bundled", NO_COLOR="1")
+    r = subprocess.run([os.path.join(SRC, "examples", "demo.sh"), build, out_dir], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    out = r.stdout
+    check(r.returncode == 0, "examples/demo.sh exits 0 (got %d)" % r.returncode)
+    if r.returncode != 0:
+        print(out)
+
+    u = facts(os.path.join(TRACES, "glm5_full-cast.json.gz"))
+    x = facts(os.path.join(TRACES, "glm5_fp8-direct.json.gz"))
+    peak = peak_gbps(u["device"])
+    check(peak is not None, "the bundled trace's device %r is in the device table" % u["device"])
+    check("op" in u and "op" not in x or x.get("dims", [0])[0] < 100000,
+          "the unfixed trace has a full-buffer cast and the fixed one none (raw events)")
+
+    # the order of the sections
+    pos = [out.find(s) for s in ("kvscope report", "kvscope compare", "IN SHORT", "HTML report:")]
+    check(all(p >= 0 for p in pos) and pos == sorted(pos),
+          "report, compare, summary and the HTML line appear, in that order")
+    report = out[pos[0]:pos[1]] if pos[0] >= 0 and pos[1] >= 0 else ""
+    compare = out[pos[1]:pos[2]] if pos[1] >= 0 and pos[2] >= 0 else ""
+    summary = out[pos[2]:] if pos[2] >= 0 else ""
+
+    # the report names the full-buffer cast with its shape
+    shape = ",".join(str(d) for d in u["dims"])
+    check(re.search(r"1\. high\s+kv_full_buffer_cast", report) is not None,
+          "the report's first finding is kv_full_buffer_cast")
+    check("[[%s],[%s]]" % (shape, shape) in report, "the report names the shape [[%s],..]" % shape)
+    check(u["op"] in report, "the report names the op %s" % u["op"])
+
+    # the summary: shape, calls per step, bytes, share of GPU time, HBM efficiency
+    m = re.search(r"The bottleneck\s+(\S+) \[([\d,]+)\]", summary)
+    if m:
+        check(m.group(1) == u["op"] and m.group(2) == shape,
+              "summary names %s [%s] (got %s [%s])" % (u["op"], shape, m.group(1), m.group(2)))
+    flat = re.sub(r"\s+", " ", summary)
+    m = re.search(r"(\d+) times per step.*?([\d.]+) MB per call.*?([\d.]+) GB per step.*?"
+                  r"([\d.]+)% of the GPU time, at ([\d.]+) GB/s = ([\d.]+)% of the (.+?) HBM peak", flat)
+    check(m is not None, "summary has calls, bytes, share, GB/s and efficiency")
+    if m:
+        calls, mb, gb, share, gbps, eff = (float(m.group(i)) for i in range(1, 7))
+        check(calls == u["calls_per_step"], "calls per step %g == %g" % (calls, u["calls_per_step"]))
+        check(close(mb * 1e6, u["bytes_per_call"], 1e-4),
+              "bytes per call %.2f MB ~ %d B" % (mb, u["bytes_per_call"]))
+        check(close(gb * 1e9, u["bytes_per_step"], 1e-3),
+              "bytes per step %.2f GB ~ %.0f B" % (gb, u["bytes_per_step"]))
+        check(abs(share - 100 * u["cast_share"]) < 0.15,
+              "share of GPU time %.1f%% ~ %.2f%%" % (share, 100 * u["cast_share"]))
+        check(close(gbps, u["cast_gbps"], 0.01), "GB/s %.0f ~ %.1f" % (gbps, u["cast_gbps"]))
+        check(peak and abs(eff - 100 * u["cast_gbps"] / peak) < 0.1,
+              "HBM efficiency %.1f%% ~ %.2f%% of %s GB/s" % (eff, 100 * u["cast_gbps"] / peak, peak))
+
+    # the comparison
+    check("Resolved: kv_full_buffer_cast" in compare, "compare: kv_full_buffer_cast resolved")
+    m = re.search(r"GPU time per step fell ([\d.]+)% \(([\d.]+) -> ([\d.]+) ms\)", compare)
+    check(m is not None, "compare: GPU time per step fell ...")
+    if m:
+        before, after = float(m.group(2)), float(m.group(3))
+        check(close(before, u["busy_per_step_ms"], 0.01) and close(after, x["busy_per_step_ms"], 0.01),
+              "compare: GPU ms/step %.4g -> %.4g ~ %.4g -> %.4g (raw events)" % (
+                  before, after, u["busy_per_step_ms"], x["busy_per_step_ms"]))
+    m = re.search(r"The fix saved GPU time per step ([\d.]+) -> ([\d.]+) ms", flat)
+    check(m is not None and close(float(m.group(1)), u["busy_per_step_ms"], 0.01)
+          and close(float(m.group(2)), x["busy_per_step_ms"], 0.01), "summary: what the fix saved")
+
+    # each path against the HBM roofline
+    for name, f in (("full-cast", u), ("fp8-direct", x)):
+        by = engine_bytes(os.path.join(TRACES, "glm5_%s.log" % name))
+        m = re.search(r"^\s+%s\s+([\d.]+)\s+([\d.]+) GB\s+([\d.]+) GB/s\s+([\d.]+)%%" % name, summary, re.M)
+        check(m is not None, "roofline row for %s" % name)
+        if m:
+            want = 100 * by / (f["mean_ms"] * 1e6) / peak
+            check(close(float(m.group(1)), f["mean_ms"], 0.001) and abs(float(m.group(4)) - want) < 0.1,
+                  "%s: %.2f ms/step, %.1f%% of HBM peak ~ %.4g ms, %.2f%%" % (
+                      name, float(m.group(1)), float(m.group(4)), f["mean_ms"], want))
+
+    m = re.search(r"HTML report: (\S+)", out)
+    check(m is not None and os.path.isfile(m.group(1)), "the HTML report named at the end exists")
+    if m and os.path.isfile(m.group(1)):
+        with open(m.group(1)) as fh:
+            html = fh.read()
+        check("<svg" in html and "kv_full_buffer_cast" in html, "the HTML report has its charts and the finding")
+    if failures:
+        print("\n--- demo output ---\n" + out)
+    print("%d failed" % len(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -40,6 +40,7 @@ struct kvs_group_acc {
     uint32_t shape;              /* interned shape key, 0 when none */
     bool bare;                   /* memcpy/memset with no op */
     int64_t calls, calls_in_steps;
+    int64_t steps_with_calls;    /* distinct steps in which the group's op was called */
     int64_t gpu_calls;           /* calls that launched GPU work */
     int64_t gpu_ns, gpu_ns_in_steps;
     int64_t activity_bytes;      /* sum of memcpy/memset `bytes` */

@@ -69,7 +69,8 @@ enum kvs_status kvs_groups_build(struct kvs_ctx *c)
 {
     const struct kvs_trace_data *t = &c->t;
     enum kvs_status st = KVS_STATUS_NO_MEMORY;
-    struct kvs_u64map bare_groups = {0}, ktime = {0};
+    struct kvs_u64map bare_groups = {0}, ktime = {0}, step_seen = {0}, bare_steps = {0};
+    bool added;
     struct kvs_group_acc *acc = NULL;
     size_t nacc = 0, acc_cap = 0;
     int64_t *kns = NULL; /* per (group, kernel) time, indexed by ktime's values */
@@ -85,7 +86,6 @@ enum kvs_status kvs_groups_build(struct kvs_ctx *c)
         uint32_t op = c->gpu_op[i];
         bool bare = op == KVS_NO_OP;
         uint32_t *slot;
-        bool added;
         if (!bare) {
             uint32_t key = t->ops[op].key;
             if (!key_is_copy[key])
@@ -122,8 +122,11 @@ enum kvs_status kvs_groups_build(struct kvs_ctx *c)
         if (bare) {
             a->gpu_calls++;
             a->calls++;
-            if (c->gpu_step[i] >= 0)
+            if (c->gpu_step[i] >= 0) {
                 a->calls_in_steps++;
+                if (!kvs_u64map_put(&bare_steps, kvs_pair_key(gi, (uint32_t)c->gpu_step[i]), &added))
+                    goto out;
+            }
         } else if (!(seen[op / 8] & (1u << (op % 8)))) {
             seen[op / 8] |= (uint8_t)(1u << (op % 8));
             a->gpu_calls++;
@@ -149,7 +152,9 @@ enum kvs_status kvs_groups_build(struct kvs_ctx *c)
             acc[gi].top_kernel = kname;
         }
     }
-    /* calls: every op call with a group's key */
+    /* calls: every op call with a group's key; and in how many steps (a
+     * preallocated buffer is touched in every step, a live token count is
+     * not: [4099,1,576] in one step, [4100,1,576] in the next) */
     if (nacc) {
         for (size_t k = 0; k < t->nops; k++) {
             const struct kvs_op_rec *o = &t->ops[k];
@@ -158,10 +163,20 @@ enum kvs_status kvs_groups_build(struct kvs_ctx *c)
                 continue;
             struct kvs_group_acc *a = &acc[v - 1];
             a->calls++;
-            if (c->nsteps && kvs_step_at(c, o->ts) >= 0)
-                a->calls_in_steps++;
+            int32_t step = c->nsteps ? kvs_step_at(c, o->ts) : -1;
+            if (step < 0)
+                continue;
+            a->calls_in_steps++;
+            uint32_t *sv = kvs_u64map_put(&step_seen, kvs_pair_key(v - 1, (uint32_t)step), &added);
+            if (!sv)
+                goto out;
+            if (added)
+                a->steps_with_calls++;
         }
     }
+    for (size_t j = 0; j < bare_steps.cap; j++) /* bare groups: their activities' steps */
+        if (bare_steps.vals[j])
+            acc[(uint32_t)(bare_steps.keys[j] >> 32)].steps_with_calls++;
     for (size_t gi = 0; gi < nacc; gi++)
         bytes_per_call(t, &acc[gi]);
     if (nacc) /* acc is NULL when no group formed: qsort's pointer must not be */
@@ -178,5 +193,7 @@ out:
     free(key_is_copy);
     kvs_u64map_free(&bare_groups);
     kvs_u64map_free(&ktime);
+    kvs_u64map_free(&step_seen);
+    kvs_u64map_free(&bare_steps);
     return st;
 }

@@ -103,6 +103,63 @@ static int64_t active_tokens(const struct token_dim *d, size_t n, const int64_t 
     return best;
 }
 
+/* A gather lists the rows it takes: a 1-D integer index list as long as the
+ * group's leading dim means the tensor holds exactly the gathered (active)
+ * rows — gather_cast [[4099,1,576],[4099,1,576],[4099]] — never a whole
+ * buffer. */
+static bool gathers_its_rows(const struct kvs_shape *s, int64_t tokens)
+{
+    for (int i = 1; i < s->n; i++)
+        if (s->rank[i] == 1 && s->dims[i][0] == tokens && is_index_dtype(s->dtype[i], s->dtype_len[i]))
+            return true;
+    return false;
+}
+
+/* A preallocated buffer keeps its size. Another group of the same op, rows
+ * and dtypes whose leading dim is within 1/8 of this one's means the dim is a
+ * live count that grows as tokens are decoded ([4099,1,576], [4100,1,576],
+ * ...), not a capacity. Pools of different sizes (a sliding window beside a
+ * full one) are further apart than that. */
+/* x has s's tensors, dtypes and dims, except the leading dims that are
+ * s's token count */
+static bool same_but_tokens(const struct kvs_shape *s, const struct kvs_shape *x, int64_t tokens)
+{
+    if (x->n != s->n)
+        return false;
+    for (int k = 0; k < s->n; k++) {
+        if (x->rank[k] != s->rank[k] || x->dtype_len[k] != s->dtype_len[k] ||
+            memcmp(x->dtype[k], s->dtype[k], s->dtype_len[k]))
+            return false;
+        int rank = s->rank[k] < KVS_SHAPE_MAX_RANK ? s->rank[k] : KVS_SHAPE_MAX_RANK;
+        for (int d = 0; d < rank; d++)
+            if (x->dims[k][d] != s->dims[k][d] && !(d == 0 && s->dims[k][0] == tokens))
+                return false;
+    }
+    return true;
+}
+
+/* A preallocated buffer keeps its size. Another group of the same op, rows
+ * and dtypes whose leading dim is within 1/8 of this one's means the dim is a
+ * live count that grows as tokens are decoded ([4099,1,576], [4100,1,576],
+ * ...), not a capacity. Pools of different sizes (a sliding window beside a
+ * full one) are further apart than that. */
+static bool has_near_sibling(const struct kvs_ctx *c, const struct kvs_group_acc *g)
+{
+    const struct kvs_shape *s = &g->shape_info;
+    int64_t tokens = s->dims[0][0];
+    for (size_t i = 0; i < c->ngroups; i++) {
+        const struct kvs_group_acc *o = &c->groups[i];
+        if (o == g || o->bare || o->op_name != g->op_name || o->shape_info.n == 0 ||
+            o->shape_info.rank[0] != s->rank[0])
+            continue;
+        int64_t other = o->shape_info.dims[0][0];
+        if (other != tokens && other > 0 && llabs(other - tokens) * BUFFER_RATIO < tokens &&
+            same_but_tokens(s, &o->shape_info, tokens))
+            return true;
+    }
+    return false;
+}
+
 static int count_layers(struct kvs_ctx *c)
 {
     const struct kvs_trace_data *t = &c->t;
@@ -239,7 +296,15 @@ static void match_one(struct kvs_ctx *c, struct kvs_group_acc *g, const struct t
     bool per_layer = c->layers > 0 && fabs(cps - c->layers) < 0.01;
     bool capacity = c->opt->kv_capacity > 0 && tokens == c->opt->kv_capacity;
     bool inferred = false;
-    if (!capacity && tokens >= BUFFER_MIN_TOKENS && cps >= 1) {
+    /* Inference is the fallback: a given capacity is the only capacity, and
+     * with a model only the model's KV rows can be a KV buffer. It is also
+     * conservative: the buffer is touched in every step, is not what a
+     * gather produced, and keeps its size from step to step. */
+    bool may_infer = c->opt->kv_capacity <= 0 && (!c->have_model || row_ok) &&
+                     tokens >= BUFFER_MIN_TOKENS && cps >= 1 &&
+                     (!c->nsteps || g->steps_with_calls == (int64_t)c->nsteps) &&
+                     !gathers_its_rows(s, dims[0]) && !has_near_sibling(c, g);
+    if (may_infer) {
         if (active > 0 && tokens >= BUFFER_RATIO * active)
             inferred = true;
         else if (active == 0 && tokens >= 16 * BUFFER_MIN_TOKENS && per_layer)

@@ -6,11 +6,13 @@
  * defines: kvs_match_groups
  *
  * With a model config the row and the layer count come from it, and
- * --kv-capacity names the capacity. Without them: the layer count is the
- * number of layer-named ranges per step (layer_0, layers.12, ...), and a
- * leading dim at least 8x larger than every other token count seen with the
- * same row (the active tokens: [1024,1,576] beside [131072,1,576]), touched
- * every step, is a preallocated buffer. Private to analyzers/.
+ * --kv-capacity names the capacity (then nothing is inferred). Without them:
+ * the layer count is the number of layer-named ranges per step (layer_0,
+ * layers.12, ...), and a leading dim at least 8x larger than every other
+ * token count seen with the same row (the active tokens: [1024,1,576] beside
+ * [131072,1,576]), touched in every step, keeping its size, and not the
+ * output of a gather of that many rows, is a preallocated buffer
+ * (docs/analysis.md lists the rules). Private to analyzers/.
  */
 #ifndef KVS_ANALYZERS_MATCH_H
 #define KVS_ANALYZERS_MATCH_H

@@ -225,11 +225,14 @@ static void test_model_and_capacity(void)
     KVS_CHECK(find_finding(a, "kv_full_buffer_cast") != NULL);
     kvs_analysis_free(a);
 
-    /* a capacity that is not the buffer's: no capacity label, still inferred */
+    /* a capacity that is not the buffer's: a given capacity is the only one,
+     * nothing is inferred; the rows still carry the model's meaning */
     o.kv_capacity = 999;
     a = analyze("kineto_small.json", &o, KVS_STATUS_OK);
     KVS_REQUIRE(a);
-    KVS_CHECK(a->groups[0].has_match && strstr(a->groups[0].match.label, "preallocated"));
+    KVS_CHECK(a->groups[0].has_match && !strstr(a->groups[0].match.label, "preallocated") &&
+              a->groups[0].match.capacity_tokens == 0);
+    KVS_CHECK(find_finding(a, "kv_full_buffer_cast") == NULL);
     kvs_analysis_free(a);
 
     o.model = "no-such-model";

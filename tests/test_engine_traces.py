@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""tests/test_engine_traces.py KVSCOPE — `kvscope report` and `kvscope compare`
+on kvscope's own GLM-5 engine captures bundled in examples/traces/ (one H200,
+batch 1, context 4096, KV pool 495,552 tokens x 576 per layer, 78 layers):
+
+- full-cast: every layer casts the whole FP8 pool -> kv_full_buffer_cast with
+  the pool's token count, once per layer, dims x dtype bytes per call; with the
+  capacity given and inferred without it;
+- active-cast: every layer gathers the ~4099 active tokens and casts only them
+  -> no kv_full_buffer_cast and no group called a buffer, with or without
+  --kv-capacity / --model (the gather's rows grow one token a step, and its
+  index list is as long as its output);
+- fp8-direct: no cast at all -> no kv_full_buffer_cast.
+
+Expected figures come from the raw traces (json.load), not from kvscope.
+
+    meson test -C build test_engine_traces
+"""
+import gzip
+import json
+import os
+import subprocess
+import sys
+
+SRC = os.environ.get("KVS_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), ".."))
+TRACES = os.path.join(SRC, "examples", "traces")
+DTYPE_BYTES = {"c10::BFloat16": 2, "c10::Float8_e4m3fn": 1, "int": 4}
+CAP = 495552  # examples/traces/README.md: the engine's default pool
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def trace(name):
+    return os.path.join(TRACES, "glm5_%s.json.gz" % name)
+
+
+def raw_ops(name, op):
+    """(dims, types) of every call of `op`, and the number of ProfilerSteps."""
+    ev = json.load(gzip.open(trace(name)))["traceEvents"]
+    calls = [(e["args"]["Input Dims"], e["args"]["Input type"]) for e in ev
+             if e.get("cat") == "cpu_op" and e.get("name") == op]
+    steps = sum(1 for e in ev if e.get("cat") == "user_annotation"
+                and e.get("name", "").startswith("ProfilerStep#"))
+    return calls, steps
+
+
+def report(name, *args):
+    out = subprocess.run([sys.argv[1], "report", trace(name), "--format", "json", *args],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        check(False, "kvscope report %s %s exited %d: %s" % (name, args, out.returncode, out.stderr))
+        return None
+    return json.loads(out.stdout)
+
+
+OPTS = [(), ("--model", "glm5"), ("--kv-capacity", str(CAP)),
+        ("--model", "glm5", "--kv-capacity", str(CAP))]
+
+
+def full_cast():
+    calls, steps = raw_ops("full-cast", "kvs::cast_fp8_to_bf16")
+    dims, types = calls[0]
+    check(all(c == (dims, types) for c in calls) and dims[0][0] == CAP,
+          "raw full-cast: every cast is of the whole %d-token pool" % CAP)
+    per_call = sum(DTYPE_BYTES[t] * d[0] * d[1] * d[2] for d, t in zip(dims, types))
+    for args in OPTS:
+        tag = "full-cast %s" % " ".join(args)
+        r = report("full-cast", *args)
+        if not r:
+            continue
+        f = [f for f in r["findings"] if f["id"] == "kv_full_buffer_cast"]
+        if not check(len(f) == 1, "%s: one kv_full_buffer_cast" % tag):
+            continue
+        g = [g for g in r["groups"] if g["op"] == "kvs::cast_fp8_to_bf16"]
+        if not check(len(g) == 1, "%s: one cast group" % tag):
+            continue
+        g = g[0]
+        check(g["match"] and g["match"]["capacity_tokens"] == CAP and g["match"]["per_layer"],
+              "%s: match %s" % (tag, g["match"]))
+        check(g["calls_per_step"] == len(calls) / steps == 78, "%s: %s calls/step" % (tag, g["calls_per_step"]))
+        check(g["bytes_per_call"] == per_call, "%s: %d bytes per call (856.3 MB)" % (tag, per_call))
+        check(abs(f[0]["bytes_per_step"] - per_call * 78) < 1, "%s: bytes per step" % tag)
+        check("%d tokens" % CAP in f[0]["message"], "%s: the message names the pool" % tag)
+
+
+def active_cast():
+    calls, steps = raw_ops("active-cast", "kvs::gather_cast_fp8_to_bf16")
+    rows = sorted({d[0][0] for d, _ in calls})
+    check(len(calls) == 78 * steps and rows == list(range(rows[0], rows[0] + steps)) and
+          all(d[2] == [d[0][0]] for d, _ in calls),
+          "raw active-cast: %d gathers, rows %s, each with its index list" % (len(calls), rows))
+    for args in OPTS:
+        tag = "active-cast %s" % " ".join(args)
+        r = report("active-cast", *args)
+        if not r:
+            continue
+        ids = [f["id"] for f in r["findings"]]
+        check("kv_full_buffer_cast" not in ids, "%s: no kv_full_buffer_cast (%s)" % (tag, ids))
+        buf = [g["dims"] for g in r["groups"] if g["match"] and g["match"]["capacity_tokens"]]
+        check(not buf, "%s: no group called a buffer %s" % (tag, buf))
+        gathers = [g for g in r["groups"] if g["op"] == "kvs::gather_cast_fp8_to_bf16"]
+        check(sorted(g["dims"][0][0] for g in gathers) == rows, "%s: one group per context" % tag)
+        if "--model" in args:
+            check(all(g["match"] and g["match"]["label"] ==
+                      "tokens x kv_lora_rank 512 + qk_rope_head_dim 64" for g in gathers),
+                  "%s: the gathers are tokens of the MLA row" % tag)
+
+
+def fp8_direct():
+    for args in OPTS:
+        r = report("fp8-direct", *args)
+        if r:
+            ids = [f["id"] for f in r["findings"]]
+            check("kv_full_buffer_cast" not in ids, "fp8-direct %s: no kv_full_buffer_cast" % " ".join(args))
+
+
+if not all(os.path.exists(trace(n)) for n in ("full-cast", "active-cast", "fp8-direct")):
+    print("skip: the engine traces are not in examples/traces")
+    sys.exit(77)
+full_cast()
+active_cast()
+fp8_direct()
+print("%d failed" % len(failures))
+sys.exit(1 if failures else 0)

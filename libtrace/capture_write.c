@@ -1,7 +1,8 @@
 /* capture_write.c — kvs_trace_write: walk the ready CUPTI buffers into plain
  * records (walking kept apart from handling a record, cupti_records.c),
- * add the host records, describe the devices, and hand everything to the
- * writer. Runs on the controlling thread after kvs_trace_stop.
+ * add the host records, keep one rank's share when asked (kvs_trace_write_part,
+ * select.c), describe the devices, and hand everything to the writer. Runs
+ * on the controlling thread after kvs_trace_stop.
  */
 #include <dlfcn.h>
 #include <stddef.h>
@@ -207,6 +208,12 @@ int kvs_capture_query_devices(struct kvs_trace *t, int init_driver)
 
 enum kvs_status kvs_trace_write(struct kvs_trace *t, const char *path)
 {
+    return kvs_trace_write_part(t, path, NULL);
+}
+
+enum kvs_status kvs_trace_write_part(struct kvs_trace *t, const char *path,
+                                     const struct kvs_trace_part *part)
+{
     if (!t || !path)
         return KVS_STATUS_INVALID_ARGUMENT;
     if (atomic_load(&t->running)) {
@@ -237,6 +244,16 @@ enum kvs_status kvs_trace_write(struct kvs_trace *t, const char *path)
     free(views);
     int64_t end = t->window_end_ns ? t->window_end_ns : kvs_now_ns();
     c.n += kvs_host_store_collect(&t->host, c.out + c.n, c.cap - c.n, end);
+    if (part) {
+        size_t kept = kvs_trace_select(c.out, c.n, part);
+        if (kept == (size_t)-1) {
+            free(c.out);
+            free(devs);
+            kvs_log(&t->lg, KVS_LOG_ERROR, "kvs_trace_write: no memory to select a rank's records");
+            return KVS_STATUS_NO_MEMORY;
+        }
+        c.n = kept;
+    }
 
     struct kvs_trace_meta m;
     kvs_trace_meta_init(&m);
@@ -246,6 +263,11 @@ enum kvs_status kvs_trace_write(struct kvs_trace *t, const char *path)
     m.trace_name = path;
     m.rank = t->cfg.rank;
     m.world_size = t->cfg.world_size;
+    if (part && part->rank >= 0) {
+        m.rank = part->rank;
+        m.world_size = part->world_size;
+        m.backend = part->backend;
+    }
     uint32_t cupti_version = 0;
     if (cuptiGetVersion(&cupti_version) == CUPTI_SUCCESS)
         m.cupti_version = (int)cupti_version;

@@ -384,9 +384,16 @@ static void write_doc(struct kvs_out *o, const struct kvs_trace_meta *m,
 {
     kvs_out_str(o, "{\n  \"schemaVersion\": 1,\n");
     write_devices(o, m);
-    if (m->rank >= 0)
-        kvs_out_fmt(o, "  \"distributedInfo\": {\"rank\": %d, \"world_size\": %d},\n", m->rank,
-                    m->world_size);
+    if (m->rank >= 0) {
+        /* Kineto's key and field names (torch.distributed fills them) */
+        kvs_out_str(o, "  \"distributedInfo\": {");
+        if (m->backend) {
+            kvs_out_str(o, "\"backend\": ");
+            kvs_out_json_string(o, m->backend);
+            kvs_out_str(o, ", ");
+        }
+        kvs_out_fmt(o, "\"rank\": %d, \"world_size\": %d},\n", m->rank, m->world_size);
+    }
     if (m->cupti_version)
         kvs_out_fmt(o, "  \"cupti_version\": %d,\n", m->cupti_version);
     if (m->cuda_driver_version)

@@ -4,7 +4,8 @@
  *
  * defines: struct kvs_trace, enum kvs_trace_activity, struct kvs_trace_config,
  *          kvs_trace_config_init, kvs_trace_create, kvs_trace_start,
- *          kvs_trace_stop, kvs_trace_write, kvs_trace_get_stats, kvs_trace_free,
+ *          kvs_trace_stop, kvs_trace_write, kvs_trace_write_part, kvs_trace_get_stats,
+ *          kvs_trace_free,
  *          kvs_trace_parse_activities
  *
  *   struct kvs_trace_config cfg;
@@ -113,6 +114,16 @@ KVS_API enum kvs_status kvs_trace_stop(struct kvs_trace *t);
 /* Write everything recorded so far (after stop): a .gz path is compressed,
  * "-" is stdout. May be called again; records stay until kvs_trace_free. */
 KVS_API enum kvs_status kvs_trace_write(struct kvs_trace *t, const char *path);
+
+/* Several GPUs in one process (one thread per GPU, as `kvscope engine --tp N`
+ * runs): CUPTI records the whole process in one capture; write each rank's
+ * file with its share (struct kvs_trace_part, kvs_trace_select in
+ * kvscope/trace_writer.h): its device's GPU work, its threads' ranges, ops
+ * and API calls, and the rank, world size and backend as Kineto's
+ * "distributedInfo". Drop and buffer counts in "kvscope" are the whole
+ * capture's. part NULL: everything, as kvs_trace_write. */
+KVS_API enum kvs_status kvs_trace_write_part(struct kvs_trace *t, const char *path,
+                                             const struct kvs_trace_part *part);
 
 /* Counts so far (records are counted when written). */
 KVS_API void kvs_trace_get_stats(const struct kvs_trace *t, struct kvs_trace_stats *out);

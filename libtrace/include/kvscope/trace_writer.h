@@ -5,7 +5,8 @@
  * defines: enum kvs_trace_rec_kind, struct kvs_trace_rec (and its parts),
  *          struct kvs_trace_device, struct kvs_trace_stats,
  *          struct kvs_trace_meta, kvs_trace_meta_init, kvs_trace_write_json,
- *          kvs_trace_write_json_stream, kvs_trace_format_us, KVS_TRACE_US_BUF
+ *          kvs_trace_write_json_stream, kvs_trace_format_us, KVS_TRACE_US_BUF,
+ *          struct kvs_trace_part, kvs_trace_select
  *
  * What is written (the field names and layout of PyTorch's profiler/Kineto):
  *   { "schemaVersion": 1, "deviceProperties": [...], "distributedInfo": {...},
@@ -149,6 +150,7 @@ struct kvs_trace_meta {
     const struct kvs_trace_device *devices;
     int ndevices;
     struct kvs_trace_stats stats;
+    const char *backend;             /* distributedInfo "backend" ("nccl"); NULL: omitted */
 };
 
 /* Zero everything, rank -1. */
@@ -166,6 +168,30 @@ KVS_API enum kvs_status kvs_trace_write_json_stream(const struct kvs_trace_meta 
                                                     const struct kvs_trace_rec *recs,
                                                     size_t nrecs, FILE *out,
                                                     const struct kvs_logger *lg);
+
+/* One rank's share of a capture that recorded several GPUs driven by
+ * several threads of one process (CUPTI records a whole process): what
+ * kvs_trace_select keeps and what the rank's file says about itself. */
+struct kvs_trace_part {
+    int device;              /* GPU work of this device only; -1: every device */
+    const uint32_t *tids;    /* ranges, ops and API calls of these threads only (system */
+    int ntids;               /*   thread ids); ntids 0: every thread */
+    int process_records;     /* keep what belongs to no device or thread (CUPTI overhead) */
+    int rank, world_size;    /* written as distributedInfo and in "kvscope"; rank < 0: unset */
+    const char *backend;     /* distributedInfo "backend", e.g. "nccl"; NULL: omitted */
+};
+
+/* Keep the records of `part`, in place and in order; returns how many are
+ * left. Kept: GPU work (kernel, memcpy, memset) on part->device; ranges and
+ * ops of part's threads; an API call made on part's threads or one that
+ * launched kept GPU work (libraries' helper threads launch for a rank too);
+ * a synchronization on a context of part->device (contexts are learnt from
+ * the GPU records), or, when its context ran no recorded work, one whose API
+ * call is kept; External-id links of kept calls or work; CUPTI overhead when
+ * part->process_records. Returns n unchanged for a NULL part. Returns
+ * (size_t)-1, the records untouched, when out of memory. */
+KVS_API size_t kvs_trace_select(struct kvs_trace_rec *recs, size_t n,
+                                const struct kvs_trace_part *part);
 
 /* Nanoseconds as microseconds with exactly three decimals, the way Kineto
  * writes `ts`/`dur`: 1234567891 -> "1234567.891", -5 -> "-0.005", 0 ->

@@ -11,6 +11,7 @@
 
 #include "kvscope/annotate.h"
 #include "kvscope/check.h"
+#include "shard.h"
 #include "synth.h"
 
 /* Kept free beyond the plan: the CUDA context's later needs, cuBLAS handles
@@ -44,11 +45,16 @@ enum kvs_status kvs_engine_plan(const struct kvs_engine_params *p, struct kvs_ru
     if (!p || !shape || !plan)
         return KVS_STATUS_INVALID_ARGUMENT;
     if (p->batch < 1 || p->steps < 1 || p->model.hidden < 1 ||
-        p->model.kv_lora_rank != KVS_MLA_LATENT || p->model.qk_rope_head_dim != KVS_MLA_ROPE) {
-        kvs_log(&p->log, KVS_LOG_ERROR, "engine: needs a loaded model config, batch >= 1 and "
-                                        "steps >= 1");
+        p->model.kv_lora_rank != KVS_MLA_LATENT || p->model.qk_rope_head_dim != KVS_MLA_ROPE ||
+        p->tp_rank < 0 || p->tp_rank >= (p->tp_world > 1 ? p->tp_world : 1)) {
+        kvs_log(&p->log, KVS_LOG_ERROR, "engine: needs a loaded model config, batch >= 1, "
+                                        "steps >= 1 and a rank below the world size");
         return KVS_STATUS_INVALID_ARGUMENT;
     }
+    /* one rank's share of the model (the whole model at tp 1) */
+    struct kvs_tp_plan tp;
+    KVS_TRY(kvs_tp_plan_init(&p->model, p->tp_world > 1 ? p->tp_world : 1, &tp, &p->log));
+    const struct kvs_model_config *c = &tp.rank;
     struct kvs_run_shape s;
     memset(&s, 0, sizeof s);
     s.path = p->path;
@@ -64,13 +70,12 @@ enum kvs_status kvs_engine_plan(const struct kvs_engine_params *p, struct kvs_ru
         s.max_context = n > s.max_context ? n : s.max_context;
     }
     int max_len = (int)(s.max_context + p->steps);
-    s.workspace_bytes = kvs_cuda_mla_decode_workspace(p->batch, p->model.heads, max_len) +
-                        kvs_cuda_moe_experts_workspace(
-                            p->batch, p->model.topk + p->model.n_shared_experts,
-                            p->model.moe_inter > p->model.inter ? p->model.moe_inter
-                                                                : p->model.inter) +
+    s.workspace_bytes = kvs_cuda_mla_decode_workspace(p->batch, c->heads, max_len) +
+                        kvs_cuda_moe_experts_workspace(p->batch, c->topk + c->n_shared_experts,
+                                                       c->moe_inter > c->inter ? c->moe_inter
+                                                                               : c->inter) +
                         kvs_eng_blas_workspace_bytes();
-    KVS_TRY(kvs_mem_plan_compute(&p->model, &s, plan, &p->log));
+    KVS_TRY(kvs_mem_plan_compute(c, &s, plan, &p->log));
     *shape = s;
     return KVS_STATUS_OK;
 }
@@ -103,27 +108,36 @@ static enum kvs_status check_fit(struct kvs_engine *e)
     return KVS_STATUS_LIMIT;
 }
 
+/* Each tensor is this rank's slice of the full model's (engine/shard.h):
+ * values by their index in the full tensor, so every rank count computes
+ * the same function and the CPU reference of the full model checks them. */
 static enum kvs_status make_weights(struct kvs_engine *e)
 {
-    int64_t n = kvs_model_weights(&e->c, e->em.resident, NULL, 0);
+    int64_t n = kvs_model_weights(&e->tp.full, e->em.resident, NULL, 0);
     struct kvs_wdesc *d = malloc((size_t)n * sizeof *d);
     e->w = calloc((size_t)(e->c.layers + 1) * KVS_W_COUNT_, sizeof *e->w);
     if (!d || !e->w) {
         free(d);
         return KVS_STATUS_NO_MEMORY;
     }
-    kvs_model_weights(&e->c, e->em.resident, d, n);
+    kvs_model_weights(&e->tp.full, e->em.resident, d, n);
     enum kvs_status st = KVS_CUDA_STATUS(&e->lg, cudaMalloc((void **)&e->weights, e->plan.weights));
     uint64_t at = 0;
     for (int64_t i = 0; st == KVS_STATUS_OK && i < n; i++) {
+        struct kvs_wdesc mine;
+        struct kvs_shard sh;
+        kvs_tp_shard(&e->tp, e->p.tp_rank, &d[i], &mine, &sh);
         void *p = e->weights + at;
-        at += (kvs_wdesc_bytes(&d[i]) + 255u) & ~(uint64_t)255u;
-        uint64_t key = kvs_synth_key(e->p.seed, d[i].id);
-        uint64_t elems = (uint64_t)kvs_wdesc_elems(&d[i]);
-        st = d[i].elem_bytes == 4
-                 ? kvs_eng_cuda_fill_f32(p, elems, key, d[i].amp, d[i].offset, e->stream)
-                 : kvs_eng_cuda_fill_bf16(p, elems, key, d[i].amp, d[i].offset, e->stream);
-        KVS_ENGINE_W(e, d[i].layer, d[i].kind) = p;
+        at += (kvs_wdesc_bytes(&mine) + 255u) & ~(uint64_t)255u;
+        uint64_t key = kvs_synth_key(e->p.seed, mine.id);
+        uint64_t elems = (uint64_t)kvs_wdesc_elems(&mine);
+        if (!kvs_shard_is_whole(&mine, &sh))
+            st = kvs_eng_cuda_fill_bf16_shard(p, &mine, &sh, key, e->stream); /* BF16 only */
+        else if (mine.elem_bytes == 4)
+            st = kvs_eng_cuda_fill_f32(p, elems, key, mine.amp, mine.offset, e->stream);
+        else
+            st = kvs_eng_cuda_fill_bf16(p, elems, key, mine.amp, mine.offset, e->stream);
+        KVS_ENGINE_W(e, mine.layer, mine.kind) = p;
     }
     free(d);
     if (st == KVS_STATUS_OK && at != e->plan.weights) {
@@ -201,6 +215,13 @@ static enum kvs_status make_buffers(struct kvs_engine *e)
         for (int i = 0; i < 2 * e->c.layers; i++)
             KVS_CUDA_TRY(&e->lg, cudaEventCreate(&e->ev_kv[i]));
     }
+    if (e->p.time_kv && !e->p.graph && e->comm) {
+        e->ev_ar = calloc((size_t)e->c.layers * 4, sizeof *e->ev_ar);
+        if (!e->ev_ar)
+            return KVS_STATUS_NO_MEMORY;
+        for (int i = 0; i < 4 * e->c.layers; i++)
+            KVS_CUDA_TRY(&e->lg, cudaEventCreate(&e->ev_ar[i]));
+    }
     return KVS_STATUS_OK;
 }
 
@@ -213,8 +234,8 @@ enum kvs_status kvs_engine_create(const struct kvs_engine_params *p, struct kvs_
     if (!e)
         return KVS_STATUS_NO_MEMORY;
     e->p = *p;
-    e->c = p->model;
     e->lg = p->log;
+    e->comm = p->tp_comm;
     e->context = malloc((size_t)(p->batch > 0 ? p->batch : 1) * sizeof *e->context);
     if (!e->context) {
         free(e);
@@ -225,6 +246,9 @@ enum kvs_status kvs_engine_create(const struct kvs_engine_params *p, struct kvs_
     e->p.context = e->context;
 
     enum kvs_status st = kvs_engine_plan(&e->p, &e->shape, &e->plan);
+    if (st == KVS_STATUS_OK)
+        st = kvs_tp_plan_init(&p->model, p->tp_world > 1 ? p->tp_world : 1, &e->tp, &e->lg);
+    e->c = e->tp.rank;
     if (st == KVS_STATUS_OK)
         st = kvs_expert_map_init(&e->c, p->resident_experts, &e->em);
     if (st == KVS_STATUS_OK)
@@ -266,6 +290,11 @@ void kvs_engine_free(struct kvs_engine *e)
             if (e->ev_kv[i])
                 cudaEventDestroy(e->ev_kv[i]);
     free(e->ev_kv);
+    if (e->ev_ar)
+        for (int i = 0; i < 4 * e->c.layers; i++)
+            if (e->ev_ar[i])
+                cudaEventDestroy(e->ev_ar[i]);
+    free(e->ev_ar);
     if (e->ev_start)
         cudaEventDestroy(e->ev_start);
     if (e->ev_end)
@@ -341,7 +370,7 @@ enum kvs_status kvs_engine_step(struct kvs_engine *e, struct kvs_engine_step_inf
                              cudaMemcpyAsync(KVS_ENGINE_ACT(e, new_slot, int32_t), e->h_new_slot,
                                              (size_t)B * sizeof(int32_t), cudaMemcpyHostToDevice,
                                              e->stream));
-    int timed = e->ev_kv != NULL;
+    int timed = e->ev_kv != NULL || e->ev_ar != NULL;
     if (st == KVS_STATUS_OK)
         st = e->graph_exec ? KVS_CUDA_STATUS(&e->lg, cudaGraphLaunch(e->graph_exec, e->stream))
                            : kvs_engine_run_body(e, active, timed);
@@ -360,9 +389,13 @@ enum kvs_status kvs_engine_step(struct kvs_engine *e, struct kvs_engine_step_inf
     float ms = 0.0f;
     KVS_CUDA_TRY(&e->lg, cudaEventElapsedTime(&ms, e->ev_start, e->ev_end));
     in.ms = ms;
-    for (int l = 0; timed && l < e->c.layers; l++) {
+    for (int l = 0; e->ev_kv && timed && l < e->c.layers; l++) {
         KVS_CUDA_TRY(&e->lg, cudaEventElapsedTime(&ms, e->ev_kv[2 * l], e->ev_kv[2 * l + 1]));
         in.kv_ms += ms;
+    }
+    for (int i = 0; e->ev_ar && !e->graph_exec && i < 2 * e->c.layers; i++) {
+        KVS_CUDA_TRY(&e->lg, cudaEventElapsedTime(&ms, e->ev_ar[2 * i], e->ev_ar[2 * i + 1]));
+        in.allreduce_ms += ms;
     }
     if (info)
         *info = in;

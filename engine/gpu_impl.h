@@ -11,6 +11,7 @@
 
 #include "kvscope/engine.h"
 #include "kvscope/engine_gpu.h"
+#include "kvscope/engine_tp.h"
 #include "kvscope/kernels.h"
 #include "layout.h"
 #include "model.h"
@@ -19,7 +20,9 @@
 struct kvs_engine {
     struct kvs_engine_params p;
     int64_t *context;             /* [batch] */
-    struct kvs_model_config c;
+    struct kvs_model_config c;    /* what this engine computes: tp.rank (tp.full at tp 1) */
+    struct kvs_tp_plan tp;
+    void *comm;                   /* ncclComm_t, NULL without tensor parallelism */
     struct kvs_expert_map em;
     struct kvs_run_shape shape;
     struct kvs_mem_plan plan;
@@ -47,6 +50,8 @@ struct kvs_engine {
 
     cudaEvent_t ev_start, ev_end;
     cudaEvent_t *ev_kv;           /* 2 per layer when time_kv */
+    cudaEvent_t *ev_ar;           /* 4 per layer (2 all-reduces) when time_kv and comm */
+    int ar_timed;                 /* this step records ev_ar (set by kvs_engine_run_body) */
     cudaGraph_t graph;
     cudaGraphExec_t graph_exec;
     int step;

@@ -5,13 +5,25 @@
  *
  *   per layer: RMSNorm -> q_a -> norm -> q_b (nope, rope) -> RoPE
  *              kv_a (latent -> norm, rope -> RoPE) -> append the FP8 row
- *              W_UK absorption -> [KV path] -> MLA decode -> W_UV -> o_proj -> +x
- *              RMSNorm -> dense MLP | router -> top-k -> map -> experts -> +x
+ *              W_UK absorption -> [KV path] -> MLA decode -> W_UV -> o_proj
+ *              [-> all-reduce] -> +x
+ *              RMSNorm -> dense MLP | router -> top-k -> map -> experts
+ *              [-> all-reduce] -> +x
  *   then: final norm -> LM head (float) -> argmax (the next step's input)
+ * Under tensor parallelism (kvscope/engine_tp.h) this is one rank's step:
+ * its heads and intermediate slices (e->c is the rank's view of the model),
+ * and an NCCL all-reduce where the partial sums of the ranks meet.
  */
 #include "gpu_impl.h"
 
 #include <stdio.h>
+
+/* nccl.h declares a few functions without (void) (ncclResetDebugInit):
+ * fine in C++, a -Wstrict-prototypes warning in C */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#include <nccl.h>
+#pragma GCC diagnostic pop
 
 #include "kvscope/annotate.h"
 #include "kvscope/check.h"
@@ -84,6 +96,27 @@ static enum kvs_status add(struct kvs_engine *e, kvs_bf16 *x, const kvs_bf16 *y,
     return KVS_STATUS_OK;
 }
 
+/* The ranks' partial sums of a sublayer's output [B, hidden], summed in
+ * place on every rank (BF16, NCCL's ring/tree order: rounding differs from
+ * one GPU's sum). `slot` numbers the layer's all-reduces for the timing
+ * events. No-op without a communicator. */
+static enum kvs_status all_reduce(struct kvs_engine *e, kvs_bf16 *buf, int l, int slot)
+{
+    if (!e->comm)
+        return KVS_STATUS_OK;
+    const int B = e->p.batch;
+    cudaEvent_t *ev = e->ar_timed && e->ev_ar ? &e->ev_ar[4 * l + 2 * slot] : NULL;
+    if (ev)
+        KVS_CUDA_TRY(&e->lg, cudaEventRecord(ev[0], e->stream));
+    OP(KVS_NCCL_STATUS(&e->lg, ncclAllReduce(buf, buf, (size_t)B * (size_t)e->c.hidden,
+                                             ncclBfloat16, ncclSum, (ncclComm_t)e->comm,
+                                             e->stream)),
+       "kvs::all_reduce", td(BF16, 2, B, e->c.hidden, 0));
+    if (ev)
+        KVS_CUDA_TRY(&e->lg, cudaEventRecord(ev[1], e->stream));
+    return KVS_STATUS_OK;
+}
+
 // ----------------------------------------------------------------------------
 // the KV path: what attention reads
 
@@ -91,6 +124,7 @@ static enum kvs_status kv_prepare(struct kvs_engine *e, int l, const kvs_fp8 *po
                                   int64_t gather_rows, int timed)
 {
     const int64_t cap = e->shape.kv_capacity;
+    timed = timed && e->ev_kv;
     if (timed)
         KVS_CUDA_TRY(&e->lg, cudaEventRecord(e->ev_kv[2 * l], e->stream));
     if (e->p.path == KVS_KV_PATH_FULL_CAST) {
@@ -173,6 +207,7 @@ static enum kvs_status attention(struct kvs_engine *e, int l, int64_t gather_row
                                     (int64_t)H * v, v, B, v, lat, H),
        "kvs::linear_per_head", td(BF16, 3, B, H, lat), td(BF16, 3, H, v, lat));
     KVS_TRY(linear(e, ACT(vout, kvs_bf16), WL(KVS_W_O), ACT(o, kvs_bf16), B, c->hidden, H * v));
+    KVS_TRY(all_reduce(e, ACT(o, kvs_bf16), l, 0));
     return add(e, x, ACT(o, kvs_bf16), (int64_t)B * c->hidden);
 }
 
@@ -191,6 +226,7 @@ static enum kvs_status mlp(struct kvs_engine *e, int l)
         OP(kvs_cuda_swiglu(ACT(gate_up, kvs_bf16), ACT(act, kvs_bf16), B, c->inter, e->stream),
            "kvs::swiglu", td(BF16, 2, B, 2 * c->inter, 0));
         KVS_TRY(linear(e, ACT(act, kvs_bf16), WL(KVS_W_MLP_DOWN), o, B, c->hidden, c->inter));
+        KVS_TRY(all_reduce(e, o, l, 1));
         return add(e, x, o, (int64_t)B * c->hidden);
     }
     OP(kvs_eng_cuda_linear_f32(e->blas, h, WL(KVS_W_ROUTER), ACT(router, float), B, E, c->hidden),
@@ -212,6 +248,7 @@ static enum kvs_status mlp(struct kvs_engine *e, int l)
        td(BF16, 2, B, c->hidden, 0), td(I32, 2, B, ke, 0),
        td(BF16, 3, m.n_resident, 2 * c->moe_inter, c->hidden),
        td(BF16, 3, m.n_resident, c->hidden, c->moe_inter));
+    KVS_TRY(all_reduce(e, o, l, 1));
     return add(e, x, o, (int64_t)B * c->hidden);
 }
 
@@ -222,6 +259,7 @@ enum kvs_status kvs_engine_run_body(struct kvs_engine *e, int64_t gather_rows, i
 {
     const struct kvs_model_config *c = &e->c;
     const int B = e->p.batch;
+    e->ar_timed = timed;
     /* this step's slots into the device tables, then the token lists */
     OP(kvs_eng_cuda_seq_step(e->d_table, e->seqs.max_len, e->d_len, ACT(new_slot, int32_t),
                              ACT(pos, int32_t), B, e->d_seq_start, e->d_tokens, gather_rows, 0,

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine_check.h"
 #include "kvs_test_gpu.h"
 #include "kvscope/engine.h"
 #include "kvscope/engine_gpu.h"
@@ -38,39 +39,6 @@ static const int64_t CTX[B] = {0, 300, 77, 1029};
 #define TOL_GRAPH 1e-3
 
 static struct kvs_model_config tiny;
-
-static double nerr(const float *a, const float *b, size_t n)
-{
-    double num = 0.0, den = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        if (!isfinite(a[i]) || !isfinite(b[i]))
-            return INFINITY;
-        num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-        den += (double)b[i] * b[i];
-    }
-    return den > 0.0 ? sqrt(num / den) : INFINITY;
-}
-
-static int reference(uint64_t seed, float *logits, int32_t *tokens, struct kvs_ref_margins *worst)
-{
-    struct kvs_ref_params p = {B, CTX, STEPS, CAP, seed, 0, 1};
-    struct kvs_ref *r = NULL;
-    if (kvs_ref_create(&tiny, &p, &r, NULL) != KVS_STATUS_OK)
-        return 0;
-    worst->route = worst->argmax = INFINITY;
-    for (int s = 0; s < STEPS; s++) {
-        struct kvs_ref_margins m;
-        if (kvs_ref_step(r, logits + (size_t)s * B * tiny.vocab, tokens + s * B, &m) !=
-            KVS_STATUS_OK) {
-            kvs_ref_free(r);
-            return 0;
-        }
-        worst->route = fminf(worst->route, m.route);
-        worst->argmax = fminf(worst->argmax, m.argmax);
-    }
-    kvs_ref_free(r);
-    return 1;
-}
 
 static int gpu(uint64_t seed, enum kvs_kv_path path, int graph, float *logits, int32_t *tokens)
 {
@@ -105,32 +73,11 @@ static int gpu(uint64_t seed, enum kvs_kv_path path, int graph, float *logits, i
     return ok;
 }
 
-/* The seed among 1..32 whose reference decode is furthest from a tie (see
- * the top of the file); its margins must clear ROUTE_MARGIN / ARGMAX_MARGIN. */
-#define ROUTE_MARGIN 3e-3
-#define ARGMAX_MARGIN 1.5e-2
+/* The seed among 1..32 furthest from a tie (tests/gpu/engine_check.h). */
 static uint64_t well_conditioned_seed(float *logits, int32_t *tokens)
 {
-    uint64_t best = 0;
-    double best_score = 0.0;
-    for (uint64_t seed = 1; seed <= 32; seed++) {
-        struct kvs_ref_margins m;
-        if (!reference(seed, logits, tokens, &m))
-            KVS_TEST_SETUP_FAILED("the CPU reference failed");
-        double score = fmin(m.route / ROUTE_MARGIN, m.argmax / ARGMAX_MARGIN);
-        if (score > best_score) {
-            best_score = score;
-            best = seed;
-        }
-    }
-    if (best_score < 1.0)
-        KVS_TEST_SETUP_FAILED("no seed in 1..32 is clear of ties");
-    struct kvs_ref_margins m;
-    if (!reference(best, logits, tokens, &m))
-        KVS_TEST_SETUP_FAILED("the CPU reference failed");
-    fprintf(stderr, "seed %llu: route margin %.4f, argmax margin %.4f\n",
-            (unsigned long long)best, m.route, m.argmax);
-    return best;
+    const struct kvs_eng_case k = {&tiny, B, CTX, STEPS, CAP};
+    return kvs_eng_clear_seed(&k, logits, tokens);
 }
 
 static void test_paths_match_reference(void)
@@ -144,7 +91,7 @@ static void test_paths_match_reference(void)
         memset(gt, 0xff, sizeof gt);
         KVS_REQUIRE(gpu(seed, (enum kvs_kv_path)path, 0, got[path], gt));
         for (int s = 0; s < STEPS; s++) {
-            double err = nerr(got[path] + s * V, ref + s * V, V);
+            double err = kvs_nerr(got[path] + s * V, ref + s * V, V);
             fprintf(stderr, "%s step %d: normalized error %.3g\n",
                     kvs_kv_path_name((enum kvs_kv_path)path), s, err);
             KVS_CHECK_MSG(err < TOL_REF, "%s step %d: error %.3g",
@@ -157,7 +104,7 @@ static void test_paths_match_reference(void)
     }
     /* the three paths compute the same function */
     for (int path = 1; path < KVS_KV_PATH_COUNT_; path++) {
-        double err = nerr(got[path], got[0], n);
+        double err = kvs_nerr(got[path], got[0], n);
         KVS_CHECK_MSG(err < TOL_PATHS, "%s vs full-cast: %.3g",
                       kvs_kv_path_name((enum kvs_kv_path)path), err);
     }
@@ -174,7 +121,7 @@ static void test_graph_matches_eager(void)
     for (int path = 0; path < KVS_KV_PATH_COUNT_; path++) {
         KVS_REQUIRE(gpu(3, (enum kvs_kv_path)path, 0, eager, te));
         KVS_REQUIRE(gpu(3, (enum kvs_kv_path)path, 1, graph, tg));
-        double err = nerr(graph, eager, n);
+        double err = kvs_nerr(graph, eager, n);
         KVS_CHECK_MSG(err < TOL_GRAPH, "%s: graph vs eager %.3g",
                       kvs_kv_path_name((enum kvs_kv_path)path), err);
         KVS_CHECK(memcmp(te, tg, sizeof te) == 0);

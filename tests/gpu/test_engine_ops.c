@@ -1,5 +1,6 @@
 /* tests/gpu/test_engine_ops.c — the engine's own CUDA ops against their CPU
- * references (engine/ops.h): synthetic fills and the KV append bit for bit,
+ * references (engine/ops.h): synthetic fills (whole tensors and the slices
+ * tensor-parallel ranks hold, engine/shard.h) and the KV append bit for bit,
  * expert mapping and the device sequence step exactly, the float-output
  * linear by normalized error. Outputs are poisoned before each launch.
  *   meson test -C build --suite gpu test_engine_ops */
@@ -9,7 +10,10 @@
 
 #include "kvs_test_gpu.h"
 #include "kvscope/engine.h"
+#include "kvscope/engine_tp.h"
+#include "model.h"
 #include "ops.h"
+#include "shard.h"
 #include "synth.h"
 
 static void *dev(size_t bytes)
@@ -65,6 +69,44 @@ static void test_fills(void)
     free(gf);
     free(wk);
     free(gk);
+}
+
+/* Every split tensor of the tiny model, for 2 and 4 ranks, every rank. */
+static void test_shard_fills(void)
+{
+    struct kvs_model_config c;
+    KVS_REQUIRE(kvs_model_config_load("tiny", &c, NULL) == KVS_STATUS_OK);
+    int64_t n = kvs_model_weights(&c, 3, NULL, 0);
+    struct kvs_wdesc *d = malloc((size_t)n * sizeof *d);
+    KVS_REQUIRE(d);
+    kvs_model_weights(&c, 3, d, n);
+    int checked = 0;
+    for (int world = 2; world <= 4; world *= 2) {
+        struct kvs_tp_plan p;
+        KVS_REQUIRE(kvs_tp_plan_init(&c, world, &p, NULL) == KVS_STATUS_OK);
+        for (int64_t t = 0; t < n; t++)
+            for (int r = 0; r < world; r++) {
+                struct kvs_wdesc m;
+                struct kvs_shard s;
+                kvs_tp_shard(&p, r, &d[t], &m, &s);
+                if (kvs_shard_is_whole(&m, &s))
+                    continue;
+                size_t bytes = kvs_wdesc_bytes(&m);
+                kvs_bf16 *want = malloc(bytes), *got = malloc(bytes), *dd = dev(bytes);
+                uint64_t key = kvs_synth_key(11, m.id);
+                kvs_eng_cpu_fill_bf16_shard(want, &m, &s, key);
+                KVS_REQUIRE(kvs_eng_cuda_fill_bf16_shard(dd, &m, &s, key, NULL) == KVS_STATUS_OK);
+                down(got, dd, bytes);
+                KVS_CHECK_MSG(memcmp(want, got, bytes) == 0, "tp %d rank %d: %s of layer %d",
+                              world, r, kvs_wkind_name(m.kind), m.layer);
+                checked++;
+                cudaFree(dd);
+                free(want);
+                free(got);
+            }
+    }
+    KVS_CHECK_EQ_INT(checked, (2 + 4) * 7 * c.layers);
+    free(d);
 }
 
 static void test_prefill_and_append(void)
@@ -246,6 +288,7 @@ int main(int argc, char **argv)
     kvs_test_require_gpu();
     static const struct kvs_test tests[] = {
         {"fills", test_fills},
+        {"shard_fills", test_shard_fills},
         {"prefill_and_append", test_prefill_and_append},
         {"map_experts", test_map_experts},
         {"seq_step", test_seq_step},

@@ -19,9 +19,10 @@
  *   kvs_engine_free(e);
  *
  * Left out of GLM-5's decode: the DSA sparse indexer (attention is dense over
- * each sequence's context), the MTP layer, tensor parallelism. Available in
- * CUDA builds only; the header itself is plain C. One engine per thread; it
- * owns a CUDA stream and uses the current device.
+ * each sequence's context), the MTP layer. Tensor parallelism over several
+ * GPUs: kvscope/engine_tp.h (one engine per GPU, these params' tp fields).
+ * Available in CUDA builds only; the header itself is plain C. One engine
+ * per thread; it owns a CUDA stream and uses the current device.
  */
 #ifndef KVSCOPE_ENGINE_GPU_H
 #define KVSCOPE_ENGINE_GPU_H
@@ -47,16 +48,24 @@ struct kvs_engine_params {
     int graph;               /* capture the decode step in a CUDA graph */
     int resident_experts;    /* 0: top-k */
     int scatter;             /* shuffle free KV slots before the sequences take theirs */
-    int time_kv;             /* time the KV preparation (cast / gather-cast) with events */
+    int time_kv;             /* time the KV preparation (cast / gather-cast) and the
+                                all-reduces with events */
     struct kvs_logger log;
+    /* tensor parallel (kvscope/engine_tp.h; kvs_engine_tp_create sets these):
+     * this engine is rank tp_rank of tp_world and holds that rank's share of
+     * the weights; tp_comm is its ncclComm_t, all-reduced after o_proj and
+     * after each MLP. tp_world 0 or 1 with tp_comm NULL: one GPU, no NCCL. */
+    int tp_world, tp_rank;
+    void *tp_comm;
 };
 
 /* Defaults above; model zeroed (load one). */
 KVS_API void kvs_engine_params_init(struct kvs_engine_params *p);
 
 /* The memory plan and run shape for `p` (kernel workspaces included), without
- * touching the GPU's memory. KVS_STATUS_INVALID_ARGUMENT when the shape cannot
- * run (the logger says why). */
+ * touching the GPU's memory; with tp_world > 1, those of one rank.
+ * KVS_STATUS_INVALID_ARGUMENT when the shape cannot run or the ranks do not
+ * divide the model (the logger says why). */
 KVS_API enum kvs_status kvs_engine_plan(const struct kvs_engine_params *p,
                                         struct kvs_run_shape *shape, struct kvs_mem_plan *plan);
 
@@ -75,6 +84,8 @@ struct kvs_engine_step_info {
     double kv_ms;            /* KV preparation (casts) within it; 0 unless time_kv (and not graph) */
     int64_t active;          /* tokens attended this step, all sequences */
     int graph;               /* the step ran as a CUDA graph */
+    double allreduce_ms;     /* in the all-reduces, waiting for the other ranks included;
+                                0 unless tensor parallel and time_kv (and not graph) */
 };
 
 /* One greedy decode step for every sequence; synchronises at the end. */

@@ -12,6 +12,7 @@
 # Extra arguments after `test` go to `meson test` (e.g. --suite unit).
 # Environment: KVS_BUILD_DIR (default build), KVS_MESON_ARGS (extra setup flags),
 # KVS_NO_INSTALL=1 (never call apt-get; print what is missing instead),
+# KVS_JOBS (parallel build jobs; ninja's default otherwise),
 # KVS_OUT_DIR (the main job's outputs, default out), KVS_DEMO_SOURCE=bundled
 # (the main job never touches the GPU; more in examples/demo.sh).
 set -euo pipefail
@@ -19,6 +20,8 @@ cd "$(dirname "$0")"
 root=$(pwd)
 build=${KVS_BUILD_DIR:-build}
 read -r -a meson_args <<<"${KVS_MESON_ARGS:-}"
+jobs=()
+[ -n "${KVS_JOBS:-}" ] && jobs=(-j "$KVS_JOBS")
 
 [ -d /usr/local/cuda/bin ] && PATH=$PATH:/usr/local/cuda/bin
 
@@ -93,7 +96,8 @@ optional_test_tools() {
 
 compile() {
     say "building in $build"
-    ninja -C "$build" >"$build/kvs-build.log" 2>&1 || { cat "$build/kvs-build.log" >&2; exit 1; }
+    ninja -C "$build" "${jobs[@]}" >"$build/kvs-build.log" 2>&1 ||
+        { cat "$build/kvs-build.log" >&2; exit 1; }
 }
 
 # ---------------------------------------------------------------------------
@@ -139,7 +143,7 @@ compile_demo() {
         targets=()   # the engine, the capture library, kernels: everything
     fi
     say "building in $build${targets[*]:+ (${targets[*]})}"
-    ninja -C "$build" "${targets[@]}" >"$build/kvs-build.log" 2>&1 ||
+    ninja -C "$build" "${jobs[@]}" "${targets[@]}" >"$build/kvs-build.log" 2>&1 ||
         { cat "$build/kvs-build.log" >&2; exit 1; }
 }
 
@@ -149,6 +153,6 @@ case "$cmd" in
     setup) setup ;;
     test) setup; optional_test_tools; compile; run_tests "$@" ;;
     demo) setup; compile_demo; main_job "$@" ;;
-    -h|--help|help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' ;;
+    -h|--help|help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' ;;
     *) echo "run.sh: unknown command '$cmd' (try ./run.sh --help)" >&2; exit 2 ;;
 esac

@@ -19,7 +19,8 @@
 # 4. A summary (examples/summarize.py): the bottleneck, what the fix saved,
 #    each path against the HBM roofline; then where the HTML reports are.
 #
-# Environment: KVS_DEMO_SOURCE=auto|gpu|bundled (default auto),
+# Environment: KVS_DEMO_SOURCE=auto|gpu|bundled (default auto; gpu: capture
+# or fail, never fall back),
 # KVS_DEMO_KV_CAPACITY (default 495552), KVS_DEMO_STEPS (default 4).
 set -euo pipefail
 
@@ -57,7 +58,7 @@ gpu_usable() {
 
 capture_one() { # capture_one PATH CAPACITY -> OUT/glm5_PATH.json.gz, OUT/glm5_PATH.log
     "$kvs" engine --config glm5 --kv-path "$1" --batch 1 --context 4096 --steps "$steps" \
-        --warmup 2 --kv-capacity "$2" --quiet --trace "$out/glm5_$1.json.gz" \
+        --warmup 2 --kv-capacity "$2" --trace "$out/glm5_$1.json.gz" \
         >"$out/glm5_$1.log" 2>&1
 }
 
@@ -79,7 +80,7 @@ capture_fresh() {
                 return 1
             fi
         fi
-        sed -n '/^summary over/,/^  KV prep/p' "$out/glm5_$p.log" | sed 's/^/  | /'
+        sed -n '/^summary over/,/^result:/p' "$out/glm5_$p.log" | grep -v '^result:' | sed 's/^/  | /'
     done
 }
 
@@ -89,10 +90,19 @@ src=bundled
 [ "$source_mode" = bundled ] && gpu_reason="KVS_DEMO_SOURCE=bundled"
 if [ "$source_mode" != bundled ] && gpu_usable; then
     note "GPU: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | head -n 1)" \
-         "capturing fresh traces (each run builds 82 GB of synthetic weights first: ~1 min)"
+         "capturing fresh traces (each run first fills 82 GB of synthetic weights and the KV pool)"
     if capture_fresh; then
         src=gpu
         traces=$out
+        { echo "captured: $(date -u '+%Y-%m-%d %H:%M UTC')"
+          echo "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)"
+          echo "kvscope: $("$kvs" version | head -n 1)"
+          echo "command: kvscope engine --config glm5 --kv-path PATH --batch 1 --context 4096" \
+               "--steps $steps --warmup 2 --kv-capacity $capacity --trace glm5_PATH.json.gz"
+        } >"$out/captured.txt"
+    elif [ "$source_mode" = gpu ]; then
+        echo "demo: KVS_DEMO_SOURCE=gpu but the capture failed (log above; $out/glm5_*.log)" >&2
+        exit 1
     else
         note "the capture failed (log above; $out/glm5_*.log): using the bundled traces instead"
     fi

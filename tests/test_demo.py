@@ -15,6 +15,11 @@ traces for the comparison, and each path's roofline figure (bytes per step
 from the engine's log over the trace's mean step). Then the output must
 carry them in the report, compare and summary sections, in that order, and
 end with the path of an HTML report that exists.
+
+The GPU branch runs too, with a fake nvidia-smi and a fake `kvscope engine`
+(which fails like the real one when the pool does not fit, and otherwise
+writes the bundled trace): it must retry with the capacity the engine names
+and report the traces it captured.
 """
 import gzip
 import json
@@ -199,8 +204,80 @@ def main():
         check("<svg" in html and "kv_full_buffer_cast" in html, "the HTML report has its charts and the finding")
     if failures:
         print("\n--- demo output ---\n" + out)
+    gpu_path(build)
     print("%d failed" % len(failures))
     return 1 if failures else 0
+
+
+FAKE_SMI = """#!/bin/sh
+case "$*" in
+  *-L*) echo "GPU 0: NVIDIA H200 (UUID: GPU-fake)" ;;
+  *) echo "NVIDIA H200, 143771 MiB, 580.00" ;;
+esac
+"""
+
+# `kvscope engine` as a GPU would run it, minus the GPU: the first path with a
+# pool larger than FIT fails the way the engine does, naming the capacity
+# that fits; a run that fits writes the bundled trace and log.
+FAKE_KVSCOPE = """#!/bin/sh
+if [ "$1" != engine ]; then exec "%(real)s" "$@"; fi
+shift
+[ "$1" = --help ] && { echo "usage: kvscope engine [options]"; exit 0; }
+echo "engine $*" >>"%(calls)s"
+while [ $# -gt 0 ]; do
+  case $1 in --kv-path) p=$2; shift ;; --kv-capacity) c=$2; shift ;; --trace) t=$2; shift ;; esac
+  shift
+done
+if [ "$c" -gt %(fit)d ]; then
+  echo "kvscope: error: the plan needs 104.97 GB but the GPU has 96.00 GB free"
+  echo "kvscope: error: the largest KV capacity that fits is %(fit)d tokens (--kv-capacity %(fit)d)"
+  exit 1
+fi
+cp "%(traces)s/glm5_$p.json.gz" "$t" && cat "%(traces)s/glm5_$p.log"
+"""
+
+
+def gpu_path(build):
+    """The GPU branch of the main job with a fake nvidia-smi and a fake engine:
+    it captures both paths, retries with the capacity the engine says fits,
+    reads the fresh traces, and says so."""
+    tmp = tempfile.mkdtemp(prefix="kvs-demo-gpu-")
+    fake_build, bindir = os.path.join(tmp, "build"), os.path.join(tmp, "bin")
+    os.makedirs(os.path.join(fake_build, "cli"))
+    os.makedirs(bindir)
+    calls, fit = os.path.join(tmp, "calls"), 300000
+    for path, text in ((os.path.join(bindir, "nvidia-smi"), FAKE_SMI),
+                       (os.path.join(fake_build, "cli", "kvscope"), FAKE_KVSCOPE % {
+                           "real": os.path.abspath(os.path.join(build, "cli", "kvscope")),
+                           "calls": calls, "fit": fit, "traces": TRACES})):
+        with open(path, "w") as fh:
+            fh.write(text)
+        os.chmod(path, 0o755)
+    out_dir = os.path.join(tmp, "out")
+    env = dict(os.environ, KVS_DEMO_SOURCE="auto", NO_COLOR="1",
+               PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
+    r = subprocess.run([os.path.join(SRC, "examples", "demo.sh"), fake_build, out_dir], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    out = r.stdout
+    n = len(failures)
+    check(r.returncode == 0, "gpu branch: demo.sh exits 0 (got %d)" % r.returncode)
+    with open(calls) as fh:
+        runs = fh.read().split("\n")
+    check(len([l for l in runs if l]) == 3 and "--kv-capacity 495552" in runs[0]
+          and "full-cast" in runs[0] and "--kv-capacity %d" % fit in runs[1]
+          and "full-cast" in runs[1] and "--kv-capacity %d" % fit in runs[2]
+          and "fp8-direct" in runs[2],
+          "gpu branch: full-cast at 495552, again at the %d that fits, fp8-direct at %d" % (fit, fit))
+    check("retrying with the largest that fits: --kv-capacity %d" % fit in out,
+          "gpu branch: says it retries with a smaller pool")
+    check(re.search(r"kvscope report\s+%s/glm5_full-cast.json.gz" % re.escape(out_dir), out) is not None,
+          "gpu branch: the report reads the fresh trace")
+    check("--kv-capacity %d --batch 1" % fit in out, "gpu branch: report and compare use that capacity")
+    check("Traces captured on this GPU" in out and os.path.isfile(os.path.join(out_dir, "captured.txt")),
+          "gpu branch: says the traces were captured here, and notes how")
+    check("kv_full_buffer_cast" in out, "gpu branch: the report still names the full-buffer cast")
+    if len(failures) > n:
+        print("\n--- demo output (gpu branch) ---\n" + out)
 
 
 if __name__ == "__main__":

@@ -53,6 +53,7 @@ struct kvs_group_acc {
     bool has_match;
     struct kvs_match match;      /* label in the arena */
     int64_t active_tokens;       /* tokens actually in use, when inferable; 0 unknown */
+    const char *row_meaning;     /* the model's name for the rows ("kv_lora_rank 512 + ..."), or NULL */
     const char *role;            /* in the arena */
 };
 

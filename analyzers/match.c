@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "classify.h"
 #include "dtypes.h"
 #include "steps.h"
 
@@ -242,6 +243,15 @@ static char *dtype_chain(struct kvs_arena *a, const struct kvs_shape *s)
     return kvs_arena_strdup(a, buf);
 }
 
+/* What a group does, independent of its name and token count, so that
+ * compare pairs the same work across a fix and across engines: the kind
+ * (cast: the first two dtypes differ; copy: they do not), the dtype pair
+ * (destination <- source) and the rows — the model's name for them when it
+ * has one, else the first tensor's dims with the token dim as '*'.
+ * `aten::copy_ [[131072,1,576],[131072,1,576]]` and
+ * `kvs::gather_cast_fp8_to_bf16 [[4099,1,576],[4099,1,576],[4099]]` are
+ * both "cast BFloat16<-Float8_e4m3fn [*,1,576]". Activities no copy/cast op
+ * launched (a bare memcpy, a memcpy under another op) keep their name. */
 static void make_role(struct kvs_ctx *c, struct kvs_group_acc *g)
 {
     const struct kvs_trace_data *t = &c->t;
@@ -249,6 +259,21 @@ static void make_role(struct kvs_ctx *c, struct kvs_group_acc *g)
     const struct kvs_shape *s = &g->shape_info;
     if (g->bare || s->n == 0) {
         g->role = kvs_arena_strdup(&c->arena, op);
+        return;
+    }
+    bool copy_op = kvs_op_is_copy(op);
+    const char *kind = op;
+    if (copy_op) {
+        size_t a = 0, b = 0;
+        const char *x = kvs_dtype_short(s->dtype[0], s->dtype_len[0], &a);
+        const char *y = s->n > 1 ? kvs_dtype_short(s->dtype[1], s->dtype_len[1], &b) : x;
+        kind = s->n > 1 && (a != b || memcmp(x, y, a)) ? "cast" : "copy";
+        if (s->n == 1)
+            kind = "copy";
+    }
+    const char *chain = dtype_chain(&c->arena, s);
+    if (copy_op && g->row_meaning) {
+        g->role = kvs_arena_printf(&c->arena, "%s %s rows of %s", kind, chain ? chain : "", g->row_meaning);
         return;
     }
     char pat[160];
@@ -262,10 +287,9 @@ static void make_role(struct kvs_ctx *c, struct kvs_group_acc *g)
             n += (size_t)snprintf(pat + n, sizeof pat - n, "%s%lld", i ? "," : "", (long long)s->dims[0][i]);
     }
     snprintf(pat + n, sizeof pat - n, "]");
-    const char *chain = dtype_chain(&c->arena, s);
     /* the token count is left out (the '*'), so the full-buffer cast and the
      * active-token cast of the same rows pair up in compare */
-    g->role = kvs_arena_printf(&c->arena, "%s %s %s", op, chain ? chain : "", pat);
+    g->role = kvs_arena_printf(&c->arena, "%s %s %s", kind, chain ? chain : "", pat);
 }
 
 static void match_one(struct kvs_ctx *c, struct kvs_group_acc *g, const struct token_dim *td, size_t ntd)
@@ -318,6 +342,8 @@ static void match_one(struct kvs_ctx *c, struct kvs_group_acc *g, const struct t
         snprintf(tok_label, sizeof tok_label, "tokens");
     if (!row_ok && !capacity && !inferred)
         return;
+    if (row_ok)
+        g->row_meaning = kvs_arena_strdup(&c->arena, row_label);
     if (!row_ok)
         snprintf(row_label, sizeof row_label, "row %lld", (long long)row);
     g->has_match = true;

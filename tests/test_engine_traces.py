@@ -10,7 +10,9 @@ batch 1, context 4096, KV pool 495,552 tokens x 576 per layer, 78 layers):
   -> no kv_full_buffer_cast and no group called a buffer, with or without
   --kv-capacity / --model (the gather's rows grow one token a step, and its
   index list is as long as its output);
-- fp8-direct: no cast at all -> no kv_full_buffer_cast.
+- fp8-direct: no cast at all -> no kv_full_buffer_cast;
+- compare full-cast active-cast: the two casts pair as one role although the
+  ops are named differently (kvs::cast_fp8_to_bf16, kvs::gather_cast_...).
 
 Expected figures come from the raw traces (json.load), not from kvscope.
 
@@ -33,6 +35,7 @@ def check(ok, what):
     print(("ok   " if ok else "FAIL ") + what)
     if not ok:
         failures.append(what)
+    return ok
 
 
 def trace(name):
@@ -119,11 +122,39 @@ def fp8_direct():
             check("kv_full_buffer_cast" not in ids, "fp8-direct %s: no kv_full_buffer_cast" % " ".join(args))
 
 
+def compare_pairs():
+    """The full-buffer cast and the active-token gather-then-cast are one role
+    although their ops are named differently; the gather's per-context groups
+    are summed."""
+    _, steps = raw_ops("active-cast", "kvs::gather_cast_fp8_to_bf16")
+    for args in ((), ("--model", "glm5", "--kv-capacity", str(CAP))):
+        tag = "compare full-cast active-cast %s" % " ".join(args)
+        out = subprocess.run([sys.argv[1], "compare", trace("full-cast"), trace("active-cast"),
+                              "--format", "json", *args], capture_output=True, text=True)
+        if not check(out.returncode == 0, "%s: exit %d %s" % (tag, out.returncode, out.stderr)):
+            continue
+        cmp = json.loads(out.stdout)
+        pair = [g for g in cmp["groups"] if g["before"] and g["after"]
+                and g["before"]["op"] == "kvs::cast_fp8_to_bf16"
+                and g["after"]["op"] == "kvs::gather_cast_fp8_to_bf16"]
+        if not check(len(pair) == 1, "%s: the full cast and the gather-then-cast are paired" % tag):
+            continue
+        g = pair[0]
+        check(g["after"]["groups"] == steps and abs(g["after"]["calls_per_step"] - 78) < 1e-9,
+              "%s: the gather's %d per-context groups summed to 78 calls/step" % (tag, steps))
+        check(g["role"].startswith("cast BFloat16<-Float8_e4m3fn "), "%s: role %r" % (tag, g["role"]))
+        check(not [x for x in cmp["groups"] if x["before"] is None
+                   and x["after"]["op"] == "kvs::gather_cast_fp8_to_bf16"],
+              "%s: no gather left unpaired" % tag)
+        check("kv_full_buffer_cast" in cmp["resolved"], "%s: kv_full_buffer_cast resolved" % tag)
+
+
 if not all(os.path.exists(trace(n)) for n in ("full-cast", "active-cast", "fp8-direct")):
     print("skip: the engine traces are not in examples/traces")
     sys.exit(77)
 full_cast()
 active_cast()
 fp8_direct()
+compare_pairs()
 print("%d failed" % len(failures))
 sys.exit(1 if failures else 0)

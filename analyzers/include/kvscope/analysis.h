@@ -129,8 +129,9 @@ struct kvs_group {
     int ntensors;
     const struct kvs_dims *tensor_dims;  /* ntensors entries */
     const char *const *tensor_dtypes;    /* ntensors entries, "" where none */
-    const char *role;            /* pairing key for compare: op + dtype pair + matched meaning,
-                                    independent of the token count */
+    const char *role;            /* pairing key for compare: copy/cast kind + dtype pair + the
+                                    rows' matched meaning ("cast BFloat16<-Float8_e4m3fn
+                                    [*,1,576]"), independent of the token count and op name */
     int64_t calls;               /* op calls (or activities for bare memcpy/memset) */
     double calls_per_step;
     double gpu_ms;               /* GPU time of the kernels/activities it launched */

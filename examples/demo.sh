@@ -7,16 +7,18 @@
 #   KVS_DEMO_SOURCE=bundled examples/demo.sh build     never touch a GPU
 #
 # 1. Traces. With a usable NVIDIA GPU and a CUDA build (kvscope engine), it
-#    captures fresh decode traces of kvscope's GLM-5 engine for the unfixed
-#    KV path (full-cast: every layer casts the whole FP8 KV pool to BF16) and
-#    the fixed one (fp8-direct: attention reads FP8), batch 1, context 4096,
-#    4 steps. If the GPU has too little memory for the default KV pool it
-#    retries with the largest capacity that fits (the engine says which);
-#    if that fails too, or there is no GPU, it reads the real H200 traces
-#    bundled in examples/traces/ (and says so).
-# 2. kvscope report on both (text here; HTML and JSON into OUT_DIR).
-# 3. kvscope compare unfixed -> fixed.
-# 4. A summary (examples/summarize.py): the bottleneck, what the fix saved,
+#    captures fresh decode traces of kvscope's GLM-5 engine, batch 1, context
+#    4096, 4 steps, for the unfixed KV path (full-cast: every layer casts the
+#    whole FP8 KV pool to BF16), the fix (fp8-direct: attention reads FP8)
+#    and the first fix (active-cast: gather the active rows, then cast). If
+#    the GPU has too little memory for the default KV pool it retries with
+#    the largest capacity that fits (the engine says which); if that fails
+#    too, or there is no GPU, it reads the real H200 traces bundled in
+#    examples/traces/ (and says so).
+# 2. kvscope report on each (text here for full-cast and fp8-direct; HTML
+#    and JSON of all into OUT_DIR).
+# 3. kvscope compare full-cast -> fp8-direct (in full) and -> active-cast.
+# 4. A summary (examples/summarize.py): the bottleneck, what each fix saved,
 #    each path against the HBM roofline; then where the HTML reports are.
 #
 # Environment: KVS_DEMO_SOURCE=auto|gpu|bundled (default auto; gpu: capture
@@ -36,7 +38,7 @@ out=$(cd "$out" && pwd)
 source_mode=${KVS_DEMO_SOURCE:-auto}
 capacity=${KVS_DEMO_KV_CAPACITY:-495552}
 steps=${KVS_DEMO_STEPS:-4}
-paths=(full-cast fp8-direct)
+paths=(full-cast fp8-direct active-cast)
 
 rule() { printf '\n%s\n %s\n%s\n' "======================================================================" \
     "$*" "======================================================================"; }
@@ -84,7 +86,7 @@ capture_fresh() {
     done
 }
 
-rule "1/4  decode traces of kvscope's GLM-5 engine (unfixed: full-cast, fixed: fp8-direct)"
+rule "1/4  decode traces of kvscope's GLM-5 engine (unfixed: full-cast; fixed: fp8-direct, active-cast)"
 traces=$here/traces
 src=bundled
 [ "$source_mode" = bundled ] && gpu_reason="KVS_DEMO_SOURCE=bundled"
@@ -130,6 +132,7 @@ echo
 "$kvs" report "$unfixed" "${opts[@]}" | tee "$out/report_full-cast.txt"
 for p in "${paths[@]}"; do
     t=$traces/glm5_$p.json.gz
+    [ -f "$t" ] || continue
     "$kvs" report "$t" "${opts[@]}" --format html -o "$out/report_$p.html"
     "$kvs" report "$t" "${opts[@]}" --format json -o "$out/report_$p.json"
 done
@@ -138,28 +141,37 @@ rule "3/4  kvscope report (fixed: fp8-direct), up to its copy/cast table"
 "$kvs" report "$fixed" "${opts[@]}" | tee "$out/report_fp8-direct.txt" | sed '/^TOP KERNELS/,$d'
 
 # ---------------------------------------------------------------------------
-# 3. the comparison
+# 3. the comparisons: the fix (fp8-direct) in full, the first fix (active-cast) in brief
 
 rule "4/4  kvscope compare (unfixed -> fixed)"
 note "\$ kvscope compare glm5_full-cast.json.gz glm5_fp8-direct.json.gz ${opts[*]}"
 echo
-"$kvs" compare "$unfixed" "$fixed" "${opts[@]}" | tee "$out/compare.txt"
-"$kvs" compare "$unfixed" "$fixed" "${opts[@]}" --format html -o "$out/compare.html"
-"$kvs" compare "$unfixed" "$fixed" "${opts[@]}" --format json -o "$out/compare.json"
+"$kvs" compare "$unfixed" "$fixed" "${opts[@]}" | tee "$out/compare_fp8-direct.txt"
+for p in fp8-direct active-cast; do
+    t=$traces/glm5_$p.json.gz
+    [ -f "$t" ] || continue
+    "$kvs" compare "$unfixed" "$t" "${opts[@]}" --format html -o "$out/compare_$p.html"
+    "$kvs" compare "$unfixed" "$t" "${opts[@]}" --format json -o "$out/compare_$p.json"
+done
+if [ -f "$traces/glm5_active-cast.json.gz" ]; then
+    echo
+    note "The first fix, gather-then-cast of the active tokens (active-cast), for comparison:" \
+         "\$ kvscope compare glm5_full-cast.json.gz glm5_active-cast.json.gz ${opts[*]}"
+    echo
+    "$kvs" compare "$unfixed" "$traces/glm5_active-cast.json.gz" "${opts[@]}" |
+        tee "$out/compare_active-cast.txt" | sed -n '/^VERDICT/,/^$/p'
+fi
 
 # ---------------------------------------------------------------------------
 # 4. in short
 
 echo
-logs=()
-[ -f "$traces/glm5_full-cast.log" ] && [ -f "$traces/glm5_fp8-direct.log" ] &&
-    logs=("$traces/glm5_full-cast.log" "$traces/glm5_fp8-direct.log")
-python3 "$here/summarize.py" "$out/report_full-cast.json" "$out/report_fp8-direct.json" \
-    "$out/compare.json" "${logs[@]}" | tee "$out/summary.txt"
+python3 "$here/summarize.py" "$out" "$traces" | tee "$out/summary.txt"
 echo
 if [ "$src" = gpu ]; then
-    echo "Traces captured on this GPU: $out/glm5_full-cast.json.gz, $out/glm5_fp8-direct.json.gz"
+    echo "Traces captured on this GPU: $out/glm5_{$(IFS=,; echo "${paths[*]}")}.json.gz"
 else
     echo "Traces: bundled (captured on an NVIDIA H200, 2026-11-29), in $traces/"
 fi
-echo "HTML report: $out/report_full-cast.html   (comparison: $out/compare.html)"
+cmps=$(ls "$out"/compare_*.html | tr '\n' ' ')
+echo "HTML report: $out/report_full-cast.html   (comparisons: ${cmps% })"

@@ -12,7 +12,7 @@
 #   main.log, cuda.log, torch.log   what each part printed (with its exit code)
 #   session.txt                     date, GPU, driver, torch version, kvscope version
 #   session.tar.gz                  every trace, report (HTML/JSON/text) and engine
-#                                   log; main/glm5_{full-cast,fp8-direct}.{json.gz,log}
+#                                   log; main/glm5_{full-cast,fp8-direct,active-cast}.{json.gz,log}
 #                                   are named as in examples/traces/, ready to bundle
 # Parts run in that order (all three by default); one failing does not stop the others,
 # the exit code is 1 if any failed. About 3 minutes on one H200.

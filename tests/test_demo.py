@@ -132,8 +132,9 @@ def main():
     x = facts(os.path.join(TRACES, "glm5_fp8-direct.json.gz"))
     peak = peak_gbps(u["device"])
     check(peak is not None, "the bundled trace's device %r is in the device table" % u["device"])
-    check("op" in u and "op" not in x or x.get("dims", [0])[0] < 100000,
-          "the unfixed trace has a full-buffer cast and the fixed one none (raw events)")
+    check("op" in u and u["dims"][0] >= 100000 and ("op" not in x or x["dims"][0] < 100000),
+          "the unfixed trace casts a pool of %s rows, fp8-direct none that large (raw events)"
+          % u.get("dims", ["?"])[0])
 
     # the order of the sections
     pos = [out.find(s) for s in ("kvscope report", "kvscope compare", "IN SHORT", "HTML report:")]
@@ -181,12 +182,18 @@ def main():
         check(close(before, u["busy_per_step_ms"], 0.01) and close(after, x["busy_per_step_ms"], 0.01),
               "compare: GPU ms/step %.4g -> %.4g ~ %.4g -> %.4g (raw events)" % (
                   before, after, u["busy_per_step_ms"], x["busy_per_step_ms"]))
-    m = re.search(r"The fix saved GPU time per step ([\d.]+) -> ([\d.]+) ms", flat)
-    check(m is not None and close(float(m.group(1)), u["busy_per_step_ms"], 0.01)
-          and close(float(m.group(2)), x["busy_per_step_ms"], 0.01), "summary: what the fix saved")
+    y = facts(os.path.join(TRACES, "glm5_active-cast.json.gz"))
+    for name, f in (("fp8-direct", x), ("active-cast", y)):
+        m = re.search(r"%s \([^)]*\): GPU time per step ([\d.]+) -> ([\d.]+) ms" % name, flat)
+        check(m is not None and close(float(m.group(1)), u["busy_per_step_ms"], 0.01)
+              and close(float(m.group(2)), f["busy_per_step_ms"], 0.01),
+              "summary: what %s saved, GPU ms/step %s -> %s ~ %.4g -> %.4g" % (
+                  name, m and m.group(1), m and m.group(2), u["busy_per_step_ms"],
+                  f["busy_per_step_ms"]))
+    check(flat.find("The fix saved fp8-direct") >= 0, "summary: fp8-direct is the fix listed first")
 
     # each path against the HBM roofline
-    for name, f in (("full-cast", u), ("fp8-direct", x)):
+    for name, f in (("full-cast", u), ("fp8-direct", x), ("active-cast", y)):
         by = engine_bytes(os.path.join(TRACES, "glm5_%s.log" % name))
         m = re.search(r"^\s+%s\s+([\d.]+)\s+([\d.]+) GB\s+([\d.]+) GB/s\s+([\d.]+)%%" % name, summary, re.M)
         check(m is not None, "roofline row for %s" % name)
@@ -263,11 +270,10 @@ def gpu_path(build):
     check(r.returncode == 0, "gpu branch: demo.sh exits 0 (got %d)" % r.returncode)
     with open(calls) as fh:
         runs = fh.read().split("\n")
-    check(len([l for l in runs if l]) == 3 and "--kv-capacity 495552" in runs[0]
-          and "full-cast" in runs[0] and "--kv-capacity %d" % fit in runs[1]
-          and "full-cast" in runs[1] and "--kv-capacity %d" % fit in runs[2]
-          and "fp8-direct" in runs[2],
-          "gpu branch: full-cast at 495552, again at the %d that fits, fp8-direct at %d" % (fit, fit))
+    want = [("full-cast", 495552), ("full-cast", fit), ("fp8-direct", fit), ("active-cast", fit)]
+    got = [(re.search(r"--kv-path (\S+)", l).group(1), int(re.search(r"--kv-capacity (\d+)", l).group(1)))
+           for l in runs if l]
+    check(got == want, "gpu branch: engine runs %s (wanted %s)" % (got, want))
     check("retrying with the largest that fits: --kv-capacity %d" % fit in out,
           "gpu branch: says it retries with a smaller pool")
     check(re.search(r"kvscope report\s+%s/glm5_full-cast.json.gz" % re.escape(out_dir), out) is not None,

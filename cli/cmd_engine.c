@@ -1,9 +1,11 @@
 /* cli/cmd_engine.c — `kvscope engine`: run kvscope's reference GLM-5 decode
  * engine on this GPU with a chosen KV path, print the memory plan, per-step
  * times, tokens/s, bytes moved per step and the roofline; --trace captures
- * the run with libtrace.
+ * the run with libtrace; --tp N runs it tensor-parallel over N GPUs
+ * (engine_tp_run.c).
  *
  *   kvscope engine --config glm5 --kv-path full-cast --batch 1 --context 4096
+ *   kvscope engine --tp 8 --kv-path full-cast --trace full.json.gz
  *   kvscope engine --help
  */
 #include <errno.h>
@@ -12,8 +14,10 @@
 #include <string.h>
 
 #include "cli.h"
+#include "engine_cli.h"
 #include "kvscope/engine.h"
 #include "kvscope/engine_gpu.h"
+#include "kvscope/engine_tp.h"
 #ifdef KVS_ENGINE_HAVE_TRACE
 #include "kvscope/trace.h"
 #endif
@@ -45,22 +49,20 @@ static void usage(FILE *out)
             "  --graph               run each step as one CUDA graph (launch overhead apart)\n"
             "  --scatter             scatter the sequences' KV slots over the pool\n"
             "  --copy-gbps X         device copy rate for the roofline (default: measure)\n"
-            "  --trace OUT.json      capture the timed steps with libtrace (.gz compresses)\n"
+            "  --trace OUT.json      capture the timed steps with libtrace (.gz compresses);\n"
+            "                        with --tp N > 1 one file per rank, OUT.rank{R}.json\n"
+            "                        (or where %%r in the name says)\n"
+            "  --tp N                tensor parallel over GPUs 0..N-1 of this machine: one\n"
+            "                        thread per GPU, NCCL all-reduce; heads and the MLPs'\n"
+            "                        intermediate dims split, the latent KV pool replicated\n"
+            "                        (NCCL_NVLS_ENABLE=0 unless set; N must divide the heads)\n"
             "  --quiet               no per-step lines\n"
             "\n"
             "Left out of GLM-5: the DSA sparse indexer (attention is dense over each\n"
-            "sequence's context), the MTP layer, tensor parallelism. Roofline = bytes moved\n"
-            "per step (weights read + KV traffic of the path; docs/engine.md) / copy rate.\n"
+            "sequence's context), the MTP layer. Roofline = bytes moved per step (weights\n"
+            "read + KV traffic of the path; docs/engine.md; per rank with --tp) / copy rate.\n"
             "The last line, 'result: key=value ...', is for scripts (bench/engine.sh).\n");
 }
-
-struct opts {
-    const char *config, *trace;
-    enum kvs_kv_path path;
-    long long batch, context, steps, warmup, capacity, resident, seed;
-    double copy_gbps;
-    int graph, scatter, quiet;
-};
 
 static int parse_ll(const char *flag, const char *s, long long lo, long long hi, long long *out)
 {
@@ -74,7 +76,7 @@ static int parse_ll(const char *flag, const char *s, long long lo, long long hi,
     return KVS_EXIT_OK;
 }
 
-static int parse_args(int argc, char **argv, struct opts *o)
+static int parse_args(int argc, char **argv, struct kvs_engine_opts *o)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -122,6 +124,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
             rc = parse_ll(a, v, 0, 1024, &o->resident);
         else if (!strcmp(a, "--seed"))
             rc = parse_ll(a, v, 0, (1LL << 62), &o->seed);
+        else if (!strcmp(a, "--tp"))
+            rc = parse_ll(a, v, 1, KVS_TP_MAX_WORLD, &o->tp);
         else if (!strcmp(a, "--copy-gbps")) {
             char *end = NULL;
             o->copy_gbps = strtod(v, &end);
@@ -142,7 +146,7 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static double median(double *v, int n)
+double kvs_engine_cli_median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
@@ -151,18 +155,18 @@ static double median(double *v, int n)
 // ----------------------------------------------------------------------------
 // run
 
-static void print_header(const struct opts *o, const struct kvs_model_config *c)
+static void print_header(const struct kvs_engine_opts *o, const struct kvs_model_config *c)
 {
     printf("kvscope engine: %s, kv-path %s, batch %lld, context %lld, %lld steps (+%lld warm-up), "
            "KV capacity %lld tokens, seed %lld%s%s\n",
            c->name, kvs_kv_path_name(o->path), o->batch, o->context, o->steps, o->warmup,
            o->capacity, o->seed, o->graph ? ", CUDA graph" : "", o->scatter ? ", scattered slots" : "");
     printf("synthetic weights and KV rows; left out: the DSA sparse indexer (attention is dense "
-           "over each sequence's context%s), the MTP layer, tensor parallelism\n",
+           "over each sequence's context%s), the MTP layer\n",
            c->index_topk ? "; the config's index_topk is not applied" : "");
 }
 
-static int engine_run(const struct opts *o)
+static int engine_run(const struct kvs_engine_opts *o)
 {
     struct kvs_engine_params p;
     kvs_engine_params_init(&p);
@@ -177,15 +181,25 @@ static int engine_run(const struct opts *o)
     p.graph = o->graph;
     p.resident_experts = (int)o->resident;
     p.scatter = o->scatter;
+    p.tp_world = (int)o->tp;
     print_header(o, &p.model);
 
-    /* the plan first, before anything is allocated */
+    /* the split and the plan first, before anything is allocated; with --tp
+     * the plan is one rank's */
+    char text[4096];
+    struct kvs_tp_plan tp;
+    if (kvs_tp_plan_init(&p.model, o->tp ? (int)o->tp : 1, &tp, &p.log) != KVS_STATUS_OK)
+        return kvs_cli_usage_error(CMD, "--tp %lld does not split %s evenly (see above)", o->tp,
+                                   p.model.name);
+    if (o->tp) {
+        kvs_tp_plan_describe(&tp, text, sizeof text);
+        fputs(text, stdout);
+    }
     struct kvs_run_shape shape;
     struct kvs_mem_plan plan;
     if (kvs_engine_plan(&p, &shape, &plan) != KVS_STATUS_OK)
         return KVS_EXIT_USAGE;
-    char text[4096];
-    kvs_mem_plan_format(&plan, &p.model, &shape, text, sizeof text);
+    kvs_mem_plan_format(&plan, &tp.rank, &shape, text, sizeof text);
     fputs(text, stdout);
     struct kvs_expert_map em;
     if (kvs_expert_map_init(&p.model, p.resident_experts, &em) != KVS_STATUS_OK)
@@ -193,6 +207,17 @@ static int engine_run(const struct opts *o)
                                    p.model.topk, p.model.n_routed_experts);
     kvs_expert_map_describe(&em, &p.model, p.batch, text, sizeof text);
     fputs(text, stdout);
+
+    if (o->tp) {
+        int gpus = 0;
+        struct kvs_logger quiet = p.log;
+        quiet.min_level = KVS_LOG_ERROR + 1;
+        kvs_engine_gpu_count(&gpus, &quiet);
+        if (o->tp > gpus)
+            return kvs_cli_usage_error(CMD, "--tp %lld needs %lld GPUs; this process sees %d "
+                                            "(CUDA_VISIBLE_DEVICES decides which)",
+                                       o->tp, o->tp, gpus);
+    }
 
     double copy = o->copy_gbps;
     if (copy <= 0.0) {
@@ -204,6 +229,8 @@ static int engine_run(const struct opts *o)
         printf("device-to-device copy rate: %.0f GB/s (--copy-gbps)\n", copy);
     }
     fflush(stdout);
+    if (o->tp)
+        return kvs_engine_cli_run_tp(o, &p, copy);
 
 #ifdef KVS_ENGINE_HAVE_TRACE
     struct kvs_trace *tr = NULL;
@@ -272,7 +299,7 @@ static int engine_run(const struct opts *o)
         return KVS_EXIT_FAILURE;
     }
 
-    double step_ms = median(ms, n), kv_ms = median(kv, n);
+    double step_ms = kvs_engine_cli_median(ms, n), kv_ms = kvs_engine_cli_median(kv, n);
     long long routed = o->batch * p.model.topk < resident ? o->batch * p.model.topk : resident;
     struct kvs_step_bytes sb;
     kvs_step_bytes_compute(&p.model, p.path, p.batch, (int64_t)(active_sum / n), p.kv_capacity,
@@ -304,7 +331,7 @@ static int engine_run(const struct opts *o)
 
 int kvs_cmd_engine(int argc, char **argv)
 {
-    struct opts o = {0};
+    struct kvs_engine_opts o = {0};
     o.config = "glm5";
     o.path = KVS_KV_PATH_FULL_CAST;
     o.batch = 1;
@@ -318,6 +345,9 @@ int kvs_cmd_engine(int argc, char **argv)
         return KVS_EXIT_OK;
     if (rc != KVS_EXIT_OK)
         return rc;
+    if (o.trace && o.tp > 1 && !strcmp(o.trace, "-"))
+        return kvs_cli_usage_error(CMD, "--trace - (stdout) holds one trace; --tp %lld writes one "
+                                        "per rank: give a file name", o.tp);
 #ifndef KVS_ENGINE_HAVE_TRACE
     if (o.trace)
         return kvs_cli_usage_error(CMD, "--trace needs libtrace's capture, which this build "

@@ -1,6 +1,7 @@
 /* select.c — kvs_trace_select (kvscope/trace_writer.h): one rank's records
  * out of a capture of a whole process that drove several GPUs from several
- * threads (kvscope engine --tp N: one thread per GPU, one CUPTI session).
+ * threads (kvscope engine --tp N: one thread per GPU, one CUPTI session);
+ * kvs_trace_rank_path: the name of each rank's file.
  * Plain C, no CUPTI: tests/test_trace_select.c feeds it synthetic records.
  *
  * Why the rules look the way they do: CUPTI tags GPU work with its device
@@ -10,7 +11,9 @@
  * device of a context is learnt from that work; an API call belongs to a
  * rank through its thread or through the work it launched.
  */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kvscope/trace_writer.h"
 #include "writer_internal.h"
@@ -128,4 +131,47 @@ size_t kvs_trace_select(struct kvs_trace_rec *recs, size_t n, const struct kvs_t
             recs[k++] = recs[i];
     free(keep);
     return k;
+}
+
+// ----------------------------------------------------------------------------
+// file names
+
+static int ends_with(const char *s, size_t n, const char *tail)
+{
+    size_t k = strlen(tail);
+    return n >= k && !strcmp(s + n - k, tail);
+}
+
+int kvs_trace_rank_path(const char *path, int rank, int world, char *out, size_t n)
+{
+    if (!path || !out || n == 0)
+        return -1;
+    size_t o = 0;
+    int templated = 0;
+    for (const char *p = path; *p; p++) {
+        if (p[0] == '%' && p[1] == 'r') {
+            int k = snprintf(out + o, n - o, "%d", rank);
+            if (k < 0 || (size_t)k >= n - o)
+                return -1;
+            o += (size_t)k;
+            templated = 1;
+            p++;
+            continue;
+        }
+        if (o + 1 >= n)
+            return -1;
+        out[o++] = *p;
+    }
+    out[o] = '\0';
+    if (templated || world <= 1)
+        return 0;
+    size_t len = strlen(path), cut = len;
+    if (ends_with(path, len, ".json.gz"))
+        cut = len - 8;
+    else if (ends_with(path, len, ".json"))
+        cut = len - 5;
+    else if (ends_with(path, len, ".gz"))
+        cut = len - 3;
+    int k = snprintf(out, n, "%.*s.rank%d%s", (int)cut, path, rank, path + cut);
+    return k < 0 || (size_t)k >= n ? -1 : 0;
 }

@@ -2,7 +2,9 @@
 # tests/test_cli_engine.sh KVSCOPE — `kvscope engine`'s command line, without a
 # GPU: --help, and every bad usage refused with exit 2 before the GPU is
 # touched (the memory plan is checked first). In a build without the engine,
-# the command must say so and exit 2. `kvscope` itself links no CUDA library:
+# the command must say so and exit 2. --tp is refused before any GPU work
+# when it does not split the model or asks for more GPUs than exist (no
+# machine here shows 64). `kvscope` itself links no CUDA library:
 # the engine is the program kvscope-engine beside it (cli/engine_exec.c).
 set -u
 kvs=$1
@@ -44,6 +46,15 @@ check 2 "capacity below the run's tokens" "too small" -- \
     "$kvs" engine --config tiny --batch 4 --context 1000 --kv-capacity 2048
 check 2 "resident experts below top-k" "resident" -- \
     "$kvs" engine --config glm5 --resident-experts 4 --context 16
+# tensor parallel: refused before any GPU work unless the split and the GPUs are there
+check 2 "tp that does not divide the heads" "does not split glm5 evenly" -- \
+    "$kvs" engine --config glm5 --tp 3 --context 16
+check 2 "tp 8 over the tiny model's 4 heads" "attention heads (4)" -- \
+    "$kvs" engine --config tiny --tp 8 --context 16
+check 2 "tp 0" "--tp wants" -- "$kvs" engine --tp 0
+check 2 "tp with one trace on stdout" "one per rank" -- "$kvs" engine --tp 2 --trace -
+check 2 "tp over more GPUs than visible" "needs 64 GPUs" -- \
+    "$kvs" engine --config glm5 --tp 64 --context 16 --kv-capacity 8192
 
 # without kvscope-engine beside it, kvscope says which program is missing
 tmp=$(mktemp -d) || exit 99

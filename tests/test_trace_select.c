@@ -1,7 +1,8 @@
 /* tests/test_trace_select.c — one rank's records out of a capture of a
- * process that drove two GPUs from two threads (kvs_trace_select), and the
+ * process that drove two GPUs from two threads (kvs_trace_select), the
  * rank's file: Kineto's "distributedInfo" with backend, rank and world size,
- * checked by Python's json module (tests/check_trace.py). No GPU.
+ * checked by Python's json module (tests/check_trace.py), and the rank's
+ * file name (kvs_trace_rank_path). No GPU.
  *   meson test -C build test_trace_select
  */
 #include <stdint.h>
@@ -196,9 +197,40 @@ static void test_rank_file(void)
     cJSON_Delete(sum);
 }
 
+static void test_rank_path(void)
+{
+    static const struct {
+        const char *path;
+        int rank, world;
+        const char *want;
+    } cases[] = {
+        {"full.json", 3, 8, "full.rank3.json"},
+        {"out/full.json.gz", 0, 2, "out/full.rank0.json.gz"},
+        {"trace.gz", 1, 2, "trace.rank1.gz"},
+        {"trace", 5, 8, "trace.rank5"},
+        {"a.b/trace.json", 1, 4, "a.b/trace.rank1.json"},
+        {"t.%r.json", 7, 8, "t.7.json"},
+        {"r%r/t%r.json", 2, 4, "r2/t2.json"},
+        {"t.%r.json", 0, 1, "t.0.json"},
+        {"full.json", 0, 1, "full.json"}, /* one rank: the name as given */
+        {"50%.json", 1, 2, "50%.rank1.json"},
+    };
+    char out[256];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        KVS_CHECK(kvs_trace_rank_path(cases[i].path, cases[i].rank, cases[i].world, out,
+                                      sizeof out) == 0);
+        KVS_CHECK_EQ_STR(out, cases[i].want);
+    }
+    KVS_CHECK(kvs_trace_rank_path("full.json", 3, 8, out, 10) == -1);
+    KVS_CHECK(kvs_trace_rank_path("full.json", 3, 8, out, 16) == 0); /* exactly fits */
+    KVS_CHECK_EQ_STR(out, "full.rank3.json");
+    KVS_CHECK(kvs_trace_rank_path("t%r", 12345, 2, out, 4) == -1);
+}
+
 int main(int argc, char **argv)
 {
     static const struct kvs_test tests[] = {
+        {"rank_path", test_rank_path},
         {"rank_share", test_rank_share},
         {"rank_file", test_rank_file},
         {0},

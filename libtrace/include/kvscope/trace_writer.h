@@ -6,7 +6,7 @@
  *          struct kvs_trace_device, struct kvs_trace_stats,
  *          struct kvs_trace_meta, kvs_trace_meta_init, kvs_trace_write_json,
  *          kvs_trace_write_json_stream, kvs_trace_format_us, KVS_TRACE_US_BUF,
- *          struct kvs_trace_part, kvs_trace_select
+ *          struct kvs_trace_part, kvs_trace_select, kvs_trace_rank_path
  *
  * What is written (the field names and layout of PyTorch's profiler/Kineto):
  *   { "schemaVersion": 1, "deviceProperties": [...], "distributedInfo": {...},
@@ -192,6 +192,13 @@ struct kvs_trace_part {
  * (size_t)-1, the records untouched, when out of memory. */
 KVS_API size_t kvs_trace_select(struct kvs_trace_rec *recs, size_t n,
                                 const struct kvs_trace_part *part);
+
+/* Where rank `rank`'s file goes: every "%r" in `path` replaced by the rank;
+ * else, with world > 1, ".rank{R}" inserted before ".json" or ".json.gz"
+ * ("out.json.gz" -> "out.rank3.json.gz"), before a last ".gz", or at the
+ * end; else `path` itself. Returns 0, or -1 when `out` (n bytes) is too
+ * small. */
+KVS_API int kvs_trace_rank_path(const char *path, int rank, int world, char *out, size_t n);
 
 /* Nanoseconds as microseconds with exactly three decimals, the way Kineto
  * writes `ts`/`dur`: 1234567891 -> "1234567.891", -5 -> "-0.005", 0 ->

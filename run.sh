@@ -64,6 +64,15 @@ setup() {
         # shellcheck disable=SC2086
         $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $pk >/dev/null
     fi
+    # meson.build needs meson >= 1.0 (Debian 12, Ubuntu 24.04 and later ship it;
+    # Debian 11 and Ubuntu 22.04 ship 0.5x/0.61)
+    local mv
+    mv=$(meson --version 2>/dev/null || echo 0)
+    if [ "${mv%%.*}" -lt 1 ] 2>/dev/null; then
+        say "meson $mv is too old: kvscope needs meson >= 1.0; install a newer one with"
+        say "  python3 -m pip install --user 'meson>=1.0'   (then make sure ~/.local/bin is first in PATH)"
+        exit 1
+    fi
     if ! command -v nvcc >/dev/null; then
         say "no CUDA toolkit (nvcc) found: building the analyzers, reports and CLI only;"
         say "install the CUDA toolkit (with CUPTI and NCCL) for capture, kernels and the engine"

@@ -29,4 +29,4 @@ for path in full-cast active-cast fp8-direct; do
 done
 echo
 echo "traces: $out/glm5_{full-cast,active-cast,fp8-direct}.json.gz"
-echo "next:   examples/2_report.sh $out/glm5_full-cast.json.gz"
+echo "next:   examples/2_report.sh $out/glm5_full-cast.json.gz --model glm5 --kv-capacity 495552 --batch 1"

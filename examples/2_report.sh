@@ -8,17 +8,20 @@
 #   examples/2_report.sh my.pt.trace.json --model deepseek-v3 --kv-capacity 131072
 #
 # Options after the trace go to `kvscope report` (kvscope report --help).
-# With no options, GLM-5's: --model glm5 --kv-capacity 495552 --batch 1, which
-# let the report say that 576 is kv_lora_rank 512 + qk_rope_head_dim 64, that
+# With no arguments at all, the bundled trace with GLM-5's options,
+# --model glm5 --kv-capacity 495552 --batch 1, which let the report say that 576 is kv_lora_rank 512 + qk_rope_head_dim 64, that
 # 495552 is the KV pool's capacity and that 78 calls a step is once per layer.
 # Writes out/<trace name>.report.html and .json.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 
-trace=${1:-$examples/traces/glm5_full-cast.json.gz}
-[ $# -gt 0 ] && shift
-opts=("$@")
-[ ${#opts[@]} -eq 0 ] && opts=(--model glm5 --kv-capacity 495552 --batch 1)
+if [ $# -eq 0 ]; then
+    trace=$examples/traces/glm5_full-cast.json.gz
+    opts=(--model glm5 --kv-capacity 495552 --batch 1)
+else
+    trace=$1; shift
+    opts=("$@")
+fi
 name=$(basename "$trace"); name=${name%.gz}; name=${name%.json}
 
 say "$kvs" report "$trace" "${opts[@]}"

@@ -229,7 +229,7 @@ static enum kvs_status build_groups(struct kvs_ctx *c, struct kvs_analysis_impl 
 
 struct kstat {
     uint32_t name;
-    int64_t calls, ns;
+    int64_t calls, ns, busy_ns;
     uint8_t cat;
 };
 
@@ -250,13 +250,20 @@ static enum kvs_status build_kernels(struct kvs_ctx *c, struct kvs_analysis_impl
     size_t n = 0, cap = 0;
     if (!slot)
         return KVS_STATUS_NO_MEMORY;
+    struct kvs_keyed_ival *iv = malloc((t->ngpus ? t->ngpus : 1) * sizeof *iv);
+    int64_t *busy = NULL;
+    if (!iv) {
+        free(slot);
+        return KVS_STATUS_NO_MEMORY;
+    }
     for (size_t i = 0; i < t->ngpus; i++) {
         const struct kvs_gpu_rec *g = &t->gpus[i];
         if (!slot[g->name]) {
-            struct kstat k = {g->name, 0, 0, c->gpu_cat[i]};
+            struct kstat k = {g->name, 0, 0, 0, c->gpu_cat[i]};
             if (KVS_VEC_PUSH(ks, n, cap, k) < 0) {
                 free(slot);
                 free(ks);
+                free(iv);
                 return KVS_STATUS_NO_MEMORY;
             }
             slot[g->name] = (uint32_t)n;
@@ -264,8 +271,22 @@ static enum kvs_status build_kernels(struct kvs_ctx *c, struct kvs_analysis_impl
         struct kstat *k = &ks[slot[g->name] - 1];
         k->calls++;
         k->ns += g->dur;
+        iv[i] = (struct kvs_keyed_ival){slot[g->name] - 1, g->device, g->ts, g->ts + g->dur};
     }
     free(slot);
+    /* a kernel's share of busy time: its own union (one kernel running on
+     * several streams at once counts once) */
+    busy = calloc(n ? n : 1, sizeof *busy);
+    if (!busy) {
+        free(ks);
+        free(iv);
+        return KVS_STATUS_NO_MEMORY;
+    }
+    kvs_busy_by_key(iv, t->ngpus, busy);
+    free(iv);
+    for (size_t i = 0; i < n; i++)
+        ks[i].busy_ns = busy[i];
+    free(busy);
     if (n)
         qsort(ks, n, sizeof *ks, cmp_kstat);
     struct kvs_kernel_stat *out = kvs_arena_alloc(&impl->arena, (n ? n : 1) * sizeof *out);
@@ -277,7 +298,7 @@ static enum kvs_status build_kernels(struct kvs_ctx *c, struct kvs_analysis_impl
         out[i].name = kvs_intern_str(&impl->strings, ks[i].name);
         out[i].calls = ks[i].calls;
         out[i].gpu_ms = (double)ks[i].ns / 1e6;
-        out[i].gpu_fraction = c->trace_busy_ns > 0 ? (double)ks[i].ns / c->trace_busy_ns : 0;
+        out[i].gpu_fraction = c->trace_busy_ns > 0 ? (double)ks[i].busy_ns / c->trace_busy_ns : 0;
         out[i].category = (enum kvs_category)ks[i].cat;
     }
     free(ks);

@@ -43,6 +43,7 @@ struct kvs_group_acc {
     int64_t steps_with_calls;    /* distinct steps in which the group's op was called */
     int64_t gpu_calls;           /* calls that launched GPU work */
     int64_t gpu_ns, gpu_ns_in_steps;
+    int64_t gpu_busy_ns;         /* union of its activities' intervals (per device, summed) */
     int64_t activity_bytes;      /* sum of memcpy/memset `bytes` */
     int64_t activities;
     uint32_t top_kernel;         /* kernel name with the most time */

@@ -22,7 +22,9 @@ void kvs_group_figures(const struct kvs_ctx *c, const struct kvs_group_acc *g,
     f->calls_per_step = kvs_group_calls_per_step(c, g);
     f->gpu_ms = (double)g->gpu_ns / 1e6;
     f->gpu_ms_per_step = c->nsteps ? (double)g->gpu_ns_in_steps / 1e6 / (double)c->nsteps : f->gpu_ms;
-    f->gpu_fraction = c->trace_busy_ns > 0 ? (double)g->gpu_ns / c->trace_busy_ns : 0;
+    /* of the GPU's busy time: the group's own busy time (its activities
+     * overlapping on several streams count once), so never above 1 */
+    f->gpu_fraction = c->trace_busy_ns > 0 ? (double)g->gpu_busy_ns / c->trace_busy_ns : 0;
     if (g->bytes_per_call > 0 && g->gpu_ns > 0)
         f->achieved_gbps = (double)g->bytes_per_call * (double)g->gpu_calls / (double)g->gpu_ns;
     if (c->peak_gbps > 0)

@@ -75,6 +75,9 @@ enum kvs_status kvs_groups_build(struct kvs_ctx *c)
     size_t nacc = 0, acc_cap = 0;
     int64_t *kns = NULL; /* per (group, kernel) time, indexed by ktime's values */
     size_t nkns = 0, kns_cap = 0;
+    struct kvs_keyed_ival *iv = NULL; /* the groups' activities, for their busy time */
+    size_t niv = 0, iv_cap = 0;
+    int64_t *busy = NULL;
     uint8_t *seen = calloc(t->nops / 8 + 1, 1);
     uint32_t *group_of_key = calloc(t->nopkeys ? t->nopkeys : 1, sizeof *group_of_key);
     uint8_t *key_is_copy = calloc(t->nopkeys ? t->nopkeys : 1, 1); /* 1 + verdict */
@@ -114,6 +117,9 @@ enum kvs_status kvs_groups_build(struct kvs_ctx *c)
         }
         uint32_t gi = *slot - 1;
         struct kvs_group_acc *a = &acc[gi];
+        struct kvs_keyed_ival one = {gi, g->device, g->ts, g->ts + g->dur};
+        if (KVS_VEC_PUSH(iv, niv, iv_cap, one) < 0)
+            goto out;
         a->gpu_ns += g->dur;
         a->activities++;
         a->activity_bytes += activity_bytes(t, g);
@@ -177,8 +183,14 @@ enum kvs_status kvs_groups_build(struct kvs_ctx *c)
     for (size_t j = 0; j < bare_steps.cap; j++) /* bare groups: their activities' steps */
         if (bare_steps.vals[j])
             acc[(uint32_t)(bare_steps.keys[j] >> 32)].steps_with_calls++;
-    for (size_t gi = 0; gi < nacc; gi++)
+    busy = calloc(nacc ? nacc : 1, sizeof *busy);
+    if (!busy)
+        goto out;
+    kvs_busy_by_key(iv, niv, busy);
+    for (size_t gi = 0; gi < nacc; gi++) {
+        acc[gi].gpu_busy_ns = busy[gi];
         bytes_per_call(t, &acc[gi]);
+    }
     if (nacc) /* acc is NULL when no group formed: qsort's pointer must not be */
         qsort(acc, nacc, sizeof *acc, cmp_group);
     c->groups = acc;
@@ -188,6 +200,8 @@ enum kvs_status kvs_groups_build(struct kvs_ctx *c)
 out:
     free(acc);
     free(kns);
+    free(iv);
+    free(busy);
     free(seen);
     free(group_of_key);
     free(key_is_copy);

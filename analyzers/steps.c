@@ -241,3 +241,33 @@ enum kvs_status kvs_steps_measure(struct kvs_ctx *c)
     free(iv);
     return KVS_STATUS_OK;
 }
+
+static int cmp_keyed(const void *a, const void *b)
+{
+    const struct kvs_keyed_ival *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    if (x->device != y->device)
+        return x->device < y->device ? -1 : 1;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return 0;
+}
+
+void kvs_busy_by_key(struct kvs_keyed_ival *v, size_t n, int64_t *busy)
+{
+    if (!n)
+        return;
+    qsort(v, n, sizeof *v, cmp_keyed);
+    struct kvs_keyed_ival cur = v[0];
+    for (size_t i = 1; i <= n; i++) {
+        if (i < n && v[i].key == cur.key && v[i].device == cur.device && v[i].start <= cur.end) {
+            if (v[i].end > cur.end)
+                cur.end = v[i].end;
+            continue;
+        }
+        busy[cur.key] += cur.end - cur.start;
+        if (i < n)
+            cur = v[i];
+    }
+}

@@ -1,7 +1,8 @@
 /* steps.h — find the steps of a trace and measure each one.
  *
  * defines: struct kvs_step_matcher, kvs_step_matcher_init, kvs_step_matcher_free,
- *          kvs_step_matcher_is_op_step, kvs_steps_find, kvs_steps_measure
+ *          kvs_step_matcher_is_op_step, kvs_steps_find, kvs_steps_measure,
+ *          struct kvs_keyed_ival, kvs_busy_by_key
  *
  * Steps are ranges on the CPU timeline: `ProfilerStep#N` (cpu_op or
  * user_annotation), else user/NVTX ranges named like "step", "decode_step 3",
@@ -9,7 +10,8 @@
  * keep the outermost. Per step: wall time, GPU busy time (the union of GPU
  * activity intervals clipped to the step's window, per device, summed over
  * devices), GPU time by category; each activity also gets the step in which
- * it was launched. Private to analyzers/.
+ * it was launched. kvs_busy_by_key measures the same union for subsets of
+ * the activities (a group's, a kernel's). Private to analyzers/.
  */
 #ifndef KVS_ANALYZERS_STEPS_H
 #define KVS_ANALYZERS_STEPS_H
@@ -41,5 +43,19 @@ enum kvs_status kvs_steps_measure(struct kvs_ctx *c);
 
 /* the step containing time ts (ns), or -1 */
 int32_t kvs_step_at(const struct kvs_ctx *c, int64_t ts);
+
+/* A GPU activity's interval, tagged with what it belongs to (a group, a
+ * kernel name). */
+struct kvs_keyed_ival {
+    uint32_t key;
+    int32_t device;
+    int64_t start, end;
+};
+
+/* Sorts v and adds to busy[key] the measure of the union of key's intervals
+ * on each device, summed over devices: its share of the GPU's busy time, in
+ * which activities of one key overlapping on several streams count once (so
+ * it never exceeds the trace's busy time). */
+void kvs_busy_by_key(struct kvs_keyed_ival *v, size_t n, int64_t *busy);
 
 #endif

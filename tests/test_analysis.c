@@ -433,6 +433,45 @@ static void test_gqa_match(void)
     }
 }
 
+/* One copy op whose two kernels run at once on two streams, then a GEMM:
+ * the group's GPU time is the sum (200 us), its share of the GPU's busy time
+ * (150 us) counts the overlap once (100 / 150), never above 1; the same for
+ * the copy kernel's line in the kernel table. */
+static void test_two_streams_fraction(void)
+{
+    static const char doc[] =
+        "{\"traceEvents\": [\n"
+        "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::copy_\",\"pid\":1,\"tid\":1,\"ts\":0,"
+        "\"dur\":5,\"args\":{\"External id\":1,\"Input Dims\":[[1024,576],[1024,576]],"
+        "\"Input type\":[\"c10::BFloat16\",\"c10::Float8_e4m3fn\"]}},\n"
+        "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"pid\":1,\"tid\":1,\"ts\":6,"
+        "\"dur\":5,\"args\":{\"External id\":2}},\n"
+        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"direct_copy_kernel_cuda\",\"pid\":0,\"tid\":7,"
+        "\"ts\":10,\"dur\":100,\"args\":{\"External id\":1,\"device\":0,\"stream\":7}},\n"
+        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"direct_copy_kernel_cuda\",\"pid\":0,\"tid\":8,"
+        "\"ts\":10,\"dur\":100,\"args\":{\"External id\":1,\"device\":0,\"stream\":8}},\n"
+        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"nvjet_gemm\",\"pid\":0,\"tid\":7,"
+        "\"ts\":110,\"dur\":50,\"args\":{\"External id\":2,\"device\":0,\"stream\":7}}\n"
+        "]}\n";
+    char tmp[256];
+    kvs_tmp_write(tmp, sizeof tmp, doc, sizeof doc - 1, ".json");
+    struct kvs_analysis_options o;
+    kvs_analysis_options_init(&o);
+    o.log = kvs_capture_logger(&cap);
+    struct kvs_analysis *a = NULL;
+    KVS_CHECK_EQ_INT(kvs_analyze_file(tmp, &o, &a), KVS_STATUS_OK);
+    unlink(tmp);
+    KVS_REQUIRE(a && a->ngroup == 1 && a->nkernel == 2);
+    KVS_CHECK_NEAR(a->steps.total_gpu_ms, MS(150), 1e-12);
+    KVS_CHECK_NEAR(a->groups[0].gpu_ms, MS(200), 1e-12);
+    KVS_CHECK_NEAR(a->groups[0].gpu_fraction, 100.0 / 150.0, 1e-12);
+    KVS_CHECK_EQ_STR(a->kernels[0].name, "direct_copy_kernel_cuda");
+    KVS_CHECK_NEAR(a->kernels[0].gpu_ms, MS(200), 1e-12);
+    KVS_CHECK_NEAR(a->kernels[0].gpu_fraction, 100.0 / 150.0, 1e-12);
+    KVS_CHECK_NEAR(a->kernels[1].gpu_fraction, 50.0 / 150.0, 1e-12);
+    kvs_analysis_free(a);
+}
+
 static void test_category_names(void)
 {
     for (int c = 0; c < KVS_CAT_COUNT_; c++) {
@@ -457,6 +496,7 @@ int main(int argc, char **argv)
         {"array_begin_end", test_array_begin_end},
         {"link_ops_out_of_order", test_link_ops_out_of_order},
         {"gqa_match", test_gqa_match},
+        {"two_streams_fraction", test_two_streams_fraction},
         {"category_names", test_category_names},
         {NULL, NULL},
     };

@@ -134,9 +134,10 @@ struct kvs_group {
                                     [*,1,576]"), independent of the token count and op name */
     int64_t calls;               /* op calls (or activities for bare memcpy/memset) */
     double calls_per_step;
-    double gpu_ms;               /* GPU time of the kernels/activities it launched */
+    double gpu_ms;               /* GPU time of the kernels/activities it launched (sum) */
     double gpu_ms_per_step;
-    double gpu_fraction;         /* of total GPU busy time */
+    double gpu_fraction;         /* the union of its activities' intervals over the total GPU
+                                    busy time (overlap on several streams counts once): <= 1 */
     int64_t bytes_per_call;      /* bytes read + written */
     double achieved_gbps;        /* bytes / GPU time */
     double efficiency;           /* achieved / peak; 0 when the peak is unknown */
@@ -147,8 +148,8 @@ struct kvs_group {
 struct kvs_kernel_stat {
     const char *name;
     int64_t calls;
-    double gpu_ms;
-    double gpu_fraction;
+    double gpu_ms;               /* sum of durations */
+    double gpu_fraction;         /* union of its intervals over total GPU busy time: <= 1 */
     enum kvs_category category;
 };
 

@@ -1,4 +1,4 @@
-/* analysis.c — kvs_analyze_file: read, link, group, match, measure, find;
+/* analysis.c — kvs_analyze_file / kvs_analyze_memory: read, link, group, match, measure, find;
  * then lay the result out as struct kvs_analysis (kvscope/analysis.h).
  *
  *   struct kvs_analysis *a;
@@ -14,6 +14,7 @@
 #include "ctx.h"
 #include "devices.h"
 #include "dtypes.h"
+#include "analyze_input.h"
 #include "findings.h"
 #include "groups.h"
 #include "link.h"
@@ -394,8 +395,8 @@ fail:
     return st;
 }
 
-enum kvs_status kvs_analyze_file(const char *path, const struct kvs_analysis_options *opt,
-                                 struct kvs_analysis **out)
+enum kvs_status kvs_analyze_input(const struct kvs_analyze_input *in,
+                                  const struct kvs_analysis_options *opt, struct kvs_analysis **out)
 {
     if (!out)
         return KVS_STATUS_INVALID_ARGUMENT;
@@ -405,8 +406,10 @@ enum kvs_status kvs_analyze_file(const char *path, const struct kvs_analysis_opt
         kvs_analysis_options_init(&defaults);
         opt = &defaults;
     }
-    if (!path || opt->kv_capacity < 0 || opt->peak_gbps < 0 || opt->batch < 0) {
-        kvs_log(&opt->log, KVS_LOG_ERROR, "kvs_analyze_file: invalid arguments");
+    const char *path = in ? in->path : NULL;
+    if (!path || (in->in_memory && !in->data && in->len) || opt->kv_capacity < 0 ||
+        opt->peak_gbps < 0 || opt->batch < 0) {
+        kvs_log(&opt->log, KVS_LOG_ERROR, "kvs_analyze: invalid arguments");
         return KVS_STATUS_INVALID_ARGUMENT;
     }
     struct kvs_ctx c;
@@ -418,7 +421,10 @@ enum kvs_status kvs_analyze_file(const char *path, const struct kvs_analysis_opt
     enum kvs_status st = kvs_step_matcher_init(&sm, opt->step_regex, c.log);
     if (st != KVS_STATUS_OK)
         return st;
-    if (opt->model) {
+    if (in->model) {
+        c.model = *in->model;
+        c.have_model = true;
+    } else if (opt->model) {
         st = kvs_model_load(opt->model, c.log, &c.model);
         if (st != KVS_STATUS_OK) {
             kvs_step_matcher_free(&sm);
@@ -433,7 +439,10 @@ enum kvs_status kvs_analyze_file(const char *path, const struct kvs_analysis_opt
     ro.progress_user = opt->progress_user;
     ro.is_step_name = kvs_step_matcher_is_op_step;
     ro.step_user = &sm;
-    enum kvs_status read_st = kvs_read_trace(path, &ro, &c.t);
+    ro.bufsize = in->read_bufsize;
+    ro.source_chunk = in->source_chunk;
+    enum kvs_status read_st = in->in_memory ? kvs_read_trace_memory(in->data, in->len, path, &ro, &c.t)
+                                            : kvs_read_trace(path, &ro, &c.t);
     if (read_st != KVS_STATUS_OK && read_st != KVS_STATUS_TRUNCATED) {
         st = read_st;
         goto done;
@@ -473,4 +482,23 @@ done:
     kvs_step_matcher_free(&sm);
     ctx_free(&c);
     return st;
+}
+
+enum kvs_status kvs_analyze_file(const char *path, const struct kvs_analysis_options *opt,
+                                 struct kvs_analysis **out)
+{
+    struct kvs_analyze_input in = {0};
+    in.path = path;
+    return kvs_analyze_input(&in, opt, out);
+}
+
+enum kvs_status kvs_analyze_memory(const void *data, size_t len, const char *name,
+                                   const struct kvs_analysis_options *opt, struct kvs_analysis **out)
+{
+    struct kvs_analyze_input in = {0};
+    in.path = name ? name : "(memory)";
+    in.data = data;
+    in.len = len;
+    in.in_memory = true;
+    return kvs_analyze_input(&in, opt, out);
 }

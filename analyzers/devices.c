@@ -34,29 +34,45 @@ static bool contains_key(const char *name, const char *key, size_t len)
     return false;
 }
 
-static cJSON *load_table(const struct kvs_logger *lg)
+static cJSON *parse_table(const char *text, size_t len, const char *what, const struct kvs_logger *lg)
 {
-    const struct kvs_data_file *f = kvs_data_find("devices");
-    cJSON *root = f ? cJSON_ParseWithLength(f->text, f->len) : NULL;
+    cJSON *root = text ? cJSON_ParseWithLength(text, len) : NULL;
     const cJSON *devs = root ? cJSON_GetObjectItemCaseSensitive(root, "devices") : NULL;
     if (!cJSON_IsArray(devs)) {
-        kvs_log(lg, KVS_LOG_ERROR, "the bundled device table (analyzers/data/devices.json) is unreadable");
+        kvs_log(lg, KVS_LOG_ERROR, "the device table (%s) is unreadable", what);
         cJSON_Delete(root);
         return NULL;
     }
     return root;
 }
 
+static cJSON *load_table(const struct kvs_logger *lg)
+{
+    const struct kvs_data_file *f = kvs_data_find("devices");
+    return parse_table(f ? f->text : NULL, f ? f->len : 0, "bundled: analyzers/data/devices.json", lg);
+}
+
 enum kvs_status kvs_device_lookup(const char *name, const struct kvs_logger *lg,
                                   struct kvs_device_info *out, bool *found)
+{
+    const struct kvs_data_file *f = kvs_data_find("devices");
+    enum kvs_status st = kvs_device_lookup_in(f ? f->text : NULL, f ? f->len : 0,
+                                              "bundled: analyzers/data/devices.json", name, lg,
+                                              out, found);
+    return st == KVS_STATUS_PARSE ? KVS_STATUS_INTERNAL : st; /* the bundled table is ours */
+}
+
+enum kvs_status kvs_device_lookup_in(const char *table, size_t table_len, const char *what,
+                                     const char *name, const struct kvs_logger *lg,
+                                     struct kvs_device_info *out, bool *found)
 {
     memset(out, 0, sizeof *out);
     *found = false;
     if (!name || !*name)
         return KVS_STATUS_OK;
-    cJSON *root = load_table(lg);
+    cJSON *root = parse_table(table, table_len, what, lg);
     if (!root)
-        return KVS_STATUS_INTERNAL;
+        return KVS_STATUS_PARSE;
     char query[256];
     normalize(name, query, sizeof query);
     size_t best = 0;

@@ -1,7 +1,8 @@
 /* devices.h — peak memory bandwidth by device name, from the bundled table
  * analyzers/data/devices.json.
  *
- * defines: struct kvs_device_info, kvs_device_lookup, kvs_device_names
+ * defines: struct kvs_device_info, kvs_device_lookup, kvs_device_lookup_in,
+ *          kvs_device_names
  *
  * A name matches an entry when one of the entry's `match` strings occurs in
  * it, ignoring case, spaces, dashes and underscores, and not next to another
@@ -28,6 +29,14 @@ struct kvs_device_info {
  * broken (logged). */
 enum kvs_status kvs_device_lookup(const char *name, const struct kvs_logger *lg,
                                   struct kvs_device_info *out, bool *found);
+
+/* The same against a table given as JSON text[0..len) in the bundled
+ * table's layout ({"devices": [{"name", "match": [...], "hbm_gbps", ...}]});
+ * what names it in messages. KVS_STATUS_PARSE (logged) when the text is not
+ * such a table. */
+enum kvs_status kvs_device_lookup_in(const char *table, size_t len, const char *what,
+                                     const char *name, const struct kvs_logger *lg,
+                                     struct kvs_device_info *out, bool *found);
 
 /* "H200, H100 SXM, ..." for messages */
 void kvs_device_names(char *buf, size_t size);

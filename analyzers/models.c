@@ -20,9 +20,10 @@ static int64_t get_int(const cJSON *o, const char *key)
     return cJSON_IsNumber(v) && v->valuedouble > 0 ? (int64_t)v->valuedouble : 0;
 }
 
-static enum kvs_status from_json(const char *text, size_t len, const char *what,
-                                 const struct kvs_logger *lg, struct kvs_model *m)
+enum kvs_status kvs_model_parse(const char *text, size_t len, const char *what,
+                                const struct kvs_logger *lg, struct kvs_model *m)
 {
+    memset(m, 0, sizeof *m);
     cJSON *root = cJSON_ParseWithLength(text, len);
     if (!root) {
         const char *at = cJSON_GetErrorPtr();
@@ -129,7 +130,7 @@ enum kvs_status kvs_model_load(const char *spec, const struct kvs_logger *lg, st
         fclose(f);
         if (!text)
             return KVS_STATUS_NO_MEMORY;
-        enum kvs_status s = from_json(text, got, spec, lg, m);
+        enum kvs_status s = kvs_model_parse(text, got, spec, lg, m);
         free(text);
         if (s == KVS_STATUS_OK && !m->name[0]) {
             const char *base = strrchr(spec, '/');
@@ -145,7 +146,7 @@ enum kvs_status kvs_model_load(const char *spec, const struct kvs_logger *lg, st
                 names);
         return KVS_STATUS_NOT_FOUND;
     }
-    enum kvs_status s = from_json(f->text, f->len, f->name, lg, m);
+    enum kvs_status s = kvs_model_parse(f->text, f->len, f->name, lg, m);
     if (s == KVS_STATUS_OK)
         snprintf(m->name, sizeof m->name, "%s", f->name + 7);
     return s;

@@ -1,7 +1,7 @@
 /* models.h — the model facts shape matching needs, from a Hugging Face
  * config.json (a file, or one bundled in analyzers/data/models/).
  *
- * defines: struct kvs_model, kvs_model_load, kvs_model_names
+ * defines: struct kvs_model, kvs_model_load, kvs_model_parse, kvs_model_names
  *
  * Reads the published keys (num_hidden_layers, kv_lora_rank,
  * qk_rope_head_dim, num_attention_heads, num_key_value_heads, head_dim,
@@ -32,6 +32,11 @@ struct kvs_model {
  * KVS_STATUS_NOT_FOUND (no such file or name), KVS_STATUS_PARSE,
  * KVS_STATUS_INVALID_ARGUMENT (not a model config: no num_hidden_layers). */
 enum kvs_status kvs_model_load(const char *spec, const struct kvs_logger *lg, struct kvs_model *out);
+
+/* The same from config text[0..len) in memory (what: its name in messages);
+ * out->name is left empty. */
+enum kvs_status kvs_model_parse(const char *text, size_t len, const char *what,
+                                const struct kvs_logger *lg, struct kvs_model *out);
 
 void kvs_model_names(char *buf, size_t size);
 

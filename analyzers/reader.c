@@ -186,26 +186,18 @@ static void on_refill(void *user, const struct kvs_scan *s)
     r->opt->progress(r->opt->progress_user, done, r->total_bytes);
 }
 
-enum kvs_status kvs_read_trace(const char *path, const struct kvs_read_opts *opt,
-                               struct kvs_trace_data *t)
+/* Read the document from src (closed here, whatever the outcome). */
+static enum kvs_status read_source(struct kvs_source *src, uint64_t total_bytes, const char *path,
+                                   const struct kvs_read_opts *opt, struct kvs_trace_data *t)
 {
-    struct kvs_read_opts defaults = {0};
-    if (!opt)
-        opt = &defaults;
-    memset(t, 0, sizeof *t);
-    t->rank = -1;
-    t->ops_ext_sorted = true;
-    if (kvs_intern_init(&t->strings) < 0 || kvs_intern_init(&t->threads) < 0)
-        return KVS_STATUS_NO_MEMORY;
-
     struct kvs_reader r;
     memset(&r, 0, sizeof r);
     r.t = t;
     r.opt = opt;
-    enum kvs_status st = kvs_source_open(path, opt->log, &r.src, &r.total_bytes);
-    if (st != KVS_STATUS_OK)
-        return st;
-    st = kvs_scan_init(&r.scan, r.src, opt->log, opt->bufsize ? opt->bufsize : KVS_READ_BUFSIZE);
+    r.src = src;
+    r.total_bytes = total_bytes;
+    enum kvs_status st =
+        kvs_scan_init(&r.scan, r.src, opt->log, opt->bufsize ? opt->bufsize : KVS_READ_BUFSIZE);
     if (st != KVS_STATUS_OK) {
         kvs_source_close(r.src);
         return st;
@@ -255,4 +247,46 @@ enum kvs_status kvs_read_trace(const char *path, const struct kvs_read_opts *opt
     kvs_scan_free(&r.scan);
     kvs_source_close(r.src);
     return st;
+}
+
+/* Zero *t and give it its tables; false when memory ran out. */
+static bool trace_data_init(struct kvs_trace_data *t)
+{
+    memset(t, 0, sizeof *t);
+    t->rank = -1;
+    t->ops_ext_sorted = true;
+    return kvs_intern_init(&t->strings) == 0 && kvs_intern_init(&t->threads) == 0;
+}
+
+enum kvs_status kvs_read_trace(const char *path, const struct kvs_read_opts *opt,
+                               struct kvs_trace_data *t)
+{
+    struct kvs_read_opts defaults = {0};
+    if (!opt)
+        opt = &defaults;
+    if (!trace_data_init(t))
+        return KVS_STATUS_NO_MEMORY;
+    struct kvs_source *src;
+    uint64_t total = 0;
+    enum kvs_status st = kvs_source_open(path, opt->log, &src, &total);
+    if (st != KVS_STATUS_OK)
+        return st;
+    return read_source(src, total, path, opt, t);
+}
+
+enum kvs_status kvs_read_trace_memory(const void *data, size_t len, const char *name,
+                                      const struct kvs_read_opts *opt, struct kvs_trace_data *t)
+{
+    struct kvs_read_opts defaults = {0};
+    if (!opt)
+        opt = &defaults;
+    if (!name)
+        name = "(memory)";
+    if (!trace_data_init(t))
+        return KVS_STATUS_NO_MEMORY;
+    struct kvs_source *src;
+    enum kvs_status st = kvs_source_open_memory(data, len, name, opt->source_chunk, opt->log, &src);
+    if (st != KVS_STATUS_OK)
+        return st;
+    return read_source(src, 0, name, opt, t);
 }

@@ -1,6 +1,6 @@
 /* reader.h — read a Chrome-trace JSON file into retained records.
  *
- * defines: struct kvs_read_opts, kvs_read_trace
+ * defines: struct kvs_read_opts, kvs_read_trace, kvs_read_trace_memory
  *
  * Streams the file once (plain, gzip, or "-" for stdin) through the scanner:
  * header fields (deviceProperties, distributedInfo, the kvscope metadata)
@@ -25,6 +25,7 @@ struct kvs_read_opts {
     bool (*is_step_name)(void *user, const char *name);
     void *step_user;
     size_t bufsize;                /* scanner buffer; 0: default */
+    size_t source_chunk;           /* in-memory input: raw bytes per read; 0: default */
 };
 
 /* Fill *t (zeroed by the caller; freed by the caller with
@@ -35,5 +36,10 @@ struct kvs_read_opts {
  * expected). */
 enum kvs_status kvs_read_trace(const char *path, const struct kvs_read_opts *opt,
                                struct kvs_trace_data *t);
+
+/* The same over data[0..len) in memory (plain JSON or gzip, by magic);
+ * name is for messages ("(memory)" when NULL). */
+enum kvs_status kvs_read_trace_memory(const void *data, size_t len, const char *name,
+                                      const struct kvs_read_opts *opt, struct kvs_trace_data *t);
 
 #endif

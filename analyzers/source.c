@@ -1,4 +1,4 @@
-/* source.c — plain, gzip and stdin byte sources for the trace scanner.
+/* source.c — plain, gzip, stdin and in-memory byte sources for the trace scanner.
  * Private to analyzers/; see source.h. */
 #include "source.h"
 
@@ -15,6 +15,9 @@
 struct kvs_source {
     int fd;
     bool own_fd;
+    /* an in-memory source reads these instead of fd */
+    const unsigned char *mem;
+    size_t mem_len, mem_pos, mem_chunk;
     const struct kvs_logger *log;
     const char *path;
     uint64_t consumed;  /* raw bytes read from fd */
@@ -33,6 +36,19 @@ static enum kvs_status raw_read(struct kvs_source *s, void *buf, size_t cap, siz
 {
     unsigned char *b = buf;
     size_t n = 0;
+    if (s->mem) {
+        n = s->mem_len - s->mem_pos;
+        if (n > cap)
+            n = cap;
+        if (n > s->mem_chunk)
+            n = s->mem_chunk;
+        if (n)
+            memcpy(b, s->mem + s->mem_pos, n);
+        s->mem_pos += n;
+        s->consumed += n;
+        *got = n;
+        return KVS_STATUS_OK;
+    }
     while (s->head_pos < s->head_len && n < cap)
         b[n++] = s->head[s->head_pos++];
     while (n < cap) {
@@ -51,6 +67,22 @@ static enum kvs_status raw_read(struct kvs_source *s, void *buf, size_t cap, siz
             break;
     }
     *got = n;
+    return KVS_STATUS_OK;
+}
+
+static enum kvs_status start_gzip(struct kvs_source *s)
+{
+    s->in = malloc(KVS_SOURCE_INBUF);
+    if (!s->in)
+        return KVS_STATUS_NO_MEMORY;
+    /* 16 + MAX_WBITS: gzip wrapper only */
+    int r = inflateInit2(&s->zs, 16 + MAX_WBITS);
+    if (r != Z_OK) {
+        if (r != Z_MEM_ERROR)
+            kvs_log(s->log, KVS_LOG_ERROR, "%s: zlib initialisation failed", s->path);
+        return r == Z_MEM_ERROR ? KVS_STATUS_NO_MEMORY : KVS_STATUS_INTERNAL;
+    }
+    s->gz = true;
     return KVS_STATUS_OK;
 }
 
@@ -108,20 +140,36 @@ enum kvs_status kvs_source_open(const char *path, const struct kvs_logger *lg,
     s->head_len = got;
     s->consumed = got;
     if (got == 2 && s->head[0] == 0x1f && s->head[1] == 0x8b) {
-        s->gz = true;
-        s->in = malloc(KVS_SOURCE_INBUF);
-        if (!s->in) {
+        enum kvs_status st = start_gzip(s);
+        if (st != KVS_STATUS_OK) {
             kvs_source_close(s);
-            return KVS_STATUS_NO_MEMORY;
+            return st;
         }
-        /* 16 + MAX_WBITS: gzip wrapper only */
-        if (inflateInit2(&s->zs, 16 + MAX_WBITS) != Z_OK) {
-            kvs_log(lg, KVS_LOG_ERROR, "%s: zlib initialisation failed", s->path);
-            free(s->in);
-            s->in = NULL;
-            s->gz = false;
+    }
+    *out = s;
+    return KVS_STATUS_OK;
+}
+
+enum kvs_status kvs_source_open_memory(const void *data, size_t len, const char *name,
+                                       size_t chunk, const struct kvs_logger *lg,
+                                       struct kvs_source **out)
+{
+    *out = NULL;
+    struct kvs_source *s = calloc(1, sizeof *s);
+    if (!s)
+        return KVS_STATUS_NO_MEMORY;
+    s->fd = -1;
+    s->log = lg;
+    s->path = name ? name : "(memory)";
+    /* a non-NULL pointer marks the source as in-memory, even when empty */
+    s->mem = len ? data : (const unsigned char *)"";
+    s->mem_len = len;
+    s->mem_chunk = chunk ? chunk : 65536;
+    if (len >= 2 && s->mem[0] == 0x1f && s->mem[1] == 0x8b) {
+        enum kvs_status st = start_gzip(s);
+        if (st != KVS_STATUS_OK) {
             kvs_source_close(s);
-            return KVS_STATUS_NO_MEMORY;
+            return st;
         }
     }
     *out = s;

@@ -1,6 +1,8 @@
-/* source.h — where trace bytes come from: a file, a gzip file, or stdin.
+/* source.h — where trace bytes come from: a file, a gzip file, stdin, or
+ * bytes in memory.
  *
- * defines: struct kvs_source, kvs_source_open, kvs_source_read, kvs_source_close
+ * defines: struct kvs_source, kvs_source_open, kvs_source_open_memory,
+ *          kvs_source_read, kvs_source_close
  *
  * gzip is recognised by its magic bytes, not by the file name, so `zcat`-less
  * pipelines (`kvscope report - < trace.json.gz`) work too. Reads are large and
@@ -21,6 +23,15 @@ struct kvs_source;
  * regular files), else 0. */
 enum kvs_status kvs_source_open(const char *path, const struct kvs_logger *lg,
                                 struct kvs_source **out, uint64_t *total_bytes);
+
+/* A source over data[0..len), which is not copied and must outlive the
+ * source; gzip is recognised by its magic as for files. name is for
+ * messages. chunk > 0 hands out at most chunk raw bytes per read, so tests
+ * and fuzzers reach the refill and inflate boundaries on small inputs;
+ * 0: 64 KiB, like a file. */
+enum kvs_status kvs_source_open_memory(const void *data, size_t len, const char *name,
+                                       size_t chunk, const struct kvs_logger *lg,
+                                       struct kvs_source **out);
 
 /* Up to cap bytes of (decompressed) input into buf; *got = 0 at the end.
  * Errors (I/O, corrupt gzip) are logged and returned. */

@@ -1,7 +1,9 @@
-/* tests/test_hostile.c — hostile and odd inputs through the public analysis
- * API: every finding of the fuzzers (tests/fuzz/) gets a case here, run by
- * the unit suite (and under ASan/UBSan/LSan in the sanitizer build of
- * .ci/run, where most of these bugs show).
+/* tests/test_hostile.c — hostile and odd inputs: the limits that keep them
+ * bounded (each one at both sides of its edge, at a default and a tiny read
+ * buffer, with the byte offset in the message), and a case for every finding
+ * of the fuzzers (tests/fuzz/, docs/reliability.md). The unit suite runs it,
+ * under ASan/UBSan/LSan too in the sanitizer build of .ci/run, where most of
+ * these bugs show.
  *
  *   meson test -C build test_hostile     ./build/tests/test_hostile [case...]
  */
@@ -10,9 +12,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
+#include "analyze_input.h"
 #include "analyzer_test_util.h"
 #include "kvs_test.h"
 #include "kvscope/analysis.h"
+#include "models.h"
+#include "reader.h"
+#include "reader_impl.h"
+#include "scan.h"
 
 static struct kvs_log_capture cap;
 
@@ -48,10 +57,66 @@ static void test_no_copy_groups(void)
     kvs_analysis_free(a);
 }
 
+
+/* The in-memory entry point reads like a file: the same analysis of a
+ * fixture from a path, from its bytes, and from its gzip'ed bytes. */
+static void test_memory_matches_file(void)
+{
+    char path[512];
+    kvs_fixture_path(path, sizeof path, "kineto_small.json");
+    size_t n;
+    char *text = kvs_read_all(path, &n);
+    unsigned char gz[16384];
+    uLongf gzlen = sizeof gz;
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    KVS_REQUIRE(deflateInit2(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+    zs.next_in = (unsigned char *)text;
+    zs.avail_in = (uInt)n;
+    zs.next_out = gz;
+    zs.avail_out = (uInt)gzlen;
+    KVS_REQUIRE(deflate(&zs, Z_FINISH) == Z_STREAM_END);
+    gzlen = zs.total_out;
+    deflateEnd(&zs);
+    struct kvs_analysis_options opt;
+    kvs_analysis_options_init(&opt);
+    opt.log = kvs_capture_logger(&cap);
+    struct kvs_analysis *f = NULL, *m = NULL, *g = NULL;
+    KVS_REQUIRE(kvs_analyze_file(path, &opt, &f) == KVS_STATUS_OK);
+    KVS_CHECK(kvs_analyze_memory(text, n, "kineto_small.json", &opt, &m) == KVS_STATUS_OK);
+    KVS_CHECK(kvs_analyze_memory(gz, gzlen, NULL, &opt, &g) == KVS_STATUS_OK);
+    const struct kvs_analysis *both[2] = {m, g};
+    for (int k = 0; k < 2; k++) {
+        const struct kvs_analysis *a = both[k];
+        if (!a)
+            continue;
+        KVS_CHECK_EQ_INT(a->trace.events, f->trace.events);
+        KVS_CHECK_EQ_INT(a->trace.bytes, n);
+        KVS_CHECK_EQ_INT(a->ngroup, f->ngroup);
+        KVS_CHECK_EQ_INT(a->nkernel, f->nkernel);
+        KVS_CHECK_EQ_INT(a->nfinding, f->nfinding);
+        KVS_CHECK_EQ_INT(a->nstep, f->nstep);
+        KVS_CHECK_NEAR(a->steps.total_gpu_ms, f->steps.total_gpu_ms, 0);
+        for (size_t i = 0; i < a->ngroup && i < f->ngroup; i++)
+            KVS_CHECK_EQ_STR(a->groups[i].role, f->groups[i].role);
+    }
+    KVS_CHECK_EQ_STR(m ? m->trace.path : NULL, "kineto_small.json");
+    KVS_CHECK_EQ_STR(g ? g->trace.path : NULL, "(memory)");
+    /* an empty buffer is an empty trace, as an empty file is */
+    struct kvs_analysis *e = NULL;
+    KVS_CHECK_EQ_INT(kvs_analyze_memory("", 0, NULL, &opt, &e), KVS_STATUS_EMPTY);
+    KVS_CHECK(e == NULL);
+    kvs_analysis_free(f);
+    kvs_analysis_free(m);
+    kvs_analysis_free(g);
+    free(text);
+}
+
 int main(int argc, char **argv)
 {
     static const struct kvs_test tests[] = {
         {"no_copy_groups", test_no_copy_groups},
+        {"memory_matches_file", test_memory_matches_file},
         {0},
     };
     return kvs_test_main(argc, argv, tests);

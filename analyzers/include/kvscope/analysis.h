@@ -2,7 +2,8 @@
  * consume.
  *
  * defines: struct kvs_analysis (and its parts), struct kvs_analysis_options,
- *          kvs_analysis_options_init, kvs_analyze_file, kvs_analysis_free,
+ *          kvs_analysis_options_init, kvs_analyze_file, kvs_analyze_memory,
+ *          kvs_analysis_free,
  *          kvs_category_name
  *
  * kvs_analyze_file() streams a Chrome-trace JSON file (PyTorch/Kineto's or
@@ -191,6 +192,14 @@ struct kvs_analysis {
  * KVS_STATUS_EMPTY. */
 KVS_API enum kvs_status kvs_analyze_file(const char *path, const struct kvs_analysis_options *opt,
                                          struct kvs_analysis **out);
+
+/* The same over a trace held in memory: data[0..len) is the JSON text, or
+ * gzip bytes (recognised by their magic, like a file). name stands for the
+ * path in messages and in trace.path ("(memory)" when NULL). The bytes are
+ * only read: they may be freed as soon as this returns. */
+KVS_API enum kvs_status kvs_analyze_memory(const void *data, size_t len, const char *name,
+                                           const struct kvs_analysis_options *opt,
+                                           struct kvs_analysis **out);
 
 KVS_API void kvs_analysis_free(struct kvs_analysis *a);
 

@@ -104,8 +104,13 @@ bool kvs_scan_refill(struct kvs_scan *s)
     size_t got = 0;
     enum kvs_status st =
         kvs_source_read(s->src, s->end, s->cap - (size_t)(s->end - s->buf), &got);
-    if (st != KVS_STATUS_OK)
+    if (st != KVS_STATUS_OK) {
+        /* a failed read (a corrupt gzip stream) may have written past end
+         * (zlib's output before it found the fault): put the sentinel back,
+         * or peek would read on past the data */
+        *s->end = 0;
         return kvs_scan_fail(s, st, "reading the input failed");
+    }
     if (got == 0) {
         s->eof = true;
         *s->end = 0;

@@ -112,11 +112,91 @@ static void test_memory_matches_file(void)
     free(text);
 }
 
+/* A growing string. */
+struct str {
+    char *p;
+    size_t n, cap;
+};
+
+static void put(struct str *s, const char *text, size_t n)
+{
+    if (s->n + n + 1 > s->cap) {
+        s->cap = (s->n + n + 1) * 2;
+        s->p = realloc(s->p, s->cap);
+        if (!s->p)
+            KVS_TEST_SETUP_FAILED("out of memory");
+    }
+    memcpy(s->p + s->n, text, n);
+    s->n += n;
+    s->p[s->n] = 0;
+}
+
+static void puts_(struct str *s, const char *text) { put(s, text, strlen(text)); }
+
+/* A gzip stream that goes bad after good data (fuzz_gz, corpus/gz/
+ * regress-gz-corrupt-sentinel.bin): zlib had written past the scanner's
+ * data before it found the fault, the scanner's sentinel was gone and it
+ * read on past its buffer. Now: PARSE, "corrupt gzip data". */
+static void test_gzip_corrupt_after_data(void)
+{
+    char path[512];
+    kvs_fixture_path(path, sizeof path, "../fuzz/corpus/gz/regress-gz-corrupt-sentinel.bin");
+    size_t n;
+    char *bin = kvs_read_all(path, &n);
+    KVS_REQUIRE(n > 10 && bin[0] == 0); /* mode 0 of fuzz_gz: the rest is gzip bytes as they are */
+    static const size_t chunks[] = {1, 5, 0};
+    for (size_t i = 0; i < 3; i++) {
+        struct kvs_trace_data t;
+        struct kvs_logger lg = kvs_capture_logger(&cap);
+        struct kvs_read_opts o;
+        memset(&o, 0, sizeof o);
+        o.log = &lg;
+        o.bufsize = 256;
+        o.source_chunk = chunks[i];
+        enum kvs_status st = kvs_read_trace_memory(bin + 1, n - 1, "regress.gz", &o, &t);
+        KVS_CHECK_MSG(st == KVS_STATUS_PARSE, "chunk %zu: status %d", chunks[i], (int)st);
+        KVS_CHECK_MSG(strstr(cap.all, "corrupt gzip data"), "chunk %zu: %s", chunks[i], cap.all);
+        kvs_trace_data_free(&t);
+    }
+    free(bin);
+    /* the same fault made here: a stream whose check value is wrong, read
+     * through a buffer smaller than the data */
+    struct str json = {0};
+    puts_(&json, "{\"traceEvents\": [");
+    for (int i = 0; i < 200; i++)
+        puts_(&json, i ? ",{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,\"dur\":1}"
+                       : "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,\"dur\":1}");
+    puts_(&json, "]}");
+    unsigned char gz[32768];
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    KVS_REQUIRE(deflateInit2(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+    zs.next_in = (unsigned char *)json.p;
+    zs.avail_in = (uInt)json.n;
+    zs.next_out = gz;
+    zs.avail_out = sizeof gz;
+    KVS_REQUIRE(deflate(&zs, Z_FINISH) == Z_STREAM_END);
+    size_t len = zs.total_out;
+    deflateEnd(&zs);
+    gz[len - 8] ^= 0xff; /* the CRC-32 of the trailer */
+    struct kvs_trace_data t;
+    struct kvs_logger lg = kvs_capture_logger(&cap);
+    struct kvs_read_opts o;
+    memset(&o, 0, sizeof o);
+    o.log = &lg;
+    o.bufsize = 64;
+    KVS_CHECK_EQ_INT(kvs_read_trace_memory(gz, len, "crc.gz", &o, &t), KVS_STATUS_PARSE);
+    KVS_CHECK(strstr(cap.all, "corrupt gzip data") != NULL);
+    kvs_trace_data_free(&t);
+    free(json.p);
+}
+
 int main(int argc, char **argv)
 {
     static const struct kvs_test tests[] = {
         {"no_copy_groups", test_no_copy_groups},
         {"memory_matches_file", test_memory_matches_file},
+        {"gzip_corrupt_after_data", test_gzip_corrupt_after_data},
         {0},
     };
     return kvs_test_main(argc, argv, tests);

@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,10 +15,25 @@
 
 #define MAX_CONFIG_BYTES (16u << 20)
 
-static int64_t get_int(const cJSON *o, const char *key)
+/* the largest count a config may give (a dimension, a layer count, the
+ * vocabulary): 2^24, so that products of two of them stay far inside int64 */
+#define MAX_CONFIG_INT 16777216.0
+
+/* A positive count from the config, 0 when absent (or not positive). A
+ * number that is not a whole count up to MAX_CONFIG_INT names itself in
+ * *bad and gives 0: converting an out-of-range double is undefined. */
+static int64_t get_int(const cJSON *o, const char *key, const char **bad)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsNumber(v) && v->valuedouble > 0 ? (int64_t)v->valuedouble : 0;
+    if (!cJSON_IsNumber(v) || !(v->valuedouble > 0))
+        return 0;
+    double d = v->valuedouble;
+    if (!(d <= MAX_CONFIG_INT) || d != floor(d)) {
+        if (!*bad)
+            *bad = key;
+        return 0;
+    }
+    return (int64_t)d;
 }
 
 enum kvs_status kvs_model_parse(const char *text, size_t len, const char *what,
@@ -32,40 +48,49 @@ enum kvs_status kvs_model_parse(const char *text, size_t len, const char *what,
         return KVS_STATUS_PARSE;
     }
     const cJSON *o = root;
-    if (!get_int(o, "num_hidden_layers")) {
+    const char *bad = NULL, *ignored = NULL;
+    if (!get_int(o, "num_hidden_layers", &ignored)) {
         const cJSON *tc = cJSON_GetObjectItemCaseSensitive(root, "text_config");
         if (cJSON_IsObject(tc))
             o = tc;
     }
-    m->layers = (int)get_int(o, "num_hidden_layers");
-    if (m->layers <= 0) {
+    m->layers = (int)get_int(o, "num_hidden_layers", &bad);
+    if (m->layers <= 0 && !bad) {
         kvs_log(lg, KVS_LOG_ERROR, "%s: not a model config (no num_hidden_layers)", what);
         cJSON_Delete(root);
         return KVS_STATUS_INVALID_ARGUMENT;
     }
-    m->kv_lora_rank = get_int(o, "kv_lora_rank");
+    m->kv_lora_rank = get_int(o, "kv_lora_rank", &bad);
     m->mla = m->kv_lora_rank > 0;
-    m->qk_rope_head_dim = get_int(o, "qk_rope_head_dim");
-    m->qk_nope_head_dim = get_int(o, "qk_nope_head_dim");
-    m->v_head_dim = get_int(o, "v_head_dim");
-    m->heads = get_int(o, "num_attention_heads");
-    m->kv_heads = get_int(o, "num_key_value_heads");
+    m->qk_rope_head_dim = get_int(o, "qk_rope_head_dim", &bad);
+    m->qk_nope_head_dim = get_int(o, "qk_nope_head_dim", &bad);
+    m->v_head_dim = get_int(o, "v_head_dim", &bad);
+    m->heads = get_int(o, "num_attention_heads", &bad);
+    m->kv_heads = get_int(o, "num_key_value_heads", &bad);
     if (!m->kv_heads)
         m->kv_heads = m->heads;
-    m->hidden = get_int(o, "hidden_size");
-    m->head_dim = get_int(o, "head_dim");
+    m->hidden = get_int(o, "hidden_size", &bad);
+    m->head_dim = get_int(o, "head_dim", &bad);
     if (!m->head_dim && m->heads && m->hidden % m->heads == 0)
         m->head_dim = m->hidden / m->heads;
-    m->vocab = get_int(o, "vocab_size");
-    m->intermediate = get_int(o, "intermediate_size");
-    m->moe_intermediate = get_int(o, "moe_intermediate_size");
-    m->index_head_dim = get_int(o, "index_head_dim");
+    m->vocab = get_int(o, "vocab_size", &bad);
+    m->intermediate = get_int(o, "intermediate_size", &bad);
+    m->moe_intermediate = get_int(o, "moe_intermediate_size", &bad);
+    m->index_head_dim = get_int(o, "index_head_dim", &bad);
     /* a name for the report: the checkpoint's path, else its model type */
     const cJSON *nm = cJSON_GetObjectItemCaseSensitive(root, "_name_or_path");
     if (!cJSON_IsString(nm) || !*nm->valuestring)
         nm = cJSON_GetObjectItemCaseSensitive(root, "model_type");
     if (cJSON_IsString(nm) && *nm->valuestring)
         snprintf(m->name, sizeof m->name, "%s", nm->valuestring);
+    if (bad) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, bad);
+        kvs_log(lg, KVS_LOG_ERROR, "%s: \"%s\" is %g, not a whole number from 1 to %.0f", what, bad,
+                v->valuedouble, MAX_CONFIG_INT);
+        cJSON_Delete(root);
+        memset(m, 0, sizeof *m);
+        return KVS_STATUS_INVALID_ARGUMENT;
+    }
     cJSON_Delete(root);
     return KVS_STATUS_OK;
 }

@@ -4,6 +4,7 @@
 #include "reader.h"
 
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -55,9 +56,13 @@ static void read_device_properties(struct kvs_trace_data *t, const cJSON *arr)
     {
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(d, "id");
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(d, "name");
-        int i = cJSON_IsNumber(id) ? (int)id->valuedouble : idx;
+        /* compared as a double first: converting one out of int's range is undefined */
+        double di = cJSON_IsNumber(id) ? id->valuedouble : idx;
         idx++;
-        if (i < 0 || i >= KVS_MAX_DEVICES || !cJSON_IsString(name) || t->device_names[i])
+        if (!(di >= 0 && di < KVS_MAX_DEVICES) || !cJSON_IsString(name))
+            continue;
+        int i = (int)di;
+        if (t->device_names[i])
             continue;
         t->device_names[i] = strdup(name->valuestring);
     }
@@ -67,9 +72,10 @@ static void read_distributed_info(struct kvs_trace_data *t, const cJSON *o)
 {
     const cJSON *rank = cJSON_GetObjectItemCaseSensitive(o, "rank");
     const cJSON *ws = cJSON_GetObjectItemCaseSensitive(o, "world_size");
-    if (cJSON_IsNumber(rank))
+    /* numbers outside int's range are not ranks (and must not be converted) */
+    if (cJSON_IsNumber(rank) && rank->valuedouble >= 0 && rank->valuedouble <= INT_MAX)
         t->rank = (int)rank->valuedouble;
-    if (cJSON_IsNumber(ws))
+    if (cJSON_IsNumber(ws) && ws->valuedouble >= 0 && ws->valuedouble <= INT_MAX)
         t->world_size = (int)ws->valuedouble;
 }
 
@@ -87,8 +93,12 @@ static void read_kvscope_meta(struct kvs_trace_data *t, const cJSON *o)
     const cJSON *m;
     cJSON_ArrayForEach(m, o)
     {
-        if (m->string && strstr(m->string, "dropped") && cJSON_IsNumber(m) && m->valuedouble > 0)
-            t->dropped_records += (uint64_t)m->valuedouble;
+        if (m->string && strstr(m->string, "dropped") && cJSON_IsNumber(m) && m->valuedouble > 0) {
+            /* saturating: a count past 2^63 is nonsense, but must not be undefined */
+            double room = (double)(UINT64_MAX - t->dropped_records);
+            t->dropped_records = m->valuedouble < room ? t->dropped_records + (uint64_t)m->valuedouble
+                                                       : UINT64_MAX;
+        }
     }
 }
 

@@ -112,6 +112,24 @@ static void test_memory_matches_file(void)
     free(text);
 }
 
+/* Analyse text in memory with a read buffer of bufsize (0: the default). */
+static enum kvs_status analyze_mem(const char *text, size_t n, size_t bufsize,
+                                   struct kvs_analysis **out)
+{
+    struct kvs_analysis_options opt;
+    kvs_analysis_options_init(&opt);
+    opt.log = kvs_capture_logger(&cap);
+    struct kvs_analyze_input in;
+    memset(&in, 0, sizeof in);
+    in.path = "hostile.json";
+    in.data = text;
+    in.len = n;
+    in.in_memory = true;
+    in.read_bufsize = bufsize;
+    *out = NULL;
+    return kvs_analyze_input(&in, &opt, out);
+}
+
 /* A growing string. */
 struct str {
     char *p;
@@ -132,6 +150,54 @@ static void put(struct str *s, const char *text, size_t n)
 }
 
 static void puts_(struct str *s, const char *text) { put(s, text, strlen(text)); }
+
+/* Model configs whose numbers do not fit: converting 1e300 to int64 was
+ * undefined (found by fuzz_model); now INVALID_ARGUMENT naming the key. */
+static void test_config_numbers(void)
+{
+    static const struct {
+        const char *text;
+        enum kvs_status want;
+        const char *key;
+    } cases[] = {
+        {"{\"num_hidden_layers\": 1e300}", KVS_STATUS_INVALID_ARGUMENT, "\"num_hidden_layers\" is 1e+300"},
+        {"{\"num_hidden_layers\": 61, \"head_dim\": 9.3e18}", KVS_STATUS_INVALID_ARGUMENT, "\"head_dim\""},
+        {"{\"num_hidden_layers\": 61, \"kv_lora_rank\": 16777217}", KVS_STATUS_INVALID_ARGUMENT,
+         "\"kv_lora_rank\""},
+        {"{\"num_hidden_layers\": 61.5}", KVS_STATUS_INVALID_ARGUMENT, "\"num_hidden_layers\""},
+        {"{\"num_hidden_layers\": 61, \"kv_lora_rank\": 16777216}", KVS_STATUS_OK, NULL},
+        {"{\"num_hidden_layers\": -3}", KVS_STATUS_INVALID_ARGUMENT, "no num_hidden_layers"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct kvs_model m;
+        struct kvs_logger lg = kvs_capture_logger(&cap);
+        enum kvs_status st = kvs_model_parse(cases[i].text, strlen(cases[i].text), "cfg", &lg, &m);
+        KVS_CHECK_MSG(st == cases[i].want, "case %zu: status %d", i, (int)st);
+        if (cases[i].key)
+            KVS_CHECK_MSG(strstr(cap.last, cases[i].key), "case %zu: \"%s\"", i, cap.last);
+        else
+            KVS_CHECK_EQ_INT(m.kv_lora_rank, 16777216);
+    }
+}
+
+/* Header numbers out of int's range (undefined conversions, found by
+ * fuzz_trace): ignored, or saturated for the dropped-record count. */
+static void test_header_numbers(void)
+{
+    static const char trace[] =
+        "{\"deviceProperties\":[{\"id\":1e300,\"name\":\"NVIDIA B200\"},{\"id\":-1e300,\"name\":\"x\"},"
+        "{\"id\":0,\"name\":\"NVIDIA H200\"}],\"distributedInfo\":{\"rank\":1e300,\"world_size\":-7},"
+        "\"kvscope\":{\"dropped_records\":1e300,\"dropped_ranges\":5},"
+        "\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,\"dur\":1,"
+        "\"args\":{\"device\":0}}]}";
+    struct kvs_analysis *a;
+    KVS_REQUIRE(analyze_mem(trace, sizeof trace - 1, 0, &a) == KVS_STATUS_OK);
+    KVS_CHECK_EQ_INT(a->trace.rank, -1);
+    KVS_CHECK_EQ_INT(a->trace.world_size, 0);
+    KVS_CHECK(a->trace.dropped_records == UINT64_MAX);
+    KVS_CHECK_EQ_STR(a->trace.device, "NVIDIA H200");
+    kvs_analysis_free(a);
+}
 
 /* A gzip stream that goes bad after good data (fuzz_gz, corpus/gz/
  * regress-gz-corrupt-sentinel.bin): zlib had written past the scanner's
@@ -196,6 +262,8 @@ int main(int argc, char **argv)
     static const struct kvs_test tests[] = {
         {"no_copy_groups", test_no_copy_groups},
         {"memory_matches_file", test_memory_matches_file},
+        {"config_numbers", test_config_numbers},
+        {"header_numbers", test_header_numbers},
         {"gzip_corrupt_after_data", test_gzip_corrupt_after_data},
         {0},
     };

@@ -6,6 +6,7 @@
  * scanner's mark (set at the event's '{'), because a refill may move the
  * buffer while the event is being read. Private to analyzers/.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -105,6 +106,57 @@ static bool capture_span(struct kvs_scan *s, struct kvs_span *sp, bool *has)
     return true;
 }
 
+bool kvs_reader_limit_at(struct kvs_scan *s, const char *at, const char *fmt, ...)
+{
+    char msg[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    char *p = s->p;
+    s->p = (char *)at;
+    kvs_scan_fail(s, KVS_STATUS_LIMIT, "%s", msg);
+    s->p = p;
+    return false;
+}
+
+/* Input Dims: no flat list (a tensor's dims) longer than KVS_READ_MAX_RANK.
+ * Lists holding lists (tensor lists) are not ranks and are not counted. */
+static bool dims_within_limits(struct kvs_scan *s, const struct kvs_span *sp)
+{
+    const char *p = s->mark + sp->off, *end = p + sp->len, *list = NULL;
+    int depth = 0;
+    size_t items = 0;
+    bool nested = false, item = false;
+    for (; p < end; p++) {
+        char c = *p;
+        if (c == '"') { /* a string entry: skip it, escapes included */
+            for (p++; p < end && *p != '"'; p++)
+                p += *p == '\\';
+            item = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth == 2) {
+                list = p;
+                items = 0;
+                nested = item = false;
+            } else if (depth > 2) {
+                nested = true;
+            }
+        } else if (c == ']' || c == '}') {
+            if (depth == 2 && !nested && items + item > KVS_READ_MAX_RANK)
+                return kvs_reader_limit_at(s, list, "a tensor of rank %zu in Input Dims (more than %d)",
+                                           items + item, KVS_READ_MAX_RANK);
+            depth--;
+        } else if (depth == 2 && c == ',') {
+            items++;
+            item = false;
+        } else if (depth == 2 && c != ' ' && c != '\n' && c != '\t' && c != '\r') {
+            item = true;
+        }
+    }
+    return true;
+}
+
 static bool parse_args(struct kvs_scan *s, struct kvs_ev *e)
 {
     int c = kvs_scan_peek(s);
@@ -144,7 +196,7 @@ static bool parse_args(struct kvs_scan *s, struct kvs_ev *e)
         case 1: ok = int_value(s, c, &e->bytes, NULL); break;
         case 2: ok = int_value(s, c, &e->device, &e->has_device); break;
         case 3: ok = int_value(s, c, &e->stream, &e->has_stream); break;
-        case 4: ok = capture_span(s, &e->dims, &e->has_dims); break;
+        case 4: ok = capture_span(s, &e->dims, &e->has_dims) && dims_within_limits(s, &e->dims); break;
         case 5: ok = capture_span(s, &e->types, &e->has_types); break;
         case 6: ok = int_value(s, c, &e->ext, NULL); break;
         case 7: ok = int_value(s, c, &e->corr, NULL); break;

@@ -96,9 +96,30 @@ static bool is_step_op(struct kvs_reader *r, uint32_t name)
     return r->step_name[name] == 1;
 }
 
+/* Limits hit by the current event are reported where the event starts. */
+static bool ts_within_limits(struct kvs_reader *r, int64_t ts)
+{
+    return (ts >= KVS_READ_TS_MIN && ts <= KVS_READ_TS_MAX) ||
+           kvs_reader_limit_at(&r->scan, r->scan.mark,
+                               "an event at %lld ns, outside the times a trace can hold ([-2^60, 2^62] ns)",
+                               (long long)ts);
+}
+
 static bool emit(struct kvs_reader *r, const struct kvs_dec_event *d)
 {
     struct kvs_trace_data *t = r->t;
+    /* ts was checked when the event was read; d->dur >= 0 */
+    if (d->dur > KVS_READ_MAX_TOTAL - r->kept_ns)
+        return kvs_reader_limit_at(&r->scan, r->scan.mark,
+                                   "an event lasting %lld ns takes the events' total time past 2^60 ns",
+                                   (long long)d->dur);
+    r->kept_ns += d->dur;
+    int64_t bytes = d->bytes > 0 ? d->bytes : 0;
+    if (bytes > KVS_READ_MAX_TOTAL - r->kept_bytes)
+        return kvs_reader_limit_at(&r->scan, r->scan.mark,
+                                   "a copy of %lld bytes takes the copies' total past 2^60 bytes",
+                                   (long long)d->bytes);
+    r->kept_bytes += bytes;
     switch (d->cat) {
     case KVS_EV_OP: {
         bool added;
@@ -235,7 +256,7 @@ static bool begin_end(struct kvs_reader *r, const struct kvs_ev *e, uint8_t cat)
         return true;
     }
     struct kvs_dec_event d = st->v[--st->n];
-    d.dur = e->ts > d.ts ? e->ts - d.ts : 0;
+    d.dur = e->ts > d.ts ? e->ts - d.ts : 0; /* both within the ts limits: no overflow */
     if (d.cat == KVS_EV_NONE && cat != KVS_EV_NONE) {
         d.cat = cat; /* "cat" given on the 'E' only */
     }
@@ -251,11 +272,13 @@ bool kvs_keep_event(struct kvs_reader *r, const struct kvs_ev *e, uint8_t cat)
     if (e->ph == 'X') {
         if (cat == KVS_EV_NONE || cat == KVS_EV_OTHER)
             return true;
+        if (!ts_within_limits(r, e->ts))
+            return false;
         struct kvs_dec_event d;
         return resolve(r, e, cat, &d) && emit(r, &d);
     }
     if (e->ph == 'B' || e->ph == 'E') {
-        return begin_end(r, e, cat);
+        return ts_within_limits(r, e->ts) && begin_end(r, e, cat);
     }
     return true; /* i, I, s, t, f, M, C, b, e, n, ...: counted, not kept */
 }

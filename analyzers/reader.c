@@ -244,8 +244,12 @@ static enum kvs_status read_source(struct kvs_source *src, uint64_t total_bytes,
                 (unsigned long long)t->bytes);
     } else {
         st = s->status;
-        if (st == KVS_STATUS_PARSE || st == KVS_STATUS_LIMIT)
+        if (st == KVS_STATUS_PARSE)
             kvs_log(opt->log, KVS_LOG_ERROR, "%s: malformed trace at byte %llu: %s", path,
+                    (unsigned long long)s->err_offset, s->err);
+        else if (st == KVS_STATUS_LIMIT)
+            kvs_log(opt->log, KVS_LOG_ERROR,
+                    "%s: the trace exceeds a limit at byte %llu: %s (see docs/reliability.md)", path,
                     (unsigned long long)s->err_offset, s->err);
         else if (st != KVS_STATUS_IO)
             kvs_log(opt->log, KVS_LOG_ERROR, "%s: %s (at byte %llu)", path, s->err,

@@ -20,6 +20,18 @@ struct kvs_thread_stack {
     size_t n, cap;
 };
 
+/* limits on the records kept (docs/reliability.md): with timestamps in
+ * [KVS_READ_TS_MIN, KVS_READ_TS_MAX] and the durations (and bytes) of all
+ * kept records summing to at most KVS_READ_MAX_TOTAL, every start + duration,
+ * every difference of two times and every sum the analysis forms fits in an
+ * int64. Integer ns: 2^62 is the year 2116 on the Unix epoch clock; 2^60 ns
+ * is 36 years of activity, 2^60 bytes is 1 EiB. */
+#define KVS_READ_TS_MIN (-((int64_t)1 << 60))
+#define KVS_READ_TS_MAX ((int64_t)1 << 62)
+#define KVS_READ_MAX_TOTAL ((int64_t)1 << 60)
+/* the rank of one tensor in an op's "Input Dims" (PyTorch allows 25 on a GPU) */
+#define KVS_READ_MAX_RANK 64
+
 struct kvs_reader {
     struct kvs_scan scan;
     struct kvs_trace_data *t;
@@ -34,6 +46,7 @@ struct kvs_reader {
     char *scratch;
     size_t scratch_cap;
     uint64_t total_bytes;          /* file size for progress, 0 if unknown */
+    int64_t kept_ns, kept_bytes;   /* sums over kept records, for the limits above */
     struct kvs_source *src;
 };
 
@@ -66,6 +79,10 @@ struct kvs_ev {
 /* keep.c: an event the decoder finished -> records (X events directly,
  * B/E pairs once closed); false with the scanner's error set on failure */
 bool kvs_keep_event(struct kvs_reader *r, const struct kvs_ev *e, uint8_t cat);
+
+/* Record KVS_STATUS_LIMIT at `at` (a byte of the current event; the message
+ * names its offset) and return false. */
+bool kvs_reader_limit_at(struct kvs_scan *s, const char *at, const char *fmt, ...) KVS_PRINTF(3, 4);
 
 /* Parse the traceEvents array (cursor at '['). */
 bool kvs_reader_events(struct kvs_reader *r);

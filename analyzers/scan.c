@@ -138,6 +138,13 @@ bool kvs_scan_expect_slow(struct kvs_scan *s, char c, const char *what)
 // ----------------------------------------------------------------------------
 // strings
 
+static bool fail_long_string(struct kvs_scan *s, size_t from)
+{
+    s->p = s->mark + from - 1; /* at the opening quote, however far the scan got */
+    return kvs_scan_fail(s, KVS_STATUS_LIMIT, "a string longer than %zu bytes",
+                         KVS_SCAN_MAX_STRING);
+}
+
 /* Find the closing quote of the string whose content starts at mark+from
  * (mark-relative, so refills may move the buffer). Returns the mark-relative
  * offset of the quote, or -1 (error recorded). */
@@ -148,6 +155,12 @@ static ptrdiff_t find_close_quote(struct kvs_scan *s, size_t from)
         char *lo = s->mark + from;
         char *q = memchr(s->mark + search, '"', (size_t)(s->end - (s->mark + search)));
         if (!q) {
+            /* checked before each refill, so a long string cut by the end
+             * of input is the same LIMIT whatever the buffer size */
+            if ((size_t)(s->end - lo) > KVS_SCAN_MAX_STRING) {
+                fail_long_string(s, from);
+                return -1;
+            }
             search = (size_t)(s->end - s->mark);
             s->p = s->end;
             if (!kvs_scan_refill(s)) {
@@ -283,6 +296,12 @@ bool kvs_scan_string_slow(struct kvs_scan *s, const char **out, size_t *len)
     }
     char *str = s->mark + from, *qe = s->mark + q;
     char *e = qe;
+    if ((size_t)(qe - str) > KVS_SCAN_MAX_STRING) {
+        fail_long_string(s, from);
+        if (tmp)
+            s->mark = NULL;
+        return false;
+    }
     if (memchr(str, '\\', (size_t)(qe - str))) {
         const char *bad = NULL;
         e = unescape(str, qe, &bad);
@@ -433,7 +452,8 @@ bool kvs_scan_skip(struct kvs_scan *s)
                     while (*q >= '0' && *q <= '9')
                         q++;
                 }
-                if (simple && *q != 'e' && *q != 'E' && *q != '.' && *q != '-' && *q != '+' && q < s->end) {
+                if (simple && *q != 'e' && *q != 'E' && *q != '.' && *q != '-' && *q != '+' &&
+                    q < s->end && q - s->p <= KVS_SCAN_MAX_NUMBER) {
                     s->p = (char *)q;
                     break;
                 }

@@ -41,9 +41,12 @@
 #define KVS_SCAN_EOF (-1)
 #define KVS_SCAN_ERROR (-2)
 
-/* limits that keep hostile input bounded */
+/* limits that keep hostile input bounded (docs/reliability.md); each one hit
+ * is KVS_STATUS_LIMIT at the byte offset where the value starts */
 #define KVS_SCAN_MAX_DEPTH 512
-#define KVS_SCAN_MAX_KEEP ((size_t)1 << 30) /* largest single span kept contiguous */
+#define KVS_SCAN_MAX_KEEP ((size_t)1 << 30)   /* largest single span kept contiguous */
+#define KVS_SCAN_MAX_NUMBER 4096              /* characters in one number */
+#define KVS_SCAN_MAX_STRING ((size_t)1 << 20) /* raw bytes between the quotes of a string read */
 
 struct kvs_scan;
 typedef void (*kvs_scan_refill_fn)(void *user, const struct kvs_scan *s);
@@ -178,7 +181,8 @@ static inline bool kvs_scan_string(struct kvs_scan *s, const char **out, size_t 
      * all) takes the general path */
     if (*s->p == '"') {
         const char *q = kvs_find_quote_or_backslash(s->p + 1, s->end);
-        if (q < s->end && *q == '"') {
+        /* past the length limit: the general path reports it */
+        if (q < s->end && *q == '"' && (size_t)(q - (s->p + 1)) <= KVS_SCAN_MAX_STRING) {
             *out = s->p + 1;
             *len = (size_t)(q - (s->p + 1));
             s->p = (char *)q + 1;

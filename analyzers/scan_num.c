@@ -13,6 +13,13 @@ static const unsigned char num_char[256] = {
     ['8'] = 1, ['9'] = 1, ['-'] = 1, ['+'] = 1, ['.'] = 1, ['e'] = 1, ['E'] = 1,
 };
 
+/* One message and offset (the number's start) whichever path finds it. */
+static bool fail_too_long(struct kvs_scan *s)
+{
+    return kvs_scan_fail(s, KVS_STATUS_LIMIT, "a number longer than %d characters",
+                         KVS_SCAN_MAX_NUMBER);
+}
+
 /* Make [p, end of the number token) contiguous; returns its length, or -1. */
 static ptrdiff_t number_extent(struct kvs_scan *s)
 {
@@ -28,8 +35,9 @@ static ptrdiff_t number_extent(struct kvs_scan *s)
         i = (size_t)(q - s->mark);
         if (q < s->end || s->eof)
             break;
-        if (i - start > 4096) {
-            kvs_scan_fail(s, KVS_STATUS_LIMIT, "a number longer than 4096 characters");
+        if (i - start > KVS_SCAN_MAX_NUMBER) {
+            s->p = s->mark + start; /* report it where the number starts */
+            fail_too_long(s);
             break;
         }
         if (!kvs_scan_refill(s))
@@ -49,6 +57,8 @@ static ptrdiff_t number_extent(struct kvs_scan *s)
 static bool parse_number(struct kvs_scan *s, const char *t, size_t n, struct kvs_number *out)
 {
     memset(out, 0, sizeof *out);
+    if (n > KVS_SCAN_MAX_NUMBER)
+        return fail_too_long(s);
     out->text = t;
     out->len = n;
     out->is_integer = true;
@@ -136,8 +146,10 @@ static inline bool fast_number(struct kvs_scan *s, struct kvs_number *out)
             p++;
         }
     }
-    /* an exponent, another sign or dot, or the buffer's end: general path */
-    if (num_char[(unsigned char)*p] || p >= s->end || digits > 19)
+    /* an exponent, another sign or dot, the buffer's end, or a number past
+     * the length limit: general path */
+    if (num_char[(unsigned char)*p] || p >= s->end || digits > 19 ||
+        p - start > KVS_SCAN_MAX_NUMBER)
         return false;
     out->text = start;
     out->len = (size_t)(p - start);

@@ -151,6 +151,170 @@ static void put(struct str *s, const char *text, size_t n)
 
 static void puts_(struct str *s, const char *text) { put(s, text, strlen(text)); }
 
+static void put_rep(struct str *s, const char *text, size_t times)
+{
+    for (size_t i = 0; i < times; i++)
+        puts_(s, text);
+}
+
+static const size_t bufsizes[] = {0, 64};
+
+/* text must give LIMIT at byte `at` with `what` in the message, at every
+ * buffer size; with `ok_text` (the same one step inside the limit) OK. */
+static void check_limit(const struct str *bad, const struct str *ok, uint64_t at, const char *what)
+{
+    char want[64];
+    snprintf(want, sizeof want, "at byte %llu:", (unsigned long long)at);
+    for (size_t i = 0; i < sizeof bufsizes / sizeof bufsizes[0]; i++) {
+        struct kvs_analysis *a;
+        enum kvs_status st = analyze_mem(bad->p, bad->n, bufsizes[i], &a);
+        KVS_CHECK_MSG(st == KVS_STATUS_LIMIT && !a, "%s, buffer %zu: status %d", what, bufsizes[i], (int)st);
+        KVS_CHECK_MSG(strstr(cap.last, what) && strstr(cap.last, want) && strstr(cap.last, "limit"),
+                      "buffer %zu: want \"%s\" %s in \"%s\"", bufsizes[i], what, want, cap.last);
+        kvs_analysis_free(a);
+        st = analyze_mem(ok->p, ok->n, bufsizes[i], &a);
+        KVS_CHECK_MSG(st == KVS_STATUS_OK && a, "%s, inside the limit, buffer %zu: status %d (%s)",
+                      what, bufsizes[i], (int)st, cap.last);
+        kvs_analysis_free(a);
+    }
+}
+
+#define EV_HEAD "{\"traceEvents\": [{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,\"dur\":1}," \
+                "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"op\",\"ts\":1,\"dur\":1,\"args\":{\"x\":"
+#define EV_TAIL "}}]}"
+
+/* nesting deeper than KVS_SCAN_MAX_DEPTH inside a value that is skipped */
+static void test_limit_depth(void)
+{
+    struct str bad = {0}, ok = {0};
+    puts_(&bad, EV_HEAD);
+    uint64_t at = bad.n + KVS_SCAN_MAX_DEPTH; /* the bracket one level too deep */
+    put_rep(&bad, "[", KVS_SCAN_MAX_DEPTH + 1);
+    put_rep(&bad, "]", KVS_SCAN_MAX_DEPTH + 1);
+    puts_(&bad, EV_TAIL);
+    puts_(&ok, EV_HEAD);
+    put_rep(&ok, "[", KVS_SCAN_MAX_DEPTH);
+    put_rep(&ok, "]", KVS_SCAN_MAX_DEPTH);
+    puts_(&ok, EV_TAIL);
+    check_limit(&bad, &ok, at, "nesting deeper than 512 levels");
+    free(bad.p);
+    free(ok.p);
+}
+
+static void test_limit_number(void)
+{
+    struct str bad = {0}, ok = {0};
+    puts_(&bad, EV_HEAD);
+    uint64_t at = bad.n;
+    put_rep(&bad, "7", KVS_SCAN_MAX_NUMBER + 1);
+    puts_(&bad, EV_TAIL);
+    puts_(&ok, EV_HEAD);
+    put_rep(&ok, "7", KVS_SCAN_MAX_NUMBER);
+    puts_(&ok, EV_TAIL);
+    check_limit(&bad, &ok, at, "a number longer than 4096 characters");
+    free(bad.p);
+    free(ok.p);
+}
+
+/* a kernel name (read, not skipped) one byte too long */
+static void test_limit_string(void)
+{
+    struct str bad = {0}, ok = {0};
+    static const char head[] = "{\"traceEvents\": [{\"ph\":\"X\",\"cat\":\"kernel\",\"ts\":1,\"dur\":1,\"name\":";
+    puts_(&bad, head);
+    uint64_t at = bad.n;
+    puts_(&bad, "\"");
+    put_rep(&bad, "k", KVS_SCAN_MAX_STRING + 1);
+    puts_(&bad, "\"}]}");
+    puts_(&ok, head);
+    puts_(&ok, "\"");
+    put_rep(&ok, "k", KVS_SCAN_MAX_STRING);
+    puts_(&ok, "\"}]}");
+    check_limit(&bad, &ok, at, "a string longer than 1048576 bytes");
+    /* cut inside the long string: the same LIMIT, not truncation, at any buffer size */
+    bad.n = at + 1 + KVS_SCAN_MAX_STRING + 10;
+    for (size_t i = 0; i < sizeof bufsizes / sizeof bufsizes[0]; i++) {
+        struct kvs_analysis *a;
+        KVS_CHECK_EQ_INT(analyze_mem(bad.p, bad.n, bufsizes[i], &a), KVS_STATUS_LIMIT);
+        kvs_analysis_free(a);
+    }
+    free(bad.p);
+    free(ok.p);
+}
+
+static void rank_trace(struct str *s, int rank, uint64_t *at)
+{
+    puts_(s, "{\"traceEvents\": [{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::copy_\",\"ts\":1,"
+             "\"dur\":1,\"args\":{\"Input Dims\":[[2,3],");
+    *at = s->n;
+    puts_(s, "[");
+    for (int i = 0; i < rank; i++)
+        puts_(s, i ? ",1" : "1");
+    /* a tensor list of 100 tensors is not a rank of 100 */
+    puts_(s, "],[[1,2]");
+    put_rep(s, ",[1,2]", 99);
+    puts_(s, "]],\"Input type\":[\"float\",\"float\",\"TensorList\"]}}]}");
+}
+
+static void test_limit_rank(void)
+{
+    struct str bad = {0}, ok = {0};
+    uint64_t at, at_ok;
+    rank_trace(&bad, KVS_READ_MAX_RANK + 1, &at);
+    rank_trace(&ok, KVS_READ_MAX_RANK, &at_ok);
+    check_limit(&bad, &ok, at, "a tensor of rank 65 in Input Dims (more than 64)");
+    free(bad.p);
+    free(ok.p);
+}
+
+/* Times and byte counts whose sums would overflow int64 in the analysis:
+ * found by the fuzzer as signed overflows in steps.c, findings.c, event.c
+ * (B/E durations) and groups.c (2 x bytes of a device-to-device copy). */
+static void test_limit_times_and_bytes(void)
+{
+    static const struct {
+        const char *second_event; /* after a good first event */
+        const char *what;
+    } cases[] = {
+        {"{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":4611686018427387.905,\"dur\":1}",
+         "an event at 4611686018427387905 ns, outside"},
+        {"{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":-1152921504606846.977,\"dur\":1}",
+         "an event at -1152921504606846977 ns, outside"},
+        {"{\"ph\":\"B\",\"cat\":\"cpu_op\",\"name\":\"b\",\"pid\":1,\"tid\":1,\"ts\":-9223372036854775808}",
+         "outside the times a trace can hold"},
+        {"{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,\"dur\":9223372036854775807}",
+         "takes the events' total time past 2^60 ns"},
+        {"{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,\"dur\":600000000000000},"
+         "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,\"dur\":600000000000000}",
+         "takes the events' total time past 2^60 ns"},
+        {"{\"ph\":\"X\",\"cat\":\"gpu_memcpy\",\"name\":\"Memcpy DtoD\",\"ts\":1,\"dur\":1,"
+         "\"args\":{\"bytes\":4611686018427387904}}",
+         "a copy of 4611686018427387904 bytes takes the copies' total past 2^60 bytes"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct str t = {0};
+        puts_(&t, "{\"traceEvents\": [{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,\"dur\":1},");
+        puts_(&t, cases[i].second_event);
+        puts_(&t, "]}");
+        struct kvs_analysis *a;
+        KVS_CHECK_EQ_INT(analyze_mem(t.p, t.n, 0, &a), KVS_STATUS_LIMIT);
+        KVS_CHECK_MSG(strstr(cap.last, cases[i].what) && strstr(cap.last, "at byte "),
+                      "case %zu: \"%s\" not in \"%s\"", i, cases[i].what, cap.last);
+        kvs_analysis_free(a);
+        free(t.p);
+    }
+    /* the edges themselves are fine: the first and last times, the byte total */
+    static const char edges[] =
+        "{\"traceEvents\": [{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":4611686018427387.904,"
+        "\"dur\":1},{\"ph\":\"B\",\"cat\":\"cpu_op\",\"name\":\"b\",\"pid\":1,\"tid\":1,"
+        "\"ts\":-1152921504606846.976},{\"ph\":\"E\",\"pid\":1,\"tid\":1,\"ts\":-1152921504606845.976},"
+        "{\"ph\":\"X\",\"cat\":\"gpu_memcpy\",\"name\":\"Memcpy DtoD\",\"ts\":1,\"dur\":1,"
+        "\"args\":{\"bytes\":1152921504606846976}}]}";
+    struct kvs_analysis *a;
+    KVS_CHECK_MSG(analyze_mem(edges, sizeof edges - 1, 0, &a) == KVS_STATUS_OK, "%s", cap.last);
+    kvs_analysis_free(a);
+}
+
 /* Model configs whose numbers do not fit: converting 1e300 to int64 was
  * undefined (found by fuzz_model); now INVALID_ARGUMENT naming the key. */
 static void test_config_numbers(void)
@@ -262,6 +426,11 @@ int main(int argc, char **argv)
     static const struct kvs_test tests[] = {
         {"no_copy_groups", test_no_copy_groups},
         {"memory_matches_file", test_memory_matches_file},
+        {"limit_depth", test_limit_depth},
+        {"limit_number", test_limit_number},
+        {"limit_string", test_limit_string},
+        {"limit_rank", test_limit_rank},
+        {"limit_times_and_bytes", test_limit_times_and_bytes},
         {"config_numbers", test_config_numbers},
         {"header_numbers", test_header_numbers},
         {"gzip_corrupt_after_data", test_gzip_corrupt_after_data},

@@ -27,11 +27,20 @@ double kvs_group_calls_per_step(const struct kvs_ctx *c, const struct kvs_group_
     return c->nsteps ? (double)g->calls_in_steps / (double)c->nsteps : (double)g->calls;
 }
 
+/* a * b, or -1 when that overflows or a factor is negative: recorded dims
+ * are data, and no real row or token count comes near 2^63 */
+static int64_t mul_dims(int64_t a, int64_t b)
+{
+    int64_t r;
+    return a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r) ? -1 : r;
+}
+
+/* elements per token row; -1 when not a sensible count */
 static int64_t row_of(const int64_t *dims, int rank)
 {
     int64_t r = 1;
-    for (int i = 1; i < rank && i < KVS_SHAPE_MAX_RANK; i++)
-        r *= dims[i];
+    for (int i = 1; i < rank && i < KVS_SHAPE_MAX_RANK && r >= 0; i++)
+        r = mul_dims(r, dims[i]);
     return r;
 }
 
@@ -307,10 +316,10 @@ static void match_one(struct kvs_ctx *c, struct kvs_group_acc *g, const struct t
     /* paged layouts: [blocks, block_size, ...row] */
     if (c->have_model && !row_ok && rank >= 3) {
         int64_t sub[KVS_SHAPE_MAX_RANK];
-        sub[0] = dims[0] * dims[1];
+        sub[0] = mul_dims(dims[0], dims[1]);
         for (int i = 2; i < rank; i++)
             sub[i - 1] = dims[i];
-        if (row_meaning(&c->model, sub, rank - 1, row_label, sizeof row_label)) {
+        if (sub[0] >= 0 && row_meaning(&c->model, sub, rank - 1, row_label, sizeof row_label)) {
             row_ok = true;
             tokens = sub[0];
             row = row_of(sub, rank - 1);

@@ -186,8 +186,13 @@ void kvs_shape_parse(const char *key, size_t len, struct kvs_shape *out)
                 memcpy(out->dims[k], dims,
                        sizeof(int64_t) * (size_t)(rank < KVS_SHAPE_MAX_RANK ? rank : KVS_SHAPE_MAX_RANK));
                 out->bits[k] = bits;
+                /* a tensor past 2^56 bytes (64 PiB) is not real: unknown, so that
+                 * the sums over a group's tensors stay far inside int64 */
+                __int128 nbytes = ((__int128)numel * bits + 7) / 8;
+                if (nbytes > ((__int128)1 << 56))
+                    overflow = true;
                 out->numel[k] = overflow ? -1 : numel;
-                out->bytes[k] = overflow ? -1 : (int64_t)(((__int128)numel * bits + 7) / 8);
+                out->bytes[k] = overflow ? -1 : (int64_t)nbytes;
                 out->dtype[k] = tname[i];
                 out->dtype_len[k] = tlen[i];
             }

@@ -363,6 +363,30 @@ static void test_header_numbers(void)
     kvs_analysis_free(a);
 }
 
+/* Dims whose products overflow int64 (match.c row_of, found by fuzz_trace:
+ * corpus/trace/regress-match-row-overflow.json): no match, no overflow. */
+static void test_huge_dims(void)
+{
+    static const char trace[] =
+        "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::copy_\",\"ts\":10,\"dur\":5,"
+        "\"args\":{\"External id\":1,\"Input Dims\":[[4096,1,111111111111111111,576],"
+        "[4096,1,111111111111111111,576]],\"Input type\":[\"c10::BFloat16\",\"c10::Float8_e4m3fn\"]}},"
+        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"direct_copy_kernel_cuda\",\"ts\":11,\"dur\":2,"
+        "\"args\":{\"External id\":1}}]}";
+    for (int model = 0; model < 2; model++) {
+        struct kvs_analysis_options opt;
+        kvs_analysis_options_init(&opt);
+        opt.log = kvs_capture_logger(&cap);
+        opt.model = model ? "glm5" : NULL;
+        struct kvs_analysis *a;
+        KVS_REQUIRE(kvs_analyze_memory(trace, sizeof trace - 1, NULL, &opt, &a) == KVS_STATUS_OK);
+        KVS_CHECK_EQ_INT(a->ngroup, 1);
+        KVS_CHECK(!a->groups[0].has_match);
+        KVS_CHECK_EQ_INT(a->groups[0].bytes_per_call, 0); /* unknown: past 2^56 bytes */
+        kvs_analysis_free(a);
+    }
+}
+
 /* A gzip stream that goes bad after good data (fuzz_gz, corpus/gz/
  * regress-gz-corrupt-sentinel.bin): zlib had written past the scanner's
  * data before it found the fault, the scanner's sentinel was gone and it
@@ -433,6 +457,7 @@ int main(int argc, char **argv)
         {"limit_times_and_bytes", test_limit_times_and_bytes},
         {"config_numbers", test_config_numbers},
         {"header_numbers", test_header_numbers},
+        {"huge_dims", test_huge_dims},
         {"gzip_corrupt_after_data", test_gzip_corrupt_after_data},
         {0},
     };

@@ -94,7 +94,8 @@ enum kvs_status kvs_device_lookup_in(const char *table, size_t table_len, const 
             const cJSON *peak = cJSON_GetObjectItemCaseSensitive(dev, "hbm_gbps");
             const cJSON *per = cJSON_GetObjectItemCaseSensitive(dev, "per_device_gbps");
             const cJSON *copy = cJSON_GetObjectItemCaseSensitive(dev, "measured_copy_gbps");
-            if (!cJSON_IsString(dn) || !cJSON_IsNumber(peak))
+            /* an entry without a name (or one cJSON cut short at a NUL byte) names nothing */
+            if (!cJSON_IsString(dn) || !dn->valuestring[0] || !cJSON_IsNumber(peak))
                 continue;
             best = len;
             *found = true;

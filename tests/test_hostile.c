@@ -16,6 +16,7 @@
 
 #include "analyze_input.h"
 #include "analyzer_test_util.h"
+#include "devices.h"
 #include "kvs_test.h"
 #include "kvscope/analysis.h"
 #include "models.h"
@@ -445,6 +446,35 @@ static void test_gzip_corrupt_after_data(void)
     free(json.p);
 }
 
+/* A device table entry whose name is empty, or cut short by a raw NUL byte
+ * that cJSON lets through, matched and named the device "" (fuzz_devices,
+ * corpus/devices/regress-empty-name.txt). Such an entry is skipped now. */
+static void test_device_entry_without_name(void)
+{
+    static const char table[] = "{\"devices\": [{\"name\": \"\\u0000x\", \"match\": [\"H200\"], "
+                                "\"hbm_gbps\": 1}, {\"name\": \"\", \"match\": [\"H200\"], \"hbm_gbps\": 2},"
+                                "{\"name\": \"ok\", \"match\": [\"NVIDIA\"], \"hbm_gbps\": 3}]}";
+    struct kvs_logger lg = kvs_capture_logger(&cap);
+    struct kvs_device_info info;
+    bool found;
+    KVS_REQUIRE(kvs_device_lookup_in(table, sizeof table - 1, "t", "NVIDIA H200", &lg, &info, &found) ==
+                KVS_STATUS_OK);
+    KVS_CHECK(found);
+    KVS_CHECK_EQ_STR(info.name, "ok");
+    KVS_CHECK_NEAR(info.peak_gbps, 3, 0);
+    char path[512];
+    kvs_fixture_path(path, sizeof path, "../fuzz/corpus/devices/regress-empty-name.txt");
+    size_t n;
+    char *text = kvs_read_all(path, &n);
+    char *nl = memchr(text, '\n', n);
+    KVS_REQUIRE(nl);
+    *nl = 0;
+    KVS_CHECK(kvs_device_lookup_in(nl + 1, n - (size_t)(nl + 1 - text), "t", text, &lg, &info, &found) ==
+              KVS_STATUS_OK);
+    KVS_CHECK(!found || info.name[0]);
+    free(text);
+}
+
 int main(int argc, char **argv)
 {
     static const struct kvs_test tests[] = {
@@ -459,6 +489,7 @@ int main(int argc, char **argv)
         {"header_numbers", test_header_numbers},
         {"huge_dims", test_huge_dims},
         {"gzip_corrupt_after_data", test_gzip_corrupt_after_data},
+        {"device_entry_without_name", test_device_entry_without_name},
         {0},
     };
     return kvs_test_main(argc, argv, tests);

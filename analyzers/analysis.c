@@ -473,6 +473,13 @@ enum kvs_status kvs_analyze_input(const struct kvs_analyze_input *in,
     if ((st = kvs_findings_build(&c, &findings, &nfind)) != KVS_STATUS_OK)
         goto done;
     st = build_result(&c, path, out);
+    if (st == KVS_STATUS_OK && ((struct kvs_analysis_impl *)*out)->arena.failed) {
+        /* a string or table of the result could not be allocated: the stages
+         * carry on past a NULL from the arena, the analysis does not */
+        kvs_analysis_free(*out);
+        *out = NULL;
+        st = KVS_STATUS_NO_MEMORY;
+    }
     if (st == KVS_STATUS_OK) {
         (*out)->findings = findings;
         (*out)->nfinding = nfind;

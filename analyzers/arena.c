@@ -12,14 +12,18 @@ void *kvs_arena_alloc(struct kvs_arena *a, size_t size)
     if (a->n == a->cap) {
         size_t nc = a->cap ? a->cap * 2 : 64;
         void **b = realloc(a->blocks, nc * sizeof *b);
-        if (!b)
+        if (!b) {
+            a->failed = true;
             return NULL;
+        }
         a->blocks = b;
         a->cap = nc;
     }
     void *p = calloc(1, size ? size : 1);
     if (p)
         a->blocks[a->n++] = p;
+    else
+        a->failed = true;
     return p;
 }
 
@@ -40,8 +44,10 @@ char *kvs_arena_printf(struct kvs_arena *a, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    if (n < 0)
+    if (n < 0) {
+        a->failed = true;
         return NULL;
+    }
     char *p = kvs_arena_alloc(a, (size_t)n + 1);
     if (!p)
         return NULL;

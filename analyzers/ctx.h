@@ -22,6 +22,7 @@
 struct kvs_arena {
     void **blocks;
     size_t n, cap;
+    bool failed;  /* an allocation returned NULL: the analysis fails with NO_MEMORY at its end */
 };
 void *kvs_arena_alloc(struct kvs_arena *a, size_t size);     /* zeroed; NULL on no memory */
 char *kvs_arena_strdup(struct kvs_arena *a, const char *s);

@@ -74,7 +74,8 @@ static bool shape_of(struct kvs_reader *r, const struct kvs_ev *e, uint32_t *id)
     return *id != KVS_INTERN_NONE || oom(r);
 }
 
-static bool is_step_op(struct kvs_reader *r, uint32_t name)
+/* 1: a step name, 0: not, -1: out of memory */
+static int is_step_op(struct kvs_reader *r, uint32_t name)
 {
     if (name >= r->step_name_cap) {
         size_t nc = r->step_name_cap ? r->step_name_cap : 1024;
@@ -82,7 +83,7 @@ static bool is_step_op(struct kvs_reader *r, uint32_t name)
             nc *= 2;
         uint8_t *p = realloc(r->step_name, nc);
         if (!p)
-            return false;
+            return -1;
         memset(p + r->step_name_cap, 0, nc - r->step_name_cap);
         r->step_name = p;
         r->step_name_cap = nc;
@@ -138,7 +139,10 @@ static bool emit(struct kvs_reader *r, const struct kvs_dec_event *d)
         t->n_ops++;
         if (KVS_VEC_PUSH(t->ops, t->nops, t->ops_cap, o) < 0)
             return oom(r);
-        if (is_step_op(r, d->name)) {
+        int step = is_step_op(r, d->name);
+        if (step < 0)
+            return oom(r);
+        if (step) {
             struct kvs_range_rec g = {d->ts, d->dur, d->name, d->thread};
             if (KVS_VEC_PUSH(t->ranges, t->nranges, t->ranges_cap, g) < 0)
                 return oom(r);

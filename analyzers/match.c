@@ -170,6 +170,7 @@ static bool has_near_sibling(const struct kvs_ctx *c, const struct kvs_group_acc
     return false;
 }
 
+/* layer ranges per step (or distinct layer names); -1 when memory ran out */
 static int count_layers(struct kvs_ctx *c)
 {
     const struct kvs_trace_data *t = &c->t;
@@ -181,7 +182,7 @@ static int count_layers(struct kvs_ctx *c)
     uint8_t *verdict = calloc(nstr ? nstr : 1, 1);
     if (!verdict) {
         regfree(&re);
-        return 0;
+        return -1;
     }
     size_t hits = 0, distinct = 0;
     for (size_t i = 0; i < t->nranges; i++) {
@@ -370,6 +371,8 @@ enum kvs_status kvs_match_groups(struct kvs_ctx *c)
     c->layers_inferred = false;
     if (!c->layers) {
         c->layers = count_layers(c);
+        if (c->layers < 0)
+            return KVS_STATUS_NO_MEMORY;
         c->layers_inferred = c->layers > 0;
     }
     struct token_dim *td = NULL;

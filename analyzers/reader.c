@@ -46,10 +46,11 @@ void kvs_trace_data_free(struct kvs_trace_data *t)
 // ----------------------------------------------------------------------------
 // header fields
 
-static void read_device_properties(struct kvs_trace_data *t, const cJSON *arr)
+/* false when memory ran out */
+static bool read_device_properties(struct kvs_trace_data *t, const cJSON *arr)
 {
     if (!cJSON_IsArray(arr))
-        return;
+        return true;
     int idx = 0;
     const cJSON *d;
     cJSON_ArrayForEach(d, arr)
@@ -65,7 +66,10 @@ static void read_device_properties(struct kvs_trace_data *t, const cJSON *arr)
         if (t->device_names[i])
             continue;
         t->device_names[i] = strdup(name->valuestring);
+        if (!t->device_names[i])
+            return false;
     }
+    return true;
 }
 
 static void read_distributed_info(struct kvs_trace_data *t, const cJSON *o)
@@ -116,14 +120,15 @@ static bool header_value(struct kvs_reader *r, const char *key)
     cJSON *v = cJSON_ParseWithLength(text, len);
     if (!v)
         return true; /* the scanner validated it: cJSON ran out of memory; not fatal */
+    bool ok = true;
     if (!strcmp(key, "deviceProperties"))
-        read_device_properties(r->t, v);
+        ok = read_device_properties(r->t, v);
     else if (!strcmp(key, "distributedInfo"))
         read_distributed_info(r->t, v);
     else if (!strcmp(key, "kvscope"))
         read_kvscope_meta(r->t, v);
     cJSON_Delete(v);
-    return true;
+    return ok || kvs_scan_fail(s, KVS_STATUS_NO_MEMORY, "out of memory keeping device names");
 }
 
 static bool parse_document(struct kvs_reader *r)

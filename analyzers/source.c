@@ -70,11 +70,28 @@ static enum kvs_status raw_read(struct kvs_source *s, void *buf, size_t cap, siz
     return KVS_STATUS_OK;
 }
 
+/* zlib allocates through these (not its own defaults) so that every
+ * allocation of a read goes through this library's malloc: the
+ * failing-allocator test (tests/test_alloc_fail.c) then reaches zlib's too. */
+static voidpf zalloc_fn(voidpf opaque, uInt items, uInt size)
+{
+    (void)opaque;
+    return calloc(items, size);
+}
+
+static void zfree_fn(voidpf opaque, voidpf p)
+{
+    (void)opaque;
+    free(p);
+}
+
 static enum kvs_status start_gzip(struct kvs_source *s)
 {
     s->in = malloc(KVS_SOURCE_INBUF);
     if (!s->in)
         return KVS_STATUS_NO_MEMORY;
+    s->zs.zalloc = zalloc_fn;
+    s->zs.zfree = zfree_fn;
     /* 16 + MAX_WBITS: gzip wrapper only */
     int r = inflateInit2(&s->zs, 16 + MAX_WBITS);
     if (r != Z_OK) {
@@ -216,6 +233,8 @@ static enum kvs_status gz_read(struct kvs_source *s, char *buf, size_t cap, size
         }
         if (r == Z_BUF_ERROR && s->zs.avail_in == 0)
             continue;
+        if (r == Z_MEM_ERROR) /* inflate allocates its window on first use */
+            return KVS_STATUS_NO_MEMORY;
         if (r != Z_OK) {
             kvs_log(s->log, KVS_LOG_ERROR, "%s: corrupt gzip data near compressed byte %llu: %s",
                     s->path, (unsigned long long)(s->consumed - s->zs.avail_in),

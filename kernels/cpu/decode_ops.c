@@ -1,8 +1,9 @@
 /* kernels/cpu/decode_ops.c — reference versions of the small ops of a GLM-5
- * decode step: RMSNorm, interleaved RoPE, SwiGLU, residual add, embedding,
- * argmax and the BF16 linear layer. Float arithmetic, one rounding to BF16 at
- * the end of each output element (RoPE angles in double: positions reach
- * 10^5 and a float angle would be off by ~10^-2 rad there).
+ * decode step: RMSNorm (alone and after the residual add), interleaved RoPE,
+ * SwiGLU, residual add, embedding, argmax and the BF16 linear layer. Float
+ * arithmetic, one rounding to BF16 at the end of each output element (RoPE
+ * angles in double: positions reach 10^5 and a float angle would be off by
+ * ~10^-2 rad there).
  *
  *   meson test -C build test_kernels_ref
  */
@@ -26,6 +27,13 @@ void kvs_cpu_rmsnorm(const kvs_bf16 *x, const kvs_bf16 *w, kvs_bf16 *y, int toke
         for (int i = 0; i < dim; i++)
             y[(size_t)t * dim + i] = BF(F(xr[i]) * inv * F(w[i]));
     }
+}
+
+void kvs_cpu_add_rmsnorm(kvs_bf16 *x, const kvs_bf16 *r, const kvs_bf16 *w, kvs_bf16 *y,
+                         int tokens, int dim, float eps)
+{
+    kvs_cpu_add(x, r, (size_t)tokens * (size_t)dim);
+    kvs_cpu_rmsnorm(x, w, y, tokens, dim, eps);
 }
 
 void kvs_cpu_rope_interleaved(kvs_bf16 *x, const int32_t *pos, int tokens, int heads, int stride,

@@ -7,9 +7,10 @@
  *   generic  one element per thread, through float (kvs_conv_fp8_to_float,
  *            kvs_conv_float_to_bf16): the shape of a framework's generic
  *            elementwise casting copy. No artificial slow-down.
- *   vector   packed exact conversion (kvs_cvt4_fp8_bf16), grid of one full
- *            wave, grid-stride; its load/store shapes are the configurations
- *            of cast_cfg.h (KVS_CAST_CFG_VECTOR is the one it uses).
+ *   vector   packed exact conversion (kvs_cvt4_fp8_bf16); its load/store
+ *            shapes and grids are the configurations of cast_cfg.h, and
+ *            KVS_CAST_CFG_VECTOR (vec8x4g: 8 codes a lane, 4 in flight, a
+ *            grid covering the buffer) is the one it uses.
  *   gather   8 codes per thread and step from each gathered row, 16-byte
  *            stores contiguous across the warp.
  * Pointers not aligned for the vector shapes (or rows not a multiple of 8
@@ -101,6 +102,50 @@ cast_vec8_kernel(const uint2 *__restrict__ src, uint4 *__restrict__ dst, size_t 
     cast_tail(tail_src, tail_dst, tail);
 }
 
+/* cfg 5: warp step s covers codes 512 s .. 512 s + 511; lane l loads codes
+ * 16 l .. 16 l + 15 of it, and its k-th store (k = 0, 1) writes codes
+ * 256 k + 8 l .. + 7, which lane 16 k + l / 2 holds (its words 0-1 when l is
+ * even, 2-3 when odd). U steps in flight; whole warps only (the shuffles),
+ * the last n % 512 codes by block 0. */
+template <int U>
+__global__ void __launch_bounds__(kThreads)
+cast_vec16sh_kernel(const uint4 *__restrict__ src, uint4 *__restrict__ dst, size_t steps,
+                    const uint8_t *__restrict__ tail_src, uint16_t *__restrict__ tail_dst, int tail)
+{
+    const int lane = threadIdx.x & 31;
+    const size_t warps = (size_t)gridDim.x * (kThreads / 32);
+    const size_t warp = (size_t)blockIdx.x * (kThreads / 32) + (threadIdx.x >> 5);
+    for (size_t s0 = warp; s0 < steps; s0 += warps * U) {
+        uint4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            if (s0 + u * warps < steps)
+                v[u] = __ldg(src + (s0 + u * warps) * 32 + lane);
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const size_t s = s0 + u * warps;
+            if (s >= steps) /* uniform across the warp */
+                continue;
+#pragma unroll
+            for (int k = 0; k < 2; k++) {
+                const int from = 16 * k + (lane >> 1);
+                uint32_t a0 = __shfl_sync(0xffffffffu, v[u].x, from);
+                uint32_t a1 = __shfl_sync(0xffffffffu, v[u].y, from);
+                uint32_t a2 = __shfl_sync(0xffffffffu, v[u].z, from);
+                uint32_t a3 = __shfl_sync(0xffffffffu, v[u].w, from);
+                uint32_t w0 = lane & 1 ? a2 : a0, w1 = lane & 1 ? a3 : a1;
+                uint4 o;
+                kvs_cvt4_fp8_bf16(w0, o.x, o.y);
+                kvs_cvt4_fp8_bf16(w1, o.z, o.w);
+                dst[s * 64 + 32 * k + lane] = o;
+            }
+        }
+    }
+    if (blockIdx.x == 0)
+        for (int i = threadIdx.x; i < tail; i += kThreads)
+            tail_dst[i] = kvs_conv_fp8_to_bf16(tail_src[i]);
+}
+
 /* chunk c (8 codes) is part j of token slot c / cpr (cpr = row / 8) */
 __global__ void __launch_bounds__(kThreads)
 gather_cast_kernel(const uint8_t *__restrict__ pool, uint32_t cpr,
@@ -165,11 +210,12 @@ enum kvs_status launch_generic(const kvs_fp8 *src, kvs_bf16 *dst, size_t n, cuda
 }
 
 template <int U, bool STREAM>
-void launch_vec8(const kvs_fp8 *src, kvs_bf16 *dst, size_t n, cudaStream_t s)
+void launch_vec8(const kvs_fp8 *src, kvs_bf16 *dst, size_t n, cudaStream_t s, bool full = false)
 {
     size_t chunks = n / 8;
-    unsigned blocks =
-        wave(cast_vec8_kernel<U, STREAM>, (chunks + kThreads * U - 1) / (kThreads * U));
+    size_t need = (chunks + kThreads * U - 1) / (kThreads * U);
+    unsigned blocks = full && need <= 0x7fffffffu ? (unsigned)(need ? need : 1)
+                                                  : wave(cast_vec8_kernel<U, STREAM>, need);
     cast_vec8_kernel<U, STREAM><<<blocks, kThreads, 0, s>>>(
         (const uint2 *)src, (uint4 *)dst, chunks, src + chunks * 8, dst + chunks * 8,
         (int)(n % 8));
@@ -179,7 +225,8 @@ void launch_vec8(const kvs_fp8 *src, kvs_bf16 *dst, size_t n, cudaStream_t s)
 
 extern "C" const char *kvs_cast_cfg_name(int cfg)
 {
-    static const char *const names[KVS_CAST_CFGS] = {"vec16x2", "vec8x4", "vec8x4cs", "vec8x8"};
+    static const char *const names[KVS_CAST_CFGS] = {"vec16x2", "vec8x4",  "vec8x4cs",
+                                                     "vec8x8",  "vec8x4g", "vec16sh"};
     return cfg >= 0 && cfg < KVS_CAST_CFGS ? names[cfg] : "unknown";
 }
 
@@ -191,7 +238,7 @@ extern "C" enum kvs_status kvs_cuda_cast_fp8_to_bf16_cfg(int cfg, const kvs_fp8 
     if (!src || !dst || cfg < 0 || cfg >= KVS_CAST_CFGS)
         return KVS_STATUS_INVALID_ARGUMENT;
     cudaStream_t s = kvs_stream(stream);
-    unsigned need = cfg == 0 ? 16u : 8u;
+    unsigned need = cfg == 0 || cfg == 5 ? 16u : 8u;
     if (!aligned(src, need) || !aligned(dst, 16))
         return launch_generic(src, dst, n, s);
     switch (cfg) {
@@ -205,7 +252,17 @@ extern "C" enum kvs_status kvs_cuda_cast_fp8_to_bf16_cfg(int cfg, const kvs_fp8 
     }
     case 1: launch_vec8<4, false>(src, dst, n, s); break;
     case 2: launch_vec8<4, true>(src, dst, n, s); break;
-    default: launch_vec8<8, false>(src, dst, n, s); break;
+    case 3: launch_vec8<8, false>(src, dst, n, s); break;
+    case 4: launch_vec8<4, false>(src, dst, n, s, true); break;
+    default: {
+        size_t steps = n / 512;
+        unsigned blocks = wave(cast_vec16sh_kernel<2>,
+                               (steps + 2 * (kThreads / 32) - 1) / (2 * (kThreads / 32)));
+        cast_vec16sh_kernel<2><<<blocks, kThreads, 0, s>>>(
+            (const uint4 *)src, (uint4 *)dst, steps, src + steps * 512, dst + steps * 512,
+            (int)(n % 512));
+        break;
+    }
     }
     KVS_LAUNCH_CHECK();
     return KVS_STATUS_OK;

@@ -10,6 +10,11 @@
  *
  * The handle owns a fixed 32 MiB workspace (cublasSetWorkspace), so cuBLAS
  * allocates nothing while a CUDA graph is being captured.
+ *
+ * One row (m <= KVS_GEMV_AUTO_MAX_M) over weights up to
+ * KVS_GEMV_AUTO_MAX_BYTES goes to the GEMV kernel (gemv.cu) instead: there
+ * cuBLAS runs split-K plus a reduction kernel and the GEMV measured 1.4-2.7x
+ * faster on the H200 (kvs_gemm_set_mode overrides).
  */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -23,9 +28,29 @@
 struct kvs_gemm {
     cublasHandle_t handle;
     void *workspace;
+    void *stream;
+    enum kvs_gemm_mode mode;
     struct kvs_logger lg;
     const struct kvs_logger *lgp;
 };
+
+void kvs_gemm_set_mode(struct kvs_gemm *g, enum kvs_gemm_mode mode)
+{
+    if (g)
+        g->mode = mode;
+}
+
+/* The GEMV kernel for this call? (Only where it is supported.) */
+static int use_gemv(const struct kvs_gemm *g, const kvs_bf16 *x, int64_t ldx, int m, int k,
+                    const struct kvs_gemv_out *o, int batch, int64_t stride_x, int64_t stride_w)
+{
+    if (g->mode == KVS_GEMM_CUBLAS ||
+        !kvs_cuda_gemv_supported(x, ldx, m, k, o, 1, batch, stride_x, stride_w))
+        return 0;
+    uint64_t bytes = (uint64_t)o->n * (uint64_t)k * 2u * (uint64_t)batch;
+    return g->mode == KVS_GEMM_GEMV ||
+           (m <= KVS_GEMV_AUTO_MAX_M && bytes <= KVS_GEMV_AUTO_MAX_BYTES);
+}
 
 enum kvs_status kvs_gemm_init(struct kvs_gemm **out, void *stream, const struct kvs_logger *lg)
 {
@@ -35,6 +60,8 @@ enum kvs_status kvs_gemm_init(struct kvs_gemm **out, void *stream, const struct 
     struct kvs_gemm *g = calloc(1, sizeof *g);
     if (!g)
         return KVS_STATUS_NO_MEMORY;
+    g->stream = stream;
+    g->mode = KVS_GEMM_AUTO;
     if (lg) {
         g->lg = *lg;
         g->lgp = &g->lg;
@@ -73,6 +100,9 @@ enum kvs_status kvs_gemm_linear_bf16(struct kvs_gemm *g, const kvs_bf16 *x, cons
         return KVS_STATUS_INVALID_ARGUMENT;
     if (m == 0 || n == 0)
         return KVS_STATUS_OK;
+    struct kvs_gemv_out o = {w, y, n, n};
+    if (use_gemv(g, x, k, m, k, &o, 1, 0, 0))
+        return kvs_cuda_gemv_bf16(x, k, m, k, &o, 1, 0, 1, 0, 0, 0, g->stream);
     const float one = 1.0f, zero = 0.0f;
     KVS_CUBLAS_TRY(g->lgp, cublasGemmEx(g->handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, w,
                                         CUDA_R_16BF, k, x, CUDA_R_16BF, k, &zero, y, CUDA_R_16BF,
@@ -91,6 +121,10 @@ enum kvs_status kvs_gemm_linear_batched_bf16(struct kvs_gemm *g, const kvs_bf16 
         return KVS_STATUS_OK;
     if (!x || !w || !y)
         return KVS_STATUS_INVALID_ARGUMENT;
+    struct kvs_gemv_out o = {w, y, n, ldy};
+    if (use_gemv(g, x, ldx, m, k, &o, batch, stride_x, stride_w))
+        return kvs_cuda_gemv_bf16(x, ldx, m, k, &o, 1, 0, batch, stride_x, stride_w, stride_y,
+                                  g->stream);
     const float one = 1.0f, zero = 0.0f;
     KVS_CUBLAS_TRY(g->lgp,
                    cublasGemmStridedBatchedEx(g->handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one,

@@ -24,8 +24,12 @@ namespace {
 
 __global__ void __launch_bounds__(256)
 combine_kernel(const float *__restrict__ opart, const float *__restrict__ lsepart, int heads,
-               int hgroups, int splits, uint16_t *__restrict__ out, float *__restrict__ lse)
+               int hgroups, int splits, uint16_t *__restrict__ out, float *__restrict__ lse,
+               unsigned long long *prof)
 {
+    const size_t pb = 2 * ((size_t)blockIdx.y * gridDim.x + blockIdx.x);
+    if (prof && threadIdx.x == 0)
+        prof[pb] = globaltimer();
     __shared__ float wgt[kMaxSplits];
     __shared__ float red[8];
     __shared__ float4 part[8][32];
@@ -104,6 +108,8 @@ combine_kernel(const float *__restrict__ opart, const float *__restrict__ lsepar
         *(uint2 *)(out + ((size_t)b * heads + hh) * 512 + d) = pk;
         if (blockIdx.y == 0 && lane == 0 && lse)
             lse[(size_t)b * heads + hh] = sum > 0.f ? (mx + log2f(sum)) * kLn2 : -INFINITY;
+        if (prof && lane == 0)
+            prof[pb + 1] = globaltimer();
     }
 }
 
@@ -113,8 +119,11 @@ constexpr int kFewSplits = 16;
 
 __global__ void __launch_bounds__(128)
 combine_few_kernel(const float *__restrict__ opart, const float *__restrict__ lsepart, int heads,
-                   int hgroups, int splits, uint16_t *__restrict__ out, float *__restrict__ lse)
+                   int hgroups, int splits, uint16_t *__restrict__ out, float *__restrict__ lse,
+                   unsigned long long *prof)
 {
+    if (prof && threadIdx.x == 0)
+        prof[2 * blockIdx.x] = globaltimer();
     const int bh = blockIdx.x, b = bh / heads, hh = bh - b * heads, hg = hh / 64, h = hh % 64;
     const size_t base = (size_t)(b * hgroups + hg) * splits;
     float l[kFewSplits];
@@ -143,6 +152,8 @@ combine_few_kernel(const float *__restrict__ opart, const float *__restrict__ ls
         make_uint2(*(const uint32_t *)&lo, *(const uint32_t *)&hi);
     if (threadIdx.x == 0 && lse)
         lse[(size_t)b * heads + hh] = sum > 0.f ? (mx + log2f(sum)) * kLn2 : -INFINITY;
+    if (prof && threadIdx.x == 0)
+        prof[2 * blockIdx.x + 1] = globaltimer();
 }
 
 } // namespace
@@ -172,12 +183,12 @@ cudaError_t launch_combine(const Params &p, int batch, cudaStream_t s)
 {
     if (p.splits <= kFewSplits) {
         combine_few_kernel<<<(unsigned)(batch * p.heads), 128, 0, s>>>(
-            p.opart, p.lsepart, p.heads, p.hgroups, p.splits, p.out, p.lse);
+            p.opart, p.lsepart, p.heads, p.hgroups, p.splits, p.out, p.lse, p.prof);
         return cudaGetLastError();
     }
     dim3 grid((unsigned)(batch * p.heads), 4);
     combine_kernel<<<grid, 256, 0, s>>>(p.opart, p.lsepart, p.heads, p.hgroups, p.splits, p.out,
-                                        p.lse);
+                                        p.lse, p.prof);
     return cudaGetLastError();
 }
 

@@ -311,6 +311,11 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const MlaParams
     const bool direct = p.splits == 1;
     const size_t part = ((size_t)(b * p.hgroups + hg) * p.splits + split) * 64;
 
+    const size_t pblk = ((size_t)hg * gridDim.y + b) * gridDim.x + split;
+    if (p.prof && tid == 0) {
+        p.prof[kvs_mla::kProfDecode * pblk] = kvs_mla::globaltimer();
+        p.prof[kvs_mla::kProfDecode * pblk + 2] = clock64();
+    }
     if (t_begin >= t_end) { /* nothing here: an empty sequence, or a split past its end */
         if (!direct) {
             if (tid < 64)
@@ -324,6 +329,13 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const MlaParams
         }
         if (tid < 64 && hg * 64 + tid < p.heads && p.lse)
             p.lse[(size_t)b * p.heads + hg * 64 + tid] = -INFINITY;
+        if (p.prof && tid == 0) {
+            unsigned long long c = clock64();
+            p.prof[kvs_mla::kProfDecode * pblk + 3] = c;
+            p.prof[kvs_mla::kProfDecode * pblk + 4] = c;
+            p.prof[kvs_mla::kProfDecode * pblk + 5] = c;
+            p.prof[kvs_mla::kProfDecode * pblk + 1] = kvs_mla::globaltimer();
+        }
         return;
     }
 
@@ -337,11 +349,13 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const MlaParams
     float *red_l = (float *)(smem + C::OFF_L);
     float *sm_m = (float *)(smem + C::OFF_M), *sm_alpha = sm_m + 64;
 
+    /* the first tile's copies go out before Q is staged: its DRAM trip (and
+     * the token-list load before it) overlaps Q's, instead of following it */
+    load_tile<FP8>(p, stage_a, seq0, t_begin, t_end);
     if (FP8)
         load_q_fp8(p, sq, b, hg);
     else
         load_q_bf16(p, sqa, b, hg);
-    load_tile<FP8>(p, stage_a, seq0, t_begin, t_end);
     kvs_cp_async_commit();
 
     const int ntiles = (t_end - t_begin + C::NT - 1) / C::NT;
@@ -365,6 +379,8 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const MlaParams
         const int tile_start = t_begin + tile * C::NT;
         kvs_cp_async_wait_all();
         __syncthreads(); /* tile in place; every warp is past the previous tile */
+        if (p.prof && tile == 0 && tid == 0)
+            p.prof[kvs_mla::kProfDecode * pblk + 3] = clock64();
         if (tile + 1 < ntiles) {
             load_tile<FP8>(p, stage_a + ((tile + 1) & 1) * C::STAGE_BYTES, seq0,
                            tile_start + C::NT, t_end);
@@ -487,6 +503,8 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const MlaParams
         pv_phase<FP8>(o, st, spa, w, lane);
     }
 
+    if (p.prof && tid == 0)
+        p.prof[kvs_mla::kProfDecode * pblk + 4] = clock64();
     /* sums: over the 8 row-lanes, then over the token groups */
 #pragma unroll
     for (int i = 0; i < C::NTW; i++)
@@ -552,6 +570,13 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const MlaParams
                     p.lse[(size_t)b * p.heads + hh] = lse2 * kLn2;
             }
         }
+    if (p.prof) {
+        __syncthreads();
+        if (tid == 0) {
+            p.prof[kvs_mla::kProfDecode * pblk + 5] = clock64();
+            p.prof[kvs_mla::kProfDecode * pblk + 1] = kvs_mla::globaltimer();
+        }
+    }
 }
 
 // ----------------------------------------------------------------------------
@@ -580,9 +605,11 @@ extern "C" size_t kvs_cuda_mla_decode_workspace(int batch, int heads, int max_ct
     return a > b ? a : b;
 }
 
-extern "C" enum kvs_status kvs_cuda_mla_decode(const struct kvs_mla_args *a, int max_ctx,
-                                               void *workspace, size_t workspace_bytes,
-                                               void *stream)
+namespace kvs_mla {
+
+enum kvs_status decode(const struct kvs_mla_args *a, int max_ctx, void *workspace,
+                       size_t workspace_bytes, unsigned long long *prof, Plan *plan_out,
+                       cudaStream_t s)
 {
     if (!a || a->batch <= 0 || a->heads <= 0 || a->batch > 65535 || max_ctx < 0 || !a->q_latent ||
         !a->q_rope || !a->kv || !a->seq_start || !a->out ||
@@ -593,9 +620,11 @@ extern "C" enum kvs_status kvs_cuda_mla_decode(const struct kvs_mla_args *a, int
         ((uintptr_t)a->out & 7u))
         return KVS_STATUS_INVALID_ARGUMENT;
     const bool fp8 = a->kv_dtype == KVS_KV_FP8;
-    kvs_mla::Plan pl = kvs_mla::plan(a->batch, a->heads, max_ctx, fp8 ? Cfg<true>::NT : Cfg<false>::NT,
+    Plan pl = plan(a->batch, a->heads, max_ctx, fp8 ? Cfg<true>::NT : Cfg<false>::NT,
                    kvs_sm_count());
-    size_t need = kvs_mla::partials_bytes(a->batch, pl);
+    if (plan_out)
+        *plan_out = pl;
+    size_t need = partials_bytes(a->batch, pl);
     if (need > 0 && (!workspace || workspace_bytes < need || ((uintptr_t)workspace & 15u)))
         return KVS_STATUS_INVALID_ARGUMENT;
 
@@ -614,10 +643,23 @@ extern "C" enum kvs_status kvs_cuda_mla_decode(const struct kvs_mla_args *a, int
     p.lse = a->lse;
     p.opart = (float *)workspace;
     p.lsepart = need > 0 ? p.opart + (size_t)a->batch * pl.hgroups * pl.splits * 64 * 512 : nullptr;
+    p.prof = prof;
 
-    cudaStream_t s = kvs_stream(stream);
     KVS_CUDA_TRY(NULL, fp8 ? launch<true>(p, pl, a->batch, s) : launch<false>(p, pl, a->batch, s));
-    if (pl.splits > 1)
-        KVS_CUDA_TRY(NULL, kvs_mla::launch_combine(p, a->batch, s));
+    if (pl.splits > 1) {
+        if (prof)
+            p.prof = prof + (size_t)kProfDecode * pl.splits * a->batch * pl.hgroups;
+        KVS_CUDA_TRY(NULL, launch_combine(p, a->batch, s));
+    }
     return KVS_STATUS_OK;
+}
+
+} // namespace kvs_mla
+
+extern "C" enum kvs_status kvs_cuda_mla_decode(const struct kvs_mla_args *a, int max_ctx,
+                                               void *workspace, size_t workspace_bytes,
+                                               void *stream)
+{
+    return kvs_mla::decode(a, max_ctx, workspace, workspace_bytes, nullptr, nullptr,
+                           kvs_stream(stream));
 }

@@ -2,7 +2,8 @@
  * and its split planning and combine (mla_combine.cu) share. Private.
  *
  * defines: kvs_mla::Params, kvs_mla::Plan, kvs_mla::plan, kvs_mla::partials_bytes,
- *          kvs_mla::launch_combine, kvs_mla::kMaxSplits
+ *          kvs_mla::launch_combine, kvs_mla::kMaxSplits, kvs_mla::decode,
+ *          kvs_mla::kProf*
  */
 #ifndef KVSCOPE_MLA_IMPL_CUH
 #define KVSCOPE_MLA_IMPL_CUH
@@ -10,6 +11,8 @@
 #include <cuda_runtime.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "kvscope/kernels.h"
 
 namespace kvs_mla {
 
@@ -29,7 +32,22 @@ struct Params {
     uint16_t *out;
     float *lse;
     float *opart, *lsepart; /* splits > 1 */
+    unsigned long long *prof; /* phase stamps for the bench, or null (see decode) */
 };
+
+/* Phase stamps (bench only): decode block i (x fastest, then y, z) writes
+ * kProfDecode words at prof[kProfDecode * i]: globaltimer at its start and
+ * end (ns), clock64 at its start, when Q and its first tile were in shared
+ * memory, after its last tile, and at its end; combine block j writes
+ * globaltimer at its start and end at prof[kProfDecode * decode blocks +
+ * 2 j]. */
+constexpr int kProfDecode = 6;
+__device__ __forceinline__ unsigned long long globaltimer()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
 
 struct Plan {
     int hgroups, splits, tiles_per_split;
@@ -41,6 +59,11 @@ Plan plan(int batch, int heads, int max_ctx, int nt, int sms);
 /* Workspace for the partials (0 when there is one split). */
 size_t partials_bytes(int batch, const Plan &pl);
 cudaError_t launch_combine(const Params &p, int batch, cudaStream_t s);
+/* kvs_cuda_mla_decode with phase stamps into prof (null: none); *plan_out,
+ * if given, receives the plan it ran. */
+enum kvs_status decode(const struct kvs_mla_args *a, int max_ctx, void *workspace,
+                       size_t workspace_bytes, unsigned long long *prof, Plan *plan_out,
+                       cudaStream_t s);
 
 } // namespace kvs_mla
 

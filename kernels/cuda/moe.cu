@@ -3,8 +3,13 @@
  * with these can be captured in a CUDA graph). References:
  * kernels/cpu/moe.c; tests: kernels/tests/gpu/test_kernels_ops.c.
  *
- * variants: one each.
- *   route    one warp per token; top-k by repeated warp arg-max over s + bias
+ * variants:
+ *   route    one warp per token. experts <= 256 (GLM-5: 256): each lane keeps
+ *            its 8 experts' keys (s + bias, packed with the index into one
+ *            ordered 64-bit word) and scores in registers; each of the top-k
+ *            rounds is a warp max of those words (5 shuffle steps), the
+ *            winner's lane drops it, and lane j keeps choice j. More experts:
+ *            keys in shared memory, repeated warp arg-max.
  *   experts  two GEMV-style kernels, memory-bound on the expert weights:
  *            (1) per (token, k) pair and 8 rows of gate/up: h = swiglu, BF16
  *                into the workspace; (2) per token and 8 output rows: the
@@ -79,6 +84,83 @@ __global__ void route_kernel(const float *__restrict__ logits, const float *__re
                 v /= sum + 1e-20f;
             weights[(size_t)t * topk + j] = v * scale;
         }
+}
+
+/* float -> uint32 with the order of the floats (-0 and +0 made equal by the
+ * caller); NaN is never passed. */
+__device__ __forceinline__ uint32_t ordered(float f)
+{
+    uint32_t u = __float_as_uint(f);
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+constexpr int kRouteLane = 8; /* experts per lane: up to 256 */
+
+/* Key word of expert e: ordered(key) above, ~e below, so the larger word is
+ * the larger key and, on equal keys, the lower index (the reference's order).
+ * 0 = not available (taken, past the end, or a NaN key). */
+__global__ void __launch_bounds__(128)
+route_warp_kernel(const float *__restrict__ logits, const float *__restrict__ bias, int tokens,
+                  int experts, int topk, int norm, float scale, int32_t *__restrict__ ids,
+                  float *__restrict__ weights)
+{
+    const int lane = threadIdx.x & 31, t = blockIdx.x * 4 + (threadIdx.x >> 5);
+    if (t >= tokens)
+        return;
+    const float *l = logits + (size_t)t * experts;
+    float lg[kRouteLane], bs[kRouteLane];
+#pragma unroll
+    for (int j = 0; j < kRouteLane; j++) {
+        const int e = lane + 32 * j;
+        lg[j] = e < experts ? l[e] : 0.f;
+        bs[j] = e < experts && bias ? bias[e] : 0.f;
+    }
+    float sc[kRouteLane];
+    unsigned long long key[kRouteLane];
+#pragma unroll
+    for (int j = 0; j < kRouteLane; j++) {
+        const int e = lane + 32 * j;
+        sc[j] = 1.0f / (1.0f + expf(-lg[j]));
+        const float k = sc[j] + bs[j] + 0.0f; /* + 0: -0 becomes +0 */
+        key[j] = e < experts && !isnan(k)
+                     ? (unsigned long long)ordered(k) << 32 | (uint32_t)~(uint32_t)e
+                     : 0ull;
+    }
+    float sum = 0.f, my_w = 0.f;
+    int my_id = 0;
+    for (int j = 0; j < topk; j++) {
+        unsigned long long best = key[0];
+#pragma unroll
+        for (int q = 1; q < kRouteLane; q++)
+            best = key[q] > best ? key[q] : best;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            unsigned long long other = __shfl_xor_sync(0xffffffffu, best, o);
+            best = other > best ? other : best;
+        }
+        /* no expert left (NaN logits only): expert 0, as the other kernel */
+        const int e = best ? (int)~(uint32_t)best : 0;
+        /* the owner finds the winner by its word (it holds the index), so no
+         * register array is indexed at run time */
+        float s = 0.f;
+#pragma unroll
+        for (int q = 0; q < kRouteLane; q++)
+            if (best && key[q] == best) {
+                s = sc[q];
+                key[q] = 0ull;
+            }
+        s = best ? __shfl_sync(0xffffffffu, s, e & 31) : 1.0f / (1.0f + expf(-l[0]));
+        sum += s;
+        if (lane == j)
+            my_w = s, my_id = e;
+    }
+    if (lane < topk) {
+        float v = my_w;
+        if (norm)
+            v /= sum + 1e-20f;
+        ids[(size_t)t * topk + lane] = my_id;
+        weights[(size_t)t * topk + lane] = v * scale;
+    }
 }
 
 // ----------------------------------------------------------------------------
@@ -169,8 +251,12 @@ extern "C" enum kvs_status kvs_cuda_moe_route(const float *logits, const float *
     if (!logits || !ids || !weights || tokens < 0 || experts <= 0 || experts > kMaxExperts ||
         topk <= 0 || topk > experts || topk > kMaxTopk)
         return KVS_STATUS_INVALID_ARGUMENT;
-    route_kernel<<<(tokens + 3) / 4, 128, 0, kvs_stream(stream)>>>(
-        logits, bias, tokens, experts, topk, norm_topk, routed_scale, ids, weights);
+    if (experts <= 32 * kRouteLane)
+        route_warp_kernel<<<(tokens + 3) / 4, 128, 0, kvs_stream(stream)>>>(
+            logits, bias, tokens, experts, topk, norm_topk, routed_scale, ids, weights);
+    else
+        route_kernel<<<(tokens + 3) / 4, 128, 0, kvs_stream(stream)>>>(
+            logits, bias, tokens, experts, topk, norm_topk, routed_scale, ids, weights);
     KVS_LAUNCH_CHECK();
     return KVS_STATUS_OK;
 }

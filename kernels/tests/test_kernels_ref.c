@@ -156,6 +156,17 @@ static void test_rmsnorm(void)
     KVS_CHECK_NEAR(F(y[3]), -2.0, 2 * 0x1p-8);
     kvs_cpu_rmsnorm(x, w, y, 1, 2, 12.5f); /* eps counts: rms = 5 */
     KVS_CHECK_NEAR(F(y[0]), 0.6, 0.6 * 0x1p-8);
+    /* add + norm: x becomes (3+1, 4-1) = (4, 3), rounded and stored; the norm
+     * is of that: rms = sqrt(12.5) again */
+    kvs_bf16 res[2] = {BF(1), BF(-1)};
+    kvs_cpu_add_rmsnorm(x, res, w, y, 1, 2, 0.0f);
+    KVS_CHECK(F(x[0]) == 4.0f && F(x[1]) == 3.0f && F(x[2]) == 1.0f);
+    KVS_CHECK_NEAR(F(y[0]), 4 / r, 4 / r * 0x1p-8);
+    KVS_CHECK_NEAR(F(y[1]), 6 / r, 6 / r * 0x1p-8);
+    /* the stored sum is rounded to BF16 before the norm sees it */
+    kvs_bf16 big[2] = {BF(256), BF(1)}, one[2] = {BF(1), BF(0)}, wy[2] = {BF(1), BF(1)};
+    kvs_cpu_add_rmsnorm(big, one, wy, y, 1, 2, 0.0f);
+    KVS_CHECK(F(big[0]) == 256.0f); /* 257 is not a BF16 value: ties to even */
 }
 
 static void test_rope(void)

@@ -114,6 +114,11 @@ KVS_API enum kvs_status kvs_cuda_mla_decode(const struct kvs_mla_args *a, int ma
 /* y[t,:] = x[t,:] / sqrt(mean(x[t,:]^2) + eps) * w */
 KVS_API void kvs_cpu_rmsnorm(const kvs_bf16 *x, const kvs_bf16 *w, kvs_bf16 *y, int tokens,
                              int dim, float eps);
+/* The residual add that ends a sublayer fused with the norm that starts the
+ * next: x += r (kvs_cpu_add, rounded to BF16 and stored), then
+ * y = rmsnorm(x) (kvs_cpu_rmsnorm). x, r are [tokens, dim]. */
+KVS_API void kvs_cpu_add_rmsnorm(kvs_bf16 *x, const kvs_bf16 *r, const kvs_bf16 *w, kvs_bf16 *y,
+                                 int tokens, int dim, float eps);
 /* Interleaved RoPE in place on [tokens, heads, dim] starting at `offset`
  * within each head row of `stride` elements: pairs (2i, 2i+1) rotated by
  * pos[t] * theta^(-2i/dim). */
@@ -140,6 +145,9 @@ KVS_API void kvs_cpu_linear(const kvs_bf16 *x, const kvs_bf16 *w, kvs_bf16 *y, i
 
 KVS_API enum kvs_status kvs_cuda_rmsnorm(const kvs_bf16 *x, const kvs_bf16 *w, kvs_bf16 *y,
                                          int tokens, int dim, float eps, void *stream);
+KVS_API enum kvs_status kvs_cuda_add_rmsnorm(kvs_bf16 *x, const kvs_bf16 *r, const kvs_bf16 *w,
+                                             kvs_bf16 *y, int tokens, int dim, float eps,
+                                             void *stream);
 KVS_API enum kvs_status kvs_cuda_rope_interleaved(kvs_bf16 *x, const int32_t *pos, int tokens,
                                                   int heads, int stride, int offset, int dim,
                                                   float theta, void *stream);
@@ -155,11 +163,51 @@ KVS_API enum kvs_status kvs_cuda_moe_route(const float *logits, const float *bia
 KVS_API enum kvs_status kvs_cuda_argmax(const float *logits, int tokens, int vocab, int32_t *ids,
                                         void *stream);
 
+/* GEMV: projections of a few rows (decode batches), memory-bound on the
+ * weights. For every output i, y_i[r, :] = x[r, :] . w_i^T (r < m): several
+ * projections of one input in one launch, each weight read once, float
+ * accumulation, outputs rounded once to BF16 (kvs_cpu_linear) or kept in
+ * float (y_f32 != 0). w_i is row-major [n_i, k]; x rows are ldx elements
+ * apart; y_i rows ldy_i apart. batch > 1 repeats the whole call for
+ * independent problems: problem b reads x + b*stride_x and w_i + b*stride_w
+ * and writes y_i + b*stride_y (strides in elements; the per-head
+ * projections of absorbed MLA).
+ * Needs 1 <= m <= KVS_GEMV_MAX_M, k a multiple of 8, x and every w_i 16-byte
+ * aligned, ldx, stride_x and stride_w multiples of 8 (else
+ * KVS_STATUS_UNSUPPORTED: use kvs_gemm); batch <= 65535. Correct for every
+ * m up to 8, but faster than cuBLAS only at m = 1 (see kvs_gemm_mode). */
+#define KVS_GEMV_MAX_M 8
+#define KVS_GEMV_MAX_OUTS 4
+struct kvs_gemv_out {
+    const kvs_bf16 *w; /* [n, k] */
+    void *y;           /* [m, ldy] of kvs_bf16, or float when y_f32 */
+    int n;
+    int64_t ldy;
+};
+KVS_API int kvs_cuda_gemv_supported(const kvs_bf16 *x, int64_t ldx, int m, int k,
+                                    const struct kvs_gemv_out *outs, int nout, int batch,
+                                    int64_t stride_x, int64_t stride_w);
+KVS_API enum kvs_status kvs_cuda_gemv_bf16(const kvs_bf16 *x, int64_t ldx, int m, int k,
+                                           const struct kvs_gemv_out *outs, int nout, int y_f32,
+                                           int batch, int64_t stride_x, int64_t stride_w,
+                                           int64_t stride_y, void *stream);
+
 /* Projections through cuBLAS/cuBLASLt. One context per stream/thread. */
 struct kvs_gemm;
 KVS_API enum kvs_status kvs_gemm_init(struct kvs_gemm **out, void *stream,
                                       const struct kvs_logger *lg);
 KVS_API void kvs_gemm_free(struct kvs_gemm *g);
+/* Who computes a kvs_gemm projection. AUTO (the default): the GEMV kernel
+ * when m <= KVS_GEMV_AUTO_MAX_M, kvs_cuda_gemv_supported holds and the
+ * weights of the call are at most KVS_GEMV_AUTO_MAX_BYTES, cuBLAS otherwise
+ * — where the H200 measured the GEMV faster (docs/benchmarks.md: 1.4-2.7x
+ * at m = 1 up to 25 MB; slower at 50 MB and above, and at m = 4 and 8).
+ * CUBLAS / GEMV force one (GEMV still falls back to cuBLAS where it is
+ * unsupported): for benchmarks and tests. */
+enum kvs_gemm_mode { KVS_GEMM_AUTO = 0, KVS_GEMM_CUBLAS, KVS_GEMM_GEMV };
+#define KVS_GEMV_AUTO_MAX_M 1
+#define KVS_GEMV_AUTO_MAX_BYTES (32ull << 20)
+KVS_API void kvs_gemm_set_mode(struct kvs_gemm *g, enum kvs_gemm_mode mode);
 /* y[M,N] = x[M,K] . w[N,K]^T in BF16 with float accumulation. */
 KVS_API enum kvs_status kvs_gemm_linear_bf16(struct kvs_gemm *g, const kvs_bf16 *x,
                                              const kvs_bf16 *w, kvs_bf16 *y, int m, int n, int k);

@@ -1,7 +1,8 @@
 /* kernels/tests/gpu/test_kernels_ops.c — the decode-step ops on the GPU
  * against their CPU references on fresh random inputs with odd sizes and
- * poisoned outputs: RMSNorm, RoPE, SwiGLU, add, embedding, argmax, the MoE
- * router and experts, and the cuBLAS projections. Tolerances:
+ * poisoned outputs: RMSNorm (alone and after the residual add), RoPE, SwiGLU,
+ * add, embedding, argmax, the MoE router and experts, the projections
+ * (kvs_gemm in each mode) and the GEMV. Tolerances:
  * docs/kernels.md.
  *
  *   meson test -C build --suite gpu test_kernels_ops
@@ -47,8 +48,11 @@ static void check_bf16(const char *what, const kvs_bf16 *d_out, const kvs_bf16 *
 static void test_rmsnorm(void)
 {
     uint64_t st = kvs_test_rand(&g_seed);
-    const int shapes[][2] = {{1, 6144}, {33, 6144}, {5, 7}, {2, 512}};
-    for (int s = 0; s < 4; s++) {
+    /* vector path: dims multiple of 8 up to 8192 (136: 17 chunks, a partial
+     * warp); strided path: 7, 8200 */
+    const int shapes[][2] = {{1, 6144}, {33, 6144}, {5, 7},    {2, 512},
+                             {3, 136},  {2, 8192},  {2, 8200}};
+    for (int s = 0; s < 7; s++) {
         int T = shapes[s][0], D = shapes[s][1];
         kvs_bf16 *x = rand_bf16(&st, (size_t)T * D, -3, 3), *w = rand_bf16(&st, D, 0.5f, 1.5f);
         kvs_bf16 *ref = malloc((size_t)T * D * 2);
@@ -60,12 +64,40 @@ static void test_rmsnorm(void)
     }
 }
 
+/* x += r then norm: x must equal kvs_cpu_add's (bit-exact: one rounding of an
+ * exact sum), y the reference within the BF16 bound; both paths, and the
+ * fallback for a misaligned residual. */
+static void test_add_rmsnorm(void)
+{
+    uint64_t st = kvs_test_rand(&g_seed);
+    const int shapes[][3] = {{1, 6144, 0}, {33, 6144, 0}, {4, 256, 0}, {5, 7, 0}, {3, 6144, 1}};
+    for (int s = 0; s < 5; s++) {
+        int T = shapes[s][0], D = shapes[s][1], mis = shapes[s][2];
+        size_t n = (size_t)T * D;
+        kvs_bf16 *x = rand_bf16(&st, n, -3, 3), *r = rand_bf16(&st, n, -3, 3);
+        kvs_bf16 *w = rand_bf16(&st, D, 0.5f, 1.5f), *ref = malloc(n * 2), *got = malloc(n * 2);
+        kvs_bf16 *dx = to_dev_bf16(x, n), *dw = to_dev_bf16(w, D), *dy = poisoned(n);
+        kvs_bf16 *dr_base = kt_dev(n * 2 + 2), *dr = dr_base + mis;
+        kt_up(dr, r, n * 2);
+        kvs_cpu_add_rmsnorm(x, r, w, ref, T, D, 1e-5f);
+        KVS_CHECK_EQ_INT(kvs_cuda_add_rmsnorm(dx, dr, dw, dy, T, D, 1e-5f, NULL), KVS_STATUS_OK);
+        check_bf16("add_rmsnorm y", dy, ref, n, TOL_BF16);
+        kt_down(got, dx, n * 2);
+        KVS_CHECK_MSG(memcmp(got, x, n * 2) == 0, "add_rmsnorm x differs (T=%d D=%d)", T, D);
+        free(x), free(r), free(w), free(ref), free(got);
+        cudaFree(dx), cudaFree(dw), cudaFree(dy), cudaFree(dr_base);
+    }
+}
+
 static void test_rope(void)
 {
     uint64_t st = kvs_test_rand(&g_seed);
-    /* q: [T, 64 heads, 256] with rope on 192..255; k_pe: [T, 1, 64] */
-    const int cfg[][4] = {{33, 64, 256, 192}, {1, 1, 64, 0}, {7, 3, 576, 512}};
-    for (int c = 0; c < 3; c++) {
+    /* q: [T, 64 heads, 256] with rope on 192..255; k_pe: [T, 1, 64]; the
+     * engine's [T, 64, 64]; 160 heads (more chunks than one round of the
+     * vector path); stride 70 / offset 6 take the strided path */
+    const int cfg[][4] = {{33, 64, 256, 192}, {1, 1, 64, 0}, {7, 3, 576, 512},
+                          {3, 64, 64, 0},     {2, 160, 64, 0}, {5, 2, 70, 6}};
+    for (int c = 0; c < 6; c++) {
         int T = cfg[c][0], H = cfg[c][1], S = cfg[c][2], off = cfg[c][3];
         size_t n = (size_t)T * H * S;
         kvs_bf16 *x = rand_bf16(&st, n, -2, 2), *ref = malloc(n * 2);
@@ -153,34 +185,76 @@ static void test_argmax(void)
     for (int t = 0; t < T; t++)
         KVS_CHECK_MSG(got[t] == ref[t], "argmax row %d: %d, reference %d", t, got[t], ref[t]);
     free(l), cudaFree(dl), cudaFree(di);
+
+    /* the strided path: a vocab that is not a multiple of 4 */
+    const int V2 = 1001;
+    float *l2 = malloc((size_t)3 * V2 * sizeof *l2);
+    for (size_t i = 0; i < (size_t)3 * V2; i++)
+        l2[i] = kt_unif(&st, -10, 10);
+    l2[1 * V2 + 3] = 20.f, l2[1 * V2 + 1000] = 20.f;
+    kvs_cpu_argmax(l2, 3, V2, ref);
+    dl = kt_dev((size_t)3 * V2 * sizeof *l2);
+    di = kt_dev(3 * sizeof *got);
+    kt_up(dl, l2, (size_t)3 * V2 * sizeof *l2);
+    KVS_TEST_CUDA(cudaMemset(di, 0xFF, 3 * sizeof *got));
+    KVS_CHECK_EQ_INT(kvs_cuda_argmax(dl, 3, V2, di, NULL), KVS_STATUS_OK);
+    kt_down(got, di, 3 * sizeof *got);
+    KVS_CHECK_EQ_INT(ref[1], 3);
+    for (int t = 0; t < 3; t++)
+        KVS_CHECK_MSG(got[t] == ref[t], "argmax (V=%d) row %d: %d, reference %d", V2, t, got[t],
+                      ref[t]);
+    free(l2), cudaFree(dl), cudaFree(di);
+}
+
+/* {tokens, experts, topk, bias, norm, ties}: ties > 0 gives that many
+ * experts of each token the same logit (keys equal: the lower index wins) */
+static void check_router(uint64_t *st, int T, int E, int K, int use_bias, int norm, int ties)
+{
+    float *logits = malloc((size_t)T * E * sizeof(float)), *bias = malloc((size_t)E * sizeof(float));
+    for (int i = 0; i < T * E; i++)
+        logits[i] = kt_unif(st, -4, 4);
+    for (int e = 0; e < E; e++)
+        bias[e] = use_bias ? kt_unif(st, -0.1f, 0.1f) : 0.f;
+    if (ties)
+        for (int t = 0; t < T; t++)
+            for (int j = 0; j < ties; j++) {
+                logits[(size_t)t * E + (j * 37 + t) % E] = 3.5f;
+                if (use_bias)
+                    bias[(j * 37 + t) % E] = 0.f;
+            }
+    const size_t nk = (size_t)T * K;
+    int32_t *ids = malloc(nk * sizeof *ids), *rid = malloc(nk * sizeof *rid);
+    float *w = malloc(nk * sizeof *w), *rw = malloc(nk * sizeof *rw);
+    kvs_cpu_moe_route(logits, use_bias ? bias : NULL, T, E, K, norm, 2.5f, rid, rw);
+    float *dl = kt_dev(sizeof(float) * T * E), *db = kt_dev(sizeof(float) * E);
+    float *dw = kt_dev(nk * sizeof *w);
+    int32_t *di = kt_dev(nk * sizeof *ids);
+    kt_up(dl, logits, sizeof(float) * T * E);
+    kt_up(db, bias, sizeof(float) * E);
+    KVS_TEST_CUDA(cudaMemset(di, 0xFF, nk * sizeof *ids));
+    KVS_TEST_CUDA(cudaMemset(dw, 0xFF, nk * sizeof *w));
+    KVS_CHECK_EQ_INT(kvs_cuda_moe_route(dl, use_bias ? db : NULL, T, E, K, norm, 2.5f, di, dw, NULL),
+                     KVS_STATUS_OK);
+    kt_down(ids, di, nk * sizeof *ids);
+    kt_down(w, dw, nk * sizeof *w);
+    int bad = 0;
+    for (size_t i = 0; i < nk; i++)
+        bad += ids[i] != rid[i] || !(fabsf(w[i] - rw[i]) <= 1e-5f * fabsf(rw[i]) + 1e-7f);
+    KVS_CHECK_MSG(bad == 0, "router T=%d E=%d K=%d bias=%d norm=%d ties=%d: %d of %zu differ", T,
+                  E, K, use_bias, norm, ties, bad, nk);
+    free(logits), free(bias), free(ids), free(rid), free(w), free(rw);
+    cudaFree(dl), cudaFree(db), cudaFree(dw), cudaFree(di);
 }
 
 static void test_router(void)
 {
     uint64_t st = kvs_test_rand(&g_seed);
-    const int T = 33, E = 256, K = 8;
-    float *logits = malloc((size_t)T * E * sizeof(float)), bias[256];
-    for (int i = 0; i < T * E; i++)
-        logits[i] = kt_unif(&st, -4, 4);
-    for (int e = 0; e < E; e++)
-        bias[e] = kt_unif(&st, -0.1f, 0.1f);
-    int32_t ids[33 * 8], rid[33 * 8];
-    float w[33 * 8], rw[33 * 8];
-    kvs_cpu_moe_route(logits, bias, T, E, K, 1, 2.5f, rid, rw);
-    float *dl = kt_dev(sizeof(float) * T * E), *db = kt_dev(sizeof bias), *dw = kt_dev(sizeof w);
-    int32_t *di = kt_dev(sizeof ids);
-    kt_up(dl, logits, sizeof(float) * T * E);
-    kt_up(db, bias, sizeof bias);
-    KVS_TEST_CUDA(cudaMemset(di, 0xFF, sizeof ids));
-    KVS_TEST_CUDA(cudaMemset(dw, 0xFF, sizeof w));
-    KVS_CHECK_EQ_INT(kvs_cuda_moe_route(dl, db, T, E, K, 1, 2.5f, di, dw, NULL), KVS_STATUS_OK);
-    kt_down(ids, di, sizeof ids);
-    kt_down(w, dw, sizeof w);
-    int bad = 0;
-    for (int i = 0; i < T * K; i++)
-        bad += ids[i] != rid[i] || !(fabsf(w[i] - rw[i]) <= 1e-5f * fabsf(rw[i]) + 1e-7f);
-    KVS_CHECK_MSG(bad == 0, "router: %d of %d (id, weight) differ", bad, T * K);
-    free(logits), cudaFree(dl), cudaFree(db), cudaFree(dw), cudaFree(di);
+    check_router(&st, 33, 256, 8, 1, 1, 0);  /* GLM-5 */
+    check_router(&st, 5, 256, 8, 1, 1, 12);  /* ties across the top-8 boundary */
+    check_router(&st, 4, 8, 2, 1, 1, 0);     /* the tiny config */
+    check_router(&st, 3, 64, 6, 0, 0, 3);    /* no bias, no normalisation */
+    check_router(&st, 2, 200, 32, 1, 1, 0);  /* top-k = a warp */
+    check_router(&st, 3, 300, 8, 1, 1, 0);   /* > 256 experts: the shared-memory kernel */
 }
 
 static void test_experts(void)
@@ -233,13 +307,14 @@ static void test_experts(void)
         }
 }
 
-static void test_gemm(void)
+/* kvs_gemm in one mode: every shape through whatever the mode picks */
+static void test_gemm_mode(struct kvs_gemm *g, uint64_t *stp, enum kvs_gemm_mode mode)
 {
-    uint64_t st = kvs_test_rand(&g_seed);
-    struct kvs_gemm *g = NULL;
-    KVS_REQUIRE(kvs_gemm_init(&g, NULL, NULL) == KVS_STATUS_OK);
-    const int shapes[][3] = {{1, 2048, 6144}, {33, 576, 512}, {7, 13, 9}};
-    for (int s = 0; s < 3; s++) {
+    static const char *const mode_name[] = {"gemm auto", "gemm cublas", "gemm gemv"};
+    uint64_t st = kvs_test_rand(stp);
+    kvs_gemm_set_mode(g, mode);
+    const int shapes[][3] = {{1, 2048, 6144}, {33, 576, 512}, {7, 13, 9}, {4, 576, 6144}};
+    for (int s = 0; s < 4; s++) {
         int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
         kvs_bf16 *x = rand_bf16(&st, (size_t)M * K, -1, 1), *w = rand_bf16(&st, (size_t)N * K, -1, 1);
         kvs_bf16 *ref = malloc((size_t)M * N * 2);
@@ -247,7 +322,7 @@ static void test_gemm(void)
         kvs_bf16 *dx = to_dev_bf16(x, (size_t)M * K), *dw = to_dev_bf16(w, (size_t)N * K);
         kvs_bf16 *dy = poisoned((size_t)M * N);
         KVS_CHECK_EQ_INT(kvs_gemm_linear_bf16(g, dx, dw, dy, M, N, K), KVS_STATUS_OK);
-        check_bf16("gemm", dy, ref, (size_t)M * N, TOL_BF16);
+        check_bf16(mode_name[mode], dy, ref, (size_t)M * N, TOL_BF16);
         free(x), free(w), free(ref), cudaFree(dx), cudaFree(dw), cudaFree(dy);
     }
     /* batched per-head: x rows are heads*K apart (x is [M, heads, K]), y [M, heads, N] */
@@ -266,9 +341,109 @@ static void test_gemm(void)
     KVS_CHECK_EQ_INT(kvs_gemm_linear_batched_bf16(g, dx, (int64_t)Hh * K, K, dw, (int64_t)N * K, dy,
                                                   (int64_t)Hh * N, N, M, N, K, Hh),
                      KVS_STATUS_OK);
-    check_bf16("gemm batched", dy, ref, (size_t)M * Hh * N, TOL_BF16);
+    check_bf16(mode_name[mode], dy, ref, (size_t)M * Hh * N, TOL_BF16);
     free(x), free(w), free(ref), free(xi), free(yi), cudaFree(dx), cudaFree(dw), cudaFree(dy);
+}
+
+static void test_gemm(void)
+{
+    uint64_t st = kvs_test_rand(&g_seed);
+    struct kvs_gemm *g = NULL;
+    KVS_REQUIRE(kvs_gemm_init(&g, NULL, NULL) == KVS_STATUS_OK);
+    for (int mode = KVS_GEMM_AUTO; mode <= KVS_GEMM_GEMV; mode++)
+        test_gemm_mode(g, &st, (enum kvs_gemm_mode)mode);
     kvs_gemm_free(g);
+}
+
+/* GEMV (kvs_cuda_gemv_bf16) against the CPU: several outputs of one x, float
+ * and BF16 outputs, the batched per-head form, row counts 1..8, short rows
+ * (fewer lanes per row) and few rows (k split across warps); kvs_gemm in each
+ * mode. */
+static void ref_linear_f(const kvs_bf16 *x, int64_t ldx, const kvs_bf16 *w, float *y, int64_t ldy,
+                         int m, int n, int k)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double acc = 0.0;
+            for (int l = 0; l < k; l++)
+                acc += (double)kvs_bf16_to_float(x[(size_t)i * ldx + l]) *
+                       kvs_bf16_to_float(w[(size_t)j * k + l]);
+            y[(size_t)i * ldy + j] = (float)acc;
+        }
+}
+
+static void test_gemv(void)
+{
+    uint64_t st = kvs_test_rand(&g_seed);
+    /* {m, k, n0, n1, n2, f32}: 6144 = the hidden size (k split for few rows),
+     * 2048 = q_lora, 192 = nope (8 lanes a row), 64 (4 lanes), 8 (1 lane) */
+    const int cfg[][6] = {{1, 6144, 2048, 512, 64, 0}, {3, 2048, 1000, 96, 0, 0},
+                          {8, 6144, 256, 0, 0, 1},    {5, 192, 512, 0, 0, 0},
+                          {2, 64, 33, 7, 0, 1},       {7, 8, 40, 0, 0, 0},
+                          {4, 6144, 24, 0, 0, 0}};
+    for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+        const int m = cfg[c][0], k = cfg[c][1], f32 = cfg[c][5];
+        const int ldx = k + 8; /* rows of x apart by more than k */
+        int nout = 0;
+        struct kvs_gemv_out o[3];
+        kvs_bf16 *hw[3];
+        kvs_bf16 *x = rand_bf16(&st, (size_t)m * ldx, -1, 1), *dx = to_dev_bf16(x, (size_t)m * ldx);
+        for (int i = 0; i < 3 && cfg[c][2 + i]; i++, nout++) {
+            int n = cfg[c][2 + i];
+            hw[i] = rand_bf16(&st, (size_t)n * k, -0.1f, 0.1f);
+            o[i].w = to_dev_bf16(hw[i], (size_t)n * k);
+            o[i].n = n;
+            o[i].ldy = n + 3;
+            o[i].y = kt_dev((size_t)m * o[i].ldy * 4);
+            KVS_TEST_CUDA(cudaMemset(o[i].y, 0xFF, (size_t)m * o[i].ldy * 4));
+        }
+        KVS_CHECK(kvs_cuda_gemv_supported(dx, ldx, m, k, o, nout, 1, 0, 0));
+        KVS_CHECK_EQ_INT(kvs_cuda_gemv_bf16(dx, ldx, m, k, o, nout, f32, 1, 0, 0, 0, NULL),
+                         KVS_STATUS_OK);
+        for (int i = 0; i < nout; i++) {
+            size_t ny = (size_t)m * o[i].ldy;
+            float *ref = malloc(ny * 4), *got = malloc(ny * 4);
+            ref_linear_f(x, ldx, hw[i], ref, o[i].ldy, m, o[i].n, k);
+            kt_down(got, o[i].y, ny * 4);
+            double num = 0.0, den = 0.0;
+            int gaps_kept = 1;
+            for (int r = 0; r < m; r++)
+                for (int j = 0; j < (int)o[i].ldy; j++) {
+                    size_t at = (size_t)r * o[i].ldy + j;
+                    if (j >= o[i].n) { /* the gap between rows stays poisoned */
+                        gaps_kept &= f32 ? ((uint32_t *)got)[at] == 0xFFFFFFFFu
+                                         : ((kvs_bf16 *)got)[at] == 0xFFFF;
+                        continue;
+                    }
+                    double g = f32 ? got[at] : kvs_bf16_to_float(((kvs_bf16 *)got)[at]);
+                    double e = ref[at];
+                    if (!f32) /* the BF16 output of the same float sum */
+                        e = kvs_bf16_to_float(kvs_float_to_bf16(ref[at]));
+                    if (!isfinite(g)) {
+                        num = INFINITY;
+                        continue;
+                    }
+                    num += (g - e) * (g - e);
+                    den += e * e;
+                }
+            double err = sqrt(num / den);
+            KVS_CHECK_MSG(err <= (f32 ? 1e-5 : TOL_BF16) && gaps_kept,
+                          "gemv cfg %zu out %d (m=%d k=%d n=%d f32=%d): error %.3g, gaps %d", c,
+                          i, m, k, o[i].n, f32, err, gaps_kept);
+            free(ref), free(got);
+        }
+        for (int i = 0; i < nout; i++)
+            free(hw[i]), cudaFree((void *)o[i].w), cudaFree(o[i].y);
+        free(x), cudaFree(dx);
+    }
+    /* refusals: k not a multiple of 8, m too large, misaligned x */
+    struct kvs_gemv_out o1 = {(const kvs_bf16 *)256, (void *)256, 4, 4};
+    KVS_CHECK(!kvs_cuda_gemv_supported((const kvs_bf16 *)256, 12, 1, 12, &o1, 1, 1, 0, 0));
+    KVS_CHECK(!kvs_cuda_gemv_supported((const kvs_bf16 *)256, 16, 9, 16, &o1, 1, 1, 0, 0));
+    KVS_CHECK(!kvs_cuda_gemv_supported((const kvs_bf16 *)258, 16, 1, 16, &o1, 1, 1, 0, 0));
+    KVS_CHECK_EQ_INT(kvs_cuda_gemv_bf16((const kvs_bf16 *)256, 12, 1, 12, &o1, 1, 0, 1, 0, 0, 0,
+                                        NULL),
+                     KVS_STATUS_UNSUPPORTED);
 }
 
 int main(int argc, char **argv)
@@ -277,12 +452,14 @@ int main(int argc, char **argv)
     g_seed = kt_seed("ops");
     static const struct kvs_test tests[] = {
         {"rmsnorm", test_rmsnorm},
+        {"add_rmsnorm", test_add_rmsnorm},
         {"rope", test_rope},
         {"swiglu_add_embedding", test_swiglu_add_embedding},
         {"argmax", test_argmax},
         {"router", test_router},
         {"experts", test_experts},
         {"gemm", test_gemm},
+        {"gemv", test_gemv},
         {NULL, NULL},
     };
     return kvs_test_main(argc, argv, tests);

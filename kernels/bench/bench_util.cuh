@@ -1,0 +1,143 @@
+/* kernels/bench/bench_util.cuh — what kvscope's kernel benchmarks share
+ * (bench_kernels.cu, bench_decode.cu): device buffers filled from a hash,
+ * downloads, the normalized error, a check that stops before a wrong result
+ * is timed, the median of CUDA-event timings after warm-up, and the
+ * device-to-device copy rate every figure is reported against.
+ *
+ * defines: g_copy_gbps, CK, ST, dmalloc, dfill_fp8, dfill_bf16, download,
+ *          norm_err, require, time_us, pct, bench_copy
+ */
+#ifndef KVSCOPE_BENCH_UTIL_CUH
+#define KVSCOPE_BENCH_UTIL_CUH
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vector>
+
+#include "kvscope/die.h"
+#include "kvscope/kernels.h"
+
+static double g_copy_gbps = 0.0;
+
+#define CK(call) KVS_CUDA_DIE(call)
+#define ST(call) KVS_STATUS_DIE(call)
+
+__device__ __forceinline__ uint64_t mix(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* FP8 codes; mask 0xff keeps every code (NaN included), 0xbf keeps |x| < 2 */
+__global__ void fill_fp8(uint8_t *p, size_t n, uint64_t seed, uint32_t mask)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        p[i] = (uint8_t)(mix(i * 0x9E3779B97F4A7C15ull + seed) & mask);
+}
+
+/* BF16 uniform in [-a, a) (truncated to BF16) */
+__global__ void fill_bf16(uint16_t *p, size_t n, uint64_t seed, float a)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float u = (float)(mix(i * 0x9E3779B97F4A7C15ull + seed) >> 40) * 0x1p-24f;
+        p[i] = (uint16_t)(__float_as_uint((2.f * u - 1.f) * a) >> 16);
+    }
+}
+
+static void *dmalloc(size_t bytes)
+{
+    void *p = NULL;
+    CK(cudaMalloc(&p, bytes));
+    return p;
+}
+
+static void dfill_fp8(void *p, size_t n, uint64_t seed, uint32_t mask)
+{
+    fill_fp8<<<1024, 256>>>((uint8_t *)p, n, seed, mask);
+    KVS_CUDA_LAUNCH_DIE();
+}
+
+static void dfill_bf16(void *p, size_t n, uint64_t seed, float a)
+{
+    fill_bf16<<<1024, 256>>>((uint16_t *)p, n, seed, a);
+    KVS_CUDA_LAUNCH_DIE();
+}
+
+template <class T> static std::vector<T> download(const void *d, size_t n)
+{
+    std::vector<T> h(n);
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
+    return h;
+}
+
+static double norm_err(const kvs_bf16 *a, const kvs_bf16 *b, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double x = kvs_bf16_to_float(a[i]), y = kvs_bf16_to_float(b[i]);
+        if (isnan(x) || isnan(y))
+            return INFINITY;
+        num += (x - y) * (x - y);
+        den += y * y;
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+static void require(bool ok, const char *what)
+{
+    if (!ok) {
+        fprintf(stderr, "CHECK FAILED: %s (not timing a wrong result)\n", what);
+        exit(1);
+    }
+}
+
+/* median microseconds of `reps` calls of f(rep), after `warm` calls */
+template <class F> static double time_us(F f, int warm, int reps)
+{
+    for (int i = 0; i < warm; i++)
+        f(i);
+    std::vector<cudaEvent_t> ev(2 * reps);
+    for (auto &e : ev)
+        CK(cudaEventCreate(&e));
+    for (int i = 0; i < reps; i++) {
+        CK(cudaEventRecord(ev[2 * i]));
+        f(warm + i);
+        CK(cudaEventRecord(ev[2 * i + 1]));
+    }
+    CK(cudaDeviceSynchronize());
+    std::vector<float> ms(reps);
+    for (int i = 0; i < reps; i++)
+        CK(cudaEventElapsedTime(&ms[i], ev[2 * i], ev[2 * i + 1]));
+    for (auto &e : ev)
+        CK(cudaEventDestroy(e));
+    std::sort(ms.begin(), ms.end());
+    return 1000.0 * ms[reps / 2];
+}
+
+static double pct(double gbps) { return g_copy_gbps > 0 ? 100.0 * gbps / g_copy_gbps : 0.0; }
+
+static void bench_copy(void)
+{
+    const size_t bytes = (size_t)1 << 30;
+    void *a = dmalloc(bytes), *b = dmalloc(bytes);
+    dfill_fp8(a, bytes, 1, 0xff);
+    double us = time_us([&](int) { CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); },
+                        3, 20);
+    g_copy_gbps = 2.0 * bytes / us * 1e-3;
+    printf("\n## device-to-device copy (1 GiB, bytes read + written)\n\n");
+    printf("| bytes | median us | GB/s |\n|---|---|---|\n");
+    printf("| %zu | %.1f | %.0f |\n", bytes, us, g_copy_gbps);
+    CK(cudaFree(a));
+    CK(cudaFree(b));
+}
+
+#endif /* KVSCOPE_BENCH_UTIL_CUH */

@@ -1,0 +1,230 @@
+/* kernels/cuda/gemv.cu — projections of a few rows (decode batches): y = x . w^T
+ * for m <= 8 rows of x, memory-bound on the weights, several weights sharing
+ * one x in one launch (kvs_cuda_gemv_bf16 in kernels.h). Float accumulation;
+ * outputs rounded once to BF16 (as kvs_cpu_linear) or kept in float. Checked
+ * against the CPU reference by kernels/tests/gpu/test_kernels_ops.c; timed
+ * against cuBLAS by kernels/bench/bench_kernels.cu (section gemm).
+ *
+ * Why not cuBLAS at m = 1: for weights of a few to tens of MB cuBLAS picks
+ * split-K kernels plus a reduction kernel and reaches ~36% of the copy rate
+ * (2048 x 6144); a GEMV needs no reduction pass and no tiles.
+ *
+ * variants: one kernel, templated on the row count M (1, 2, 4, 8; m rounds
+ * up, the extra rows read row m-1 and are not written). Shape per launch:
+ *   lanes per weight row  lpr = 32, or fewer for short rows (k/8 < 64), so
+ *                         every lane has at least two 16-byte loads
+ *   k-split               ks warps share a row group, each a slice of k,
+ *                         summed through shared memory: used when there are
+ *                         too few row groups to give every SM several blocks
+ * Each lane keeps 4 weight loads (16 B each) in flight; x rows are read
+ * through L1 (every warp of the block reads the same x).
+ */
+#include "cuda_common.cuh"
+
+namespace
+{
+
+constexpr int kWarps = 8;
+constexpr int kThreads = 32 * kWarps;
+constexpr int kInFlight = 4;
+
+struct GemvArgs {
+    const uint16_t *x;
+    int64_t ldx, sx, sw, sy; /* elements */
+    int m, k, nout, f32, rows;
+    int lpr_log2, ks;
+    const uint16_t *w[KVS_GEMV_MAX_OUTS];
+    void *y[KVS_GEMV_MAX_OUTS];
+    int64_t ldy[KVS_GEMV_MAX_OUTS];
+    int start[KVS_GEMV_MAX_OUTS + 1]; /* first row of each output; start[nout] = rows */
+};
+
+__device__ __forceinline__ float dot8(const uint4 &a, const uint4 &b, float acc)
+{
+    const uint32_t *pa = &a.x, *pb = &b.x;
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        acc = fmaf(__uint_as_float(pa[q] << 16), __uint_as_float(pb[q] << 16), acc);
+        acc = fmaf(__uint_as_float(pa[q] & 0xffff0000u), __uint_as_float(pb[q] & 0xffff0000u), acc);
+    }
+    return acc;
+}
+
+template <int M> __global__ void __launch_bounds__(kThreads) gemv_kernel(const GemvArgs a)
+{
+    __shared__ float red[kWarps][32][M];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int lpr = 1 << a.lpr_log2, rpw = 32 >> a.lpr_log2; /* lanes per row, rows per warp */
+    const int sub = lane >> a.lpr_log2, sl = lane & (lpr - 1);
+    const int group = warp / a.ks, slice = warp - group * a.ks;
+    const int row = (blockIdx.x * (kWarps / a.ks) + group) * rpw + sub;
+    const bool valid = row < a.rows;
+    const int b = blockIdx.y;
+
+    /* which output the row belongs to; constant indices only (a is in the
+     * parameter space, where a run-time index would make a local copy) */
+    const uint16_t *w = a.w[0];
+    void *y = a.y[0];
+    int64_t ldy = a.ldy[0];
+    int r0 = 0;
+#pragma unroll
+    for (int i = 1; i < KVS_GEMV_MAX_OUTS; i++)
+        if (i < a.nout && row >= a.start[i])
+            w = a.w[i], y = a.y[i], ldy = a.ldy[i], r0 = a.start[i];
+    const int r = row - r0;
+
+    float acc[M];
+#pragma unroll
+    for (int i = 0; i < M; i++)
+        acc[i] = 0.f;
+    if (valid) {
+        const int k8 = a.k >> 3, step = lpr * a.ks;
+        const uint4 *w4 = (const uint4 *)(w + (size_t)b * a.sw + (size_t)r * a.k);
+        const uint4 *x4[M];
+#pragma unroll
+        for (int i = 0; i < M; i++)
+            x4[i] = (const uint4 *)(a.x + (size_t)b * a.sx + (size_t)min(i, a.m - 1) * a.ldx);
+        int c = slice * lpr + sl;
+        for (; c + (kInFlight - 1) * step < k8; c += kInFlight * step) {
+            uint4 wv[kInFlight];
+#pragma unroll
+            for (int u = 0; u < kInFlight; u++)
+                wv[u] = __ldcs(w4 + c + u * step);
+#pragma unroll
+            for (int u = 0; u < kInFlight; u++)
+#pragma unroll
+                for (int i = 0; i < M; i++)
+                    acc[i] = dot8(wv[u], __ldg(x4[i] + c + u * step), acc[i]);
+        }
+        /* fewer than kInFlight loads left: issue them together */
+        uint4 wv[kInFlight - 1];
+#pragma unroll
+        for (int u = 0; u < kInFlight - 1; u++)
+            if (c + u * step < k8)
+                wv[u] = __ldcs(w4 + c + u * step);
+#pragma unroll
+        for (int u = 0; u < kInFlight - 1; u++)
+            if (c + u * step < k8)
+#pragma unroll
+                for (int i = 0; i < M; i++)
+                    acc[i] = dot8(wv[u], __ldg(x4[i] + c + u * step), acc[i]);
+    }
+    /* sum over the row's lanes (aligned groups of lpr) */
+#pragma unroll
+    for (int i = 0; i < M; i++)
+        for (int o = lpr >> 1; o > 0; o >>= 1)
+            acc[i] += __shfl_xor_sync(0xffffffffu, acc[i], o);
+    if (a.ks > 1) {
+        if (sl == 0)
+#pragma unroll
+            for (int i = 0; i < M; i++)
+                red[warp][sub][i] = acc[i];
+        __syncthreads();
+        if (slice != 0)
+            return;
+        for (int q = 1; q < a.ks; q++)
+#pragma unroll
+            for (int i = 0; i < M; i++)
+                acc[i] += red[warp + q][sub][i];
+    }
+    if (!valid || sl != 0)
+        return;
+    const size_t base = (size_t)b * a.sy + (size_t)r;
+#pragma unroll
+    for (int i = 0; i < M; i++) {
+        if (i >= a.m)
+            break;
+        if (a.f32)
+            ((float *)y)[base + (size_t)i * ldy] = acc[i];
+        else
+            ((uint16_t *)y)[base + (size_t)i * ldy] = kvs_conv_float_to_bf16(acc[i]);
+    }
+}
+
+bool aligned16(const void *p)
+{
+    return ((uintptr_t)p & 15u) == 0;
+}
+
+} // namespace
+
+extern "C" int kvs_cuda_gemv_supported(const kvs_bf16 *x, int64_t ldx, int m, int k,
+                                       const struct kvs_gemv_out *outs, int nout, int batch,
+                                       int64_t stride_x, int64_t stride_w)
+{
+    if (!x || !outs || m < 1 || m > KVS_GEMV_MAX_M || k < 8 || k % 8 || nout < 1 ||
+        nout > KVS_GEMV_MAX_OUTS || batch < 1 || batch > 65535 || ldx < k || ldx % 8 ||
+        stride_x % 8 || stride_w % 8 || !aligned16(x))
+        return 0;
+    for (int i = 0; i < nout; i++)
+        if (!outs[i].w || !outs[i].y || outs[i].n < 0 || !aligned16(outs[i].w) ||
+            (m > 1 && outs[i].ldy < outs[i].n))
+            return 0;
+    return 1;
+}
+
+extern "C" enum kvs_status kvs_cuda_gemv_bf16(const kvs_bf16 *x, int64_t ldx, int m, int k,
+                                              const struct kvs_gemv_out *outs, int nout, int y_f32,
+                                              int batch, int64_t stride_x, int64_t stride_w,
+                                              int64_t stride_y, void *stream)
+{
+    if (!kvs_cuda_gemv_supported(x, ldx, m, k, outs, nout, batch, stride_x, stride_w))
+        return x && outs && m >= 1 && k >= 1 && nout >= 1 && batch >= 1
+                   ? KVS_STATUS_UNSUPPORTED
+                   : KVS_STATUS_INVALID_ARGUMENT;
+    GemvArgs a = {};
+    a.x = x;
+    a.ldx = ldx;
+    a.sx = stride_x;
+    a.sw = stride_w;
+    a.sy = stride_y;
+    a.m = m;
+    a.k = k;
+    a.nout = nout;
+    a.f32 = y_f32 != 0;
+    int64_t rows = 0;
+    for (int i = 0; i < nout; i++) {
+        a.w[i] = outs[i].w;
+        a.y[i] = outs[i].y;
+        a.ldy[i] = outs[i].ldy;
+        a.start[i] = (int)rows;
+        rows += outs[i].n;
+    }
+    if (rows > 0x7fffffff - 4096)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    a.rows = (int)rows;
+    a.start[nout] = a.rows;
+    if (a.rows == 0)
+        return KVS_STATUS_OK;
+
+    /* lanes per row: at least two 16-byte loads each */
+    const int k8 = k / 8;
+    int lg = 5;
+    while (lg > 0 && (2 << lg) > k8)
+        lg--;
+    a.lpr_log2 = lg;
+    const int rpw = 32 >> lg;
+    /* k-split while the grid would give the SMs fewer than 4 blocks each and
+     * every lane still has two loads */
+    const long target = 4L * kvs_sm_count();
+    a.ks = 1;
+    auto blocks = [&](int ks) {
+        long per = (long)(kWarps / ks) * rpw;
+        return (a.rows + per - 1) / per * (long)batch;
+    };
+    while (a.ks < kWarps && blocks(a.ks) < target && k8 >= 2 * (1 << lg) * (a.ks * 2))
+        a.ks *= 2;
+    const long per_block = (long)(kWarps / a.ks) * rpw;
+    dim3 grid((unsigned)((a.rows + per_block - 1) / per_block), (unsigned)batch);
+    cudaStream_t s = kvs_stream(stream);
+    if (m == 1)
+        gemv_kernel<1><<<grid, kThreads, 0, s>>>(a);
+    else if (m == 2)
+        gemv_kernel<2><<<grid, kThreads, 0, s>>>(a);
+    else if (m <= 4)
+        gemv_kernel<4><<<grid, kThreads, 0, s>>>(a);
+    else
+        gemv_kernel<8><<<grid, kThreads, 0, s>>>(a);
+    KVS_LAUNCH_CHECK();
+    return KVS_STATUS_OK;
+}

@@ -3,13 +3,18 @@
  * the way PyTorch's profiler records an op's inputs. The CPU reference
  * (engine/reference.c) computes the same step with the same rounding points.
  *
- *   per layer: RMSNorm -> q_a -> norm -> q_b (nope, rope) -> RoPE
- *              kv_a (latent -> norm, rope -> RoPE) -> append the FP8 row
+ *   per layer: (+x) RMSNorm -> q_a, kv_a (latent, rope) -> norm -> q_b (nope, rope)
+ *              -> RoPE; kv_a latent -> norm, rope -> RoPE -> append the FP8 row
  *              W_UK absorption -> [KV path] -> MLA decode -> W_UV -> o_proj
- *              [-> all-reduce] -> +x
- *              RMSNorm -> dense MLP | router -> top-k -> map -> experts
- *              [-> all-reduce] -> +x
- *   then: final norm -> LM head (float) -> argmax (the next step's input)
+ *              [-> all-reduce]
+ *              (+x) RMSNorm -> dense MLP | router -> top-k -> map -> experts
+ *              [-> all-reduce]
+ *   then: (+x) final norm -> LM head (float) -> argmax (the next step's input)
+ * Fusions (same rounding points as the reference): a sublayer's residual
+ * add runs inside the next norm (kvs::add_rms_norm); projections of one
+ * input share one GEMV launch at batch 1 (kvs::linear_multi: q_a with
+ * kv_a's two parts, q_b's two parts); the KV row's norm, RoPE and FP8
+ * append are one kernel (kvs::kv_append_cast).
  * Under tensor parallelism (kvscope/engine_tp.h) this is one rank's step:
  * its heads and intermediate slices (e->c is the rank's view of the model),
  * and an NCCL all-reduce where the partial sums of the ranks meet.
@@ -79,20 +84,48 @@ static enum kvs_status rmsnorm(struct kvs_engine *e, const kvs_bf16 *x, const kv
     return KVS_STATUS_OK;
 }
 
+/* h = norm(x); when a sublayer's output o is pending, x += o first, in the
+ * same kernel (the residual add fused into the norm after it). */
+static enum kvs_status residual_norm(struct kvs_engine *e, const kvs_bf16 *w, int pending)
+{
+    const int B = e->p.batch, D = e->c.hidden;
+    kvs_bf16 *x = ACT(x, kvs_bf16), *h = ACT(h, kvs_bf16), *o = ACT(o, kvs_bf16);
+    if (!pending)
+        return rmsnorm(e, x, w, h, B, D);
+    OP(kvs_cuda_add_rmsnorm(x, o, w, h, B, D, e->c.rms_eps, e->stream), "kvs::add_rms_norm",
+       td(BF16, 2, B, D, 0), td(BF16, 2, B, D, 0), td(BF16, 1, D, 0, 0));
+    return KVS_STATUS_OK;
+}
+
+/* Projections of one input x [B, k]: one GEMV launch for all of them at
+ * batch 1 (measured faster than cuBLAS there: q_a + kv_a 12.5 us against
+ * 48.4 for three cuBLAS calls; at batch 4-8 the GEMV is the slower one),
+ * else one kvs_gemm call each. */
+static enum kvs_status linears(struct kvs_engine *e, const kvs_bf16 *x, int k,
+                               const struct kvs_gemv_out *o, int n)
+{
+    const int B = e->p.batch;
+    if (B > KVS_GEMV_AUTO_MAX_M || !kvs_cuda_gemv_supported(x, k, B, k, o, n, 1, 0, 0)) {
+        for (int i = 0; i < n; i++)
+            KVS_TRY(linear(e, x, o[i].w, (kvs_bf16 *)o[i].y, B, o[i].n, k));
+        return KVS_STATUS_OK;
+    }
+    struct kvs_tensor_desc t[1 + KVS_GEMV_MAX_OUTS];
+    t[0] = td(BF16, 2, B, k, 0);
+    for (int i = 0; i < n; i++)
+        t[1 + i] = td(BF16, 2, o[i].n, k, 0);
+    kvs_op_begin("kvs::linear_multi", 1 + n, t);
+    enum kvs_status st = kvs_cuda_gemv_bf16(x, k, B, k, o, n, 0, 1, 0, 0, 0, e->stream);
+    kvs_op_end();
+    return st;
+}
+
 static enum kvs_status rope(struct kvs_engine *e, kvs_bf16 *x, int heads)
 {
     const int B = e->p.batch;
     OP(kvs_cuda_rope_interleaved(x, ACT(pos, int32_t), B, heads, KVS_MLA_ROPE, 0, KVS_MLA_ROPE,
                                  e->c.rope_theta, e->stream),
        "kvs::rope_interleaved", td(BF16, 3, B, heads, KVS_MLA_ROPE), td(I32, 1, B, 0, 0));
-    return KVS_STATUS_OK;
-}
-
-static enum kvs_status add(struct kvs_engine *e, kvs_bf16 *x, const kvs_bf16 *y, int64_t n)
-{
-    OP(kvs_cuda_add(x, y, (size_t)n, e->stream), "kvs::add", td(BF16, 2, e->p.batch,
-                                                                n / e->p.batch, 0),
-       td(BF16, 2, e->p.batch, n / e->p.batch, 0));
     return KVS_STATUS_OK;
 }
 
@@ -153,27 +186,31 @@ static enum kvs_status attention(struct kvs_engine *e, int l, int64_t gather_row
     const struct kvs_model_config *c = &e->c;
     const int B = e->p.batch, H = c->heads, nope = c->qk_nope_head_dim, v = c->v_head_dim;
     const int lat = KVS_MLA_LATENT;
-    kvs_bf16 *x = ACT(x, kvs_bf16), *h = ACT(h, kvs_bf16);
+    kvs_bf16 *h = ACT(h, kvs_bf16);
     kvs_fp8 *pool = e->pool + e->pool_stride * (uint64_t)l;
 
-    KVS_TRY(rmsnorm(e, x, WL(KVS_W_ATTN_NORM), h, B, c->hidden));
-    KVS_TRY(linear(e, h, WL(KVS_W_Q_A), ACT(q_a, kvs_bf16), B, c->q_lora_rank, c->hidden));
+    KVS_TRY(residual_norm(e, WL(KVS_W_ATTN_NORM), l > 0));
+    /* h -> q_a, kv_a latent, kv_a rope */
+    const struct kvs_gemv_out qkv_a[] = {
+        {WL(KVS_W_Q_A), ACT(q_a, kvs_bf16), c->q_lora_rank, c->q_lora_rank},
+        {WL(KVS_W_KV_A_LAT), ACT(kv_raw, kvs_bf16), lat, lat},
+        {WL(KVS_W_KV_A_ROPE), ACT(kv_rope, kvs_bf16), KVS_MLA_ROPE, KVS_MLA_ROPE},
+    };
+    KVS_TRY(linears(e, h, c->hidden, qkv_a, 3));
     KVS_TRY(rmsnorm(e, ACT(q_a, kvs_bf16), WL(KVS_W_Q_A_NORM), ACT(q_an, kvs_bf16), B,
                     c->q_lora_rank));
-    KVS_TRY(linear(e, ACT(q_an, kvs_bf16), WL(KVS_W_Q_B_NOPE), ACT(q_nope, kvs_bf16), B,
-                   H * nope, c->q_lora_rank));
-    KVS_TRY(linear(e, ACT(q_an, kvs_bf16), WL(KVS_W_Q_B_ROPE), ACT(q_rope, kvs_bf16), B,
-                   H * KVS_MLA_ROPE, c->q_lora_rank));
+    const struct kvs_gemv_out q_b[] = {
+        {WL(KVS_W_Q_B_NOPE), ACT(q_nope, kvs_bf16), H * nope, (int64_t)H * nope},
+        {WL(KVS_W_Q_B_ROPE), ACT(q_rope, kvs_bf16), H * KVS_MLA_ROPE, (int64_t)H * KVS_MLA_ROPE},
+    };
+    KVS_TRY(linears(e, ACT(q_an, kvs_bf16), c->q_lora_rank, q_b, 2));
     KVS_TRY(rope(e, ACT(q_rope, kvs_bf16), H));
 
-    KVS_TRY(linear(e, h, WL(KVS_W_KV_A_LAT), ACT(kv_raw, kvs_bf16), B, lat, c->hidden));
-    KVS_TRY(rmsnorm(e, ACT(kv_raw, kvs_bf16), WL(KVS_W_KV_A_NORM), ACT(kv_lat, kvs_bf16), B, lat));
-    KVS_TRY(linear(e, h, WL(KVS_W_KV_A_ROPE), ACT(kv_rope, kvs_bf16), B, KVS_MLA_ROPE,
-                   c->hidden));
-    KVS_TRY(rope(e, ACT(kv_rope, kvs_bf16), 1));
-    /* this token's row, BF16 -> FP8, into its slot: a cast of B rows */
-    OP(kvs_eng_cuda_kv_append(pool, ACT(new_slot, int32_t), ACT(kv_lat, kvs_bf16),
-                              ACT(kv_rope, kvs_bf16), B, e->stream),
+    /* this token's row: latent normed, rope part rotated, BF16 -> FP8 into
+     * its slot (a cast of B rows), one kernel */
+    OP(kvs_eng_cuda_kv_finish(pool, ACT(new_slot, int32_t), ACT(kv_raw, kvs_bf16),
+                              WL(KVS_W_KV_A_NORM), ACT(kv_rope, kvs_bf16), ACT(pos, int32_t), B,
+                              c->rms_eps, c->rope_theta, e->stream),
        "kvs::kv_append_cast", td(FP8, 3, B, 1, KVS_MLA_ROW), td(BF16, 3, B, 1, KVS_MLA_ROW),
        td(I32, 1, B, 0, 0));
 
@@ -207,8 +244,8 @@ static enum kvs_status attention(struct kvs_engine *e, int l, int64_t gather_row
                                     (int64_t)H * v, v, B, v, lat, H),
        "kvs::linear_per_head", td(BF16, 3, B, H, lat), td(BF16, 3, H, v, lat));
     KVS_TRY(linear(e, ACT(vout, kvs_bf16), WL(KVS_W_O), ACT(o, kvs_bf16), B, c->hidden, H * v));
-    KVS_TRY(all_reduce(e, ACT(o, kvs_bf16), l, 0));
-    return add(e, x, ACT(o, kvs_bf16), (int64_t)B * c->hidden);
+    /* the residual add waits for the next norm */
+    return all_reduce(e, ACT(o, kvs_bf16), l, 0);
 }
 
 // ----------------------------------------------------------------------------
@@ -218,18 +255,23 @@ static enum kvs_status mlp(struct kvs_engine *e, int l)
 {
     const struct kvs_model_config *c = &e->c;
     const int B = e->p.batch, E = c->n_routed_experts, ke = c->topk + c->n_shared_experts;
-    kvs_bf16 *x = ACT(x, kvs_bf16), *h = ACT(h, kvs_bf16), *o = ACT(o, kvs_bf16);
-    KVS_TRY(rmsnorm(e, x, WL(KVS_W_FFN_NORM), h, B, c->hidden));
+    kvs_bf16 *h = ACT(h, kvs_bf16), *o = ACT(o, kvs_bf16);
+    KVS_TRY(residual_norm(e, WL(KVS_W_FFN_NORM), 1));
     if (l < c->dense_layers) {
         KVS_TRY(linear(e, h, WL(KVS_W_MLP_GATE_UP), ACT(gate_up, kvs_bf16), B, 2 * c->inter,
                        c->hidden));
         OP(kvs_cuda_swiglu(ACT(gate_up, kvs_bf16), ACT(act, kvs_bf16), B, c->inter, e->stream),
            "kvs::swiglu", td(BF16, 2, B, 2 * c->inter, 0));
         KVS_TRY(linear(e, ACT(act, kvs_bf16), WL(KVS_W_MLP_DOWN), o, B, c->hidden, c->inter));
-        KVS_TRY(all_reduce(e, o, l, 1));
-        return add(e, x, o, (int64_t)B * c->hidden);
+        return all_reduce(e, o, l, 1); /* the residual add waits for the next norm */
     }
-    OP(kvs_eng_cuda_linear_f32(e->blas, h, WL(KVS_W_ROUTER), ACT(router, float), B, E, c->hidden),
+    /* float logits: the GEMV's float output at batch 1, cuBLAS otherwise */
+    const struct kvs_gemv_out ro = {WL(KVS_W_ROUTER), ACT(router, float), E, E};
+    const int gemv = B <= KVS_GEMV_AUTO_MAX_M &&
+                     kvs_cuda_gemv_supported(h, c->hidden, B, c->hidden, &ro, 1, 1, 0, 0);
+    OP(gemv ? kvs_cuda_gemv_bf16(h, c->hidden, B, c->hidden, &ro, 1, 1, 1, 0, 0, 0, e->stream)
+            : kvs_eng_cuda_linear_f32(e->blas, h, WL(KVS_W_ROUTER), ACT(router, float), B, E,
+                                      c->hidden),
        "kvs::router_linear", td(BF16, 2, B, c->hidden, 0), td(BF16, 2, E, c->hidden, 0));
     OP(kvs_cuda_moe_route(ACT(router, float), (const float *)KVS_ENGINE_W(e, l, KVS_W_ROUTER_BIAS),
                           B, E, c->topk, c->norm_topk, c->routed_scale, ACT(topk_ids, int32_t),
@@ -248,8 +290,7 @@ static enum kvs_status mlp(struct kvs_engine *e, int l)
        td(BF16, 2, B, c->hidden, 0), td(I32, 2, B, ke, 0),
        td(BF16, 3, m.n_resident, 2 * c->moe_inter, c->hidden),
        td(BF16, 3, m.n_resident, c->hidden, c->moe_inter));
-    KVS_TRY(all_reduce(e, o, l, 1));
-    return add(e, x, o, (int64_t)B * c->hidden);
+    return all_reduce(e, o, l, 1); /* the residual add waits for the next norm */
 }
 
 // ----------------------------------------------------------------------------
@@ -280,7 +321,7 @@ enum kvs_status kvs_engine_run_body(struct kvs_engine *e, int64_t gather_rows, i
             return st;
     }
     const int l = -1;
-    KVS_TRY(rmsnorm(e, ACT(x, kvs_bf16), WL(KVS_W_FINAL_NORM), ACT(h, kvs_bf16), B, c->hidden));
+    KVS_TRY(residual_norm(e, WL(KVS_W_FINAL_NORM), c->layers > 0));
     OP(kvs_eng_cuda_linear_f32(e->blas, ACT(h, kvs_bf16), WL(KVS_W_LM_HEAD), ACT(logits, float), B,
                                c->vocab, c->hidden),
        "kvs::lm_head", td(BF16, 2, B, c->hidden, 0), td(BF16, 2, c->vocab, c->hidden, 0));

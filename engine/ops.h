@@ -3,7 +3,8 @@
  * (engine/cuda/ops.cu, CUDA builds only). Private to the engine.
  *
  * defines: kvs_eng_cpu_* and kvs_eng_cuda_* for: synthetic fills, the KV row
- *          append (BF16 -> FP8 into the pool), expert mapping with the shared
+ *          append (BF16 -> FP8 into the pool; alone, and with the latent's
+ *          norm and the rope part's RoPE before it), expert mapping with the shared
  *          experts appended, the float-output linear (router, LM head);
  *          kvs_eng_cuda_seq_step (device-side sequence append + token list)
  *
@@ -43,6 +44,15 @@ KVS_API void kvs_eng_cpu_prefill_kv(kvs_fp8 *pool, const int32_t *table, int max
 KVS_API void kvs_eng_cpu_kv_append(kvs_fp8 *pool, const int32_t *slot, const kvs_bf16 *latent,
                                    const kvs_bf16 *rope, int batch);
 
+/* The new KV row from kv_a's outputs in one op: the latent part normalised
+ * (kvs_cpu_rmsnorm with norm_w), the rope part rotated at pos[b]
+ * (kvs_cpu_rope_interleaved, one head of 64), each rounded to BF16 as those
+ * ops round, then appended as kvs_eng_cpu_kv_append does. kv_raw is
+ * [B, 512], kv_rope [B, 64]; neither is modified. */
+KVS_API void kvs_eng_cpu_kv_finish(kvs_fp8 *pool, const int32_t *slot, const kvs_bf16 *kv_raw,
+                                   const kvs_bf16 *norm_w, const kvs_bf16 *kv_rope,
+                                   const int32_t *pos, int batch, float eps, float theta);
+
 /* Map each token's top-k logical experts to resident ones (kvs_expert_map_token)
  * and append the shared experts (resident + 0 .. shared-1, weight 1):
  * out_ids/out_w are [tokens, topk + shared]. */
@@ -69,6 +79,12 @@ KVS_API enum kvs_status kvs_eng_cuda_prefill_kv(kvs_fp8 *pool, const int32_t *ta
 KVS_API enum kvs_status kvs_eng_cuda_kv_append(kvs_fp8 *pool, const int32_t *slot,
                                                const kvs_bf16 *latent, const kvs_bf16 *rope,
                                                int batch, void *stream);
+/* Needs kv_raw and norm_w 16-byte aligned and kv_rope 4-byte aligned
+ * (else KVS_STATUS_UNSUPPORTED). */
+KVS_API enum kvs_status kvs_eng_cuda_kv_finish(kvs_fp8 *pool, const int32_t *slot,
+                                               const kvs_bf16 *kv_raw, const kvs_bf16 *norm_w,
+                                               const kvs_bf16 *kv_rope, const int32_t *pos,
+                                               int batch, float eps, float theta, void *stream);
 KVS_API enum kvs_status kvs_eng_cuda_map_experts(const struct kvs_expert_map *m,
                                                  const int32_t *ids, const float *w, int tokens,
                                                  int32_t *out_ids, float *out_w, void *stream);

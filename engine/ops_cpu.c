@@ -1,7 +1,8 @@
 /* engine/ops_cpu.c — CPU references of the engine's own ops (engine/ops.h):
- * synthetic fills, the KV row append, expert mapping with shared experts,
- * the float-output linear. The CUDA versions in engine/cuda/ops.cu are
- * checked against these by tests/gpu/test_engine_ops.c. */
+ * synthetic fills, the KV row append (and its form with the norm and RoPE
+ * fused in), expert mapping with shared experts, the float-output linear.
+ * The CUDA versions in engine/cuda/ops.cu are checked against these by
+ * tests/gpu/test_engine_ops.c. */
 #include "ops.h"
 
 #include "kvscope/check.h"
@@ -48,6 +49,20 @@ void kvs_eng_cpu_kv_append(kvs_fp8 *pool, const int32_t *slot, const kvs_bf16 *l
         for (int j = 0; j < KVS_MLA_ROPE; j++)
             row[KVS_MLA_LATENT + j] =
                 kvs_float_to_fp8(kvs_bf16_to_float(rope[(size_t)b * KVS_MLA_ROPE + j]));
+    }
+}
+
+void kvs_eng_cpu_kv_finish(kvs_fp8 *pool, const int32_t *slot, const kvs_bf16 *kv_raw,
+                           const kvs_bf16 *norm_w, const kvs_bf16 *kv_rope, const int32_t *pos,
+                           int batch, float eps, float theta)
+{
+    for (int b = 0; b < batch; b++) {
+        kvs_bf16 lat[KVS_MLA_LATENT], rope[KVS_MLA_ROPE];
+        kvs_cpu_rmsnorm(kv_raw + (size_t)b * KVS_MLA_LATENT, norm_w, lat, 1, KVS_MLA_LATENT, eps);
+        for (int j = 0; j < KVS_MLA_ROPE; j++)
+            rope[j] = kv_rope[(size_t)b * KVS_MLA_ROPE + j];
+        kvs_cpu_rope_interleaved(rope, pos + b, 1, 1, KVS_MLA_ROPE, 0, KVS_MLA_ROPE, theta);
+        kvs_eng_cpu_kv_append(pool, slot + b, lat, rope, 1);
     }
 }
 

@@ -5,14 +5,18 @@
  *   fill_bf16 / fill_f32   synthetic weights from the hash of engine/synth.h
  *   fill_kv / prefill_kv   the pool's background rows; each sequence's context
  *   kv_append              this step's KV rows, BF16 -> FP8 e4m3, into their slots
+ *   kv_finish              the same with the latent's RMSNorm and the rope part's
+ *                          RoPE fused in (one launch instead of three)
  *   map_experts            logical -> resident experts (engine/expert_map_impl.h)
  *   seq_step               device half of the sequence append + CSR token list
  *
  *   meson test -C build --suite gpu test_engine_ops
  * None synchronises; all are safe inside CUDA-graph capture.
  */
+#include <cuda_bf16.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
+#include <math.h>
 
 #include "expert_map_impl.h"
 #include "kvscope/check.h"
@@ -157,6 +161,94 @@ extern "C" enum kvs_status kvs_eng_cuda_kv_append(kvs_fp8 *pool, const int32_t *
     if (batch < 1)
         return KVS_STATUS_INVALID_ARGUMENT;
     kv_append_kernel<<<batch, 192, 0, (cudaStream_t)stream>>>(pool, slot, latent, rope);
+    KVS_CUDA_LAUNCH_TRY(NULL);
+    return KVS_STATUS_OK;
+}
+
+/* KV finish: one block of 64 threads per sequence. Thread c normalises
+ * latent values 8c .. 8c+7 (16-byte loads; the row's sum of squares over
+ * both warps) and stores their 8 codes; threads c < 32 rotate rope pair c.
+ * Angles as kernels/cuda/decode_ops.cu's RoPE: pos * theta^(-2i/64) in
+ * double, reduced mod 2 pi in double, then sincos. */
+__device__ __forceinline__ kvs_bf16 float_to_bf16_bits(float f)
+{
+    return __bfloat16_as_ushort(__float2bfloat16_rn(f));
+}
+
+__global__ void __launch_bounds__(64)
+kv_finish_kernel(kvs_fp8 *pool, const int32_t *slot, const kvs_bf16 *kv_raw,
+                 const kvs_bf16 *norm_w, const kvs_bf16 *kv_rope, const int32_t *pos, float eps,
+                 double log_theta)
+{
+    __shared__ float red[2];
+    const int b = blockIdx.x, c = threadIdx.x;
+    const uint4 xv = ((const uint4 *)(kv_raw + (uint64_t)b * KVS_MLA_LATENT))[c];
+    const uint4 wv = ((const uint4 *)norm_w)[c];
+    uint32_t rp = 0;
+    if (c < KVS_MLA_ROPE / 2)
+        rp = ((const uint32_t *)(kv_rope + (uint64_t)b * KVS_MLA_ROPE))[c];
+    const int32_t s = slot[b], p = pos[b];
+    const uint32_t *xw = &xv.x, *ww = &wv.x;
+    float f[8], g[8];
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        f[2 * q] = bf16_bits_to_float((kvs_bf16)(xw[q] & 0xffffu));
+        f[2 * q + 1] = bf16_bits_to_float((kvs_bf16)(xw[q] >> 16));
+        g[2 * q] = bf16_bits_to_float((kvs_bf16)(ww[q] & 0xffffu));
+        g[2 * q + 1] = bf16_bits_to_float((kvs_bf16)(ww[q] >> 16));
+    }
+    float ss = 0.f;
+#pragma unroll
+    for (int q = 0; q < 8; q++)
+        ss += f[q] * f[q];
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    if ((c & 31) == 0)
+        red[c >> 5] = ss;
+    __syncthreads();
+    ss = red[0] + red[1];
+    const float inv = 1.0f / sqrtf(ss / (float)KVS_MLA_LATENT + eps);
+    kvs_fp8 *row = pool + (uint64_t)s * KVS_MLA_ROW;
+    uint32_t lo = 0, hi = 0;
+#pragma unroll
+    for (int q = 0; q < 8; q++) {
+        float v = bf16_bits_to_float(float_to_bf16_bits(f[q] * inv * g[q]));
+        uint32_t code = float_to_e4m3(v);
+        if (q < 4)
+            lo |= code << (8 * q);
+        else
+            hi |= code << (8 * (q - 4));
+    }
+    *(uint2 *)(row + 8 * c) = make_uint2(lo, hi);
+    if (c < KVS_MLA_ROPE / 2) {
+        double ang = (double)p * exp(-2.0 * c / KVS_MLA_ROPE * log_theta);
+        double k = rint(ang * 0.15915494309189535);
+        double r = fma(-k, 6.283185307179586, ang);
+        r = fma(-k, 2.4492935982947064e-16, r);
+        double sd, cd;
+        sincos(r, &sd, &cd);
+        const float co = (float)cd, si = (float)sd;
+        const float a = bf16_bits_to_float((kvs_bf16)(rp & 0xffffu));
+        const float bb = bf16_bits_to_float((kvs_bf16)(rp >> 16));
+        const float o0 = bf16_bits_to_float(float_to_bf16_bits(a * co - bb * si));
+        const float o1 = bf16_bits_to_float(float_to_bf16_bits(a * si + bb * co));
+        *(uint16_t *)(row + KVS_MLA_LATENT + 2 * c) =
+            (uint16_t)(float_to_e4m3(o0) | (uint32_t)float_to_e4m3(o1) << 8);
+    }
+}
+
+extern "C" enum kvs_status kvs_eng_cuda_kv_finish(kvs_fp8 *pool, const int32_t *slot,
+                                                  const kvs_bf16 *kv_raw, const kvs_bf16 *norm_w,
+                                                  const kvs_bf16 *kv_rope, const int32_t *pos,
+                                                  int batch, float eps, float theta, void *stream)
+{
+    if (batch < 1 || !pool || !slot || !kv_raw || !norm_w || !kv_rope || !pos || !(theta > 0.f))
+        return KVS_STATUS_INVALID_ARGUMENT;
+    if (((uintptr_t)kv_raw | (uintptr_t)norm_w) & 15u || (uintptr_t)kv_rope & 3u)
+        return KVS_STATUS_UNSUPPORTED;
+    kv_finish_kernel<<<batch, 64, 0, (cudaStream_t)stream>>>(pool, slot, kv_raw, norm_w, kv_rope,
+                                                             pos, eps, log((double)theta));
     KVS_CUDA_LAUNCH_TRY(NULL);
     return KVS_STATUS_OK;
 }

@@ -1,6 +1,7 @@
 /* tests/gpu/test_engine_ops.c — the engine's own CUDA ops against their CPU
  * references (engine/ops.h): synthetic fills (whole tensors and the slices
  * tensor-parallel ranks hold, engine/shard.h) and the KV append bit for bit,
+ * the fused KV finish (norm + RoPE + append) code for code within a step,
  * expert mapping and the device sequence step exactly, the float-output
  * linear by normalized error. Outputs are poisoned before each launch.
  *   meson test -C build --suite gpu test_engine_ops */
@@ -160,6 +161,58 @@ static void test_prefill_and_append(void)
     kvs_slots_free_all(s);
 }
 
+/* The fused norm + RoPE + append against the three reference ops. The GPU
+ * sums squares and forms angles in another order, so a BF16 value can land
+ * one step away and its FP8 code then one step away too: allowed for a few
+ * codes, each off by one magnitude step with its sign kept; rows other than
+ * the new ones must be untouched. */
+static void test_kv_finish(void)
+{
+    enum { B = 5, CAP = 64 };
+    kvs_bf16 raw[B * 512], rope[B * 64], w[512];
+    int32_t slot[B] = {7, 0, 63, 12, 30}, pos[B] = {0, 1, 4095, 131071, 77777};
+    uint64_t rng = 21;
+    for (int i = 0; i < B * 512; i++) /* rows of different scales */
+        raw[i] = kvs_float_to_bf16(((float)(kvs_test_rand(&rng) % 2001) / 1000.0f - 1.0f) *
+                                   (float)(1 + i / 512 * 7));
+    for (int i = 0; i < B * 64; i++)
+        rope[i] = kvs_float_to_bf16(((float)(kvs_test_rand(&rng) % 2001) / 1000.0f - 1.0f) * 300.f);
+    for (int i = 0; i < 512; i++)
+        w[i] = kvs_float_to_bf16(1.0f + ((float)(kvs_test_rand(&rng) % 129) - 64.0f) / 1024.0f);
+    kvs_fp8 *want = malloc(CAP * 576), *got = malloc(CAP * 576);
+    kvs_eng_cpu_fill_kv(want, CAP, 17);
+    kvs_fp8 *pool = up(want, CAP * 576);
+    kvs_bf16 *dr = up(raw, sizeof raw), *dp = up(rope, sizeof rope), *dw = up(w, sizeof w);
+    int32_t *ds = up(slot, sizeof slot), *dpos = up(pos, sizeof pos);
+    kvs_eng_cpu_kv_finish(want, slot, raw, w, rope, pos, B, 1e-5f, 1e6f);
+    KVS_REQUIRE(kvs_eng_cuda_kv_finish(pool, ds, dr, dw, dp, dpos, B, 1e-5f, 1e6f, NULL) ==
+                KVS_STATUS_OK);
+    down(got, pool, CAP * 576);
+    int off = 0, far = 0;
+    for (int i = 0; i < CAP * 576; i++) {
+        if (want[i] == got[i])
+            continue;
+        off++;
+        int sw = want[i] & 0x80, sg = got[i] & 0x80;
+        int mw = want[i] & 0x7f, mg = got[i] & 0x7f;
+        far += sw != sg || (mw - mg != 1 && mg - mw != 1);
+    }
+    KVS_CHECK_MSG(far == 0 && off <= B * 576 / 100, "kv_finish: %d codes differ, %d by more "
+                                                    "than one step", off, far);
+    /* the inputs are left alone */
+    kvs_bf16 back[B * 64];
+    down(back, dp, sizeof back);
+    KVS_CHECK(memcmp(back, rope, sizeof back) == 0);
+    cudaFree(pool);
+    cudaFree(dr);
+    cudaFree(dp);
+    cudaFree(dw);
+    cudaFree(ds);
+    cudaFree(dpos);
+    free(want);
+    free(got);
+}
+
 static void test_map_experts(void)
 {
     struct kvs_model_config c;
@@ -290,6 +343,7 @@ int main(int argc, char **argv)
         {"fills", test_fills},
         {"shard_fills", test_shard_fills},
         {"prefill_and_append", test_prefill_and_append},
+        {"kv_finish", test_kv_finish},
         {"map_experts", test_map_experts},
         {"seq_step", test_seq_step},
         {"linear_f32", test_linear_f32},

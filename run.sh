@@ -148,7 +148,8 @@ main_job() {
 # it on: build just those (a laptop skips the CUDA kernels and the tests).
 compile_demo() {
     local -a targets=(cli/kvscope)
-    if command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+    if { command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; } ||
+       [ -e /dev/nvidia0 ]; then
         targets=()   # the engine, the capture library, kernels: everything
     fi
     say "building in $build${targets[*]:+ (${targets[*]})}"

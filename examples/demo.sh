@@ -52,10 +52,20 @@ gpu_usable() {
     if ! "$kvs" engine --help >/dev/null 2>&1; then
         gpu_reason="this build has no engine (it needs the CUDA toolkit at build time)"; return 1
     fi
-    if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+    if command -v nvidia-smi >/dev/null; then
+        nvidia-smi -L 2>/dev/null | grep -q '^GPU ' && return 0
         gpu_reason="no NVIDIA GPU found (nvidia-smi lists none)"; return 1
     fi
-    return 0
+    # no nvidia-smi (some containers): ask CUDA, through the smallest run of example 4's program
+    local probe=$build/examples/naive_kv_cast
+    if [ -x "$probe" ] && "$probe" --layers 1 --capacity 64 --active 8 --steps 1 >/dev/null 2>&1; then
+        return 0
+    fi
+    gpu_reason="no NVIDIA GPU found (no nvidia-smi, and CUDA sees no device)"; return 1
+}
+gpu_name() {
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null |
+        head -n 1 | grep . || echo "a CUDA device (nvidia-smi absent)"
 }
 
 capture_one() { # capture_one PATH CAPACITY -> OUT/glm5_PATH.json.gz, OUT/glm5_PATH.log
@@ -91,13 +101,13 @@ traces=$here/traces
 src=bundled
 [ "$source_mode" = bundled ] && gpu_reason="KVS_DEMO_SOURCE=bundled"
 if [ "$source_mode" != bundled ] && gpu_usable; then
-    note "GPU: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | head -n 1)" \
+    note "GPU: $(gpu_name)" \
          "capturing fresh traces (each run first fills 82 GB of synthetic weights and the KV pool)"
     if capture_fresh; then
         src=gpu
         traces=$out
         { echo "captured: $(date -u '+%Y-%m-%d %H:%M UTC')"
-          echo "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)"
+          echo "gpu: $(gpu_name)"
           echo "kvscope: $("$kvs" version | head -n 1)"
           echo "command: kvscope engine --config glm5 --kv-path PATH --batch 1 --context 4096" \
                "--steps $steps --warmup 2 --kv-capacity $capacity --trace glm5_PATH.json.gz"

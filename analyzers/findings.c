@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "classify.h"
+#include "kvscope/kernel_name.h"
 #include "dtypes.h"
 #include "match.h"
 
@@ -14,6 +15,7 @@
 #define GOOD_EFFICIENCY 0.8    /* what a good copy/cast kernel reaches */
 #define IDLE_BUSY 0.6          /* GPU busy below this fraction of the step */
 #define MEMORY_BOUND_BYTES ((int64_t)32 << 20) /* per call: big enough to stream at full rate */
+#define KVS_EVIDENCE_KERNEL_WIDTH 72 /* columns of a kernel's name in a sentence */
 
 void kvs_group_figures(const struct kvs_ctx *c, const struct kvs_group_acc *g,
                        struct kvs_group_figs *f)
@@ -204,12 +206,18 @@ static int low_efficiency(struct kvs_ctx *c, size_t gi, struct kvs_finding **v, 
         kvs_intern_str(&c->t.strings, g->op_name), f.achieved_gbps, 100.0 * f.efficiency,
         c->device ? c->device : "device", c->peak_gbps, copy, f.gpu_ms_per_step, saving,
         100.0 * GOOD_EFFICIENCY);
+    /* the kernel's short name: a C++ name runs to hundreds of characters
+     * (the group's `kernel` keeps the full one) */
+    char kernel[KVS_EVIDENCE_KERNEL_WIDTH + 1];
+    kvs_short_kernel(kernel, sizeof kernel,
+                     g->top_kernel ? kvs_intern_str(&c->t.strings, g->top_kernel) : "?",
+                     KVS_EVIDENCE_KERNEL_WIDTH);
     fd.evidence = kvs_arena_printf(&c->arena,
                                    "group %s: %lld GPU calls, %lld bytes per call (read + written), "
                                    "%.3f ms of GPU time per call, kernel %s",
                                    group_desc(c, g), (long long)g->gpu_calls, (long long)g->bytes_per_call,
                                    g->gpu_calls ? (double)g->gpu_ns / 1e6 / (double)g->gpu_calls : 0.0,
-                                   g->top_kernel ? kvs_intern_str(&c->t.strings, g->top_kernel) : "?");
+                                   kernel);
     fd.fix = kvs_arena_strdup(
         &c->arena,
         "A memory-bound copy/cast should run near the copy rate: use a vectorized kernel (16-byte "

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "kvscope/kernel_name.h"
 #include "kvscope/report.h"
 
 // ----------------------------------------------------------------------------
@@ -66,9 +67,7 @@ char *kvs_fmt_signed_pct(char *buf, double frac); /* "+29.1%", "-64.0%" */
 /* "c10::BFloat16" -> "bf16", "c10::Float8_e4m3fn" -> "fp8_e4m3fn", "float" -> "f32". */
 const char *kvs_short_dtype(const char *name);
 
-/* A kernel name fit for a table cell of `width` columns: "void " and
- * namespace qualifiers dropped, argument lists emptied, cut with "..." */
-char *kvs_short_kernel(char *buf, size_t size, const char *name, size_t width);
+/* kvs_short_kernel: kvscope/kernel_name.h (shared with the analyzer) */
 
 /* s cut to width bytes with "..." (for names that must keep their namespaces). */
 char *kvs_truncate(char *buf, size_t size, const char *s, size_t width);

@@ -68,6 +68,10 @@ static void test_kernel_names(void)
     KVS_CHECK_EQ_STR(b, "nvjet_tst_64x8_64x16_4x1_v_bz_TNT");
     kvs_short_kernel(b, sizeof b, "Memcpy DtoD (Device -> Device)", 60);
     KVS_CHECK_EQ_STR(b, "Memcpy DtoD (Device -> Device)");
+    kvs_short_kernel(b, sizeof b, "(anonymous namespace)::experts_up_kernel(int const*, float)", 60);
+    KVS_CHECK_EQ_STR(b, "experts_up_kernel()");
+    kvs_short_kernel(b, sizeof b, "void f<(anonymous namespace)::Tag, 4>(int)", 60);
+    KVS_CHECK_EQ_STR(b, "f<Tag, 4>()");
     kvs_short_kernel(b, sizeof b, "f(int (*)(float), (x))", 60); /* nested parentheses */
     KVS_CHECK_EQ_STR(b, "f()");
     kvs_truncate(b, sizeof b, "Memcpy HtoD (Pageable -> Device)", 16);

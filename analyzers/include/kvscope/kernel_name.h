@@ -1,0 +1,33 @@
+/* kvscope/kernel_name.h — a kernel's name short enough to read: one function
+ * that the analyzer's findings (evidence sentences) and the renderers (table
+ * cells) share, so a name is shortened the same way everywhere. The full
+ * name stays in the analysis (and in the JSON `kernel`/`name` fields).
+ *
+ * defines: kvs_short_kernel
+ *
+ * Thread safety: reentrant.
+ */
+#ifndef KVSCOPE_KERNEL_NAME_H
+#define KVSCOPE_KERNEL_NAME_H
+
+#include <stddef.h>
+
+#include "kvscope/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* `name` in at most `width` columns (at least 8, at most size - 1) into buf:
+ * "void " and namespace/class qualifiers of plain identifiers dropped
+ * ("at::native::", "(anonymous namespace)::"), argument lists emptied
+ * ("f<T>(int, float)" -> "f<T>()"), template arguments kept, the rest cut with
+ * "...". Words in parentheses that are no argument list stay ("Memcpy HtoD
+ * (Pageable -> Device)"). NULL gives "-". Returns buf. */
+KVS_API char *kvs_short_kernel(char *buf, size_t size, const char *name, size_t width);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KVSCOPE_KERNEL_NAME_H */

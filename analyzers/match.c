@@ -163,7 +163,9 @@ static bool has_near_sibling(const struct kvs_ctx *c, const struct kvs_group_acc
             o->shape_info.rank[0] != s->rank[0])
             continue;
         int64_t other = o->shape_info.dims[0][0];
-        if (other != tokens && other > 0 && llabs(other - tokens) * BUFFER_RATIO < tokens &&
+        /* |other - tokens| * 8 < tokens, divided rather than multiplied: dims
+         * are data and may be near 2^63 (both are positive here) */
+        if (other != tokens && other > 0 && llabs(other - tokens) <= (tokens - 1) / BUFFER_RATIO &&
             same_but_tokens(s, &o->shape_info, tokens))
             return true;
     }
@@ -339,7 +341,7 @@ static void match_one(struct kvs_ctx *c, struct kvs_group_acc *g, const struct t
                      (!c->nsteps || g->steps_with_calls == (int64_t)c->nsteps) &&
                      !gathers_its_rows(s, dims[0]) && !has_near_sibling(c, g);
     if (may_infer) {
-        if (active > 0 && tokens >= BUFFER_RATIO * active)
+        if (active > 0 && tokens / BUFFER_RATIO >= active) /* tokens >= 8 x active, without overflow */
             inferred = true;
         else if (active == 0 && tokens >= 16 * BUFFER_MIN_TOKENS && per_layer)
             inferred = true;

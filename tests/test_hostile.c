@@ -475,6 +475,33 @@ static void test_device_entry_without_name(void)
     free(text);
 }
 
+/* Buffer inference on leading dims near 2^63: |a - b| x 8 and 8 x active
+ * overflowed (match.c, found by fuzz_trace: corpus/trace/
+ * regress-near-sibling-overflow.json). Now compared by division. */
+static void test_buffer_inference_huge_dims(void)
+{
+    static const char *const tokens[] = {"4611686018427387902", "2305843009213693952", "4096"};
+    struct str t = {0};
+    puts_(&t, "{\"traceEvents\":[");
+    for (int i = 0; i < 3; i++) {
+        char ev[768];
+        snprintf(ev, sizeof ev,
+                 "%s{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::copy_\",\"ts\":%d,\"dur\":5,"
+                 "\"args\":{\"External id\":%d,\"Input Dims\":[[%s,1,576],[%s,1,576]],"
+                 "\"Input type\":[\"c10::BFloat16\",\"c10::Float8_e4m3fn\"]}},"
+                 "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"direct_copy_kernel_cuda\",\"ts\":%d,"
+                 "\"dur\":2,\"args\":{\"External id\":%d}}",
+                 i ? "," : "", 10 * i + 10, i + 1, tokens[i], tokens[i], 10 * i + 11, i + 1);
+        puts_(&t, ev);
+    }
+    puts_(&t, "]}");
+    struct kvs_analysis *a;
+    KVS_REQUIRE(analyze_mem(t.p, t.n, 0, &a) == KVS_STATUS_OK);
+    KVS_CHECK_EQ_INT(a->ngroup, 3);
+    kvs_analysis_free(a);
+    free(t.p);
+}
+
 int main(int argc, char **argv)
 {
     static const struct kvs_test tests[] = {
@@ -490,6 +517,7 @@ int main(int argc, char **argv)
         {"huge_dims", test_huge_dims},
         {"gzip_corrupt_after_data", test_gzip_corrupt_after_data},
         {"device_entry_without_name", test_device_entry_without_name},
+        {"buffer_inference_huge_dims", test_buffer_inference_huge_dims},
         {0},
     };
     return kvs_test_main(argc, argv, tests);

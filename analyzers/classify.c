@@ -54,6 +54,12 @@ bool kvs_op_is_copy(const char *name)
     return has(name, "copy") || has_cast(name);
 }
 
+bool kvs_op_is_indexed_write(const char *name)
+{
+    return has(name, "index_copy") || has(name, "index_put") || has(name, "index_add") ||
+           has(name, "scatter");
+}
+
 bool kvs_kernel_is_copy(const char *name)
 {
     return has(name, "copy_kernel") || has(name, "direct_copy") || has(name, "memcpy") ||

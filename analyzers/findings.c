@@ -102,8 +102,10 @@ static int push(struct kvs_finding **v, size_t *n, size_t *cap, struct kvs_findi
 static int full_buffer(struct kvs_ctx *c, size_t gi, struct kvs_finding **v, size_t *n, size_t *cap)
 {
     const struct kvs_group_acc *g = &c->groups[gi];
+    const char *opname = kvs_intern_str(&c->t.strings, g->op_name);
+    /* an indexed write touches the rows its index names, not the buffer */
     if (!g->has_match || g->match.capacity_tokens <= 0 || g->bytes_per_call <= 0 ||
-        !kvs_op_is_copy(kvs_intern_str(&c->t.strings, g->op_name)))
+        !kvs_op_is_copy(opname) || kvs_op_is_indexed_write(opname))
         return 0;
     struct kvs_group_figs f;
     kvs_group_figures(c, g, &f);

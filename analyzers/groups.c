@@ -49,14 +49,24 @@ static void bytes_per_call(const struct kvs_trace_data *t, struct kvs_group_acc 
     const struct kvs_shape *s = &g->shape_info;
     if (s->n == 0 || s->more)
         return;
-    bool copy = kvs_op_is_copy(kvs_intern_str(&t->strings, g->op_name));
-    if (!copy)
+    const char *op = kvs_intern_str(&t->strings, g->op_name);
+    if (!kvs_op_is_copy(op))
         return; /* a copy kernel inside another op: the op's shapes do not describe it */
+    /* an indexed write (index_copy_(self, index, source), ...) reads its
+     * index and source and writes the source's bytes into self: self's own
+     * dims, often a whole KV pool, are not touched */
+    bool indexed = kvs_op_is_indexed_write(op);
+    if (indexed && s->n < 2)
+        return;
     int64_t sum = 0;
-    for (int i = 0; i < s->n; i++) {
+    for (int i = indexed ? 1 : 0; i < s->n; i++) {
         if (s->bytes[i] < 0)
             return;
         sum += s->bytes[i];
+    }
+    if (indexed) {
+        g->bytes_per_call = sum + s->bytes[s->n - 1];
+        return;
     }
     /* copy_(dst, src) and kvscope's casts list every tensor they touch once;
      * a one-tensor copy (clone, contiguous, to) writes as much as it reads */

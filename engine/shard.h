@@ -33,6 +33,7 @@ extern "C" {
 #endif
 
 struct kvs_shard {
+    int64_t count_g;        /* matrices (heads, experts) in the full tensor */
     int64_t rows_g, cols_g; /* one matrix of the full tensor */
     int64_t count_off;      /* the rank's first matrix (head) in the full stack */
     /* local row i -> full row row_off + (i / row_block) * row_stride + i % row_block:

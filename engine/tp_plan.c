@@ -81,6 +81,7 @@ void kvs_tp_shard(const struct kvs_tp_plan *p, int rank, const struct kvs_wdesc 
 {
     *local = *full;
     memset(s, 0, sizeof *s);
+    s->count_g = full->count;
     s->rows_g = full->rows;
     s->cols_g = full->cols;
     s->row_block = full->rows;
@@ -121,7 +122,10 @@ void kvs_tp_shard(const struct kvs_tp_plan *p, int rank, const struct kvs_wdesc 
 
 int kvs_shard_is_whole(const struct kvs_wdesc *local, const struct kvs_shard *s)
 {
-    return local->rows == s->rows_g && local->cols == s->cols_g && s->count_off == 0 &&
+    /* rank 0's share of a head-split stack starts at 0 like the whole one:
+     * the matrix count tells them apart */
+    return local->count == s->count_g && local->rows == s->rows_g && local->cols == s->cols_g &&
+           s->count_off == 0 &&
            s->row_off == 0 && s->col_off == 0 && s->row_block == s->rows_g;
 }
 

@@ -37,7 +37,9 @@ for line in sys.argv[2].strip().splitlines():
         print("  assertion failed: " + line)
         ok = False
 if not ok:
-    print("  groups: %s" % [(g["op"], g["dims"], g.get("calls_per_step")) for g in d.get("groups", [])][:6])
+    # report groups carry op/dims; compare groups carry role/before/after
+    print("  groups: %s" % [(g.get("op", g.get("role")), g.get("dims"), g.get("calls_per_step"))
+                            for g in d.get("groups", [])][:6])
     print("  findings: %s" % [f["id"] for f in d.get("findings", [])])
 sys.exit(0 if ok else 1)
 PY

@@ -68,6 +68,8 @@ static void ctx_free(struct kvs_ctx *c)
     free(c->steps);
     free(c->step_busy_ns);
     free(c->step_cat_ns);
+    free(c->step_comm_ns);
+    free(c->step_compute_ns);
     free(c->groups);
     kvs_arena_free(&c->arena);
 }
@@ -314,7 +316,7 @@ static enum kvs_status build_steps(struct kvs_ctx *c, struct kvs_analysis_impl *
     struct kvs_step *st = kvs_arena_alloc(&impl->arena, (c->nsteps ? c->nsteps : 1) * sizeof *st);
     if (!st)
         return KVS_STATUS_NO_MEMORY;
-    double wall = 0, busy = 0;
+    double wall = 0, busy = 0, comm = 0, compute = 0;
     for (size_t i = 0; i < c->nsteps; i++) {
         const struct kvs_step_win *w = &c->steps[i];
         st[i].index = w->index;
@@ -322,6 +324,10 @@ static enum kvs_status build_steps(struct kvs_ctx *c, struct kvs_analysis_impl *
         st[i].start_us = (double)w->start / 1e3;
         st[i].wall_ms = (double)(w->end - w->start) / 1e6;
         st[i].gpu_busy_ms = c->step_busy_ns[i] / 1e6;
+        st[i].comm_busy_ms = c->step_comm_ns[i] / 1e6;
+        st[i].compute_busy_ms = c->step_compute_ns[i] / 1e6;
+        comm += st[i].comm_busy_ms;
+        compute += st[i].compute_busy_ms;
         st[i].busy_fraction = st[i].wall_ms > 0 ? st[i].gpu_busy_ms / st[i].wall_ms : 0;
         for (int k = 0; k < KVS_CAT_COUNT_; k++)
             st[i].category_ms[k] = c->step_cat_ns[i][k] / 1e6;
@@ -338,9 +344,18 @@ static enum kvs_status build_steps(struct kvs_ctx *c, struct kvs_analysis_impl *
         a->steps.total_gpu_ms = busy;
         if (c->opt->batch > 0 && a->steps.mean_ms > 0)
             a->steps.tokens_per_s = c->opt->batch * 1000.0 / a->steps.mean_ms;
+        a->steps.comm_ms_per_step = comm / (double)c->nsteps;
+        a->steps.compute_ms_per_step = compute / (double)c->nsteps;
     } else {
         a->steps.total_gpu_ms = c->trace_busy_ns / 1e6;
+        busy = c->trace_busy_ns / 1e6;
+        a->steps.comm_ms_per_step = c->trace_comm_ns / 1e6;
+        a->steps.compute_ms_per_step = c->trace_compute_ns / 1e6;
     }
+    /* inclusion-exclusion: what both unions cover (never below 0 by rounding) */
+    double both = a->steps.comm_ms_per_step + a->steps.compute_ms_per_step -
+                  (c->nsteps ? busy / (double)c->nsteps : busy);
+    a->steps.overlap_ms_per_step = both > 0 && a->steps.comm_ms_per_step > 0 ? both : 0;
     for (int k = 0; k < KVS_CAT_COUNT_; k++)
         a->category_ms[k] = c->cat_ns[k] / 1e6;
     return KVS_STATUS_OK;

@@ -78,6 +78,9 @@ struct kvs_ctx {
     double *step_busy_ns;        /* per step */
     double (*step_cat_ns)[KVS_CAT_COUNT_];
     double trace_busy_ns;        /* union of all GPU activity over the trace */
+    double *step_comm_ns;        /* per step: union of communication activity */
+    double *step_compute_ns;     /* per step: union of all other activity */
+    double trace_comm_ns, trace_compute_ns;
     double cat_ns[KVS_CAT_COUNT_];
 
     /* groups */

@@ -162,6 +162,49 @@ static inline int64_t overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1)
     return hi > lo ? hi - lo : 0;
 }
 
+/* Sorts iv[0..n), merges it into its union per device (in place) and adds
+ * each step's share of the union to step_out[k]; returns the union's
+ * measure over the whole trace. */
+static double merge_clip(const struct kvs_ctx *c, struct ival *iv, size_t n, double *step_out)
+{
+    if (!n)
+        return 0;
+    qsort(iv, n, sizeof *iv, cmp_ival);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m && iv[m - 1].device == iv[i].device && iv[i].start <= iv[m - 1].end) {
+            if (iv[i].end > iv[m - 1].end)
+                iv[m - 1].end = iv[i].end;
+            continue;
+        }
+        iv[m++] = iv[i];
+    }
+    double total = 0;
+    for (size_t i = 0; i < m; i++) {
+        total += (double)(iv[i].end - iv[i].start);
+        if (!c->nsteps)
+            continue;
+        int32_t j = kvs_step_at(c, iv[i].start);
+        size_t k = 0;
+        if (j >= 0) {
+            k = (size_t)j;
+        } else {
+            size_t lo = 0, hi = c->nsteps;
+            while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (c->steps[mid].start <= iv[i].start)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            k = lo;
+        }
+        for (; k < c->nsteps && c->steps[k].start < iv[i].end; k++)
+            step_out[k] += (double)overlap(iv[i].start, iv[i].end, c->steps[k].start, c->steps[k].end);
+    }
+    return total;
+}
+
 enum kvs_status kvs_steps_measure(struct kvs_ctx *c)
 {
     const struct kvs_trace_data *t = &c->t;
@@ -169,8 +212,11 @@ enum kvs_status kvs_steps_measure(struct kvs_ctx *c)
     c->gpu_step = malloc((t->ngpus ? t->ngpus : 1) * sizeof *c->gpu_step);
     c->step_busy_ns = calloc(ns, sizeof *c->step_busy_ns);
     c->step_cat_ns = calloc(ns, sizeof *c->step_cat_ns);
+    c->step_comm_ns = calloc(ns, sizeof *c->step_comm_ns);
+    c->step_compute_ns = calloc(ns, sizeof *c->step_compute_ns);
     struct ival *iv = malloc((t->ngpus ? t->ngpus : 1) * sizeof *iv);
-    if (!c->gpu_step || !c->step_busy_ns || !c->step_cat_ns || !iv) {
+    if (!c->gpu_step || !c->step_busy_ns || !c->step_cat_ns || !c->step_comm_ns ||
+        !c->step_compute_ns || !iv) {
         free(iv);
         return KVS_STATUS_NO_MEMORY;
     }
@@ -203,40 +249,28 @@ enum kvs_status kvs_steps_measure(struct kvs_ctx *c)
             c->cat_ns[cat] += (double)ov;
         }
     }
-    /* union per device, then each step's share of it */
-    qsort(iv, t->ngpus, sizeof *iv, cmp_ival);
-    size_t m = 0;
-    for (size_t i = 0; i < t->ngpus; i++) {
-        if (m && iv[m - 1].device == iv[i].device && iv[i].start <= iv[m - 1].end) {
-            if (iv[i].end > iv[m - 1].end)
-                iv[m - 1].end = iv[i].end;
-            continue;
-        }
-        iv[m++] = iv[i];
-    }
-    c->trace_busy_ns = 0;
-    for (size_t i = 0; i < m; i++) {
-        c->trace_busy_ns += (double)(iv[i].end - iv[i].start);
-        if (!c->nsteps)
-            continue;
-        int32_t j = kvs_step_at(c, iv[i].start);
-        size_t k = 0;
-        if (j >= 0) {
-            k = (size_t)j;
-        } else {
-            size_t lo = 0, hi = c->nsteps;
-            while (lo < hi) {
-                size_t mid = (lo + hi) / 2;
-                if (c->steps[mid].start <= iv[i].start)
-                    lo = mid + 1;
-                else
-                    hi = mid;
+    /* union per device, then each step's share of it; then the same for
+     * communication alone and for everything else, when the trace has any
+     * communication (their overlap is comm + compute - busy) */
+    c->trace_busy_ns = merge_clip(c, iv, t->ngpus, c->step_busy_ns);
+    size_t ncomm = 0;
+    for (size_t i = 0; i < t->ngpus; i++)
+        ncomm += c->gpu_cat[i] == KVS_CAT_COMM;
+    if (ncomm == 0) {
+        c->trace_comm_ns = 0;
+        c->trace_compute_ns = c->trace_busy_ns;
+        memcpy(c->step_compute_ns, c->step_busy_ns, ns * sizeof *c->step_busy_ns);
+    } else {
+        for (int comm = 1; comm >= 0; comm--) {
+            size_t m = 0;
+            for (size_t i = 0; i < t->ngpus; i++) {
+                const struct kvs_gpu_rec *g = &t->gpus[i];
+                if ((c->gpu_cat[i] == KVS_CAT_COMM) == (comm == 1))
+                    iv[m++] = (struct ival){g->ts, g->ts + g->dur, g->device};
             }
-            k = lo;
+            double total = merge_clip(c, iv, m, comm ? c->step_comm_ns : c->step_compute_ns);
+            *(comm ? &c->trace_comm_ns : &c->trace_compute_ns) = total;
         }
-        for (; k < c->nsteps && c->steps[k].start < iv[i].end; k++)
-            c->step_busy_ns[k] +=
-                (double)overlap(iv[i].start, iv[i].end, c->steps[k].start, c->steps[k].end);
     }
     free(iv);
     return KVS_STATUS_OK;

@@ -38,7 +38,8 @@ bool kvs_step_matcher_is_op_step(void *matcher, const char *name);
 enum kvs_status kvs_steps_find(struct kvs_ctx *c, struct kvs_step_matcher *m);
 
 /* needs gpu_launch and gpu_cat; fills gpu_step, step_busy_ns, step_cat_ns,
- * trace_busy_ns, cat_ns */
+ * trace_busy_ns, cat_ns, and the busy time of communication and of the
+ * rest (step_comm_ns, step_compute_ns, trace_comm_ns, trace_compute_ns) */
 enum kvs_status kvs_steps_measure(struct kvs_ctx *c);
 
 /* the step containing time ts (ns), or -1 */

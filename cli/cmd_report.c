@@ -1,8 +1,11 @@
 /* cli/cmd_report.c — `kvscope report`: read a trace (PyTorch/Kineto or
- * kvscope's own), name the bottleneck, print the report.
+ * kvscope's own), name the bottleneck, print the report; several traces
+ * (one per rank of a run) give the summary across ranks and each rank's
+ * report.
  *
  *   kvscope report trace.json.gz --model glm5 --kv-capacity 495552
  *   kvscope report - --format json < trace.json
+ *   kvscope report trace.rank0.json.gz trace.rank1.json.gz --format html -o ranks.html
  *   kvscope report --help
  *
  * Exit codes: 0 report written (also for a truncated trace, with a warning),
@@ -21,17 +24,24 @@
 #include "kvscope/report.h"
 
 #define CMD "report"
+#define MAX_TRACES 1024 /* ranks at once; each analysis is kept until the end */
 
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: kvscope report TRACE [options]\n"
+            "usage: kvscope report TRACE [TRACE...] [options]\n"
             "\n"
             "Read a Chrome-trace JSON file (PyTorch profiler / Kineto, or kvscope capture;\n"
             "plain, .gz, or - for stdin), link GPU work to the ops that launched it, group\n"
             "copy/cast work by op, input dims and dtypes, match shapes to the model's KV\n"
             "dimensions, compute HBM-roofline efficiency and per-step GPU busy time, and\n"
             "rank the findings by the GPU time per step they would recover.\n"
+            "\n"
+            "Several traces are the ranks of one run (one trace per rank; the rank from\n"
+            "each trace's distributedInfo, else the order given): the report says each\n"
+            "rank's step time and the straggler, computation against communication (NCCL)\n"
+            "time and their overlap, which findings each rank has, then gives every\n"
+            "rank's own report (json: a kvscope.multirank/1 document).\n"
             "\n"
             "options:\n"
             "  --model CFG          a Hugging Face config.json, or a bundled model: glm5,\n"
@@ -107,6 +117,14 @@ static int parse_int(const char *flag, const char *v, long long lo, long long hi
     return KVS_EXIT_OK;
 }
 
+static void free_all(struct kvs_analysis **a, int n)
+{
+    for (int i = 0; i < n; i++) {
+        kvs_analysis_free(a[i]);
+        a[i] = NULL;
+    }
+}
+
 int kvs_cmd_report(int argc, char **argv)
 {
     struct kvs_analysis_options opt;
@@ -115,8 +133,10 @@ int kvs_cmd_report(int argc, char **argv)
     memset(&ropt, 0, sizeof ropt);
     ropt.format = KVS_FORMAT_TEXT;
     ropt.log = opt.log;
-    const char *trace = NULL, *output = NULL;
-    bool quiet = false;
+    const char *output = NULL;
+    const char *traces[MAX_TRACES];
+    int ntrace = 0;
+    bool quiet = false, stdin_used = false;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -129,11 +149,12 @@ int kvs_cmd_report(int argc, char **argv)
             continue;
         }
         if (a[0] != '-' || !strcmp(a, "-")) {
-            if (trace)
-                return kvs_cli_usage_error(CMD, "one trace at a time ('%s' and '%s'); to compare "
-                                                "two, use kvscope compare",
-                                           trace, a);
-            trace = a;
+            if (!strcmp(a, "-") && stdin_used)
+                return kvs_cli_usage_error(CMD, "stdin ('-') can be read once only");
+            stdin_used = stdin_used || !strcmp(a, "-");
+            if (ntrace == MAX_TRACES)
+                return kvs_cli_usage_error(CMD, "at most %d traces at once", MAX_TRACES);
+            traces[ntrace++] = a;
             continue;
         }
         bool known = !strcmp(a, "--model") || !strcmp(a, "--kv-capacity") ||
@@ -173,7 +194,7 @@ int kvs_cmd_report(int argc, char **argv)
         if (rc != KVS_EXIT_OK)
             return rc;
     }
-    if (!trace)
+    if (!ntrace)
         return kvs_cli_usage_error(CMD, "which trace? give a file, a .gz file, or - for stdin");
     if (opt.device && opt.peak_gbps > 0)
         return kvs_cli_usage_error(CMD, "give --device or --peak-gbps, not both");
@@ -184,19 +205,26 @@ int kvs_cmd_report(int argc, char **argv)
     opt.progress = on_progress;
     opt.progress_user = &prog;
 
-    struct kvs_analysis *a = NULL;
-    enum kvs_status st = kvs_analyze_file(trace, &opt, &a);
-    if (prog.shown)
-        fprintf(stderr, "\r\033[K");
-    if (st != KVS_STATUS_OK && st != KVS_STATUS_TRUNCATED) {
-        /* the analysis logged why */
-        switch (st) {
-        case KVS_STATUS_NO_MEMORY:
-        case KVS_STATUS_INTERNAL:
-            return KVS_EXIT_FAILURE;
-        default:
-            return KVS_EXIT_USAGE;
+    struct kvs_analysis *an[MAX_TRACES] = {0};
+    for (int i = 0; i < ntrace; i++) {
+        enum kvs_status st = kvs_analyze_file(traces[i], &opt, &an[i]);
+        if (prog.shown)
+            fprintf(stderr, "\r\033[K");
+        if (st != KVS_STATUS_OK && st != KVS_STATUS_TRUNCATED) {
+            /* the analysis logged why; with several traces, say which */
+            if (ntrace > 1)
+                fprintf(stderr, "kvscope report: %s: %s\n", traces[i], kvs_status_str(st));
+            free_all(an, i);
+            return st == KVS_STATUS_NO_MEMORY || st == KVS_STATUS_INTERNAL ? KVS_EXIT_FAILURE
+                                                                          : KVS_EXIT_USAGE;
         }
+    }
+    struct kvs_multirank *mr = NULL;
+    if (ntrace > 1 && kvs_multirank((const struct kvs_analysis *const *)an, (size_t)ntrace, &mr) !=
+                          KVS_STATUS_OK) {
+        fprintf(stderr, "kvscope report: out of memory summarising the ranks\n");
+        free_all(an, ntrace);
+        return KVS_EXIT_FAILURE;
     }
 
     FILE *out = stdout;
@@ -204,18 +232,20 @@ int kvs_cmd_report(int argc, char **argv)
         out = fopen(output, "w");
         if (!out) {
             fprintf(stderr, "kvscope report: cannot write %s: %s\n", output, strerror(errno));
-            kvs_analysis_free(a);
+            kvs_multirank_free(mr);
+            free_all(an, ntrace);
             return KVS_EXIT_FAILURE;
         }
     }
     const char *no_color = getenv("NO_COLOR");
     ropt.color = ropt.format == KVS_FORMAT_TEXT && out == stdout && isatty(STDOUT_FILENO) &&
                  !(no_color && *no_color);
-    enum kvs_status rs = kvs_render_report(out, a, &ropt);
+    enum kvs_status rs = mr ? kvs_render_multirank(out, mr, &ropt) : kvs_render_report(out, an[0], &ropt);
     if (out != stdout && fclose(out) != 0 && rs == KVS_STATUS_OK) {
         fprintf(stderr, "kvscope report: writing %s failed: %s\n", output, strerror(errno));
         rs = KVS_STATUS_IO;
     }
-    kvs_analysis_free(a);
+    kvs_multirank_free(mr);
+    free_all(an, ntrace);
     return rs == KVS_STATUS_OK ? KVS_EXIT_OK : KVS_EXIT_FAILURE;
 }

@@ -4,7 +4,7 @@
  * the inline SVG charts.
  *
  * defines: kvs_html_head, kvs_html_foot, kvs_svg_roofline, kvs_svg_steps,
- *          kvs_svg_pairs, struct kvs_svg_pair
+ *          kvs_svg_pairs, struct kvs_svg_pair, kvs_svg_stacks, struct kvs_svg_stack_row
  */
 #ifndef KVSCOPE_HTML_H
 #define KVSCOPE_HTML_H
@@ -32,5 +32,16 @@ struct kvs_svg_pair {
 };
 void kvs_svg_pairs(FILE *f, const struct kvs_svg_pair *rows, size_t n, const char *unit,
                    const char *aria_label);
+
+/* Horizontal stacked bars, one row each (the multi-rank page: per rank its
+ * step as compute only, overlapped, exposed communication, idle). */
+#define KVS_SVG_STACK_PARTS 4
+struct kvs_svg_stack_row {
+    const char *label;
+    double v[KVS_SVG_STACK_PARTS];
+};
+void kvs_svg_stacks(FILE *f, const struct kvs_svg_stack_row *rows, size_t n,
+                    const char *const names[KVS_SVG_STACK_PARTS], const char *unit,
+                    const char *aria_label);
 
 #endif /* KVSCOPE_HTML_H */

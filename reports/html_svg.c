@@ -1,6 +1,6 @@
 /* reports/html_svg.c — inline SVG charts for the HTML pages: the bandwidth
  * roofline of the copy/cast groups, GPU time per step stacked by category,
- * and before/after bars for compare. Plain SVG 1.1 (no script, no fonts
+ * before/after bars for compare, stacked bars per rank for several ranks. Plain SVG 1.1 (no script, no fonts
  * beyond the page's), every label escaped, every coordinate finite.
  *
  * Tested by tests/test_report_html.c (structure, escaping) and
@@ -238,6 +238,59 @@ void kvs_svg_pairs(FILE *f, const struct kvs_svg_pair *rows, size_t n, const cha
                     k ? "after" : "before", left, by, w);
             put_svg_text(f, left + w + 6, by + 11, "start", "val", kvs_fmt_ms(b, vals[k]));
         }
+    }
+    fputs("</svg>\n", f);
+}
+
+void kvs_svg_stacks(FILE *f, const struct kvs_svg_stack_row *rows, size_t n,
+                    const char *const names[KVS_SVG_STACK_PARTS], const char *unit,
+                    const char *aria_label)
+{
+    static const char *const color[KVS_SVG_STACK_PARTS] = {"#1f77b4", "#9467bd", "#d62728",
+                                                           "#e0e0e0"};
+    const double W = 900, left = 120, right = 90, top = 34, row = 28;
+    double plot_w = W - left - right, bottom = top + row * (double)(n ? n : 1), H = bottom + 40;
+    double xmax = 0;
+    for (size_t i = 0; i < n; i++) {
+        double sum = 0;
+        for (int k = 0; k < KVS_SVG_STACK_PARTS; k++)
+            sum += fmax(0, fin(rows[i].v[k]));
+        xmax = fmax(xmax, sum);
+    }
+    xmax = xmax > 0 ? xmax * 1.06 : 1;
+    fprintf(f, "<svg class=\"chart\" viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" height=\"%.0f\" "
+               "role=\"img\" aria-label=\"",
+            W, H, W, H);
+    kvs_put_html(f, aria_label);
+    fputs("\" xmlns=\"http://www.w3.org/2000/svg\">\n", f);
+    x_axis(f, left, plot_w, top, bottom, xmax, unit);
+    double lx = left;
+    for (int k = 0; k < KVS_SVG_STACK_PARTS; k++) {
+        fprintf(f, "<rect x=\"%.0f\" y=\"6\" width=\"12\" height=\"12\" fill=\"%s\"/>\n", lx, color[k]);
+        put_svg_text(f, lx + 18, 16, "start", "lbl", names[k]);
+        lx += 30 + 7.0 * (double)strlen(names[k]);
+    }
+    for (size_t i = 0; i < n; i++) {
+        double y = top + row * (double)i, x = left, sum = 0;
+        char label[64], b[KVS_FMT_BUF];
+        kvs_truncate(label, sizeof label, rows[i].label, 16);
+        put_svg_text(f, left - 8, y + row / 2 + 4, "end", "lbl", label);
+        fputs("<g><title>", f);
+        kvs_put_html(f, rows[i].label);
+        for (int k = 0; k < KVS_SVG_STACK_PARTS; k++)
+            fprintf(f, "%s%s %s ms", k ? ", " : ": ", names[k], kvs_fmt_ms(b, fin(rows[i].v[k])));
+        fputs("</title>\n", f);
+        for (int k = 0; k < KVS_SVG_STACK_PARTS; k++) {
+            double v = fmax(0, fin(rows[i].v[k])), w = v / xmax * plot_w;
+            sum += v;
+            if (w <= 0)
+                continue;
+            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"18\" fill=\"%s\"/>\n", x,
+                    y + 5, w, color[k]);
+            x += w;
+        }
+        fputs("</g>\n", f);
+        put_svg_text(f, x + 6, y + 18, "start", "val", kvs_fmt_ms(b, sum));
     }
     fputs("</svg>\n", f);
 }

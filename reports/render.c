@@ -74,3 +74,19 @@ enum kvs_status kvs_render_compare(FILE *out, const struct kvs_comparison *c,
     }
     return finish(out, st, opt);
 }
+
+enum kvs_status kvs_render_multirank(FILE *out, const struct kvs_multirank *m,
+                                     const struct kvs_render_options *opt)
+{
+    if (!out || !m || !opt)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    enum kvs_status st;
+    switch (opt->format) {
+    case KVS_FORMAT_JSON: st = kvs_render_json_multirank(out, m, opt); break;
+    case KVS_FORMAT_TEXT: st = kvs_render_text_multirank(out, m, opt); break;
+    case KVS_FORMAT_MARKDOWN: st = kvs_render_md_multirank(out, m, opt); break;
+    case KVS_FORMAT_HTML: st = kvs_render_html_multirank(out, m, opt); break;
+    default: return KVS_STATUS_INVALID_ARGUMENT;
+    }
+    return finish(out, st, opt);
+}

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "html.h"
+#include "multirank_impl.h"
 #include "table.h"
 
 #define GROUP_ROWS 25
@@ -118,11 +119,19 @@ static void findings(FILE *f, const struct kvs_analysis *a)
 enum kvs_status kvs_render_html_report(FILE *out, const struct kvs_analysis *a,
                                        const struct kvs_render_options *opt)
 {
-    size_t top = opt->top_kernels > 0 ? (size_t)opt->top_kernels : 10;
     const char *path = a->trace.path ? a->trace.path : "(unnamed trace)";
     char title[300];
     snprintf(title, sizeof title, "kvscope report: %s", path);
     kvs_html_head(out, title);
+    bool ok = kvs_html_report_body(out, a, opt);
+    kvs_html_foot(out);
+    return ok ? KVS_STATUS_OK : KVS_STATUS_NO_MEMORY;
+}
+
+bool kvs_html_report_body(FILE *out, const struct kvs_analysis *a, const struct kvs_render_options *opt)
+{
+    size_t top = opt->top_kernels > 0 ? (size_t)opt->top_kernels : 10;
+    const char *path = a->trace.path ? a->trace.path : "(unnamed trace)";
     fputs("<h1>kvscope report</h1>\n<p class=\"path\">", out);
     kvs_put_html(out, path);
     fputs("</p>\n<dl class=\"facts\">\n", out);
@@ -177,6 +186,5 @@ enum kvs_status kvs_render_html_report(FILE *out, const struct kvs_analysis *a,
         kvs_table_print_html(out, &t, "steps");
         kvs_table_free(&t);
     }
-    kvs_html_foot(out);
-    return ok ? KVS_STATUS_OK : KVS_STATUS_NO_MEMORY;
+    return ok;
 }

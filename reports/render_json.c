@@ -9,6 +9,7 @@
  * struct's 0 = not applicable); a string the trace did not provide is null.
  */
 #include "compare_impl.h"
+#include "multirank_impl.h"
 
 static void write_dims(struct kvs_jw *w, const struct kvs_group *g)
 {
@@ -97,89 +98,94 @@ enum kvs_status kvs_render_json_report(FILE *out, const struct kvs_analysis *a,
                                        const struct kvs_render_options *opt)
 {
     (void)opt;
-    bool have_peak = a->trace.peak_gbps > 0;
     struct kvs_jw w;
     kvs_jw_init(&w, out);
-    kvs_jw_obj(&w);
-    kvs_jw_key(&w, "schema");
-    kvs_jw_str(&w, "kvscope.report/1");
+    kvs_json_write_report(&w, a);
+    return KVS_STATUS_OK;
+}
 
-    kvs_jw_key(&w, "trace");
-    kvs_jw_obj(&w);
-    kvs_jw_key(&w, "path");
-    kvs_jw_str(&w, a->trace.path);
-    kvs_jw_key(&w, "bytes");
-    kvs_jw_int(&w, (int64_t)a->trace.bytes);
-    kvs_jw_key(&w, "events");
-    kvs_jw_int(&w, (int64_t)a->trace.events);
-    kvs_jw_key(&w, "device");
-    kvs_jw_str(&w, a->trace.device);
-    kvs_jw_key(&w, "peak_gbps");
+void kvs_json_write_report(struct kvs_jw *w, const struct kvs_analysis *a)
+{
+    bool have_peak = a->trace.peak_gbps > 0;
+    kvs_jw_obj(w);
+    kvs_jw_key(w, "schema");
+    kvs_jw_str(w, "kvscope.report/1");
+
+    kvs_jw_key(w, "trace");
+    kvs_jw_obj(w);
+    kvs_jw_key(w, "path");
+    kvs_jw_str(w, a->trace.path);
+    kvs_jw_key(w, "bytes");
+    kvs_jw_int(w, (int64_t)a->trace.bytes);
+    kvs_jw_key(w, "events");
+    kvs_jw_int(w, (int64_t)a->trace.events);
+    kvs_jw_key(w, "device");
+    kvs_jw_str(w, a->trace.device);
+    kvs_jw_key(w, "peak_gbps");
     if (have_peak)
-        kvs_jw_num(&w, a->trace.peak_gbps);
+        kvs_jw_num(w, a->trace.peak_gbps);
     else
-        kvs_jw_null(&w);
-    kvs_jw_obj_end(&w);
+        kvs_jw_null(w);
+    kvs_jw_obj_end(w);
 
-    kvs_jw_key(&w, "steps");
-    kvs_jw_obj(&w);
-    kvs_jw_key(&w, "count");
-    kvs_jw_int(&w, a->steps.count);
-    kvs_jw_key(&w, "mean_ms");
-    kvs_jw_num(&w, a->steps.mean_ms);
-    kvs_jw_key(&w, "gpu_ms_per_step");
-    kvs_jw_num(&w, a->steps.gpu_ms_per_step);
-    kvs_jw_key(&w, "gpu_busy_fraction");
-    kvs_jw_num(&w, a->steps.gpu_busy_fraction);
-    kvs_jw_obj_end(&w);
+    kvs_jw_key(w, "steps");
+    kvs_jw_obj(w);
+    kvs_jw_key(w, "count");
+    kvs_jw_int(w, a->steps.count);
+    kvs_jw_key(w, "mean_ms");
+    kvs_jw_num(w, a->steps.mean_ms);
+    kvs_jw_key(w, "gpu_ms_per_step");
+    kvs_jw_num(w, a->steps.gpu_ms_per_step);
+    kvs_jw_key(w, "gpu_busy_fraction");
+    kvs_jw_num(w, a->steps.gpu_busy_fraction);
+    kvs_jw_obj_end(w);
 
-    kvs_jw_key(&w, "groups");
-    kvs_jw_arr(&w);
+    kvs_jw_key(w, "groups");
+    kvs_jw_arr(w);
     for (size_t i = 0; a->groups && i < a->ngroup; i++)
-        write_group(&w, &a->groups[i], have_peak);
-    kvs_jw_arr_end(&w);
+        write_group(w, &a->groups[i], have_peak);
+    kvs_jw_arr_end(w);
 
-    kvs_jw_key(&w, "kernels");
-    kvs_jw_arr(&w);
+    kvs_jw_key(w, "kernels");
+    kvs_jw_arr(w);
     for (size_t i = 0; a->kernels && i < a->nkernel; i++) {
         const struct kvs_kernel_stat *k = &a->kernels[i];
-        kvs_jw_obj(&w);
-        kvs_jw_key(&w, "name");
-        kvs_jw_str(&w, k->name);
-        kvs_jw_key(&w, "calls");
-        kvs_jw_int(&w, k->calls);
-        kvs_jw_key(&w, "gpu_ms");
-        kvs_jw_num(&w, k->gpu_ms);
-        kvs_jw_key(&w, "gpu_fraction");
-        kvs_jw_num(&w, k->gpu_fraction);
-        kvs_jw_obj_end(&w);
+        kvs_jw_obj(w);
+        kvs_jw_key(w, "name");
+        kvs_jw_str(w, k->name);
+        kvs_jw_key(w, "calls");
+        kvs_jw_int(w, k->calls);
+        kvs_jw_key(w, "gpu_ms");
+        kvs_jw_num(w, k->gpu_ms);
+        kvs_jw_key(w, "gpu_fraction");
+        kvs_jw_num(w, k->gpu_fraction);
+        kvs_jw_obj_end(w);
     }
-    kvs_jw_arr_end(&w);
+    kvs_jw_arr_end(w);
 
-    kvs_jw_key(&w, "findings");
-    kvs_jw_arr(&w);
+    kvs_jw_key(w, "findings");
+    kvs_jw_arr(w);
     for (size_t i = 0; a->findings && i < a->nfinding; i++) {
         const struct kvs_finding *f = &a->findings[i];
-        kvs_jw_obj(&w);
-        kvs_jw_key(&w, "id");
-        kvs_jw_str(&w, f->id);
-        kvs_jw_key(&w, "severity");
-        kvs_jw_str(&w, kvs_severity_name(f->severity));
-        kvs_jw_key(&w, "message");
-        kvs_jw_str(&w, f->message);
-        kvs_jw_key(&w, "gpu_ms_per_step");
-        kvs_jw_num(&w, f->gpu_ms_per_step);
-        kvs_jw_key(&w, "bytes_per_step");
+        kvs_jw_obj(w);
+        kvs_jw_key(w, "id");
+        kvs_jw_str(w, f->id);
+        kvs_jw_key(w, "severity");
+        kvs_jw_str(w, kvs_severity_name(f->severity));
+        kvs_jw_key(w, "message");
+        kvs_jw_str(w, f->message);
+        kvs_jw_key(w, "gpu_ms_per_step");
+        kvs_jw_num(w, f->gpu_ms_per_step);
+        kvs_jw_key(w, "bytes_per_step");
         if (f->bytes_per_step > 0)
-            kvs_jw_num(&w, f->bytes_per_step);
+            kvs_jw_num(w, f->bytes_per_step);
         else
-            kvs_jw_null(&w); /* the struct's 0 means "not applicable" */
-        kvs_jw_obj_end(&w);
+            kvs_jw_null(w); /* the struct's 0 means "not applicable" */
+        kvs_jw_obj_end(w);
     }
-    kvs_jw_arr_end(&w);
+    kvs_jw_arr_end(w);
 
-    kvs_jw_obj_end(&w);
-    return KVS_STATUS_OK;
+    kvs_jw_obj_end(w);
 }
 
 // ----------------------------------------------------------------------------

@@ -4,7 +4,7 @@
  *
  * defines: struct kvs_jw (+ kvs_jw_*), kvs_fmt_* (human units), kvs_short_*,
  *          kvs_put_html, kvs_put_md, kvs_render_{json,text,md,html}_report,
- *          kvs_render_{json,text,md,html}_compare
+ *          kvs_render_{json,text,md,html}_compare, kvs_render_{json,text,md,html}_multirank
  *
  * Formatting helpers write into caller buffers (no static storage), so the
  * renderers stay reentrant.
@@ -118,6 +118,15 @@ enum kvs_status kvs_render_md_report(FILE *out, const struct kvs_analysis *a,
                                      const struct kvs_render_options *opt);
 enum kvs_status kvs_render_html_report(FILE *out, const struct kvs_analysis *a,
                                        const struct kvs_render_options *opt);
+/* several ranks (render_multirank.c; the summary: multirank_impl.h) */
+enum kvs_status kvs_render_text_multirank(FILE *out, const struct kvs_multirank *m,
+                                          const struct kvs_render_options *opt);
+enum kvs_status kvs_render_md_multirank(FILE *out, const struct kvs_multirank *m,
+                                        const struct kvs_render_options *opt);
+enum kvs_status kvs_render_html_multirank(FILE *out, const struct kvs_multirank *m,
+                                          const struct kvs_render_options *opt);
+enum kvs_status kvs_render_json_multirank(FILE *out, const struct kvs_multirank *m,
+                                          const struct kvs_render_options *opt);
 
 enum kvs_status kvs_render_json_compare(FILE *out, const struct kvs_comparison *c,
                                         const struct kvs_render_options *opt);

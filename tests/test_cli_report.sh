@@ -3,7 +3,8 @@
 # hand-written fixtures (tests/fixtures/): --help, every bad usage and every
 # unreadable input exits 2 with a message that says why (malformed JSON: the
 # byte offset), a truncated trace is reported with a warning (exit 0), stdin
-# and .gz work, -o writes the file, each format renders.
+# and .gz work, -o writes the file, each format renders; several traces (the
+# ranks of a run: kineto_small is rank 0, old_schema rank 3) too.
 set -u
 kvs=$1
 fx=${KVS_SOURCE_ROOT:?run through meson test}/tests/fixtures
@@ -23,7 +24,8 @@ check() { # check WANT_RC DESCRIPTION PATTERN -- CMD...
 }
 check 0 "report --help" "--kv-capacity" -- "$kvs" report --help
 check 2 "no trace" "which trace" -- "$kvs" report
-check 2 "two traces" "one trace at a time" -- "$kvs" report a.json b.json
+check 2 "several traces, one missing: named" "none.json" -- "$kvs" report "$fx/kineto_small.json" "$tmp/none.json"
+check 2 "stdin twice" "once" -- "$kvs" report - -
 check 2 "unknown option" "unknown option" -- "$kvs" report "$fx/kineto_small.json" --frob
 check 2 "bad format" "text, md, json or html" -- "$kvs" report "$fx/kineto_small.json" --format pdf
 check 2 "bad capacity" "--kv-capacity" -- "$kvs" report "$fx/kineto_small.json" --kv-capacity 12x
@@ -56,4 +58,9 @@ check 0 "truncated: reported with a warning" "truncated" -- "$kvs" report "$tmp/
 check 0 "--quiet keeps warnings" "truncated" -- "$kvs" report "$tmp/cut.json" --quiet
 check 0 "no steps: said so" "no step markers" -- "$kvs" report "$fx/old_schema.json"
 check 0 "--step-regex" "" -- "$kvs" report "$fx/kineto_small.json" --step-regex '^layer_[0-9]+$' --batch 2
+# several traces: the ranks of one run, in every format
+check 0 "two ranks: text" "ACROSS RANKS" -- "$kvs" report "$fx/kineto_small.json" "$fx/old_schema.json"
+check 0 "two ranks: markdown" "## Across ranks" -- "$kvs" report "$fx/kineto_small.json" "$fx/old_schema.json" --format md
+check 0 "two ranks: html" "id=\"rank-3\"" -- "$kvs" report "$fx/kineto_small.json" "$fx/old_schema.json" --format html
+check 0 "two ranks: json" "kvscope.multirank/1" -- "$kvs" report "$fx/kineto_small.json" "$fx/old_schema.json" --format json
 exit $fail

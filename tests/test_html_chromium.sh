@@ -1,7 +1,8 @@
 #!/bin/sh
 # tests/test_html_chromium.sh CMD [ARG...] — render the HTML page that CMD
 # writes to stdout (or, with --shared REL KVSCOPE, `kvscope report` of a
-# trace under $KVS_SHARED_DIR) in headless Chromium and check that it loads offline with
+# trace under $KVS_SHARED_DIR; more ARGs: more traces, the ranks of one run)
+# in headless Chromium and check that it loads offline with
 # no console messages (errors, CSP refusals), that the DOM holds the
 # report's parts (charts, tables) and no element injected from trace names,
 # and that the screenshot is not blank.
@@ -60,6 +61,9 @@ bad = []
 wants = ["<svg", "<table", "<rect", "Findings"]
 if "<h1>kvscope compare" in dom:
     wants += ["Verdict", "Step time: GPU versus wall", "Copy/cast groups paired by role"]
+elif "Across ranks" in dom:  # several ranks: the summary, then each rank's report
+    wants += ["Each rank's step", "Findings by rank", 'id="rank-0"', 'id="rank-1"',
+              "Bandwidth roofline", "Top kernels"]
 else:
     wants += ["Bandwidth roofline", "GPU time per step", "Top kernels"]
 for want in wants:

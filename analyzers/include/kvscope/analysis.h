@@ -95,6 +95,13 @@ struct kvs_steps {
     double gpu_busy_fraction;    /* gpu_ms_per_step / mean_ms */
     double tokens_per_s;         /* batch * 1000 / mean_ms when batch is known, else 0 */
     double total_gpu_ms;         /* busy time over the whole trace (or all steps) */
+    /* communication (NCCL/RCCL kernels, category comm) against the rest, per
+     * step (trace totals without steps); each is the union of its activity
+     * intervals, so overlap = comm + compute - gpu busy: communication hidden
+     * under computation. Exposed communication = comm - overlap. */
+    double comm_ms_per_step;
+    double compute_ms_per_step;
+    double overlap_ms_per_step;
 };
 
 struct kvs_step {
@@ -105,6 +112,8 @@ struct kvs_step {
     double gpu_busy_ms;
     double busy_fraction;
     double category_ms[KVS_CAT_COUNT_]; /* GPU time by category within the step */
+    double comm_busy_ms;         /* union of communication activity within the step */
+    double compute_busy_ms;      /* union of all other activity within the step */
 };
 
 /* What a group's shape was matched to. */

@@ -3,7 +3,8 @@
  *
  * defines: enum kvs_format, struct kvs_render_options, kvs_format_parse,
  *          kvs_render_report, struct kvs_comparison, kvs_compare,
- *          kvs_comparison_free, kvs_render_compare
+ *          kvs_comparison_free, kvs_render_compare, kvs_multirank,
+ *          kvs_multirank_free, kvs_render_multirank
  *
  * Renderers read the analysis struct and format it; they never recompute
  * analysis. The comparison is computed once by kvs_compare() (pairing groups
@@ -17,6 +18,7 @@
 #define KVSCOPE_REPORT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include "kvscope/analysis.h"
@@ -51,6 +53,22 @@ KVS_API enum kvs_status kvs_compare(const struct kvs_analysis *before,
 KVS_API void kvs_comparison_free(struct kvs_comparison *c);
 KVS_API enum kvs_status kvs_render_compare(FILE *out, const struct kvs_comparison *c,
                                            const struct kvs_render_options *opt);
+
+/* Several ranks of one run, one analysis each (any order). A rank's number
+ * is the one its trace names (Kineto's distributedInfo, kvscope's metadata)
+ * when every trace names a distinct rank, else its position in `ranks`.
+ * The summary holds each rank's step time, GPU busy time, computation and
+ * communication time and their overlap, the straggler, findings by rank and
+ * notes in plain words. It points into the analyses: keep them until
+ * kvs_multirank_free(). */
+struct kvs_multirank; /* opaque */
+KVS_API enum kvs_status kvs_multirank(const struct kvs_analysis *const *ranks, size_t n,
+                                      struct kvs_multirank **out);
+KVS_API void kvs_multirank_free(struct kvs_multirank *m);
+/* The summary, then each rank's own report, in any format (json:
+ * kvscope.multirank/1, holding kvscope.report/1 documents). */
+KVS_API enum kvs_status kvs_render_multirank(FILE *out, const struct kvs_multirank *m,
+                                             const struct kvs_render_options *opt);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,439 @@
+/* reports/multirank.c — kvs_multirank(): the analyses of several ranks of one
+ * run (one trace per rank) into one summary: each rank's step time, GPU busy
+ * time, computation and communication (NCCL) time and their overlap; the
+ * straggler rank; which findings each rank has; and notes in plain words.
+ *
+ *   kvscope report R0.json R1.json ... [--format text|md|json|html]
+ *
+ * Ranks come from the traces (Kineto's distributedInfo, kvscope's metadata)
+ * when every trace names a distinct rank, else from the order given.
+ * Tested in tests/test_multirank.c (synthetic traces) and
+ * tests/test_multirank_hta.py (the HTA rank traces of ../shared).
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "multirank_impl.h"
+
+/* Exposed communication differing across ranks by more than this share of
+ * the mean step is worth a sentence. */
+#define EXPOSED_SPREAD 0.05
+
+struct builder {
+    struct kvs_multirank *m;
+    bool oom;
+};
+
+static char *fmt_dup(struct builder *b, const char *fmt, ...) KVS_PRINTF(2, 3);
+static char *fmt_dup(struct builder *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (s = malloc((size_t)n + 1))) {
+        va_start(ap, fmt);
+        vsnprintf(s, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    } else {
+        b->oom = true;
+    }
+    return s;
+}
+
+static void note(struct builder *b, char *s)
+{
+    if (!s)
+        return;
+    char **v = realloc(b->m->notes, (b->m->nnote + 1) * sizeof *v);
+    if (!v) {
+        free(s);
+        b->oom = true;
+        return;
+    }
+    v[b->m->nnote++] = s;
+    b->m->notes = v;
+}
+
+static int cmp_row(const void *x, const void *y)
+{
+    const struct kvs_rank_row *a = x, *b = y;
+    return (a->rank > b->rank) - (a->rank < b->rank);
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* "0-3, 5, 7" from ascending rank numbers */
+static void rank_list(char *buf, size_t size, const int *r, size_t n)
+{
+    size_t len = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < n && len + 24 < size;) {
+        size_t j = i;
+        while (j + 1 < n && r[j + 1] == r[j] + 1)
+            j++;
+        if (j >= i + 2)
+            len += (size_t)snprintf(buf + len, size - len, "%s%d-%d", len ? ", " : "", r[i], r[j]);
+        else
+            for (size_t k = i; k <= j; k++)
+                len += (size_t)snprintf(buf + len, size - len, "%s%d", len ? ", " : "", r[k]);
+        i = j + 1;
+    }
+}
+
+static void fill_row(struct kvs_rank_row *r, const struct kvs_analysis *a, int rank)
+{
+    const struct kvs_steps *s = &a->steps;
+    r->rank = rank;
+    r->a = a;
+    r->steps = s->count;
+    r->step_ms = s->count > 0 ? s->mean_ms : NAN;
+    r->gpu_ms = s->count > 0 ? s->gpu_ms_per_step : s->total_gpu_ms;
+    r->busy_fraction = s->count > 0 ? s->gpu_busy_fraction : NAN;
+    r->compute_ms = kvs_finite_or0(s->compute_ms_per_step);
+    r->comm_ms = kvs_finite_or0(s->comm_ms_per_step);
+    r->overlap_ms = kvs_finite_or0(s->overlap_ms_per_step);
+    r->exposed_comm_ms = r->comm_ms > r->overlap_ms ? r->comm_ms - r->overlap_ms : 0;
+    r->comm_fraction = r->gpu_ms > 0 ? r->comm_ms / r->gpu_ms : 0;
+}
+
+/* ranks from the traces when each names a distinct one */
+static bool ranks_from_traces(const struct kvs_analysis *const *a, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (a[i]->trace.rank < 0)
+            return false;
+        for (size_t j = 0; j < i; j++)
+            if (a[j]->trace.rank == a[i]->trace.rank)
+                return false;
+    }
+    return true;
+}
+
+static void step_stats(struct builder *b)
+{
+    struct kvs_multirank *m = b->m;
+    double *v = malloc(m->n * sizeof *v);
+    size_t k = 0;
+    m->step_min_ms = m->step_median_ms = m->step_max_ms = NAN;
+    m->straggler = -1;
+    if (!v) {
+        b->oom = true;
+        return;
+    }
+    for (size_t i = 0; i < m->n; i++) {
+        if (!isfinite(m->rows[i].step_ms))
+            continue;
+        v[k++] = m->rows[i].step_ms;
+        if (m->straggler < 0 || m->rows[i].step_ms > m->rows[m->straggler].step_ms)
+            m->straggler = (int)i;
+    }
+    if (k) {
+        qsort(v, k, sizeof *v, cmp_double);
+        m->step_min_ms = v[0];
+        m->step_max_ms = v[k - 1];
+        m->step_median_ms = k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+        m->straggler_over_ms = m->step_max_ms - m->step_median_ms;
+        m->straggler_over_fraction = m->step_median_ms > 0 ? m->straggler_over_ms / m->step_median_ms : 0;
+        m->straggler_stands_out = k >= 2 && m->straggler_over_fraction >= KVS_STRAGGLER_FRACTION;
+    }
+    free(v);
+    m->most_compute = -1;
+    for (size_t i = 0; i < m->n; i++) {
+        if (m->rows[i].compute_ms > 0 &&
+            (m->most_compute < 0 || m->rows[i].compute_ms > m->rows[m->most_compute].compute_ms))
+            m->most_compute = (int)i;
+        m->have_comm = m->have_comm || m->rows[i].comm_ms > 0;
+    }
+}
+
+static struct kvs_rank_finding *finding_slot(struct builder *b, const char *id)
+{
+    struct kvs_multirank *m = b->m;
+    for (size_t i = 0; i < m->nfinding; i++)
+        if (!strcmp(m->findings[i].id, id))
+            return &m->findings[i];
+    struct kvs_rank_finding *v = realloc(m->findings, (m->nfinding + 1) * sizeof *v);
+    if (!v)
+        return NULL;
+    m->findings = v;
+    struct kvs_rank_finding *f = &v[m->nfinding];
+    memset(f, 0, sizeof *f);
+    f->ranks = malloc(m->n * sizeof *f->ranks);
+    f->id = strdup(id);
+    f->max_rank = -1;
+    m->nfinding++;
+    if (!f->ranks || !f->id)
+        return NULL;
+    return f;
+}
+
+static int cmp_finding(const void *x, const void *y)
+{
+    const struct kvs_rank_finding *a = x, *b = y;
+    if (a->max_gpu_ms_per_step != b->max_gpu_ms_per_step)
+        return a->max_gpu_ms_per_step > b->max_gpu_ms_per_step ? -1 : 1;
+    return strcmp(a->id, b->id);
+}
+
+static void collect_findings(struct builder *b)
+{
+    struct kvs_multirank *m = b->m;
+    for (size_t i = 0; i < m->n && !b->oom; i++) {
+        const struct kvs_analysis *a = m->rows[i].a;
+        for (size_t k = 0; a->findings && k < a->nfinding; k++) {
+            const struct kvs_finding *x = &a->findings[k];
+            if (!x->id)
+                continue;
+            struct kvs_rank_finding *f = finding_slot(b, x->id);
+            if (!f) {
+                b->oom = true;
+                return;
+            }
+            if (!f->nranks || f->ranks[f->nranks - 1] != m->rows[i].rank)
+                f->ranks[f->nranks++] = m->rows[i].rank;
+            double ms = kvs_finite_or0(x->gpu_ms_per_step);
+            if (f->max_rank < 0 || ms > f->max_gpu_ms_per_step) {
+                f->max_gpu_ms_per_step = ms;
+                f->max_rank = m->rows[i].rank;
+            }
+        }
+    }
+    if (m->nfinding > 1)
+        qsort(m->findings, m->nfinding, sizeof *m->findings, cmp_finding);
+}
+
+static void straggler_notes(struct builder *b)
+{
+    struct kvs_multirank *m = b->m;
+    size_t with_steps = 0;
+    for (size_t i = 0; i < m->n; i++)
+        with_steps += isfinite(m->rows[i].step_ms);
+    if (with_steps == 0) {
+        note(b, fmt_dup(b, "No step markers in any rank's trace: the per-rank figures are "
+                           "whole-trace totals, and no straggler is named by step time."));
+        return;
+    }
+    if (with_steps < 2)
+        return;
+    const struct kvs_rank_row *s = &m->rows[m->straggler];
+    if (m->straggler_stands_out)
+        note(b, fmt_dup(b, "Rank %d is the straggler: %.2f ms per step, %.2f ms (%.1f%%) over the "
+                           "median of the %zu ranks' mean step times (%.2f to %.2f ms).",
+                        s->rank, s->step_ms, m->straggler_over_ms, 100.0 * m->straggler_over_fraction,
+                        with_steps, m->step_min_ms, m->step_max_ms));
+    else
+        note(b, fmt_dup(b, "No straggler stands out: the %zu ranks' mean step times lie within "
+                           "%.1f%% of their median (%.2f to %.2f ms; the slowest is rank %d).",
+                        with_steps,
+                        100.0 * fmax(m->step_max_ms - m->step_median_ms, m->step_median_ms - m->step_min_ms) /
+                            (m->step_median_ms > 0 ? m->step_median_ms : 1),
+                        m->step_min_ms, m->step_max_ms, s->rank));
+}
+
+static void comm_notes(struct builder *b)
+{
+    struct kvs_multirank *m = b->m;
+    if (!m->have_comm) {
+        if (m->n >= 2)
+            note(b, fmt_dup(b, "No communication kernels (NCCL) in any rank's trace: every figure "
+                               "is computation."));
+        return;
+    }
+    double comm = 0, overlap = 0, exposed = 0, busy = 0, step = 0;
+    size_t lo = 0, hi = 0, nstep = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        const struct kvs_rank_row *r = &m->rows[i];
+        comm += r->comm_ms, overlap += r->overlap_ms, exposed += r->exposed_comm_ms, busy += r->gpu_ms;
+        if (isfinite(r->step_ms))
+            step += r->step_ms, nstep++;
+        if (r->exposed_comm_ms < m->rows[lo].exposed_comm_ms)
+            lo = i;
+        if (r->exposed_comm_ms > m->rows[hi].exposed_comm_ms)
+            hi = i;
+    }
+    double n = (double)m->n;
+    const char *unit = nstep ? "per step" : "in the trace";
+    note(b, fmt_dup(b, "Communication (NCCL kernels) takes %.2f ms of GPU time %s on average "
+                       "(%.0f%% of GPU busy time), %.0f%% of it overlapped with computation; "
+                       "exposed communication: %.2f ms %s on average.",
+                    comm / n, unit, busy > 0 ? 100.0 * comm / busy : 0.0,
+                    comm > 0 ? 100.0 * overlap / comm : 0.0, exposed / n, unit));
+    double spread = m->rows[hi].exposed_comm_ms - m->rows[lo].exposed_comm_ms;
+    double ref = nstep ? step / (double)nstep : busy / n;
+    if (m->n >= 2 && ref > 0 && spread > EXPOSED_SPREAD * ref) {
+        char *s = fmt_dup(b, "Exposed communication ranges from %.2f ms (rank %d) to %.2f ms "
+                             "(rank %d) %s: a rank that spends longer in collectives is "
+                             "waiting there for slower ranks",
+                          m->rows[lo].exposed_comm_ms, m->rows[lo].rank, m->rows[hi].exposed_comm_ms,
+                          m->rows[hi].rank, unit);
+        if (s && m->most_compute == (int)lo)
+            note(b, fmt_dup(b, "%s; rank %d, with the least waiting and the most computation "
+                               "(%.2f ms), sets the pace.",
+                            s, m->rows[lo].rank, m->rows[lo].compute_ms));
+        else if (s)
+            note(b, fmt_dup(b, "%s.", s));
+        free(s);
+    }
+}
+
+static void finding_notes(struct builder *b)
+{
+    struct kvs_multirank *m = b->m;
+    for (size_t i = 0; i < m->nfinding; i++) {
+        const struct kvs_rank_finding *f = &m->findings[i];
+        char ranks[256];
+        rank_list(ranks, sizeof ranks, f->ranks, f->nranks);
+        char where[320];
+        if (f->nranks == m->n && m->n > 1)
+            snprintf(where, sizeof where, "on every rank (%zu of %zu)", f->nranks, m->n);
+        else
+            snprintf(where, sizeof where, "on rank%s %s (%zu of %zu)", f->nranks > 1 ? "s" : "", ranks,
+                     f->nranks, m->n);
+        if (f->max_gpu_ms_per_step > 0)
+            note(b, fmt_dup(b, "%s %s: up to %.2f ms per step recoverable (rank %d).", f->id, where,
+                            f->max_gpu_ms_per_step, f->max_rank));
+        else
+            note(b, fmt_dup(b, "%s %s.", f->id, where));
+    }
+}
+
+enum kvs_status kvs_multirank(const struct kvs_analysis *const *ranks, size_t n, struct kvs_multirank **out)
+{
+    if (!out)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!ranks || n == 0 || n > (size_t)1 << 20)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    for (size_t i = 0; i < n; i++)
+        if (!ranks[i])
+            return KVS_STATUS_INVALID_ARGUMENT;
+    struct kvs_multirank *m = calloc(1, sizeof *m);
+    if (!m)
+        return KVS_STATUS_NO_MEMORY;
+    struct builder b = {m, false};
+    m->n = n;
+    m->rows = calloc(n, sizeof *m->rows);
+    if (!m->rows) {
+        kvs_multirank_free(m);
+        return KVS_STATUS_NO_MEMORY;
+    }
+    bool from_traces = ranks_from_traces(ranks, n);
+    m->rank_source = from_traces ? "trace" : "file order";
+    m->world_size = ranks[0]->trace.world_size > 0 ? ranks[0]->trace.world_size : 0;
+    for (size_t i = 0; i < n; i++) {
+        fill_row(&m->rows[i], ranks[i], from_traces ? ranks[i]->trace.rank : (int)i);
+        if (ranks[i]->trace.world_size != m->world_size)
+            m->world_size = 0; /* the traces disagree: none is trusted */
+    }
+    qsort(m->rows, n, sizeof *m->rows, cmp_row);
+    step_stats(&b);
+    collect_findings(&b);
+
+    if (m->world_size > 0 && (size_t)m->world_size > n)
+        note(&b, fmt_dup(&b, "%zu of %d ranks given: the figures cover those ranks only.", n,
+                         m->world_size));
+    if (!from_traces && n > 1)
+        note(&b, fmt_dup(&b, "Not every trace names a rank of its own (distributedInfo or kvscope "
+                             "metadata): ranks are numbered in the order the files were given."));
+    straggler_notes(&b);
+    comm_notes(&b);
+    finding_notes(&b);
+    if (b.oom) {
+        kvs_multirank_free(m);
+        return KVS_STATUS_NO_MEMORY;
+    }
+    *out = m;
+    return KVS_STATUS_OK;
+}
+
+void kvs_multirank_free(struct kvs_multirank *m)
+{
+    if (!m)
+        return;
+    for (size_t i = 0; i < m->nfinding; i++) {
+        free(m->findings[i].id);
+        free(m->findings[i].ranks);
+    }
+    free(m->findings);
+    for (size_t i = 0; i < m->nnote; i++)
+        free(m->notes[i]);
+    free(m->notes);
+    free(m->rows);
+    free(m);
+}
+
+// ----------------------------------------------------------------------------
+// tables shared by the text, markdown and HTML pages
+
+bool kvs_mr_table_ranks(struct kvs_table *t, const struct kvs_multirank *m)
+{
+    static const char *const hdr[] = {"rank", "steps", "step ms", "GPU busy ms", "busy",
+                                      "compute ms", "comm ms", "overlap ms", "exposed comm ms",
+                                      "comm % of busy", "findings", "device"};
+    static const enum kvs_col kind[] = {KVS_COL_NUM, KVS_COL_NUM, KVS_COL_NUM, KVS_COL_NUM,
+                                        KVS_COL_NUM, KVS_COL_NUM, KVS_COL_NUM, KVS_COL_NUM,
+                                        KVS_COL_NUM, KVS_COL_NUM, KVS_COL_TEXT, KVS_COL_TEXT};
+    kvs_table_init(t, 12, hdr, kind);
+    bool totals = false;
+    for (size_t i = 0; i < m->n; i++) {
+        const struct kvs_rank_row *r = &m->rows[i];
+        char rk[24], st[24], sm[KVS_FMT_BUF], g[KVS_FMT_BUF], bf[KVS_FMT_BUF], cp[KVS_FMT_BUF],
+            cm[KVS_FMT_BUF], ov[KVS_FMT_BUF], ex[KVS_FMT_BUF], cf[KVS_FMT_BUF], ids[200];
+        snprintf(rk, sizeof rk, "%d%s", r->rank, (int)i == m->straggler && m->straggler_stands_out ? " *" : "");
+        snprintf(st, sizeof st, "%lld", (long long)r->steps);
+        totals = totals || r->steps == 0;
+        kvs_fmt_ms(sm, r->step_ms);
+        kvs_fmt_ms(g, r->gpu_ms);
+        kvs_fmt_pct(bf, r->busy_fraction);
+        kvs_fmt_ms(cp, r->compute_ms);
+        kvs_fmt_ms(cm, r->comm_ms);
+        kvs_fmt_ms(ov, r->overlap_ms);
+        kvs_fmt_ms(ex, r->exposed_comm_ms);
+        kvs_fmt_pct(cf, r->comm_fraction);
+        size_t len = 0;
+        ids[0] = 0;
+        for (size_t k = 0; r->a->findings && k < r->a->nfinding && len + 40 < sizeof ids; k++)
+            len += (size_t)snprintf(ids + len, sizeof ids - len, "%s%s", k ? ", " : "",
+                                    r->a->findings[k].id ? r->a->findings[k].id : "?");
+        if (!len)
+            snprintf(ids, sizeof ids, "none");
+        const char *row[] = {rk, st, sm, g, bf, cp, cm, ov, ex, cf, ids,
+                             r->a->trace.device ? r->a->trace.device : "-"};
+        kvs_table_add(t, row);
+    }
+    if (m->straggler_stands_out || totals) {
+        snprintf(t->note_buf, sizeof t->note_buf, "%s%s%s",
+                 m->straggler_stands_out ? "* the straggler" : "",
+                 m->straggler_stands_out && totals ? "; " : "",
+                 totals ? "ranks with 0 steps show whole-trace totals" : "");
+        t->note = t->note_buf;
+    }
+    return !t->failed;
+}
+
+bool kvs_mr_table_findings(struct kvs_table *t, const struct kvs_multirank *m)
+{
+    static const char *const hdr[] = {"finding", "ranks", "of", "max recoverable ms/step", "on rank"};
+    static const enum kvs_col kind[] = {KVS_COL_CODE, KVS_COL_TEXT, KVS_COL_NUM, KVS_COL_NUM,
+                                        KVS_COL_NUM};
+    kvs_table_init(t, 5, hdr, kind);
+    for (size_t i = 0; i < m->nfinding; i++) {
+        const struct kvs_rank_finding *f = &m->findings[i];
+        char ranks[256], of[48], ms[KVS_FMT_BUF], on[24];
+        rank_list(ranks, sizeof ranks, f->ranks, f->nranks);
+        snprintf(of, sizeof of, "%zu of %zu", f->nranks, m->n);
+        kvs_fmt_ms(ms, f->max_gpu_ms_per_step);
+        snprintf(on, sizeof on, "%d", f->max_rank);
+        const char *row[] = {f->id, ranks, of, ms, on};
+        kvs_table_add(t, row);
+    }
+    return !t->failed;
+}

@@ -1,0 +1,339 @@
+/* reports/render_multirank.c — several ranks' reports in one document: the
+ * summary across ranks first (notes, the ranks table: step time, GPU busy,
+ * computation, communication and their overlap; findings by rank), then
+ * every rank's own report, in rank order, in the same format.
+ *
+ *   kvscope report R0.json R1.json ... --format text|md|json|html
+ *
+ * JSON: the kvscope.multirank/1 document of docs/report-json.md, which holds
+ * each rank's kvscope.report/1 document unchanged.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "html.h"
+#include "multirank_impl.h"
+
+static const char *source_words(const struct kvs_multirank *m)
+{
+    return !strcmp(m->rank_source, "trace") ? "ranks from the traces" : "ranks in file order";
+}
+
+static void world_words(char *buf, size_t size, const struct kvs_multirank *m)
+{
+    if (m->world_size > 0)
+        snprintf(buf, size, "%zu rank%s of world size %d; %s", m->n, m->n == 1 ? "" : "s",
+                 m->world_size, source_words(m));
+    else
+        snprintf(buf, size, "%zu rank%s; %s", m->n, m->n == 1 ? "" : "s", source_words(m));
+}
+
+static const char *per_what(const struct kvs_multirank *m)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if (m->rows[i].steps > 0)
+            return "per step";
+    return "whole trace";
+}
+
+// ----------------------------------------------------------------------------
+// text
+
+enum kvs_status kvs_render_text_multirank(FILE *out, const struct kvs_multirank *m,
+                                          const struct kvs_render_options *opt)
+{
+    const char *B = opt->color ? KVS_ANSI_BOLD : "", *R = opt->color ? KVS_ANSI_RESET : "";
+    char world[160];
+    world_words(world, sizeof world, m);
+    fprintf(out, "%skvscope report%s  %s\n", B, R, world);
+    for (size_t i = 0; i < m->n; i++) {
+        fprintf(out, "  rank %-4d ", m->rows[i].rank);
+        kvs_put_text(out, m->rows[i].a->trace.path ? m->rows[i].a->trace.path : "?");
+        fputc('\n', out);
+    }
+    fprintf(out, "\n%sACROSS RANKS%s\n", B, R);
+    for (size_t i = 0; i < m->nnote; i++) {
+        fputs("  - ", out);
+        kvs_put_wrapped(out, m->notes[i], 4, 4);
+        fputc('\n', out);
+    }
+    struct kvs_table t;
+    bool ok = kvs_mr_table_ranks(&t, m);
+    fprintf(out, "\n%sRANKS (GPU ms %s)%s\n", B, per_what(m), R);
+    kvs_table_print_text(out, &t, opt->color);
+    kvs_table_free(&t);
+    fprintf(out, "\n%sFINDINGS BY RANK%s\n", B, R);
+    if (m->nfinding == 0) {
+        fputs("  none on any rank\n", out);
+    } else {
+        ok = kvs_mr_table_findings(&t, m) && ok;
+        kvs_table_print_text(out, &t, opt->color);
+        kvs_table_free(&t);
+    }
+    for (size_t i = 0; i < m->n; i++) {
+        fprintf(out, "\n%s==== rank %d ====%s\n", B, m->rows[i].rank, R);
+        enum kvs_status st = kvs_render_text_report(out, m->rows[i].a, opt);
+        if (st != KVS_STATUS_OK)
+            return st;
+    }
+    return ok ? KVS_STATUS_OK : KVS_STATUS_NO_MEMORY;
+}
+
+// ----------------------------------------------------------------------------
+// markdown
+
+enum kvs_status kvs_render_md_multirank(FILE *out, const struct kvs_multirank *m,
+                                        const struct kvs_render_options *opt)
+{
+    char world[160];
+    world_words(world, sizeof world, m);
+    fputs("# kvscope report: ", out);
+    kvs_put_md(out, world);
+    fputs("\n\n", out);
+    for (size_t i = 0; i < m->n; i++) {
+        fprintf(out, "- **rank %d**: ", m->rows[i].rank);
+        kvs_put_md(out, m->rows[i].a->trace.path ? m->rows[i].a->trace.path : "?");
+        fputc('\n', out);
+    }
+    fputs("\n## Across ranks\n\n", out);
+    for (size_t i = 0; i < m->nnote; i++) {
+        fputs("- ", out);
+        kvs_put_md(out, m->notes[i]);
+        fputc('\n', out);
+    }
+    struct kvs_table t;
+    bool ok = kvs_mr_table_ranks(&t, m);
+    fprintf(out, "\n## Ranks (GPU ms %s)\n\n", per_what(m));
+    kvs_table_print_md(out, &t);
+    kvs_table_free(&t);
+    fputs("\n## Findings by rank\n\n", out);
+    if (m->nfinding == 0) {
+        fputs("None on any rank.\n", out);
+    } else {
+        ok = kvs_mr_table_findings(&t, m) && ok;
+        kvs_table_print_md(out, &t);
+        kvs_table_free(&t);
+    }
+    for (size_t i = 0; i < m->n; i++) {
+        fprintf(out, "\n---\n\n<!-- rank %d -->\n\n", m->rows[i].rank);
+        enum kvs_status st = kvs_render_md_report(out, m->rows[i].a, opt);
+        if (st != KVS_STATUS_OK)
+            return st;
+    }
+    return ok ? KVS_STATUS_OK : KVS_STATUS_NO_MEMORY;
+}
+
+// ----------------------------------------------------------------------------
+// html
+
+enum kvs_status kvs_render_html_multirank(FILE *out, const struct kvs_multirank *m,
+                                          const struct kvs_render_options *opt)
+{
+    char world[160];
+    world_words(world, sizeof world, m);
+    char title[200];
+    snprintf(title, sizeof title, "kvscope report: %s", world);
+    kvs_html_head(out, title);
+    fputs("<h1>kvscope report: ", out);
+    kvs_put_html(out, world);
+    fputs("</h1>\n<dl class=\"facts\">\n", out);
+    for (size_t i = 0; i < m->n; i++) {
+        fprintf(out, "<dt><a href=\"#rank-%d\">rank %d</a></dt><dd><code>", m->rows[i].rank,
+                m->rows[i].rank);
+        kvs_put_html(out, m->rows[i].a->trace.path ? m->rows[i].a->trace.path : "?");
+        fputs("</code></dd>\n", out);
+    }
+    fputs("</dl>\n<h2>Across ranks</h2>\n<ul class=\"verdict\">\n", out);
+    for (size_t i = 0; i < m->nnote; i++) {
+        fputs("<li>", out);
+        kvs_put_html(out, m->notes[i]);
+        fputs("</li>\n", out);
+    }
+    fputs("</ul>\n", out);
+
+    fprintf(out, "<h2>Each rank's step</h2>\n<p class=\"note\">GPU ms %s: computation alone, "
+                 "computation and communication at once (overlap), communication alone "
+                 "(exposed), and idle (wall time minus GPU busy time).</p>\n",
+            per_what(m));
+    struct kvs_svg_stack_row *rows = calloc(m->n ? m->n : 1, sizeof *rows);
+    char (*labels)[24] = calloc(m->n ? m->n : 1, sizeof *labels);
+    bool ok = rows && labels;
+    if (ok) {
+        for (size_t i = 0; i < m->n; i++) {
+            const struct kvs_rank_row *r = &m->rows[i];
+            snprintf(labels[i], sizeof labels[i], "rank %d", r->rank);
+            rows[i].label = labels[i];
+            rows[i].v[0] = fmax(0, r->compute_ms - r->overlap_ms);
+            rows[i].v[1] = r->overlap_ms;
+            rows[i].v[2] = r->exposed_comm_ms;
+            rows[i].v[3] = isfinite(r->step_ms) ? fmax(0, r->step_ms - r->gpu_ms) : 0;
+        }
+        static const char *const names[KVS_SVG_STACK_PARTS] = {"compute", "overlap",
+                                                               "exposed comm", "idle"};
+        kvs_svg_stacks(out, rows, m->n, names, per_what(m)[0] == 'p' ? "ms per step" : "ms",
+                       "each rank's step: compute, overlap, exposed communication, idle");
+    }
+    free(rows);
+    free(labels);
+
+    struct kvs_table t;
+    ok = kvs_mr_table_ranks(&t, m) && ok;
+    fputs("<h2>Ranks</h2>\n", out);
+    kvs_table_print_html(out, &t, "ranks");
+    kvs_table_free(&t);
+    fputs("<h2>Findings by rank</h2>\n", out);
+    if (m->nfinding == 0) {
+        fputs("<p>None on any rank.</p>\n", out);
+    } else {
+        ok = kvs_mr_table_findings(&t, m) && ok;
+        kvs_table_print_html(out, &t, "findings");
+        kvs_table_free(&t);
+    }
+    for (size_t i = 0; i < m->n; i++) {
+        fprintf(out, "<section id=\"rank-%d\">\n<hr>\n", m->rows[i].rank);
+        ok = kvs_html_report_body(out, m->rows[i].a, opt) && ok;
+        fputs("</section>\n", out);
+    }
+    kvs_html_foot(out);
+    return ok ? KVS_STATUS_OK : KVS_STATUS_NO_MEMORY;
+}
+
+// ----------------------------------------------------------------------------
+// json: kvscope.multirank/1
+
+static void num_or_null(struct kvs_jw *w, double v)
+{
+    if (isfinite(v))
+        kvs_jw_num(w, v);
+    else
+        kvs_jw_null(w);
+}
+
+static void write_row(struct kvs_jw *w, const struct kvs_rank_row *r)
+{
+    kvs_jw_obj(w);
+    kvs_jw_key(w, "rank");
+    kvs_jw_int(w, r->rank);
+    kvs_jw_key(w, "path");
+    kvs_jw_str(w, r->a->trace.path);
+    kvs_jw_key(w, "device");
+    kvs_jw_str(w, r->a->trace.device);
+    kvs_jw_key(w, "steps");
+    kvs_jw_int(w, r->steps);
+    kvs_jw_key(w, "step_ms");
+    num_or_null(w, r->step_ms);
+    kvs_jw_key(w, "gpu_ms");
+    num_or_null(w, r->gpu_ms);
+    kvs_jw_key(w, "gpu_busy_fraction");
+    num_or_null(w, r->busy_fraction);
+    kvs_jw_key(w, "compute_ms");
+    num_or_null(w, r->compute_ms);
+    kvs_jw_key(w, "comm_ms");
+    num_or_null(w, r->comm_ms);
+    kvs_jw_key(w, "overlap_ms");
+    num_or_null(w, r->overlap_ms);
+    kvs_jw_key(w, "exposed_comm_ms");
+    num_or_null(w, r->exposed_comm_ms);
+    kvs_jw_key(w, "comm_fraction");
+    num_or_null(w, r->comm_fraction);
+    kvs_jw_key(w, "findings");
+    kvs_jw_arr_compact(w);
+    for (size_t k = 0; r->a->findings && k < r->a->nfinding; k++)
+        kvs_jw_str(w, r->a->findings[k].id);
+    kvs_jw_arr_end(w);
+    kvs_jw_obj_end(w);
+}
+
+enum kvs_status kvs_render_json_multirank(FILE *out, const struct kvs_multirank *m,
+                                          const struct kvs_render_options *opt)
+{
+    (void)opt;
+    struct kvs_jw w;
+    kvs_jw_init(&w, out);
+    kvs_jw_obj(&w);
+    kvs_jw_key(&w, "schema");
+    kvs_jw_str(&w, "kvscope.multirank/1");
+    kvs_jw_key(&w, "ranks");
+    kvs_jw_obj(&w);
+    kvs_jw_key(&w, "count");
+    kvs_jw_int(&w, (int64_t)m->n);
+    kvs_jw_key(&w, "world_size");
+    if (m->world_size > 0)
+        kvs_jw_int(&w, m->world_size);
+    else
+        kvs_jw_null(&w);
+    kvs_jw_key(&w, "rank_source");
+    kvs_jw_str(&w, m->rank_source);
+    kvs_jw_key(&w, "per_step");
+    kvs_jw_bool(&w, per_what(m)[0] == 'p');
+    kvs_jw_key(&w, "step_ms");
+    kvs_jw_obj(&w);
+    kvs_jw_key(&w, "min");
+    num_or_null(&w, m->step_min_ms);
+    kvs_jw_key(&w, "median");
+    num_or_null(&w, m->step_median_ms);
+    kvs_jw_key(&w, "max");
+    num_or_null(&w, m->step_max_ms);
+    kvs_jw_obj_end(&w);
+    kvs_jw_key(&w, "straggler");
+    if (m->straggler >= 0) {
+        const struct kvs_rank_row *s = &m->rows[m->straggler];
+        kvs_jw_obj(&w);
+        kvs_jw_key(&w, "rank");
+        kvs_jw_int(&w, s->rank);
+        kvs_jw_key(&w, "step_ms");
+        num_or_null(&w, s->step_ms);
+        kvs_jw_key(&w, "over_median_ms");
+        num_or_null(&w, m->straggler_over_ms);
+        kvs_jw_key(&w, "over_median_fraction");
+        num_or_null(&w, m->straggler_over_fraction);
+        kvs_jw_key(&w, "stands_out");
+        kvs_jw_bool(&w, m->straggler_stands_out);
+        kvs_jw_obj_end(&w);
+    } else {
+        kvs_jw_null(&w);
+    }
+    kvs_jw_key(&w, "most_compute_rank");
+    if (m->most_compute >= 0)
+        kvs_jw_int(&w, m->rows[m->most_compute].rank);
+    else
+        kvs_jw_null(&w);
+    kvs_jw_key(&w, "per_rank");
+    kvs_jw_arr(&w);
+    for (size_t i = 0; i < m->n; i++)
+        write_row(&w, &m->rows[i]);
+    kvs_jw_arr_end(&w);
+    kvs_jw_key(&w, "findings");
+    kvs_jw_arr(&w);
+    for (size_t i = 0; i < m->nfinding; i++) {
+        const struct kvs_rank_finding *f = &m->findings[i];
+        kvs_jw_obj(&w);
+        kvs_jw_key(&w, "id");
+        kvs_jw_str(&w, f->id);
+        kvs_jw_key(&w, "ranks");
+        kvs_jw_arr_compact(&w);
+        for (size_t k = 0; k < f->nranks; k++)
+            kvs_jw_int(&w, f->ranks[k]);
+        kvs_jw_arr_end(&w);
+        kvs_jw_key(&w, "max_gpu_ms_per_step");
+        num_or_null(&w, f->max_gpu_ms_per_step);
+        kvs_jw_key(&w, "max_rank");
+        kvs_jw_int(&w, f->max_rank);
+        kvs_jw_obj_end(&w);
+    }
+    kvs_jw_arr_end(&w);
+    kvs_jw_key(&w, "notes");
+    kvs_jw_arr(&w);
+    for (size_t i = 0; i < m->nnote; i++)
+        kvs_jw_str(&w, m->notes[i]);
+    kvs_jw_arr_end(&w);
+    kvs_jw_obj_end(&w);
+    kvs_jw_key(&w, "reports");
+    kvs_jw_arr(&w);
+    for (size_t i = 0; i < m->n; i++)
+        kvs_json_write_report(&w, m->rows[i].a);
+    kvs_jw_arr_end(&w);
+    kvs_jw_obj_end(&w);
+    return KVS_STATUS_OK;
+}

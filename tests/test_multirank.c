@@ -1,0 +1,272 @@
+/* tests/test_multirank.c — several ranks' traces read together: per-rank
+ * computation and communication (NCCL) time and their overlap, the
+ * straggler, ranks from distributedInfo (else the order given), findings by
+ * rank, and the kvscope.multirank/1 document, on generated traces whose
+ * answers follow from their design (below).
+ *
+ *   meson test -C build test_multirank     ./build/tests/test_multirank [case...]
+ *
+ * Each rank: two ProfilerSteps; in each step (times from the step's start, us)
+ *   rank 0, 1 (steps of 1000 us):  gemm [100,400) stream 7, NCCL all-reduce
+ *     [300,600) stream 20, flash [650,700) stream 7, KV cast [700,720) stream 7
+ *     busy 570 = compute 370 + comm 300 - overlap 100; exposed comm 200
+ *   rank 2 (steps of 1200 us):     gemm [100,600), NCCL [500,700), flash [750,800)
+ *     busy 650 = compute 550 + comm 200 - overlap 100; exposed comm 100
+ * so rank 2 is the straggler (1.2 ms, +20% over the median 1.0 ms), waits the
+ * least in the collective and computes the most; the cast (a full 16384-token
+ * pool with --kv-capacity 16384) is on ranks 0 and 1 only.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "analyzer_test_util.h"
+#include "kvs_test.h"
+#include "kvscope/analysis.h"
+#include "kvscope/report.h"
+
+#define NCCL_KERNEL "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+
+struct doc {
+    char buf[1 << 15];
+    size_t n;
+    int ext;
+};
+
+static void put(struct doc *d, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(d->buf + d->n, sizeof d->buf - d->n, fmt, ap);
+    va_end(ap);
+    if (k < 0 || (size_t)k >= sizeof d->buf - d->n)
+        KVS_TEST_SETUP_FAILED("fixture too large");
+    d->n += (size_t)k;
+}
+
+static void kernel(struct doc *d, const char *op, const char *dims, const char *name, double ts,
+                   double dur, int stream)
+{
+    d->ext++;
+    put(d, ",\n{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"%s\",\"pid\":1,\"tid\":1,\"ts\":%.3f,"
+           "\"dur\":5,\"args\":{\"External id\":%d%s%s}}",
+        op, ts - 50, d->ext, dims ? ",\"Input Dims\":" : "",
+        dims ? dims : "");
+    put(d, ",\n{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"%s\",\"pid\":0,\"tid\":%d,\"ts\":%.3f,"
+           "\"dur\":%.3f,\"args\":{\"External id\":%d,\"device\":0,\"stream\":%d}}",
+        name, stream, ts, dur, d->ext, stream);
+}
+
+/* rank < 0: no distributedInfo */
+static void write_rank(char *path, size_t size, int rank, int trace_rank)
+{
+    struct doc *d = calloc(1, sizeof *d);
+    if (!d)
+        KVS_TEST_SETUP_FAILED("out of memory");
+    put(d, "{\"deviceProperties\":[{\"id\":0,\"name\":\"NVIDIA H200\"}],");
+    if (trace_rank >= 0)
+        put(d, "\"distributedInfo\":{\"backend\":\"nccl\",\"rank\":%d,\"world_size\":3},", trace_rank);
+    put(d, "\"traceEvents\":[\n{\"ph\":\"i\",\"name\":\"start\",\"pid\":1,\"tid\":1,\"ts\":0}");
+    double wall = rank == 2 ? 1200 : 1000;
+    for (int s = 0; s < 2; s++) {
+        double t = 10000 + s * wall;
+        put(d, ",\n{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\",\"pid\":1,"
+               "\"tid\":1,\"ts\":%.3f,\"dur\":%.3f}", s + 1, t, wall);
+        if (rank < 2) {
+            kernel(d, "aten::mm", NULL, "nvjet_tst_gemm", t + 100, 300, 7);
+            kernel(d, "nccl:all_reduce", NULL, NCCL_KERNEL, t + 300, 300, 20);
+            kernel(d, "aten::_flash_attention_forward", NULL, "flash_fwd_kernel", t + 650, 50, 7);
+            kernel(d, "aten::copy_",
+                   "[[16384,1,576],[16384,1,576]],\"Input type\":[\"c10::BFloat16\",\"c10::Float8_e4m3fn\"]",
+                   "direct_copy_kernel_cuda", t + 700, 20, 7);
+        } else {
+            kernel(d, "aten::mm", NULL, "nvjet_tst_gemm", t + 100, 500, 7);
+            kernel(d, "nccl:all_reduce", NULL, NCCL_KERNEL, t + 500, 200, 20);
+            kernel(d, "aten::_flash_attention_forward", NULL, "flash_fwd_kernel", t + 750, 50, 7);
+        }
+    }
+    put(d, "\n]}\n");
+    kvs_tmp_write(path, size, d->buf, d->n, ".json");
+    free(d);
+}
+
+static struct kvs_log_capture logcap;
+
+/* the ranks' traces in the order given by `order`; trace ranks or none */
+static void analyze_ranks(const int *order, bool named, struct kvs_analysis **a)
+{
+    struct kvs_analysis_options o;
+    kvs_analysis_options_init(&o);
+    o.log = kvs_capture_logger(&logcap);
+    o.kv_capacity = 16384;
+    for (int i = 0; i < 3; i++) {
+        char path[256];
+        write_rank(path, sizeof path, order[i], named ? order[i] : -1);
+        a[i] = NULL;
+        KVS_CHECK_EQ_INT(kvs_analyze_file(path, &o, &a[i]), KVS_STATUS_OK);
+        unlink(path);
+    }
+}
+
+static cJSON *render_json(const struct kvs_multirank *m)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        KVS_TEST_SETUP_FAILED("open_memstream");
+    struct kvs_render_options ro = {KVS_FORMAT_JSON, false, 0, {0}};
+    KVS_CHECK_EQ_INT(kvs_render_multirank(f, m, &ro), KVS_STATUS_OK);
+    fclose(f);
+    cJSON *j = cJSON_Parse(text);
+    KVS_CHECK_MSG(j != NULL, "not JSON: %.200s", text);
+    free(text);
+    return j;
+}
+
+static double num(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+#define MS(us) ((us) / 1000.0)
+
+static void test_comm_and_compute(void)
+{
+    int order[3] = {0, 1, 2};
+    struct kvs_analysis *a[3];
+    analyze_ranks(order, true, a);
+    KVS_REQUIRE(a[0] && a[2]);
+    KVS_CHECK_NEAR(a[0]->steps.gpu_ms_per_step, MS(570), 1e-12);
+    KVS_CHECK_NEAR(a[0]->steps.comm_ms_per_step, MS(300), 1e-12);
+    KVS_CHECK_NEAR(a[0]->steps.compute_ms_per_step, MS(370), 1e-12);
+    KVS_CHECK_NEAR(a[0]->steps.overlap_ms_per_step, MS(100), 1e-12);
+    KVS_CHECK_NEAR(a[0]->step[1].comm_busy_ms, MS(300), 1e-12);
+    KVS_CHECK_NEAR(a[0]->step[1].compute_busy_ms, MS(370), 1e-12);
+    KVS_CHECK_NEAR(a[2]->steps.gpu_ms_per_step, MS(650), 1e-12);
+    KVS_CHECK_NEAR(a[2]->steps.overlap_ms_per_step, MS(100), 1e-12);
+    KVS_CHECK_NEAR(a[2]->steps.compute_ms_per_step, MS(550), 1e-12);
+    KVS_CHECK_EQ_INT(a[2]->trace.rank, 2);
+    KVS_CHECK_EQ_INT(a[2]->trace.world_size, 3);
+    for (int i = 0; i < 3; i++)
+        kvs_analysis_free(a[i]);
+}
+
+static void test_straggler_and_ranks(void)
+{
+    /* given out of order: the traces' ranks put them in order */
+    int order[3] = {2, 0, 1};
+    struct kvs_analysis *a[3];
+    analyze_ranks(order, true, a);
+    KVS_REQUIRE(a[0] && a[1] && a[2]);
+    struct kvs_multirank *m = NULL;
+    KVS_CHECK_EQ_INT(kvs_multirank((const struct kvs_analysis *const *)a, 3, &m), KVS_STATUS_OK);
+    KVS_REQUIRE(m);
+    cJSON *j = render_json(m);
+    KVS_REQUIRE(j);
+    KVS_CHECK_EQ_STR(cJSON_GetObjectItem(j, "schema")->valuestring, "kvscope.multirank/1");
+    const cJSON *r = cJSON_GetObjectItem(j, "ranks");
+    KVS_CHECK_NEAR(num(r, "count"), 3, 0);
+    KVS_CHECK_NEAR(num(r, "world_size"), 3, 0);
+    KVS_CHECK_EQ_STR(cJSON_GetObjectItem(r, "rank_source")->valuestring, "trace");
+    const cJSON *st = cJSON_GetObjectItem(r, "straggler");
+    KVS_CHECK_NEAR(num(st, "rank"), 2, 0);
+    KVS_CHECK_NEAR(num(st, "step_ms"), 1.2, 1e-12);
+    KVS_CHECK_NEAR(num(st, "over_median_ms"), 0.2, 1e-12);
+    KVS_CHECK_NEAR(num(st, "over_median_fraction"), 0.2, 1e-12);
+    KVS_CHECK(cJSON_IsTrue(cJSON_GetObjectItem(st, "stands_out")));
+    KVS_CHECK_NEAR(num(r, "most_compute_rank"), 2, 0);
+    const cJSON *per = cJSON_GetObjectItem(r, "per_rank");
+    KVS_REQUIRE(cJSON_GetArraySize(per) == 3);
+    for (int i = 0; i < 3; i++) {
+        const cJSON *x = cJSON_GetArrayItem(per, i);
+        KVS_CHECK_NEAR(num(x, "rank"), i, 0);
+        KVS_CHECK_NEAR(num(x, "exposed_comm_ms"), i == 2 ? 0.1 : 0.2, 1e-12);
+        KVS_CHECK_NEAR(num(x, "comm_fraction"), i == 2 ? 200.0 / 650 : 300.0 / 570, 1e-12);
+    }
+    /* the cast on ranks 0 and 1 only; the reports in rank order */
+    const cJSON *fs = cJSON_GetObjectItem(r, "findings");
+    bool cast = false;
+    for (int i = 0; i < cJSON_GetArraySize(fs); i++) {
+        const cJSON *f = cJSON_GetArrayItem(fs, i);
+        if (strcmp(cJSON_GetObjectItem(f, "id")->valuestring, "kv_full_buffer_cast"))
+            continue;
+        cast = true;
+        const cJSON *rk = cJSON_GetObjectItem(f, "ranks");
+        KVS_CHECK(cJSON_GetArraySize(rk) == 2 && cJSON_GetArrayItem(rk, 0)->valueint == 0 &&
+                  cJSON_GetArrayItem(rk, 1)->valueint == 1);
+    }
+    KVS_CHECK(cast);
+    const cJSON *reps = cJSON_GetObjectItem(j, "reports");
+    KVS_REQUIRE(cJSON_GetArraySize(reps) == 3);
+    KVS_CHECK_EQ_STR(cJSON_GetObjectItem(cJSON_GetArrayItem(reps, 0), "schema")->valuestring,
+                     "kvscope.report/1");
+    KVS_CHECK_NEAR(num(cJSON_GetObjectItem(cJSON_GetArrayItem(reps, 2), "steps"), "mean_ms"), 1.2, 1e-12);
+    /* the notes say it in words */
+    char notes[4096] = "";
+    const cJSON *n;
+    cJSON_ArrayForEach(n, cJSON_GetObjectItem(r, "notes"))
+    {
+        strncat(notes, n->valuestring, sizeof notes - strlen(notes) - 2);
+        strcat(notes, "\n");
+    }
+    KVS_CHECK_MSG(strstr(notes, "Rank 2 is the straggler: 1.20 ms per step, 0.20 ms (20.0%)"), "%s", notes);
+    KVS_CHECK_MSG(strstr(notes, "rank 2, with the least waiting and the most computation"), "%s", notes);
+    KVS_CHECK_MSG(strstr(notes, "kv_full_buffer_cast on ranks 0, 1 (2 of 3)"), "%s", notes);
+    cJSON_Delete(j);
+    kvs_multirank_free(m);
+    for (int i = 0; i < 3; i++)
+        kvs_analysis_free(a[i]);
+}
+
+static void test_file_order_and_formats(void)
+{
+    int order[3] = {2, 0, 1};
+    struct kvs_analysis *a[3];
+    analyze_ranks(order, false, a);
+    KVS_REQUIRE(a[0] && a[1] && a[2]);
+    struct kvs_multirank *m = NULL;
+    KVS_CHECK_EQ_INT(kvs_multirank((const struct kvs_analysis *const *)a, 3, &m), KVS_STATUS_OK);
+    KVS_REQUIRE(m);
+    cJSON *j = render_json(m);
+    KVS_REQUIRE(j);
+    const cJSON *r = cJSON_GetObjectItem(j, "ranks");
+    KVS_CHECK_EQ_STR(cJSON_GetObjectItem(r, "rank_source")->valuestring, "file order");
+    KVS_CHECK(cJSON_IsNull(cJSON_GetObjectItem(r, "world_size")));
+    /* the first file (rank 2's trace) is rank 0 now: it is the straggler */
+    KVS_CHECK_NEAR(num(cJSON_GetObjectItem(r, "straggler"), "rank"), 0, 0);
+    cJSON_Delete(j);
+    static const enum kvs_format fmts[] = {KVS_FORMAT_TEXT, KVS_FORMAT_MARKDOWN, KVS_FORMAT_HTML};
+    static const char *const want[] = {"ACROSS RANKS", "## Across ranks", "<section id=\"rank-2\">"};
+    for (int k = 0; k < 3; k++) {
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        struct kvs_render_options ro = {fmts[k], false, 0, {0}};
+        KVS_CHECK_EQ_INT(kvs_render_multirank(f, m, &ro), KVS_STATUS_OK);
+        fclose(f);
+        KVS_CHECK_MSG(strstr(text, want[k]) && strstr(text, "Not every trace names a rank"), "%.300s",
+                      text);
+        free(text);
+    }
+    kvs_multirank_free(m);
+    for (int i = 0; i < 3; i++)
+        kvs_analysis_free(a[i]);
+    KVS_CHECK_EQ_INT(kvs_multirank(NULL, 0, &m), KVS_STATUS_INVALID_ARGUMENT);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct kvs_test tests[] = {
+        {"comm_and_compute", test_comm_and_compute},
+        {"straggler_and_ranks", test_straggler_and_ranks},
+        {"file_order_and_formats", test_file_order_and_formats},
+        {NULL, NULL},
+    };
+    return kvs_test_main(argc, argv, tests);
+}

@@ -4,7 +4,8 @@
  * [[131072,1,576],[131072,1,576]] BF16 <- FP8, each launching one copy
  * kernel, plus NVTX step ranges and an H200's deviceProperties) goes through
  * `kvscope report --format json`, which must find the group with its dims,
- * dtypes, calls per step, bytes per call and the device.
+ * dtypes, calls per step, bytes per call and the device; and two ranks'
+ * files of one run read together (kvscope.multirank/1).
  *   meson test -C build test_trace_report
  */
 #include <unistd.h>
@@ -138,6 +139,99 @@ static void test_report_reads_capture(void)
     cJSON_Delete(doc);
 }
 
+/* Two ranks' files as kvscope capture writes them for a tensor-parallel run
+ * (distributedInfo rank/world_size/backend): per 10 ms step, a 4 ms GEMM on
+ * stream 7 and a 3 ms NCCL all-reduce on stream 9 that starts 1 ms before the
+ * GEMM ends (rank 1: the GEMM takes 6 ms, its steps 12 ms). `kvscope report`
+ * on both gives kvscope.multirank/1 with the ranks from the files: comm
+ * 3 ms, overlap 1 ms per step, rank 1 the straggler. */
+static size_t make_rank(struct kvs_trace_rec *r, int rank)
+{
+    size_t n = 0;
+    static char names[2][STEPS][16];
+    int64_t step = rank ? 12000000 : 10000000, gemm = rank ? 6000000 : 4000000;
+    for (int s = 0; s < STEPS; s++) {
+        int64_t t = T0 + (int64_t)s * step;
+        snprintf(names[rank][s], sizeof names[rank][s], "step_%d", s);
+        struct kvs_trace_rec st = {.kind = KVS_TREC_RANGE, .start_ns = t, .end_ns = t + step,
+                                   .name = names[rank][s]};
+        st.u.host.pid = 7, st.u.host.tid = 7;
+        r[n++] = st;
+        for (int k = 0; k < 2; k++) {
+            uint32_t corr = (uint32_t)(1000 + 2 * s + k);
+            struct kvs_trace_rec api = {.kind = KVS_TREC_RUNTIME, .correlation = corr,
+                                        .start_ns = t + 1000 + k * 1000, .end_ns = t + 1500 + k * 1000,
+                                        .name = "cudaLaunchKernel"};
+            api.u.api.pid = 7, api.u.api.tid = 7, api.u.api.cbid = 211;
+            r[n++] = api;
+            int64_t ks = k ? t + 100000 + gemm - 1000000 : t + 100000;
+            struct kvs_trace_rec kr = {.kind = KVS_TREC_KERNEL, .correlation = corr, .start_ns = ks,
+                                       .end_ns = ks + (k ? 3000000 : gemm),
+                                       .name = k ? "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+                                                 : "nvjet_tst_128x8_64x12_2x1_v_bz_TNT"};
+            kr.u.gpu.device = 0, kr.u.gpu.context = 1, kr.u.gpu.stream = k ? 9 : 7;
+            kr.u.gpu.grid[0] = kr.u.gpu.grid[1] = kr.u.gpu.grid[2] = 1;
+            kr.u.gpu.block[0] = 128, kr.u.gpu.block[1] = kr.u.gpu.block[2] = 1;
+            r[n++] = kr;
+        }
+    }
+    return n;
+}
+
+static void test_report_reads_rank_captures(void)
+{
+    if (!g_kvscope)
+        KVS_TEST_SKIP("no kvscope binary given");
+    char path[2][64], out[64], cmd[600];
+    for (int rank = 0; rank < 2; rank++) {
+        struct kvs_trace_rec recs[STEPS * 5];
+        size_t n = make_rank(recs, rank);
+        struct kvs_trace_meta m;
+        kvs_trace_meta_init(&m);
+        m.pid = 7;
+        m.rank = rank, m.world_size = 2, m.backend = "nccl";
+        m.window_start_ns = T0, m.window_end_ns = T0 + STEPS * 12000000LL;
+        snprintf(path[rank], sizeof path[rank], "/tmp/kvs_ranks_%d_%d.json.gz", (int)getpid(), rank);
+        KVS_REQUIRE(kvs_trace_write_json(&m, recs, n, path[rank], NULL) == KVS_STATUS_OK);
+    }
+    snprintf(out, sizeof out, "/tmp/kvs_ranks_%d.report.json", (int)getpid());
+    /* rank 1's file first: the ranks come from the files */
+    snprintf(cmd, sizeof cmd, "'%s' report --quiet --format json -o '%s' '%s' '%s'", g_kvscope, out,
+             path[1], path[0]);
+    int rc = system(cmd);
+    KVS_CHECK_MSG(rc == 0, "%s: exit %d", cmd, rc);
+    cJSON *doc = NULL;
+    FILE *f = fopen(out, "rb");
+    if (f) {
+        char *text = calloc(1, 1 << 20);
+        if (text && fread(text, 1, (1 << 20) - 1, f) > 0)
+            doc = cJSON_Parse(text);
+        free(text);
+        fclose(f);
+    }
+    unlink(path[0]);
+    unlink(path[1]);
+    unlink(out);
+    KVS_REQUIRE(doc);
+    KVS_CHECK_EQ_STR(cJSON_GetObjectItemCaseSensitive(doc, "schema")->valuestring, "kvscope.multirank/1");
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(doc, "ranks");
+    KVS_CHECK_EQ_STR(cJSON_GetObjectItemCaseSensitive(r, "rank_source")->valuestring, "trace");
+    KVS_CHECK_EQ_INT(kvs_summary_int(r, "world_size", -1), 2);
+    KVS_CHECK_EQ_INT(kvs_summary_int(cJSON_GetObjectItemCaseSensitive(r, "straggler"), "rank", -1), 1);
+    const cJSON *per = cJSON_GetObjectItemCaseSensitive(r, "per_rank");
+    KVS_REQUIRE(cJSON_GetArraySize(per) == 2);
+    for (int rank = 0; rank < 2; rank++) {
+        const cJSON *x = cJSON_GetArrayItem(per, rank);
+        KVS_CHECK_EQ_INT(kvs_summary_int(x, "rank", -1), rank);
+        KVS_CHECK_EQ_INT(kvs_summary_int(x, "steps", -1), STEPS);
+        KVS_CHECK_NEAR(cJSON_GetObjectItemCaseSensitive(x, "comm_ms")->valuedouble, 3.0, 1e-9);
+        KVS_CHECK_NEAR(cJSON_GetObjectItemCaseSensitive(x, "overlap_ms")->valuedouble, 1.0, 1e-9);
+        KVS_CHECK_NEAR(cJSON_GetObjectItemCaseSensitive(x, "compute_ms")->valuedouble, rank ? 6.0 : 4.0, 1e-9);
+        KVS_CHECK_NEAR(cJSON_GetObjectItemCaseSensitive(x, "gpu_ms")->valuedouble, rank ? 8.0 : 6.0, 1e-9);
+    }
+    cJSON_Delete(doc);
+}
+
 int main(int argc, char **argv)
 {
     /* argv[1]: the kvscope binary (meson passes it); further args pick cases */
@@ -149,6 +243,7 @@ int main(int argc, char **argv)
     }
     static const struct kvs_test tests[] = {
         {"report_reads_capture", test_report_reads_capture},
+        {"report_reads_rank_captures", test_report_reads_rank_captures},
         {NULL, NULL},
     };
     return kvs_test_main(argc, argv, tests);

@@ -90,9 +90,10 @@ static void read_kvscope_meta(struct kvs_trace_data *t, const cJSON *o)
     t->has_kvscope_meta = true;
     const cJSON *rank = cJSON_GetObjectItemCaseSensitive(o, "rank");
     const cJSON *ws = cJSON_GetObjectItemCaseSensitive(o, "world_size");
-    if (t->rank < 0 && cJSON_IsNumber(rank) && rank->valuedouble >= 0) /* distributedInfo wins */
+    /* distributedInfo wins; numbers outside int's range are no ranks */
+    if (t->rank < 0 && cJSON_IsNumber(rank) && rank->valuedouble >= 0 && rank->valuedouble <= INT_MAX)
         t->rank = (int)rank->valuedouble;
-    if (t->world_size <= 0 && cJSON_IsNumber(ws) && ws->valuedouble > 0)
+    if (t->world_size <= 0 && cJSON_IsNumber(ws) && ws->valuedouble > 0 && ws->valuedouble <= INT_MAX)
         t->world_size = (int)ws->valuedouble;
     const cJSON *m;
     cJSON_ArrayForEach(m, o)

@@ -362,6 +362,15 @@ static void test_header_numbers(void)
     KVS_CHECK(a->trace.dropped_records == UINT64_MAX);
     KVS_CHECK_EQ_STR(a->trace.device, "NVIDIA H200");
     kvs_analysis_free(a);
+    /* kvscope's own metadata names the rank when distributedInfo does not:
+     * the same bounds there */
+    static const char meta[] =
+        "{\"kvscope\":{\"rank\":1e300,\"world_size\":3e9},"
+        "\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,\"dur\":1}]}";
+    KVS_REQUIRE(analyze_mem(meta, sizeof meta - 1, 0, &a) == KVS_STATUS_OK);
+    KVS_CHECK_EQ_INT(a->trace.rank, -1);
+    KVS_CHECK_EQ_INT(a->trace.world_size, 0);
+    kvs_analysis_free(a);
 }
 
 /* Dims whose products overflow int64 (match.c row_of, found by fuzz_trace:

@@ -117,6 +117,15 @@ static int parse_int(const char *flag, const char *v, long long lo, long long hi
     return KVS_EXIT_OK;
 }
 
+static void log_naming_trace(void *user, enum kvs_log_level level, const char *message)
+{
+    const char *tag = level >= KVS_LOG_ERROR ? "error: "
+                    : level == KVS_LOG_WARN  ? "warning: "
+                    : level <= KVS_LOG_DEBUG ? "debug: "
+                                             : "";
+    fprintf(stderr, "kvscope: %s: %s%s\n", (const char *)user, tag, message);
+}
+
 static void free_all(struct kvs_analysis **a, int n)
 {
     for (int i = 0; i < n; i++) {
@@ -207,13 +216,15 @@ int kvs_cmd_report(int argc, char **argv)
 
     struct kvs_analysis *an[MAX_TRACES] = {0};
     for (int i = 0; i < ntrace; i++) {
+        if (ntrace > 1) { /* with several traces, every message names its trace */
+            opt.log.fn = log_naming_trace;
+            opt.log.user = (void *)traces[i];
+        }
         enum kvs_status st = kvs_analyze_file(traces[i], &opt, &an[i]);
         if (prog.shown)
             fprintf(stderr, "\r\033[K");
         if (st != KVS_STATUS_OK && st != KVS_STATUS_TRUNCATED) {
-            /* the analysis logged why; with several traces, say which */
-            if (ntrace > 1)
-                fprintf(stderr, "kvscope report: %s: %s\n", traces[i], kvs_status_str(st));
+            /* the analysis logged why */
             free_all(an, i);
             return st == KVS_STATUS_NO_MEMORY || st == KVS_STATUS_INTERNAL ? KVS_EXIT_FAILURE
                                                                           : KVS_EXIT_USAGE;

@@ -14,7 +14,9 @@
  * add runs inside the next norm (kvs::add_rms_norm); projections of one
  * input share one GEMV launch at batch 1 (kvs::linear_multi: q_a with
  * kv_a's two parts, q_b's two parts); the KV row's norm, RoPE and FP8
- * append are one kernel (kvs::kv_append_cast).
+ * append are one kernel (kvs::kv_append_cast), which also norms q_a in a
+ * second row of blocks; the router's top-k and the expert map are one
+ * kernel (kvs::moe_route).
  * Under tensor parallelism (kvscope/engine_tp.h) this is one rank's step:
  * its heads and intermediate slices (e->c is the rank's view of the model),
  * and an NCCL all-reduce where the partial sums of the ranks meet.
@@ -197,22 +199,28 @@ static enum kvs_status attention(struct kvs_engine *e, int l, int64_t gather_row
         {WL(KVS_W_KV_A_ROPE), ACT(kv_rope, kvs_bf16), KVS_MLA_ROPE, KVS_MLA_ROPE},
     };
     KVS_TRY(linears(e, h, c->hidden, qkv_a, 3));
-    KVS_TRY(rmsnorm(e, ACT(q_a, kvs_bf16), WL(KVS_W_Q_A_NORM), ACT(q_an, kvs_bf16), B,
-                    c->q_lora_rank));
+
+    /* this token's row: latent normed, rope part rotated, BF16 -> FP8 into
+     * its slot (a cast of B rows), one kernel; q_a's norm runs in the same
+     * launch when it can (a second row of blocks), else on its own */
+    kvs_bf16 *q_a = ACT(q_a, kvs_bf16), *q_an = ACT(q_an, kvs_bf16);
+    const kvs_bf16 *q_a_w = WL(KVS_W_Q_A_NORM);
+    const int qfused = kvs_eng_cuda_kv_finish_qnorm_supported(q_a, q_a_w, q_an, c->q_lora_rank);
+    if (!qfused)
+        KVS_TRY(rmsnorm(e, q_a, q_a_w, q_an, B, c->q_lora_rank));
+    OP(kvs_eng_cuda_kv_finish_qnorm(pool, ACT(new_slot, int32_t), ACT(kv_raw, kvs_bf16),
+                                    WL(KVS_W_KV_A_NORM), ACT(kv_rope, kvs_bf16), ACT(pos, int32_t),
+                                    B, c->rms_eps, c->rope_theta, qfused ? q_a : NULL, q_a_w,
+                                    q_an, c->q_lora_rank, e->stream),
+       "kvs::kv_append_cast", td(FP8, 3, B, 1, KVS_MLA_ROW), td(BF16, 3, B, 1, KVS_MLA_ROW),
+       td(I32, 1, B, 0, 0));
+
     const struct kvs_gemv_out q_b[] = {
         {WL(KVS_W_Q_B_NOPE), ACT(q_nope, kvs_bf16), H * nope, (int64_t)H * nope},
         {WL(KVS_W_Q_B_ROPE), ACT(q_rope, kvs_bf16), H * KVS_MLA_ROPE, (int64_t)H * KVS_MLA_ROPE},
     };
-    KVS_TRY(linears(e, ACT(q_an, kvs_bf16), c->q_lora_rank, q_b, 2));
+    KVS_TRY(linears(e, q_an, c->q_lora_rank, q_b, 2));
     KVS_TRY(rope(e, ACT(q_rope, kvs_bf16), H));
-
-    /* this token's row: latent normed, rope part rotated, BF16 -> FP8 into
-     * its slot (a cast of B rows), one kernel */
-    OP(kvs_eng_cuda_kv_finish(pool, ACT(new_slot, int32_t), ACT(kv_raw, kvs_bf16),
-                              WL(KVS_W_KV_A_NORM), ACT(kv_rope, kvs_bf16), ACT(pos, int32_t), B,
-                              c->rms_eps, c->rope_theta, e->stream),
-       "kvs::kv_append_cast", td(FP8, 3, B, 1, KVS_MLA_ROW), td(BF16, 3, B, 1, KVS_MLA_ROW),
-       td(I32, 1, B, 0, 0));
 
     /* absorb W_UK: q_latent[b,h,:] = W_UK[h] . q_nope[b,h,:] (per-head, batched) */
     OP(kvs_gemm_linear_batched_bf16(e->gemm, ACT(q_nope, kvs_bf16), (int64_t)H * nope, nope,
@@ -273,13 +281,22 @@ static enum kvs_status mlp(struct kvs_engine *e, int l)
             : kvs_eng_cuda_linear_f32(e->blas, h, WL(KVS_W_ROUTER), ACT(router, float), B, E,
                                       c->hidden),
        "kvs::router_linear", td(BF16, 2, B, c->hidden, 0), td(BF16, 2, E, c->hidden, 0));
-    OP(kvs_cuda_moe_route(ACT(router, float), (const float *)KVS_ENGINE_W(e, l, KVS_W_ROUTER_BIAS),
-                          B, E, c->topk, c->norm_topk, c->routed_scale, ACT(topk_ids, int32_t),
-                          ACT(topk_w, float), e->stream),
-       "kvs::moe_route", td(F32, 2, B, E, 0), td(F32, 1, E, 0, 0));
-    OP(kvs_eng_cuda_map_experts(&e->em, ACT(topk_ids, int32_t), ACT(topk_w, float), B,
-                                ACT(exp_ids, int32_t), ACT(exp_w, float), e->stream),
-       "kvs::moe_map_experts", td(I32, 2, B, c->topk, 0), td(F32, 2, B, c->topk, 0));
+    const float *bias = (const float *)KVS_ENGINE_W(e, l, KVS_W_ROUTER_BIAS);
+    if (E <= KVS_ENG_ROUTE_MAP_MAX_EXPERTS && c->topk <= KVS_ENG_ROUTE_MAP_MAX_TOPK) {
+        /* top-k and the expert map in one launch */
+        OP(kvs_eng_cuda_route_map(&e->em, ACT(router, float), bias, B, c->norm_topk,
+                                  c->routed_scale, ACT(exp_ids, int32_t), ACT(exp_w, float),
+                                  e->stream),
+           "kvs::moe_route", td(F32, 2, B, E, 0), td(F32, 1, E, 0, 0));
+    } else {
+        OP(kvs_cuda_moe_route(ACT(router, float), bias, B, E, c->topk, c->norm_topk,
+                              c->routed_scale, ACT(topk_ids, int32_t), ACT(topk_w, float),
+                              e->stream),
+           "kvs::moe_route", td(F32, 2, B, E, 0), td(F32, 1, E, 0, 0));
+        OP(kvs_eng_cuda_map_experts(&e->em, ACT(topk_ids, int32_t), ACT(topk_w, float), B,
+                                    ACT(exp_ids, int32_t), ACT(exp_w, float), e->stream),
+           "kvs::moe_map_experts", td(I32, 2, B, c->topk, 0), td(F32, 2, B, c->topk, 0));
+    }
     struct kvs_moe_args m = {
         .tokens = B, .dim = c->hidden, .inter = c->moe_inter, .topk = ke,
         .n_resident = e->em.resident + e->em.shared, .x = h, .ids = ACT(exp_ids, int32_t),

@@ -4,8 +4,9 @@
  *
  * defines: kvs_eng_cpu_* and kvs_eng_cuda_* for: synthetic fills, the KV row
  *          append (BF16 -> FP8 into the pool; alone, and with the latent's
- *          norm and the rope part's RoPE before it), expert mapping with the shared
- *          experts appended, the float-output linear (router, LM head);
+ *          norm and the rope part's RoPE before it, and with q_a's norm in the
+ *          same launch), expert mapping with the shared experts appended (alone,
+ *          and fused with the router), the float-output linear (router, LM head);
  *          kvs_eng_cuda_seq_step (device-side sequence append + token list)
  *
  * Launchers take device pointers and a stream (cudaStream_t as void *), and
@@ -85,9 +86,37 @@ KVS_API enum kvs_status kvs_eng_cuda_kv_finish(kvs_fp8 *pool, const int32_t *slo
                                                const kvs_bf16 *kv_raw, const kvs_bf16 *norm_w,
                                                const kvs_bf16 *kv_rope, const int32_t *pos,
                                                int batch, float eps, float theta, void *stream);
+/* kvs_eng_cuda_kv_finish and, in the same launch, q_out[b] = rmsnorm(q[b],
+ * q_w) for b < batch (q [batch, q_dim], as kvs_cpu_rmsnorm): the decode
+ * step's two norms of kv_a's and q_a's outputs in one launch. q = NULL: only
+ * the KV row. KVS_STATUS_UNSUPPORTED unless
+ * kvs_eng_cuda_kv_finish_qnorm_supported (q_dim a multiple of 8, <= 4096,
+ * the three q pointers 16-byte aligned) and kv_finish's own alignment. */
+KVS_API int kvs_eng_cuda_kv_finish_qnorm_supported(const kvs_bf16 *q, const kvs_bf16 *q_w,
+                                                   const kvs_bf16 *q_out, int q_dim);
+KVS_API enum kvs_status kvs_eng_cuda_kv_finish_qnorm(kvs_fp8 *pool, const int32_t *slot,
+                                                     const kvs_bf16 *kv_raw,
+                                                     const kvs_bf16 *norm_w,
+                                                     const kvs_bf16 *kv_rope, const int32_t *pos,
+                                                     int batch, float eps, float theta,
+                                                     const kvs_bf16 *q, const kvs_bf16 *q_w,
+                                                     kvs_bf16 *q_out, int q_dim, void *stream);
 KVS_API enum kvs_status kvs_eng_cuda_map_experts(const struct kvs_expert_map *m,
                                                  const int32_t *ids, const float *w, int tokens,
                                                  int32_t *out_ids, float *out_w, void *stream);
+
+/* The router and the expert map in one launch: logits [tokens, m->n_logical]
+ * routed as kvs_cuda_moe_route(logits, bias, tokens, m->n_logical, m->topk,
+ * norm, scale, ...), then mapped as kvs_eng_cuda_map_experts(m, ...) into
+ * out_ids/out_w [tokens, m->topk + m->shared]. KVS_STATUS_UNSUPPORTED for
+ * more than KVS_ENG_ROUTE_MAP_MAX_EXPERTS experts or
+ * KVS_ENG_ROUTE_MAP_MAX_TOPK choices (use the two ops). */
+#define KVS_ENG_ROUTE_MAP_MAX_EXPERTS 256
+#define KVS_ENG_ROUTE_MAP_MAX_TOPK 32
+KVS_API enum kvs_status kvs_eng_cuda_route_map(const struct kvs_expert_map *m,
+                                               const float *logits, const float *bias, int tokens,
+                                               int norm, float scale, int32_t *out_ids,
+                                               float *out_w, void *stream);
 
 /* The device half of kvs_seqs_append + kvs_seqs_csr, so that a step needs
  * from the host only this step's new slots: for each sequence b,

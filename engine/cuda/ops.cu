@@ -6,12 +6,18 @@
  *   fill_kv / prefill_kv   the pool's background rows; each sequence's context
  *   kv_append              this step's KV rows, BF16 -> FP8 e4m3, into their slots
  *   kv_finish              the same with the latent's RMSNorm and the rope part's
- *                          RoPE fused in (one launch instead of three)
+ *                          RoPE fused in (one launch instead of three); optionally
+ *                          with q_a's RMSNorm in a second row of blocks (one launch
+ *                          instead of two more)
  *   map_experts            logical -> resident experts (engine/expert_map_impl.h)
+ *   route_map              the router (kernels/src/route_impl.cuh) with the expert
+ *                          map applied by the same warp (one launch instead of two)
  *   seq_step               device half of the sequence append + CSR token list
  *
  *   meson test -C build --suite gpu test_engine_ops
- * None synchronises; all are safe inside CUDA-graph capture.
+ * None synchronises; all are safe inside CUDA-graph capture. The ops of a
+ * decode step (kv_finish, route_map) are launched with programmatic
+ * dependent launch, as the kernels' (kernels/src/pdl_impl.cuh).
  */
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
@@ -21,6 +27,8 @@
 #include "expert_map_impl.h"
 #include "kvscope/check.h"
 #include "ops.h"
+#include "pdl_impl.cuh"
+#include "route_impl.cuh"
 #include "synth.h"
 
 // ----------------------------------------------------------------------------
@@ -169,19 +177,85 @@ extern "C" enum kvs_status kvs_eng_cuda_kv_append(kvs_fp8 *pool, const int32_t *
  * latent values 8c .. 8c+7 (16-byte loads; the row's sum of squares over
  * both warps) and stores their 8 codes; threads c < 32 rotate rope pair c.
  * Angles as kernels/cuda/decode_ops.cu's RoPE: pos * theta^(-2i/64) in
- * double, reduced mod 2 pi in double, then sincos. */
+ * double, reduced mod 2 pi in double, then sincos.
+ * With q (grid.y = 2): the blocks of row 1 normalise q[b] [q_dim] into
+ * q_out[b] as kvs_cpu_rmsnorm (8 values per thread and chunk, up to
+ * kQChunks chunks a thread, the sum of squares over both warps). */
+constexpr int kQChunks = 8; /* q_dim <= 8 * 64 * kQChunks = 4096 */
 __device__ __forceinline__ kvs_bf16 float_to_bf16_bits(float f)
 {
     return __bfloat16_as_ushort(__float2bfloat16_rn(f));
 }
 
+__device__ __forceinline__ void unpack8(const uint4 &v, float (&f)[8])
+{
+    const uint32_t *p = &v.x;
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        f[2 * q] = bf16_bits_to_float((kvs_bf16)(p[q] & 0xffffu));
+        f[2 * q + 1] = bf16_bits_to_float((kvs_bf16)(p[q] >> 16));
+    }
+}
+
+__device__ __forceinline__ void q_norm_row(const kvs_bf16 *q, const kvs_bf16 *w, kvs_bf16 *out,
+                                           int dim, float eps, float *red)
+{
+    const int c = threadIdx.x, n8 = dim >> 3;
+    uint4 xv[kQChunks], wv[kQChunks];
+#pragma unroll
+    for (int u = 0; u < kQChunks; u++)
+        if (c + 64 * u < n8) {
+            xv[u] = ((const uint4 *)q)[c + 64 * u];
+            wv[u] = ((const uint4 *)w)[c + 64 * u];
+        }
+    float ss = 0.f;
+#pragma unroll
+    for (int u = 0; u < kQChunks; u++)
+        if (c + 64 * u < n8) {
+            float f[8];
+            unpack8(xv[u], f);
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                ss += f[k] * f[k];
+        }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    if ((c & 31) == 0)
+        red[c >> 5] = ss;
+    __syncthreads();
+    ss = red[0] + red[1];
+    const float inv = 1.0f / sqrtf(ss / (float)dim + eps);
+#pragma unroll
+    for (int u = 0; u < kQChunks; u++)
+        if (c + 64 * u < n8) {
+            float f[8], g[8];
+            unpack8(xv[u], f);
+            unpack8(wv[u], g);
+            uint4 y;
+            uint32_t *py = &y.x;
+#pragma unroll
+            for (int k = 0; k < 4; k++)
+                py[k] = (uint32_t)float_to_bf16_bits(f[2 * k] * inv * g[2 * k]) |
+                        (uint32_t)float_to_bf16_bits(f[2 * k + 1] * inv * g[2 * k + 1]) << 16;
+            ((uint4 *)out)[c + 64 * u] = y;
+        }
+}
+
 __global__ void __launch_bounds__(64)
 kv_finish_kernel(kvs_fp8 *pool, const int32_t *slot, const kvs_bf16 *kv_raw,
                  const kvs_bf16 *norm_w, const kvs_bf16 *kv_rope, const int32_t *pos, float eps,
-                 double log_theta)
+                 double log_theta, const kvs_bf16 *q, const kvs_bf16 *q_w, kvs_bf16 *q_out,
+                 int q_dim)
 {
     __shared__ float red[2];
     const int b = blockIdx.x, c = threadIdx.x;
+    kvs_pdl_wait();
+    kvs_pdl_launch_dependents();
+    if (blockIdx.y == 1) {
+        q_norm_row(q + (uint64_t)b * q_dim, q_w, q_out + (uint64_t)b * q_dim, q_dim, eps, red);
+        return;
+    }
     const uint4 xv = ((const uint4 *)(kv_raw + (uint64_t)b * KVS_MLA_LATENT))[c];
     const uint4 wv = ((const uint4 *)norm_w)[c];
     uint32_t rp = 0;
@@ -238,19 +312,42 @@ kv_finish_kernel(kvs_fp8 *pool, const int32_t *slot, const kvs_bf16 *kv_raw,
     }
 }
 
+extern "C" int kvs_eng_cuda_kv_finish_qnorm_supported(const kvs_bf16 *q, const kvs_bf16 *q_w,
+                                                      const kvs_bf16 *q_out, int q_dim)
+{
+    return q && q_w && q_out && q_dim > 0 && q_dim % 8 == 0 && q_dim <= 8 * 64 * kQChunks &&
+           !(((uintptr_t)q | (uintptr_t)q_w | (uintptr_t)q_out) & 15u);
+}
+
+extern "C" enum kvs_status kvs_eng_cuda_kv_finish_qnorm(kvs_fp8 *pool, const int32_t *slot,
+                                                        const kvs_bf16 *kv_raw,
+                                                        const kvs_bf16 *norm_w,
+                                                        const kvs_bf16 *kv_rope, const int32_t *pos,
+                                                        int batch, float eps, float theta,
+                                                        const kvs_bf16 *q, const kvs_bf16 *q_w,
+                                                        kvs_bf16 *q_out, int q_dim, void *stream)
+{
+    if (batch < 1 || batch > 65535 || !pool || !slot || !kv_raw || !norm_w || !kv_rope || !pos ||
+        !(theta > 0.f))
+        return KVS_STATUS_INVALID_ARGUMENT;
+    if (((uintptr_t)kv_raw | (uintptr_t)norm_w) & 15u || (uintptr_t)kv_rope & 3u)
+        return KVS_STATUS_UNSUPPORTED;
+    if (q && !kvs_eng_cuda_kv_finish_qnorm_supported(q, q_w, q_out, q_dim))
+        return KVS_STATUS_UNSUPPORTED;
+    dim3 grid((unsigned)batch, q ? 2u : 1u);
+    KVS_CUDA_TRY(NULL, kvs_launch_pdl(kv_finish_kernel, grid, dim3(64), 0, (cudaStream_t)stream,
+                                      pool, slot, kv_raw, norm_w, kv_rope, pos, eps,
+                                      log((double)theta), q, q_w, q_out, q ? q_dim : 0));
+    return KVS_STATUS_OK;
+}
+
 extern "C" enum kvs_status kvs_eng_cuda_kv_finish(kvs_fp8 *pool, const int32_t *slot,
                                                   const kvs_bf16 *kv_raw, const kvs_bf16 *norm_w,
                                                   const kvs_bf16 *kv_rope, const int32_t *pos,
                                                   int batch, float eps, float theta, void *stream)
 {
-    if (batch < 1 || !pool || !slot || !kv_raw || !norm_w || !kv_rope || !pos || !(theta > 0.f))
-        return KVS_STATUS_INVALID_ARGUMENT;
-    if (((uintptr_t)kv_raw | (uintptr_t)norm_w) & 15u || (uintptr_t)kv_rope & 3u)
-        return KVS_STATUS_UNSUPPORTED;
-    kv_finish_kernel<<<batch, 64, 0, (cudaStream_t)stream>>>(pool, slot, kv_raw, norm_w, kv_rope,
-                                                             pos, eps, log((double)theta));
-    KVS_CUDA_LAUNCH_TRY(NULL);
-    return KVS_STATUS_OK;
+    return kvs_eng_cuda_kv_finish_qnorm(pool, slot, kv_raw, norm_w, kv_rope, pos, batch, eps,
+                                        theta, NULL, NULL, NULL, 0, stream);
 }
 
 // ----------------------------------------------------------------------------
@@ -287,6 +384,63 @@ extern "C" enum kvs_status kvs_eng_cuda_map_experts(const struct kvs_expert_map 
     map_experts_kernel<<<(tokens + 127) / 128, 128, 0, (cudaStream_t)stream>>>(
         m->n_logical, m->topk, m->resident, m->shared, tokens, ids, w, out_ids, out_w);
     KVS_CUDA_LAUNCH_TRY(NULL);
+    return KVS_STATUS_OK;
+}
+
+// ----------------------------------------------------------------------------
+// router + expert map: one warp per token routes (as kvs_cuda_moe_route),
+// then its lane 0 maps the choices (as map_experts_kernel)
+
+static_assert(KVS_ENG_ROUTE_MAP_MAX_EXPERTS == KVS_ROUTE_WARP_MAX_EXPERTS, "route_map limits");
+
+__global__ void __launch_bounds__(128)
+route_map_kernel(const float *__restrict__ logits, const float *__restrict__ bias, int tokens,
+                 int experts, int topk, int norm, float scale, int n_logical, int resident,
+                 int shared, int32_t *__restrict__ out_ids, float *__restrict__ out_w)
+{
+    __shared__ int32_t chosen[4][32];
+    kvs_pdl_wait();
+    kvs_pdl_launch_dependents();
+    const int lane = threadIdx.x & 31, wi = threadIdx.x >> 5, t = blockIdx.x * 4 + wi;
+    if (t >= tokens)
+        return;
+    int id;
+    float w;
+    kvs_route_warp_token(logits + (size_t)t * experts, bias, experts, topk, norm, scale, lane, &id,
+                         &w);
+    const int ke = topk + shared;
+    if (lane < topk) {
+        chosen[wi][lane] = id;
+        out_w[(size_t)t * ke + lane] = w;
+    }
+    __syncwarp();
+    if (lane == 0) {
+        int32_t *o = out_ids + (size_t)t * ke;
+        if (kvs_expert_map_token_impl(n_logical, topk, resident, chosen[wi], o) != 0)
+            for (int k = 0; k < topk; k++) /* as map_experts_kernel: stay in bounds */
+                o[k] = k;
+        for (int s2 = 0; s2 < shared; s2++) {
+            o[topk + s2] = resident + s2;
+            out_w[(size_t)t * ke + topk + s2] = 1.0f;
+        }
+    }
+}
+
+extern "C" enum kvs_status kvs_eng_cuda_route_map(const struct kvs_expert_map *m,
+                                                  const float *logits, const float *bias,
+                                                  int tokens, int norm, float scale,
+                                                  int32_t *out_ids, float *out_w, void *stream)
+{
+    if (tokens < 1 || !m || !logits || !out_ids || !out_w || m->topk < 1 ||
+        m->topk > m->resident || m->resident > KVS_EXPERT_MAP_MAX_RESIDENT || m->shared < 0)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    if (m->n_logical > KVS_ENG_ROUTE_MAP_MAX_EXPERTS || m->topk > KVS_ENG_ROUTE_MAP_MAX_TOPK ||
+        m->topk > m->n_logical)
+        return KVS_STATUS_UNSUPPORTED;
+    KVS_CUDA_TRY(NULL, kvs_launch_pdl(route_map_kernel, dim3((unsigned)((tokens + 3) / 4)),
+                                      dim3(128), 0, (cudaStream_t)stream, logits, bias, tokens,
+                                      m->n_logical, m->topk, norm, scale, m->n_logical,
+                                      m->resident, m->shared, out_ids, out_w));
     return KVS_STATUS_OK;
 }
 

@@ -15,10 +15,14 @@
  *            reduced mod 2 pi in double then sincos; else a strided loop
  *   argmax   vec: 16-byte loads, 8 in flight per thread; else a strided loop
  *   add      16-byte when aligned; swiglu, embedding: one each
+ * The vector RMSNorms, the vector RoPE, SwiGLU and the vector argmax are
+ * launched with programmatic dependent launch (kernels/src/pdl_impl.cuh):
+ * each waits for the kernel before it first thing.
  */
 #include <math.h>
 
 #include "cuda_common.cuh"
+#include "pdl_impl.cuh"
 
 namespace {
 
@@ -117,6 +121,10 @@ rmsnorm_vec_kernel(uint16_t *x, const uint16_t *__restrict__ r, const uint16_t *
     const size_t row = (size_t)blockIdx.x * dim;
     uint4 xv = make_uint4(0u, 0u, 0u, 0u), wv = xv;
     float f[8], g[8];
+    if (c < n8)
+        kvs_prefetch_l2((const uint4 *)w + c);
+    kvs_pdl_wait();
+    kvs_pdl_launch_dependents();
     if (c < n8) {
         wv = __ldg((const uint4 *)w + c);
         xv = *((const uint4 *)(x + row) + c);
@@ -198,6 +206,8 @@ rope_vec_kernel(uint16_t *__restrict__ x, const int32_t *__restrict__ pos, int h
         int h = c / cpr;
         return (uint4 *)(xt + (size_t)h * stride) + (c - h * cpr);
     };
+    kvs_pdl_wait();
+    kvs_pdl_launch_dependents();
     int base = threadIdx.x;
     uint4 v[kRopeInFlight];
 #pragma unroll
@@ -248,6 +258,8 @@ rope_vec_kernel(uint16_t *__restrict__ x, const int32_t *__restrict__ pos, int h
 __global__ void swiglu_kernel(const uint16_t *__restrict__ gu, uint16_t *__restrict__ out,
                               int tokens, int inter)
 {
+    kvs_pdl_wait();
+    kvs_pdl_launch_dependents();
     size_t n = (size_t)tokens * inter;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
@@ -350,6 +362,8 @@ argmax_vec_kernel(const float *__restrict__ logits, int vocab, int32_t *__restri
 {
     __shared__ float sv[32];
     __shared__ int si[32];
+    kvs_pdl_wait();
+    kvs_pdl_launch_dependents();
     const float4 *l4 = (const float4 *)(logits + (size_t)blockIdx.x * vocab);
     const int n4 = vocab / 4;
     float bv = -INFINITY;
@@ -414,11 +428,14 @@ extern "C" enum kvs_status kvs_cuda_rmsnorm(const kvs_bf16 *x, const kvs_bf16 *w
     if (!x || !w || !y || tokens < 0 || dim <= 0)
         return KVS_STATUS_INVALID_ARGUMENT;
     cudaStream_t s = kvs_stream(stream);
-    if (norm_vec_ok(dim, x, x, w, y))
-        rmsnorm_vec_kernel<false><<<tokens, norm_threads(dim), 0, s>>>(const_cast<kvs_bf16 *>(x),
-                                                                         nullptr, w, y, dim, eps);
-    else
-        rmsnorm_kernel<<<tokens, 256, 0, s>>>(x, w, y, dim, eps);
+    if (norm_vec_ok(dim, x, x, w, y)) {
+        KVS_CUDA_TRY(NULL, kvs_launch_pdl(rmsnorm_vec_kernel<false>, dim3((unsigned)tokens),
+                                          dim3(norm_threads(dim)), 0, s,
+                                          const_cast<kvs_bf16 *>(x), (const uint16_t *)nullptr, w,
+                                          y, dim, eps));
+        return KVS_STATUS_OK;
+    }
+    rmsnorm_kernel<<<tokens, 256, 0, s>>>(x, w, y, dim, eps);
     KVS_LAUNCH_CHECK();
     return KVS_STATUS_OK;
 }
@@ -435,9 +452,9 @@ extern "C" enum kvs_status kvs_cuda_add_rmsnorm(kvs_bf16 *x, const kvs_bf16 *r, 
         enum kvs_status st = kvs_cuda_add(x, r, (size_t)tokens * (size_t)dim, stream);
         return st != KVS_STATUS_OK ? st : kvs_cuda_rmsnorm(x, w, y, tokens, dim, eps, stream);
     }
-    rmsnorm_vec_kernel<true><<<tokens, norm_threads(dim), 0, kvs_stream(stream)>>>(x, r, w, y, dim,
-                                                                                    eps);
-    KVS_LAUNCH_CHECK();
+    KVS_CUDA_TRY(NULL, kvs_launch_pdl(rmsnorm_vec_kernel<true>, dim3((unsigned)tokens),
+                                      dim3(norm_threads(dim)), 0, kvs_stream(stream), x, r, w, y,
+                                      dim, eps));
     return KVS_STATUS_OK;
 }
 
@@ -452,10 +469,12 @@ extern "C" enum kvs_status kvs_cuda_rope_interleaved(kvs_bf16 *x, const int32_t 
         return KVS_STATUS_INVALID_ARGUMENT;
     cudaStream_t s = kvs_stream(stream);
     const size_t smem = (size_t)dim * sizeof(float);
-    if (dim % 8 == 0 && stride % 8 == 0 && offset % 8 == 0 && aligned16(x))
-        rope_vec_kernel<<<tokens, kRopeThreads, smem, s>>>(x, pos, heads, stride, offset, dim,
-                                                          log((double)theta));
-    else
+    if (dim % 8 == 0 && stride % 8 == 0 && offset % 8 == 0 && aligned16(x)) {
+        KVS_CUDA_TRY(NULL, kvs_launch_pdl(rope_vec_kernel, dim3((unsigned)tokens),
+                                          dim3(kRopeThreads), smem, s, x, pos, heads, stride,
+                                          offset, dim, log((double)theta)));
+        return KVS_STATUS_OK;
+    } else
         rope_kernel<<<tokens, 256, smem, s>>>(x, pos, heads, stride, offset, dim,
                                               log((double)theta));
     KVS_LAUNCH_CHECK();
@@ -469,9 +488,9 @@ extern "C" enum kvs_status kvs_cuda_swiglu(const kvs_bf16 *gate_up, kvs_bf16 *ou
         return KVS_STATUS_OK;
     if (!gate_up || !out || tokens < 0 || inter < 0)
         return KVS_STATUS_INVALID_ARGUMENT;
-    swiglu_kernel<<<grid_for((size_t)tokens * inter, 256), 256, 0, kvs_stream(stream)>>>(
-        gate_up, out, tokens, inter);
-    KVS_LAUNCH_CHECK();
+    KVS_CUDA_TRY(NULL, kvs_launch_pdl(swiglu_kernel, dim3(grid_for((size_t)tokens * inter, 256)),
+                                      dim3(256), 0, kvs_stream(stream), gate_up, out, tokens,
+                                      inter));
     return KVS_STATUS_OK;
 }
 
@@ -510,9 +529,12 @@ extern "C" enum kvs_status kvs_cuda_argmax(const float *logits, int tokens, int 
         return KVS_STATUS_OK;
     if (!logits || !ids || tokens < 0 || vocab <= 0)
         return KVS_STATUS_INVALID_ARGUMENT;
-    if (vocab % 4 == 0 && aligned16(logits))
-        argmax_vec_kernel<<<tokens, kArgmaxThreads, 0, kvs_stream(stream)>>>(logits, vocab, ids);
-    else
+    if (vocab % 4 == 0 && aligned16(logits)) {
+        KVS_CUDA_TRY(NULL, kvs_launch_pdl(argmax_vec_kernel, dim3((unsigned)tokens),
+                                          dim3(kArgmaxThreads), 0, kvs_stream(stream), logits,
+                                          vocab, ids));
+        return KVS_STATUS_OK;
+    } else
         argmax_kernel<<<tokens, 1024, 0, kvs_stream(stream)>>>(logits, vocab, ids);
     KVS_LAUNCH_CHECK();
     return KVS_STATUS_OK;

@@ -18,8 +18,13 @@
  *                         too few row groups to give every SM several blocks
  * Each lane keeps 4 weight loads (16 B each) in flight; x rows are read
  * through L1 (every warp of the block reads the same x).
+ * Launched with programmatic dependent launch (kernels/src/pdl_impl.cuh):
+ * before waiting for the kernel that writes x, each lane prefetches into L2
+ * the weight chunks of its first round of loads, so a GEMV that follows a
+ * short kernel starts with its first weights on the way.
  */
 #include "cuda_common.cuh"
+#include "pdl_impl.cuh"
 
 namespace
 {
@@ -73,13 +78,21 @@ template <int M> __global__ void __launch_bounds__(kThreads) gemv_kernel(const G
             w = a.w[i], y = a.y[i], ldy = a.ldy[i], r0 = a.start[i];
     const int r = row - r0;
 
+    const int k8 = a.k >> 3, step = lpr * a.ks;
+    const uint4 *w4 = (const uint4 *)(w + (size_t)b * a.sw + (size_t)r * a.k);
+    if (valid)
+#pragma unroll
+        for (int u = 0; u < kInFlight; u++)
+            if (slice * lpr + sl + u * step < k8)
+                kvs_prefetch_l2(w4 + slice * lpr + sl + u * step);
+    kvs_pdl_wait();
+    kvs_pdl_launch_dependents();
+
     float acc[M];
 #pragma unroll
     for (int i = 0; i < M; i++)
         acc[i] = 0.f;
     if (valid) {
-        const int k8 = a.k >> 3, step = lpr * a.ks;
-        const uint4 *w4 = (const uint4 *)(w + (size_t)b * a.sw + (size_t)r * a.k);
         const uint4 *x4[M];
 #pragma unroll
         for (int i = 0; i < M; i++)
@@ -217,14 +230,10 @@ extern "C" enum kvs_status kvs_cuda_gemv_bf16(const kvs_bf16 *x, int64_t ldx, in
     const long per_block = (long)(kWarps / a.ks) * rpw;
     dim3 grid((unsigned)((a.rows + per_block - 1) / per_block), (unsigned)batch);
     cudaStream_t s = kvs_stream(stream);
-    if (m == 1)
-        gemv_kernel<1><<<grid, kThreads, 0, s>>>(a);
-    else if (m == 2)
-        gemv_kernel<2><<<grid, kThreads, 0, s>>>(a);
-    else if (m <= 4)
-        gemv_kernel<4><<<grid, kThreads, 0, s>>>(a);
-    else
-        gemv_kernel<8><<<grid, kThreads, 0, s>>>(a);
-    KVS_LAUNCH_CHECK();
+    void (*kernel)(GemvArgs) = m == 1 ? gemv_kernel<1>
+                               : m == 2 ? gemv_kernel<2>
+                               : m <= 4 ? gemv_kernel<4>
+                                        : gemv_kernel<8>;
+    KVS_CUDA_TRY(NULL, kvs_launch_pdl(kernel, grid, dim3(kThreads), 0, s, a));
     return KVS_STATUS_OK;
 }

@@ -11,22 +11,42 @@
  *   many  grid (sequence x head, 4 slices of 128 dims); the 8 warps of a block
  *         take every 8th split, four loads in flight each, and add their sums
  *         in shared memory
+ * each templated on the partials' type (f16 for FP8 KV, f32 for BF16 KV, see
+ * mla_decode.cu); launched with programmatic dependent launch: the combine
+ * waits for the decode first thing.
  */
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <math.h>
 
 #include "cuda_common.cuh"
 #include "mla_impl.cuh"
+#include "pdl_impl.cuh"
 
 namespace kvs_mla {
 
 namespace {
 
+/* 4 partial values from element i (f16: 8 bytes, f32: 16; i % 4 == 0) */
+template <bool HALF> __device__ __forceinline__ float4 load4(const void *__restrict__ opart, size_t i)
+{
+    if (HALF) {
+        const uint2 u = *(const uint2 *)((const __half *)opart + i);
+        const float2 a = __half22float2(*(const __half2 *)&u.x);
+        const float2 b = __half22float2(*(const __half2 *)&u.y);
+        return make_float4(a.x, a.y, b.x, b.y);
+    }
+    return *(const float4 *)((const float *)opart + i);
+}
+
+template <bool HALF>
 __global__ void __launch_bounds__(256)
-combine_kernel(const float *__restrict__ opart, const float *__restrict__ lsepart, int heads,
+combine_kernel(const void *__restrict__ opart, const float *__restrict__ lsepart, int heads,
                int hgroups, int splits, uint16_t *__restrict__ out, float *__restrict__ lse,
                unsigned long long *prof)
 {
+    kvs_pdl_wait();
+    kvs_pdl_launch_dependents();
     const size_t pb = 2 * ((size_t)blockIdx.y * gridDim.x + blockIdx.x);
     if (prof && threadIdx.x == 0)
         prof[pb] = globaltimer();
@@ -68,7 +88,7 @@ combine_kernel(const float *__restrict__ opart, const float *__restrict__ lsepar
         sum += red[i];
 
     const int d = 128 * blockIdx.y + 4 * lane;
-    const float *src = opart + (base * 64 + h) * 512 + d; /* split s: + s * 64 * 512 */
+    const size_t src = (base * 64 + h) * 512 + d; /* split s: + s * 64 * 512 */
     const size_t step = (size_t)64 * 512;
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
     int s = w;
@@ -78,7 +98,7 @@ combine_kernel(const float *__restrict__ opart, const float *__restrict__ lsepar
 #pragma unroll
         for (int u = 0; u < 4; u++) {
             v[u] = wgt[s + 8 * u];
-            x[u] = v[u] != 0.f ? *(const float4 *)(src + (size_t)(s + 8 * u) * step)
+            x[u] = v[u] != 0.f ? load4<HALF>(opart, src + (size_t)(s + 8 * u) * step)
                                : make_float4(0.f, 0.f, 0.f, 0.f);
         }
 #pragma unroll
@@ -89,7 +109,7 @@ combine_kernel(const float *__restrict__ opart, const float *__restrict__ lsepar
     for (; s < splits; s += 8) {
         float v = wgt[s];
         if (v != 0.f) {
-            float4 x = *(const float4 *)(src + (size_t)s * step);
+            float4 x = load4<HALF>(opart, src + (size_t)s * step);
             acc.x += v * x.x, acc.y += v * x.y, acc.z += v * x.z, acc.w += v * x.w;
         }
     }
@@ -117,11 +137,14 @@ combine_kernel(const float *__restrict__ opart, const float *__restrict__ lsepar
  * 4 dims per thread, all splits' loads issued together. */
 constexpr int kFewSplits = 16;
 
+template <bool HALF>
 __global__ void __launch_bounds__(128)
-combine_few_kernel(const float *__restrict__ opart, const float *__restrict__ lsepart, int heads,
+combine_few_kernel(const void *__restrict__ opart, const float *__restrict__ lsepart, int heads,
                    int hgroups, int splits, uint16_t *__restrict__ out, float *__restrict__ lse,
                    unsigned long long *prof)
 {
+    kvs_pdl_wait();
+    kvs_pdl_launch_dependents();
     if (prof && threadIdx.x == 0)
         prof[2 * blockIdx.x] = globaltimer();
     const int bh = blockIdx.x, b = bh / heads, hh = bh - b * heads, hg = hh / 64, h = hh % 64;
@@ -135,13 +158,13 @@ combine_few_kernel(const float *__restrict__ opart, const float *__restrict__ ls
     }
     float sum = 0.f;
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-    const float *src = opart + (base * 64 + h) * 512 + 4 * threadIdx.x;
+    const size_t src = (base * 64 + h) * 512 + 4 * threadIdx.x;
 #pragma unroll
     for (int s = 0; s < kFewSplits; s++) {
         float v = mx == -INFINITY || l[s] == -INFINITY ? 0.f : exp2f(l[s] - mx);
         sum += v;
         if (v != 0.f) {
-            float4 x = *(const float4 *)(src + (size_t)s * 64 * 512);
+            float4 x = load4<HALF>(opart, src + (size_t)s * 64 * 512);
             acc.x += v * x.x, acc.y += v * x.y, acc.z += v * x.z, acc.w += v * x.w;
         }
     }
@@ -176,20 +199,22 @@ size_t partials_bytes(int batch, const Plan &pl)
 {
     if (pl.splits <= 1)
         return 0;
+    /* f32 sizes, whatever the partials' type: the lse part sits after an
+     * f32-sized O part (Params) */
     return (size_t)batch * pl.hgroups * pl.splits * 64 * (512 + 1) * sizeof(float);
 }
 
 cudaError_t launch_combine(const Params &p, int batch, cudaStream_t s)
 {
-    if (p.splits <= kFewSplits) {
-        combine_few_kernel<<<(unsigned)(batch * p.heads), 128, 0, s>>>(
-            p.opart, p.lsepart, p.heads, p.hgroups, p.splits, p.out, p.lse, p.prof);
-        return cudaGetLastError();
-    }
-    dim3 grid((unsigned)(batch * p.heads), 4);
-    combine_kernel<<<grid, 256, 0, s>>>(p.opart, p.lsepart, p.heads, p.hgroups, p.splits, p.out,
-                                        p.lse, p.prof);
-    return cudaGetLastError();
+    const void *op = p.opart;
+    const float *lp = p.lsepart;
+    if (p.splits <= kFewSplits)
+        return kvs_launch_pdl(p.part_half ? combine_few_kernel<true> : combine_few_kernel<false>,
+                              dim3((unsigned)(batch * p.heads)), dim3(128), 0, s, op, lp, p.heads,
+                              p.hgroups, p.splits, p.out, p.lse, p.prof);
+    return kvs_launch_pdl(p.part_half ? combine_kernel<true> : combine_kernel<false>,
+                          dim3((unsigned)(batch * p.heads), 4), dim3(256), 0, s, op, lp, p.heads,
+                          p.hgroups, p.splits, p.out, p.lse, p.prof);
 }
 
 } // namespace kvs_mla

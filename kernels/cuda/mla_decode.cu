@@ -22,6 +22,11 @@
  * softmax per head, O^T += V^T P^T (each warp 64 of the 512 dims for all 64
  * heads, 128 f32 accumulators per thread). The next tile streams in by
  * cp.async while this one computes.
+ * Partials (several splits): O in f16 for FP8 KV (a convex combination of
+ * e4m3 values, so |O| <= 448 and f16 keeps 11 bits: half the bytes of f32
+ * to write and to combine), f32 for BF16 KV (whose values may exceed f16).
+ * Decode and combine are launched with programmatic dependent launch
+ * (kernels/src/pdl_impl.cuh) and wait for the kernel before them first.
  */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -30,6 +35,7 @@
 #include "cuda_common.cuh"
 #include "mla_impl.cuh"
 #include "mma.cuh"
+#include "pdl_impl.cuh"
 
 using kvs_mla::kLn2;
 using kvs_mla::kLog2e;
@@ -305,6 +311,8 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const MlaParams
     extern __shared__ __align__(16) unsigned char smem[];
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
     const int split = blockIdx.x, b = blockIdx.y, hg = blockIdx.z;
+    kvs_pdl_wait();
+    kvs_pdl_launch_dependents();
     const int seq0 = p.seq_start[b], n = p.seq_start[b + 1] - seq0;
     const int t_begin = split * p.tiles_per_split * C::NT;
     const int t_end = split == p.splits - 1 ? n : min(n, t_begin + p.tiles_per_split * C::NT);
@@ -545,8 +553,10 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const MlaParams
                         __nv_bfloat162 hi = __floats2bfloat162_rn(r2, r3);
                         *(uint2 *)(p.out + orow + d) =
                             make_uint2(*(const uint32_t *)&lo, *(const uint32_t *)&hi);
-                    } else {
-                        *(float4 *)(p.opart + orow + d) = make_float4(r0, r1, r2, r3);
+                    } else { /* f16 partials (p.part_half) */
+                        __half2 lo = __floats2half2_rn(r0, r1), hi = __floats2half2_rn(r2, r3);
+                        *(uint2 *)((__half *)p.opart + orow + d) =
+                            make_uint2(*(const uint32_t *)&lo, *(const uint32_t *)&hi);
                     }
                 }
             } else {
@@ -558,8 +568,8 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const MlaParams
                         p.out[orow + d] = __bfloat16_as_ushort(__float2bfloat16_rn(r0));
                         p.out[orow + d + 8] = __bfloat16_as_ushort(__float2bfloat16_rn(r1));
                     } else {
-                        p.opart[orow + d] = r0;
-                        p.opart[orow + d + 8] = r1;
+                        ((float *)p.opart)[orow + d] = r0;
+                        ((float *)p.opart)[orow + d + 8] = r1;
                     }
                 }
             }
@@ -589,8 +599,7 @@ template <bool FP8> cudaError_t launch(const MlaParams &p, const kvs_mla::Plan &
     if (e != cudaSuccess)
         return e;
     dim3 grid((unsigned)pl.splits, (unsigned)batch, (unsigned)pl.hgroups);
-    mla_decode_kernel<FP8><<<grid, kThreads, Cfg<FP8>::SMEM, s>>>(p);
-    return cudaGetLastError();
+    return kvs_launch_pdl(mla_decode_kernel<FP8>, grid, dim3(kThreads), (size_t)Cfg<FP8>::SMEM, s, p);
 }
 
 } // namespace
@@ -641,8 +650,10 @@ enum kvs_status decode(const struct kvs_mla_args *a, int max_ctx, void *workspac
     p.scale_log2 = a->scale * kLog2e;
     p.out = a->out;
     p.lse = a->lse;
-    p.opart = (float *)workspace;
-    p.lsepart = need > 0 ? p.opart + (size_t)a->batch * pl.hgroups * pl.splits * 64 * 512 : nullptr;
+    p.opart = workspace;
+    p.part_half = fp8;
+    p.lsepart = need > 0 ? (float *)workspace + (size_t)a->batch * pl.hgroups * pl.splits * 64 * 512
+                         : nullptr;
     p.prof = prof;
 
     KVS_CUDA_TRY(NULL, fp8 ? launch<true>(p, pl, a->batch, s) : launch<false>(p, pl, a->batch, s));

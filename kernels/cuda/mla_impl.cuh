@@ -21,8 +21,9 @@ constexpr float kLn2 = 0.6931471805599453f;
 constexpr float kLog2e = 1.4426950408889634f;
 
 /* Partials of split s of (sequence b, head group hg): rows
- * ((b * hgroups + hg) * splits + s) * 64 + head of opart ([.., 512] floats,
- * already divided by their own sum) and lsepart (log2 units). */
+ * ((b * hgroups + hg) * splits + s) * 64 + head of opart ([.., 512], f16
+ * when part_half (FP8 KV) else f32, already divided by their own sum) and
+ * lsepart (f32, log2 units; placed as if opart were f32). */
 struct Params {
     const uint16_t *q_latent, *q_rope;
     const unsigned char *kv;
@@ -31,7 +32,9 @@ struct Params {
     float scale_log2;
     uint16_t *out;
     float *lse;
-    float *opart, *lsepart; /* splits > 1 */
+    void *opart;            /* splits > 1: f16 or f32 (part_half) */
+    float *lsepart;         /* splits > 1 */
+    int part_half;
     unsigned long long *prof; /* phase stamps for the bench, or null (see decode) */
 };
 

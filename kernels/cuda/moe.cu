@@ -17,10 +17,17 @@
  *                per weight row, 16-byte loads when dim/inter allow. Experts
  *                shared by several tokens are read once per token (L2 may
  *                catch the repeats); ids outside [0, n_resident) add nothing.
+ * The warp router (kernels/src/route_impl.cuh) and both expert kernels are
+ * launched with programmatic dependent launch (kernels/src/pdl_impl.cuh);
+ * the down kernel prefetches into L2 the first weights of its rows for the
+ * experts the router chose, before its wait (a stale id only makes the hint
+ * useless; ids are bounds-checked before they form an address).
  */
 #include <math.h>
 
 #include "cuda_common.cuh"
+#include "pdl_impl.cuh"
+#include "route_impl.cuh"
 
 namespace {
 
@@ -86,80 +93,24 @@ __global__ void route_kernel(const float *__restrict__ logits, const float *__re
         }
 }
 
-/* float -> uint32 with the order of the floats (-0 and +0 made equal by the
- * caller); NaN is never passed. */
-__device__ __forceinline__ uint32_t ordered(float f)
-{
-    uint32_t u = __float_as_uint(f);
-    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-
-constexpr int kRouteLane = 8; /* experts per lane: up to 256 */
-
-/* Key word of expert e: ordered(key) above, ~e below, so the larger word is
- * the larger key and, on equal keys, the lower index (the reference's order).
- * 0 = not available (taken, past the end, or a NaN key). */
+/* One warp per token: kvs_route_warp_token (kernels/src/route_impl.cuh). */
 __global__ void __launch_bounds__(128)
 route_warp_kernel(const float *__restrict__ logits, const float *__restrict__ bias, int tokens,
                   int experts, int topk, int norm, float scale, int32_t *__restrict__ ids,
                   float *__restrict__ weights)
 {
+    kvs_pdl_wait();
+    kvs_pdl_launch_dependents();
     const int lane = threadIdx.x & 31, t = blockIdx.x * 4 + (threadIdx.x >> 5);
     if (t >= tokens)
         return;
-    const float *l = logits + (size_t)t * experts;
-    float lg[kRouteLane], bs[kRouteLane];
-#pragma unroll
-    for (int j = 0; j < kRouteLane; j++) {
-        const int e = lane + 32 * j;
-        lg[j] = e < experts ? l[e] : 0.f;
-        bs[j] = e < experts && bias ? bias[e] : 0.f;
-    }
-    float sc[kRouteLane];
-    unsigned long long key[kRouteLane];
-#pragma unroll
-    for (int j = 0; j < kRouteLane; j++) {
-        const int e = lane + 32 * j;
-        sc[j] = 1.0f / (1.0f + expf(-lg[j]));
-        const float k = sc[j] + bs[j] + 0.0f; /* + 0: -0 becomes +0 */
-        key[j] = e < experts && !isnan(k)
-                     ? (unsigned long long)ordered(k) << 32 | (uint32_t)~(uint32_t)e
-                     : 0ull;
-    }
-    float sum = 0.f, my_w = 0.f;
-    int my_id = 0;
-    for (int j = 0; j < topk; j++) {
-        unsigned long long best = key[0];
-#pragma unroll
-        for (int q = 1; q < kRouteLane; q++)
-            best = key[q] > best ? key[q] : best;
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-            unsigned long long other = __shfl_xor_sync(0xffffffffu, best, o);
-            best = other > best ? other : best;
-        }
-        /* no expert left (NaN logits only): expert 0, as the other kernel */
-        const int e = best ? (int)~(uint32_t)best : 0;
-        /* the owner finds the winner by its word (it holds the index), so no
-         * register array is indexed at run time */
-        float s = 0.f;
-#pragma unroll
-        for (int q = 0; q < kRouteLane; q++)
-            if (best && key[q] == best) {
-                s = sc[q];
-                key[q] = 0ull;
-            }
-        s = best ? __shfl_sync(0xffffffffu, s, e & 31) : 1.0f / (1.0f + expf(-l[0]));
-        sum += s;
-        if (lane == j)
-            my_w = s, my_id = e;
-    }
+    int id;
+    float w;
+    kvs_route_warp_token(logits + (size_t)t * experts, bias, experts, topk, norm, scale, lane, &id,
+                         &w);
     if (lane < topk) {
-        float v = my_w;
-        if (norm)
-            v /= sum + 1e-20f;
-        ids[(size_t)t * topk + lane] = my_id;
-        weights[(size_t)t * topk + lane] = v * scale;
+        ids[(size_t)t * topk + lane] = id;
+        weights[(size_t)t * topk + lane] = w;
     }
 }
 
@@ -199,6 +150,8 @@ __device__ __forceinline__ float warp_dot(const uint16_t *__restrict__ a,
 __global__ void __launch_bounds__(32 * kRows)
 experts_up_kernel(struct kvs_moe_args a, uint16_t *__restrict__ h, bool vec)
 {
+    kvs_pdl_wait();
+    kvs_pdl_launch_dependents();
     const int pair = blockIdx.y, t = pair / a.topk;
     const int i = blockIdx.x * kRows + (threadIdx.x >> 5);
     if (i >= a.inter)
@@ -221,6 +174,15 @@ experts_down_kernel(struct kvs_moe_args a, const uint16_t *__restrict__ h, bool 
 {
     const int t = blockIdx.y;
     const int r = blockIdx.x * kRows + (threadIdx.x >> 5);
+    const int lane = threadIdx.x & 31;
+    if (r < a.dim && vec) /* the first 512 bytes (4 lines) of each choice's row */
+        for (int i = lane; i < 4 * a.topk; i += 32) {
+            const int e = a.ids[t * a.topk + (i >> 2)];
+            if (e >= 0 && e < a.n_resident && 64 * (i & 3) < a.inter)
+                kvs_prefetch_l2(a.down + ((size_t)e * a.dim + r) * a.inter + 64 * (i & 3));
+        }
+    kvs_pdl_wait();
+    kvs_pdl_launch_dependents();
     if (r >= a.dim)
         return;
     float acc = 0.f;
@@ -251,12 +213,14 @@ extern "C" enum kvs_status kvs_cuda_moe_route(const float *logits, const float *
     if (!logits || !ids || !weights || tokens < 0 || experts <= 0 || experts > kMaxExperts ||
         topk <= 0 || topk > experts || topk > kMaxTopk)
         return KVS_STATUS_INVALID_ARGUMENT;
-    if (experts <= 32 * kRouteLane)
-        route_warp_kernel<<<(tokens + 3) / 4, 128, 0, kvs_stream(stream)>>>(
-            logits, bias, tokens, experts, topk, norm_topk, routed_scale, ids, weights);
-    else
-        route_kernel<<<(tokens + 3) / 4, 128, 0, kvs_stream(stream)>>>(
-            logits, bias, tokens, experts, topk, norm_topk, routed_scale, ids, weights);
+    if (experts <= KVS_ROUTE_WARP_MAX_EXPERTS) {
+        KVS_CUDA_TRY(NULL, kvs_launch_pdl(route_warp_kernel, dim3((unsigned)((tokens + 3) / 4)),
+                                          dim3(128), 0, kvs_stream(stream), logits, bias, tokens,
+                                          experts, topk, norm_topk, routed_scale, ids, weights));
+        return KVS_STATUS_OK;
+    }
+    route_kernel<<<(tokens + 3) / 4, 128, 0, kvs_stream(stream)>>>(
+        logits, bias, tokens, experts, topk, norm_topk, routed_scale, ids, weights);
     KVS_LAUNCH_CHECK();
     return KVS_STATUS_OK;
 }
@@ -286,10 +250,9 @@ extern "C" enum kvs_status kvs_cuda_moe_experts(const struct kvs_moe_args *a, vo
     bool vec_up = a->dim % 8 == 0 && aligned16(a->x) && aligned16(a->gate_up);
     bool vec_dn = a->inter % 8 == 0 && aligned16(a->down) && aligned16(h);
     dim3 g1((unsigned)((a->inter + kRows - 1) / kRows), (unsigned)(a->tokens * a->topk));
-    experts_up_kernel<<<g1, 32 * kRows, 0, s>>>(*a, h, vec_up);
-    KVS_LAUNCH_CHECK();
+    KVS_CUDA_TRY(NULL, kvs_launch_pdl(experts_up_kernel, g1, dim3(32 * kRows), 0, s, *a, h, vec_up));
     dim3 g2((unsigned)((a->dim + kRows - 1) / kRows), (unsigned)a->tokens);
-    experts_down_kernel<<<g2, 32 * kRows, 0, s>>>(*a, h, vec_dn);
-    KVS_LAUNCH_CHECK();
+    KVS_CUDA_TRY(NULL, kvs_launch_pdl(experts_down_kernel, g2, dim3(32 * kRows), 0, s, *a,
+                                      (const uint16_t *)h, vec_dn));
     return KVS_STATUS_OK;
 }

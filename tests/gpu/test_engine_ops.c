@@ -2,12 +2,16 @@
  * references (engine/ops.h): synthetic fills (whole tensors and the slices
  * tensor-parallel ranks hold, engine/shard.h) and the KV append bit for bit,
  * the fused KV finish (norm + RoPE + append) code for code within a step,
- * expert mapping and the device sequence step exactly, the float-output
- * linear by normalized error. Outputs are poisoned before each launch.
+ * alone and with q_a's norm in the same launch, expert mapping (alone and
+ * fused with the router) and the device sequence step exactly, the
+ * float-output linear by normalized error. Outputs are poisoned before each
+ * launch; the fused ops' inputs are fresh random draws each run (seed
+ * printed).
  *   meson test -C build --suite gpu test_engine_ops */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kvs_test_gpu.h"
 #include "kvscope/engine.h"
@@ -213,6 +217,236 @@ static void test_kv_finish(void)
     free(got);
 }
 
+/* A fresh seed per run (KVS_TEST_SEED=N repeats one), printed. */
+static uint64_t fresh_seed(const char *what)
+{
+    const char *env = getenv("KVS_TEST_SEED");
+    uint64_t s = env && *env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) * 2654435761u;
+    fprintf(stderr, "%s: seed %llu (rerun with KVS_TEST_SEED=%llu)\n", what,
+            (unsigned long long)s, (unsigned long long)s);
+    return s;
+}
+
+static float unif(uint64_t *st, float lo, float hi)
+{
+    return lo + (hi - lo) * (float)((kvs_test_rand(st) >> 40) * 0x1p-24);
+}
+
+/* kv_finish with q_a's norm in the same launch: the KV rows as test_kv_finish
+ * checks them, q_out against kvs_cpu_rmsnorm (float math in another order:
+ * a value may land one BF16 step away), on fresh random inputs with an odd
+ * batch, GLM-5's q_a width and the tiny model's, outputs poisoned; the
+ * fusion's limits refused. */
+static void test_kv_finish_qnorm(void)
+{
+    enum { B = 3, CAP = 40 };
+    uint64_t st = fresh_seed("kv_finish_qnorm");
+    const int dims[] = {2048, 128, 4096, 8 * 37};
+    for (size_t di = 0; di < sizeof dims / sizeof *dims; di++) {
+        const int QD = dims[di];
+        kvs_bf16 raw[B * 512], rope[B * 64], w[512];
+        int32_t slot[B] = {5, 39, 0}, pos[B];
+        for (int b = 0; b < B; b++)
+            pos[b] = (int32_t)(kvs_test_rand(&st) % 200000);
+        for (int i = 0; i < B * 512; i++)
+            raw[i] = kvs_float_to_bf16(unif(&st, -3.f, 3.f));
+        for (int i = 0; i < B * 64; i++)
+            rope[i] = kvs_float_to_bf16(unif(&st, -100.f, 100.f));
+        for (int i = 0; i < 512; i++)
+            w[i] = kvs_float_to_bf16(unif(&st, 0.9f, 1.1f));
+        kvs_bf16 *q = malloc((size_t)B * QD * 2), *qw = malloc((size_t)QD * 2);
+        kvs_bf16 *qwant = malloc((size_t)B * QD * 2), *qgot = malloc((size_t)B * QD * 2);
+        for (int i = 0; i < B * QD; i++) /* rows of different scales */
+            q[i] = kvs_float_to_bf16(unif(&st, -1.f, 1.f) * (float)(1 + 10 * (i / QD)));
+        for (int i = 0; i < QD; i++)
+            qw[i] = kvs_float_to_bf16(unif(&st, 0.5f, 1.5f));
+        kvs_fp8 *want = malloc(CAP * 576), *got = malloc(CAP * 576);
+        kvs_eng_cpu_fill_kv(want, CAP, kvs_test_rand(&st));
+        kvs_fp8 *pool = up(want, CAP * 576);
+        kvs_bf16 *dr = up(raw, sizeof raw), *dp = up(rope, sizeof rope), *dw = up(w, sizeof w);
+        kvs_bf16 *dq = up(q, (size_t)B * QD * 2), *dqw = up(qw, (size_t)QD * 2);
+        kvs_bf16 *dqo = dev((size_t)B * QD * 2); /* poisoned */
+        int32_t *ds = up(slot, sizeof slot), *dpos = up(pos, sizeof pos);
+        kvs_eng_cpu_kv_finish(want, slot, raw, w, rope, pos, B, 1e-5f, 1e6f);
+        kvs_cpu_rmsnorm(q, qw, qwant, B, QD, 1e-5f);
+        KVS_REQUIRE(kvs_eng_cuda_kv_finish_qnorm_supported(dq, dqw, dqo, QD));
+        KVS_REQUIRE(kvs_eng_cuda_kv_finish_qnorm(pool, ds, dr, dw, dp, dpos, B, 1e-5f, 1e6f, dq,
+                                                 dqw, dqo, QD, NULL) == KVS_STATUS_OK);
+        down(got, pool, CAP * 576);
+        down(qgot, dqo, (size_t)B * QD * 2);
+        int off = 0, far = 0;
+        for (int i = 0; i < CAP * 576; i++) {
+            if (want[i] == got[i])
+                continue;
+            off++;
+            int mw = want[i] & 0x7f, mg = got[i] & 0x7f;
+            far += (want[i] & 0x80) != (got[i] & 0x80) || (mw - mg != 1 && mg - mw != 1);
+        }
+        KVS_CHECK_MSG(far == 0 && off <= B * 576 / 100, "q_dim %d: %d KV codes differ, %d by "
+                      "more than one step", QD, off, far);
+        int qdiff = 0;
+        double num = 0.0, den = 0.0;
+        for (int i = 0; i < B * QD; i++) {
+            double g = kvs_bf16_to_float(qgot[i]), r = kvs_bf16_to_float(qwant[i]);
+            KVS_REQUIRE(isfinite(g));
+            qdiff += qgot[i] != qwant[i];
+            num += (g - r) * (g - r);
+            den += r * r;
+        }
+        KVS_CHECK_MSG(sqrt(num / den) < 1e-3 && qdiff <= B * QD / 50,
+                      "q_dim %d: q norm normalized error %.3g, %d of %d values differ", QD,
+                      sqrt(num / den), qdiff, B * QD);
+        cudaFree(pool);
+        cudaFree(dr);
+        cudaFree(dp);
+        cudaFree(dw);
+        cudaFree(dq);
+        cudaFree(dqw);
+        cudaFree(dqo);
+        cudaFree(ds);
+        cudaFree(dpos);
+        free(q);
+        free(qw);
+        free(qwant);
+        free(qgot);
+        free(want);
+        free(got);
+    }
+    /* outside the fusion's limits: refused, nothing launched */
+    kvs_bf16 *d16 = dev(4096 * 2 * 2);
+    KVS_CHECK(!kvs_eng_cuda_kv_finish_qnorm_supported(d16, d16, d16, 4104));
+    KVS_CHECK(!kvs_eng_cuda_kv_finish_qnorm_supported(d16, d16, d16, 100));
+    KVS_CHECK(!kvs_eng_cuda_kv_finish_qnorm_supported(d16 + 1, d16, d16, 128));
+    cudaFree(d16);
+}
+
+/* A token whose top-(k+1) keys (sigmoid + bias) hold two values closer
+ * than float rounding can separate but not equal: the CPU's expf and the
+ * GPU's may order them differently, so the CPU comparison skips it. */
+static int near_tie(const float *l, const float *bias, int E, int K)
+{
+    float top[33];
+    int n = 0;
+    for (int e = 0; e < E; e++) {
+        float k = 1.0f / (1.0f + expf(-l[e])) + bias[e];
+        int i;
+        if (n < K + 1)
+            i = n++;
+        else if (k > top[K])
+            i = K;
+        else
+            continue;
+        top[i] = k;
+        for (; i > 0 && top[i] > top[i - 1]; i--) {
+            float t = top[i];
+            top[i] = top[i - 1];
+            top[i - 1] = t;
+        }
+    }
+    for (int i = 1; i < n; i++)
+        if (top[i] != top[i - 1] && top[i - 1] - top[i] < 1e-6f * fabsf(top[i - 1]))
+            return 1;
+    return 0;
+}
+
+/* The router fused with the expert map: bit for bit the unfused GPU ops
+ * (kvs_cuda_moe_route, then kvs_eng_cuda_map_experts), and against the CPU
+ * references (kvs_cpu_moe_route, then kvs_eng_cpu_map_experts): ids exact,
+ * weights within 1e-5 relative, tokens with near-ties skipped (see near_tie).
+ * Fresh random logits and biases with exact ties injected (the lower index
+ * must win), GLM-5's 256 experts and the tiny model's 8, several resident
+ * counts, outputs poisoned. */
+static void test_route_map(void)
+{
+    uint64_t st = fresh_seed("route_map");
+    const char *cfgs[] = {"glm5", "tiny"};
+    for (int ci = 0; ci < 2; ci++) {
+        struct kvs_model_config c;
+        KVS_REQUIRE(kvs_model_config_load(cfgs[ci], &c, NULL) == KVS_STATUS_OK);
+        const int E = c.n_routed_experts, K = c.topk, T = 37;
+        KVS_REQUIRE(K <= 32);
+        float *logits = malloc(sizeof(float) * T * E), *bias = malloc(sizeof(float) * E);
+        for (int i = 0; i < T * E; i++)
+            logits[i] = unif(&st, -4.f, 4.f);
+        for (int e = 0; e < E; e++)
+            bias[e] = e % 3 ? unif(&st, -1.f / 32, 1.f / 32) : 0.f;
+        for (int t = 0; t < T; t += 5) /* exact ties among experts 0, 3, 6, ... */
+            for (int e = 0; e < E; e += 3)
+                logits[t * E + e] = 3.75f;
+        int32_t *ids = malloc(sizeof(int32_t) * T * K);
+        float *w = malloc(sizeof(float) * T * K);
+        kvs_cpu_moe_route(logits, bias, T, E, K, c.norm_topk, c.routed_scale, ids, w);
+        float *dl = up(logits, sizeof(float) * T * E), *db = up(bias, sizeof(float) * E);
+        int32_t *dti = dev(sizeof(int32_t) * T * K);
+        float *dtw = dev(sizeof(float) * T * K);
+        KVS_REQUIRE(kvs_cuda_moe_route(dl, db, T, E, K, c.norm_topk, c.routed_scale, dti, dtw,
+                                       NULL) == KVS_STATUS_OK);
+        int skipped = 0;
+        for (int t = 0; t < T; t++)
+            skipped += near_tie(logits + (size_t)t * E, bias, E, K);
+        KVS_CHECK_MSG(skipped <= T / 4, "%s: %d of %d tokens near a tie", cfgs[ci], skipped, T);
+        for (int resident = K;; resident *= 4) {
+            if (resident > E)
+                resident = E;
+            struct kvs_expert_map m;
+            KVS_REQUIRE(kvs_expert_map_init(&c, resident, &m) == KVS_STATUS_OK);
+            const int ke = K + m.shared;
+            const size_t n = (size_t)T * ke;
+            int32_t *want = malloc(sizeof(int32_t) * n), *got = malloc(sizeof(int32_t) * n);
+            int32_t *unf = malloc(sizeof(int32_t) * n);
+            float *ww = malloc(sizeof(float) * n), *gw = malloc(sizeof(float) * n);
+            float *uw = malloc(sizeof(float) * n);
+            KVS_REQUIRE(kvs_eng_cpu_map_experts(&m, ids, w, T, want, ww) == KVS_STATUS_OK);
+            int32_t *doi = dev(sizeof(int32_t) * n), *dui = dev(sizeof(int32_t) * n);
+            float *dow = dev(sizeof(float) * n), *duw = dev(sizeof(float) * n);
+            KVS_REQUIRE(kvs_eng_cuda_route_map(&m, dl, db, T, c.norm_topk, c.routed_scale, doi,
+                                               dow, NULL) == KVS_STATUS_OK);
+            KVS_REQUIRE(kvs_eng_cuda_map_experts(&m, dti, dtw, T, dui, duw, NULL) ==
+                        KVS_STATUS_OK);
+            down(got, doi, sizeof(int32_t) * n);
+            down(gw, dow, sizeof(float) * n);
+            down(unf, dui, sizeof(int32_t) * n);
+            down(uw, duw, sizeof(float) * n);
+            KVS_CHECK_MSG(memcmp(got, unf, sizeof(int32_t) * n) == 0 &&
+                              memcmp(gw, uw, sizeof(float) * n) == 0,
+                          "%s, %d resident: fused and unfused GPU ops differ", cfgs[ci], resident);
+            int bad_id = 0, bad_w = 0;
+            for (int t = 0; t < T; t++) {
+                if (near_tie(logits + (size_t)t * E, bias, E, K))
+                    continue;
+                for (int k = 0; k < ke; k++) {
+                    size_t i = (size_t)t * ke + k;
+                    bad_id += want[i] != got[i];
+                    bad_w += !(fabsf(gw[i] - ww[i]) <= 1e-5f * fabsf(ww[i]) + 1e-7f);
+                }
+            }
+            KVS_CHECK_MSG(bad_id == 0 && bad_w == 0,
+                          "%s, %d resident: %d ids and %d weights differ from the CPU (%d "
+                          "tokens skipped)", cfgs[ci], resident, bad_id, bad_w, skipped);
+            cudaFree(doi);
+            cudaFree(dow);
+            cudaFree(dui);
+            cudaFree(duw);
+            free(want);
+            free(got);
+            free(unf);
+            free(ww);
+            free(gw);
+            free(uw);
+            if (resident == E)
+                break;
+        }
+        cudaFree(dl);
+        cudaFree(db);
+        cudaFree(dti);
+        cudaFree(dtw);
+        free(logits);
+        free(bias);
+        free(ids);
+        free(w);
+    }
+}
+
 static void test_map_experts(void)
 {
     struct kvs_model_config c;
@@ -344,7 +578,9 @@ int main(int argc, char **argv)
         {"shard_fills", test_shard_fills},
         {"prefill_and_append", test_prefill_and_append},
         {"kv_finish", test_kv_finish},
+        {"kv_finish_qnorm", test_kv_finish_qnorm},
         {"map_experts", test_map_experts},
+        {"route_map", test_route_map},
         {"seq_step", test_seq_step},
         {"linear_f32", test_linear_f32},
         {0},

@@ -51,7 +51,8 @@ static void usage(FILE *out)
             "  --copy-gbps X         device copy rate for the roofline (default: measure)\n"
             "  --trace OUT.json      capture the timed steps with libtrace (.gz compresses);\n"
             "                        with --tp N > 1 one file per rank, OUT.rank{R}.json\n"
-            "                        (or where %%r in the name says)\n"
+            "                        (or where %%r in the name says); kernels then launch\n"
+            "                        without programmatic dependent launch (KVS_PDL=0)\n"
             "  --tp N                tensor parallel over GPUs 0..N-1 of this machine: one\n"
             "                        thread per GPU, NCCL all-reduce; heads and the MLPs'\n"
             "                        intermediate dims split, the latent KV pool replicated\n"
@@ -168,6 +169,13 @@ static void print_header(const struct kvs_engine_opts *o, const struct kvs_model
 
 static int engine_run(const struct kvs_engine_opts *o)
 {
+    /* A captured run launches every kernel plainly: with programmatic
+     * dependent launch (kernels/src/pdl_impl.cuh) a kernel starts early and
+     * waits inside for the one before it, so its trace record would span
+     * that wait too and the report would charge it to the wrong op. Set
+     * before the first launch (the kernels read it once). */
+    if (o->trace)
+        setenv("KVS_PDL", "0", 1);
     struct kvs_engine_params p;
     kvs_engine_params_init(&p);
     if (kvs_model_config_load(o->config, &p.model, &p.log) != KVS_STATUS_OK)

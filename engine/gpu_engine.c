@@ -5,6 +5,12 @@
  * Tested by tests/gpu/test_engine_gpu.c (meson test -C build --suite gpu). */
 #include "gpu_impl.h"
 
+/* nccl.h declares a few functions without (void) prototypes: see gpu_step.c */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#include <nccl.h>
+#pragma GCC diagnostic pop
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -327,8 +333,31 @@ void kvs_engine_free(struct kvs_engine *e)
 // ----------------------------------------------------------------------------
 // steps
 
+/* NCCL connects a communicator's peers on its first collective, with
+ * allocations a stream capture refuses: capturing the first all-reduce
+ * failed on two H200s (NCCL 2.28: "internal error", then the capture broken,
+ * 2026-11-29). So every rank runs one all-reduce of the step's size eagerly
+ * before capturing. Collective: every rank's thread calls it. */
+static enum kvs_status warm_comm(struct kvs_engine *e)
+{
+    if (!e->comm)
+        return KVS_STATUS_OK;
+    const size_t n = (size_t)e->p.batch * (size_t)e->c.hidden;
+    kvs_bf16 *buf = NULL;
+    KVS_CUDA_TRY(&e->lg, cudaMalloc((void **)&buf, n * sizeof *buf));
+    enum kvs_status st = KVS_CUDA_STATUS(&e->lg, cudaMemsetAsync(buf, 0, n * sizeof *buf, e->stream));
+    if (st == KVS_STATUS_OK)
+        st = KVS_NCCL_STATUS(&e->lg, ncclAllReduce(buf, buf, n, ncclBfloat16, ncclSum,
+                                                   (ncclComm_t)e->comm, e->stream));
+    if (st == KVS_STATUS_OK)
+        st = KVS_CUDA_STATUS(&e->lg, cudaStreamSynchronize(e->stream));
+    cudaFree(buf);
+    return st;
+}
+
 static enum kvs_status capture_graph(struct kvs_engine *e)
 {
+    KVS_TRY(warm_comm(e));
     KVS_CUDA_TRY(&e->lg, cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal));
     /* a fixed row count: the gather list is padded up to the run's bound */
     enum kvs_status st = kvs_engine_run_body(e, e->plan.active_bound, 0);

@@ -27,6 +27,14 @@ static bool span_of(struct kvs_scan *s, struct kvs_span *sp)
     return true;
 }
 
+/* A string's span; a value of any other type is skipped. */
+static bool string_value(struct kvs_scan *s, int c, struct kvs_span *sp, bool *has)
+{
+    bool ok = c == '"' ? span_of(s, sp) : kvs_scan_skip(s);
+    *has = ok && c == '"';
+    return ok;
+}
+
 /* A number, or a string holding one ("stream": "0x0" reads as 0). */
 static bool int_value(struct kvs_scan *s, int c, int64_t *out, bool *has)
 {
@@ -159,22 +167,15 @@ static bool dims_within_limits(struct kvs_scan *s, const struct kvs_span *sp)
 
 static bool parse_args(struct kvs_scan *s, struct kvs_ev *e)
 {
-    int c = kvs_scan_peek(s);
-    if (c != '{')
+    if (kvs_scan_peek(s) != '{')
         return kvs_scan_skip(s); /* args that are not an object carry nothing we read */
     s->p++;
-    c = kvs_scan_peek(s);
-    if (c == '}') {
-        s->p++;
-        return true;
-    }
-    for (;;) {
-        if (c != '"')
-            return c == KVS_SCAN_ERROR ? false : kvs_scan_expect(s, '"', "a string key in args");
-        const char *k;
-        size_t k_len;
-        if (!kvs_scan_string(s, &k, &k_len))
-            return false;
+    struct kvs_scan_members m = {.key = "a string key in args",
+                                 .colon = "':' after a key in args",
+                                 .next = "',' or '}' in args"};
+    const char *k;
+    size_t k_len;
+    while (kvs_scan_member(s, &m, &k, &k_len)) {
         /* decide before the next scanner call: k may move on a refill */
         int which = 0;
         switch (k_len) {
@@ -188,9 +189,9 @@ static bool parse_args(struct kvs_scan *s, struct kvs_ev *e)
             break;
         default: break;
         }
-        if (!kvs_scan_expect(s, ':', "':' after a key in args"))
+        int c;
+        if (!kvs_scan_member_value(s, &m, &c))
             return false;
-        c = kvs_scan_peek(s);
         bool ok;
         switch (which) {
         case 1: ok = int_value(s, c, &e->bytes, NULL); break;
@@ -204,18 +205,8 @@ static bool parse_args(struct kvs_scan *s, struct kvs_ev *e)
         }
         if (!ok)
             return false;
-        c = kvs_scan_peek(s);
-        if (c == ',') {
-            s->p++;
-            c = kvs_scan_peek(s);
-            continue;
-        }
-        if (c == '}') {
-            s->p++;
-            return true;
-        }
-        return c == KVS_SCAN_ERROR ? false : kvs_scan_expect(s, '}', "',' or '}' in args");
     }
+    return m.ok;
 }
 
 static uint8_t classify_cat(const char *k, size_t k_len)
@@ -262,18 +253,12 @@ static bool parse_event(struct kvs_reader *r)
     s->p++;
     struct kvs_ev e;
     memset(&e, 0, sizeof e);
-    int c = kvs_scan_peek(s);
-    if (c == '}') {
-        s->p++;
-        return true;
-    }
-    for (;;) {
-        if (c != '"')
-            return c == KVS_SCAN_ERROR ? false : kvs_scan_expect(s, '"', "a string key in an event");
-        const char *k;
-        size_t k_len;
-        if (!kvs_scan_string(s, &k, &k_len))
-            return false;
+    struct kvs_scan_members m = {.key = "a string key in an event",
+                                 .colon = "':' after a key in an event",
+                                 .next = "',' or '}' in an event"};
+    const char *k;
+    size_t k_len;
+    while (kvs_scan_member(s, &m, &k, &k_len)) {
         int which = 0;
         switch (k_len) {
         case 2: which = KEY(k, "ph") ? 1 : KEY(k, "ts") ? 2 : 0; break;
@@ -283,47 +268,33 @@ static bool parse_event(struct kvs_reader *r)
         case 4: which = KEY(k, "name") ? 7 : KEY(k, "args") ? 8 : 0; break;
         default: break;
         }
-        if (!kvs_scan_expect(s, ':', "':' after a key in an event"))
+        int c;
+        if (!kvs_scan_member_value(s, &m, &c))
             return false;
-        c = kvs_scan_peek(s);
         bool ok;
         switch (which) {
         case 1: {
             struct kvs_span sp;
-            ok = c == '"' ? span_of(s, &sp) : kvs_scan_skip(s);
-            if (ok && c == '"')
+            bool has;
+            ok = string_value(s, c, &sp, &has);
+            if (has)
                 e.ph = sp.len ? s->mark[sp.off] : 0;
             break;
         }
         case 2: ok = time_value(s, c, &e.ts, &e.has_ts); break;
-        case 3:
-            ok = c == '"' ? span_of(s, &e.cat) : kvs_scan_skip(s);
-            e.has_cat = ok && c == '"';
-            break;
+        case 3: ok = string_value(s, c, &e.cat, &e.has_cat); break;
         case 4: ok = time_value(s, c, &e.dur, &e.has_dur); break;
         case 5: ok = id_value(s, c, &e.pid, &e.has_pid); break;
         case 6: ok = id_value(s, c, &e.tid, &e.has_tid); break;
-        case 7:
-            ok = c == '"' ? span_of(s, &e.name) : kvs_scan_skip(s);
-            e.has_name = ok && c == '"';
-            break;
+        case 7: ok = string_value(s, c, &e.name, &e.has_name); break;
         case 8: ok = parse_args(s, &e); break;
         default: ok = kvs_scan_skip(s); break;
         }
         if (!ok)
             return false;
-        c = kvs_scan_peek(s);
-        if (c == ',') {
-            s->p++;
-            c = kvs_scan_peek(s);
-            continue;
-        }
-        if (c == '}') {
-            s->p++;
-            break;
-        }
-        return c == KVS_SCAN_ERROR ? false : kvs_scan_expect(s, '}', "',' or '}' in an event");
     }
+    if (!m.ok)
+        return false;
     uint8_t cat = KVS_EV_NONE;
     if (e.has_cat)
         cat = classify_cat(r->scan.mark + e.cat.off, e.cat.len);

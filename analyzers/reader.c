@@ -144,25 +144,19 @@ static bool parse_document(struct kvs_reader *r)
         return c == KVS_SCAN_ERROR ? false
                                    : kvs_scan_expect(s, '{', "'{' or '[' at the start of a trace");
     s->p++;
-    c = kvs_scan_peek(s);
-    if (c == '}') {
-        s->p++;
-        return true;
-    }
-    for (;;) {
-        if (c != '"')
-            return c == KVS_SCAN_ERROR ? false : kvs_scan_expect(s, '"', "a string key");
-        const char *k;
-        size_t klen;
-        if (!kvs_scan_string(s, &k, &klen))
-            return false;
+    struct kvs_scan_members m = {.key = "a string key",
+                                 .colon = "':' after a key",
+                                 .next = "',' or '}' after a top-level field"};
+    const char *k;
+    size_t klen;
+    while (kvs_scan_member(s, &m, &k, &klen)) {
         char key[40];
         size_t n = klen < sizeof key - 1 ? klen : sizeof key - 1;
         memcpy(key, k, n);
         key[n] = 0;
         if (klen >= sizeof key)
             key[0] = 0; /* long keys are none of ours */
-        if (!kvs_scan_expect(s, ':', "':' after a key"))
+        if (!kvs_scan_member_value(s, &m, NULL))
             return false;
         bool ok;
         if (!strcmp(key, "traceEvents")) {
@@ -178,18 +172,8 @@ static bool parse_document(struct kvs_reader *r)
         }
         if (!ok)
             return false;
-        c = kvs_scan_peek(s);
-        if (c == ',') {
-            s->p++;
-            c = kvs_scan_peek(s);
-            continue;
-        }
-        if (c == '}') {
-            s->p++;
-            return true;
-        }
-        return c == KVS_SCAN_ERROR ? false : kvs_scan_expect(s, '}', "',' or '}' after a top-level field");
     }
+    return m.ok;
 }
 
 static void on_refill(void *user, const struct kvs_scan *s)

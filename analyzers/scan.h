@@ -3,7 +3,8 @@
  * defines: struct kvs_scan, struct kvs_number, kvs_scan_init, kvs_scan_free,
  *          kvs_scan_peek, kvs_scan_expect, kvs_scan_string, kvs_scan_number,
  *          kvs_scan_skip, kvs_scan_capture, kvs_scan_fail, kvs_scan_offset,
- *          kvs_scan_set_mark, kvs_scan_clear_mark
+ *          kvs_scan_set_mark, kvs_scan_clear_mark, struct kvs_scan_members,
+ *          kvs_scan_member, kvs_scan_member_value
  *
  * The scanner never builds a document tree. The caller walks the grammar
  * (peek, expect, string, number, skip) and keeps what it wants. Memory is
@@ -190,6 +191,64 @@ static inline bool kvs_scan_string(struct kvs_scan *s, const char **out, size_t 
         }
     }
     return kvs_scan_string_slow(s, out, len);
+}
+
+/* Walking an object's members, once its '{' is consumed:
+ *
+ *     struct kvs_scan_members m = {.key = "a string key in X",
+ *                                  .colon = "':' after a key in X", .next = "',' or '}' in X"};
+ *     const char *k; size_t k_len; int c;
+ *     while (kvs_scan_member(s, &m, &k, &k_len)) {
+ *         ...look at k: it may move at the next scanner call...
+ *         if (!kvs_scan_member_value(s, &m, &c)) return false;
+ *         ...read or skip the value that starts with c; return false on failure...
+ *     }
+ *     return m.ok;
+ *
+ * The strings say what was expected when the input is malformed. */
+struct kvs_scan_members {
+    const char *key, *colon, *next;
+    bool started; /* a member was read */
+    bool ok;      /* after the walk: the object closed with '}' */
+};
+
+/* The next member's key; false at the object's '}' (m->ok) or on an error. */
+static inline bool kvs_scan_member(struct kvs_scan *s, struct kvs_scan_members *m, const char **k,
+                                   size_t *k_len)
+{
+    int c = kvs_scan_peek(s);
+    if (c == '}') { /* an empty object, or the end after a member */
+        s->p++;
+        m->ok = true;
+        return false;
+    }
+    if (m->started) {
+        if (c != ',') {
+            m->ok = c == KVS_SCAN_ERROR ? false : kvs_scan_expect(s, '}', m->next);
+            return false;
+        }
+        s->p++;
+        c = kvs_scan_peek(s);
+    }
+    m->started = true;
+    m->ok = false;
+    if (c != '"') {
+        if (c != KVS_SCAN_ERROR)
+            kvs_scan_expect(s, '"', m->key);
+        return false;
+    }
+    return kvs_scan_string(s, k, k_len);
+}
+
+/* The ':' after a member's key; *c (unless c is NULL): the first byte of its
+ * value, as from kvs_scan_peek. */
+static inline bool kvs_scan_member_value(struct kvs_scan *s, const struct kvs_scan_members *m, int *c)
+{
+    if (!kvs_scan_expect(s, ':', m->colon))
+        return false;
+    if (c)
+        *c = kvs_scan_peek(s);
+    return true;
 }
 
 /* At a number's first byte: read it. */

@@ -36,37 +36,9 @@ static char *dup_or_null(struct builder *b, const char *s)
     return d;
 }
 
-static char *fmt_dup(struct builder *b, const char *fmt, ...) KVS_PRINTF(2, 3);
-static char *fmt_dup(struct builder *b, const char *fmt, ...)
+static void verdict(struct builder *b, char *s)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = NULL;
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n >= 0 && (s = malloc((size_t)n + 1))) {
-        va_start(ap, fmt);
-        vsnprintf(s, (size_t)n + 1, fmt, ap);
-        va_end(ap);
-    } else {
-        b->oom = true;
-    }
-    return s;
-}
-
-/* Append s (owned) to a growing string array. */
-static void push(struct builder *b, char ***arr, size_t *n, char *s)
-{
-    if (!s)
-        return;
-    char **a = realloc(*arr, (*n + 1) * sizeof *a);
-    if (!a) {
-        free(s);
-        b->oom = true;
-        return;
-    }
-    a[(*n)++] = s;
-    *arr = a;
+    kvs_strv_push(&b->oom, &b->c->verdict, &b->c->nverdict, s);
 }
 
 double kvs_cmp_rel(double before, double after)
@@ -110,7 +82,7 @@ static char *role_of(struct builder *b, const struct kvs_group *g)
 {
     if (g->role && *g->role)
         return dup_or_null(b, g->role);
-    return fmt_dup(b, "%s|%s", g->op ? g->op : "?", g->dtypes ? g->dtypes : "");
+    return kvs_fmt_dup(&b->oom, "%s|%s", g->op ? g->op : "?", g->dtypes ? g->dtypes : "");
 }
 
 /* dims/dtypes as JSON text, from the group's text or its parsed tensors. */
@@ -241,16 +213,16 @@ static void diff_findings(struct builder *b, const struct kvs_analysis *from,
             continue; /* unnamed, or a repeat of an id already seen */
         if (!find_id(other, f->id)) {
             size_t before = *n;
-            push(b, ids, n, dup_or_null(b, f->id));
+            kvs_strv_push(&b->oom, ids, n, dup_or_null(b, f->id));
             if (*n > before) { /* keep the two arrays the same length */
                 size_t m = before;
-                push(b, msgs, &m, dup_or_null(b, f->message ? f->message : ""));
+                kvs_strv_push(&b->oom, msgs, &m, dup_or_null(b, f->message ? f->message : ""));
                 if (m == before) {
                     free((*ids)[--*n]);
                 }
             }
         } else if (kept) {
-            push(b, kept, nkept, dup_or_null(b, f->id));
+            kvs_strv_push(&b->oom, kept, nkept, dup_or_null(b, f->id));
         }
     }
 }
@@ -267,15 +239,13 @@ static void verdict_findings(struct builder *b)
 {
     struct kvs_comparison *c = b->c;
     for (size_t i = 0; i < c->nresolved; i++)
-        push(b, &c->verdict, &c->nverdict,
-             fmt_dup(b, "Resolved: %s (before: %s)", c->resolved[i], c->resolved_msg[i]));
+        verdict(b, kvs_fmt_dup(&b->oom, "Resolved: %s (before: %s)", c->resolved[i],
+                               c->resolved_msg[i]));
     for (size_t i = 0; i < c->nnew; i++)
-        push(b, &c->verdict, &c->nverdict,
-             fmt_dup(b, "New: %s (after: %s)", c->new_ids[i], c->new_msg[i]));
+        verdict(b, kvs_fmt_dup(&b->oom, "New: %s (after: %s)", c->new_ids[i], c->new_msg[i]));
     if (c->nresolved == 0 && c->nnew == 0)
-        push(b, &c->verdict, &c->nverdict,
-             fmt_dup(b, c->nkept ? "No finding was resolved and none is new."
-                                 : "Neither trace has a finding."));
+        verdict(b, kvs_fmt_dup(&b->oom, c->nkept ? "No finding was resolved and none is new."
+                                                 : "Neither trace has a finding."));
 }
 
 static void verdict_largest_group(struct builder *b)
@@ -298,20 +268,22 @@ static void verdict_largest_group(struct builder *b)
     const struct kvs_cmp_side *any = x->present ? x : y;
     char m1[KVS_FMT_BUF], m2[KVS_FMT_BUF], b1[KVS_FMT_BUF], b2[KVS_FMT_BUF], p[KVS_FMT_BUF];
     if (x->present && y->present) {
-        push(b, &c->verdict, &c->nverdict,
-             fmt_dup(b,
-                     "Largest change in copy/cast work: %s (%s) %s -> %s: %s -> %s ms/step of GPU "
-                     "time (%s), %s -> %s moved per step.",
-                     any->op ? any->op : "?", any->dtypes_short, x->dims_short, y->dims_short,
-                     kvs_fmt_ms(m1, x->gpu_ms_per_step), kvs_fmt_ms(m2, y->gpu_ms_per_step),
-                     kvs_fmt_signed_pct(p, kvs_cmp_rel(x->gpu_ms_per_step, y->gpu_ms_per_step)),
-                     kvs_fmt_bytes(b1, x->bytes_per_step), kvs_fmt_bytes(b2, y->bytes_per_step)));
+        verdict(b,
+                kvs_fmt_dup(
+                    &b->oom,
+                    "Largest change in copy/cast work: %s (%s) %s -> %s: %s -> %s ms/step of GPU "
+                    "time (%s), %s -> %s moved per step.",
+                    any->op ? any->op : "?", any->dtypes_short, x->dims_short, y->dims_short,
+                    kvs_fmt_ms(m1, x->gpu_ms_per_step), kvs_fmt_ms(m2, y->gpu_ms_per_step),
+                    kvs_fmt_signed_pct(p, kvs_cmp_rel(x->gpu_ms_per_step, y->gpu_ms_per_step)),
+                    kvs_fmt_bytes(b1, x->bytes_per_step), kvs_fmt_bytes(b2, y->bytes_per_step)));
     } else {
-        push(b, &c->verdict, &c->nverdict,
-             fmt_dup(b, "Copy/cast work %s: %s (%s) %s, %s ms/step of GPU time, %s per step.",
-                     x->present ? "gone after the fix" : "new after the fix",
-                     any->op ? any->op : "?", any->dtypes_short, any->dims_short,
-                     kvs_fmt_ms(m1, any->gpu_ms_per_step), kvs_fmt_bytes(b1, any->bytes_per_step)));
+        verdict(b,
+                kvs_fmt_dup(
+                    &b->oom, "Copy/cast work %s: %s (%s) %s, %s ms/step of GPU time, %s per step.",
+                    x->present ? "gone after the fix" : "new after the fix",
+                    any->op ? any->op : "?", any->dtypes_short, any->dims_short,
+                    kvs_fmt_ms(m1, any->gpu_ms_per_step), kvs_fmt_bytes(b1, any->bytes_per_step)));
     }
 }
 
@@ -324,12 +296,13 @@ static void verdict_time(struct builder *b)
     double rg = kvs_cmp_rel(x->gpu_ms_per_step, y->gpu_ms_per_step);
     double rw = kvs_cmp_rel(x->mean_ms, y->mean_ms);
     const char *per = x->count > 0 && y->count > 0 ? "per step" : "(whole trace)";
-    push(b, &c->verdict, &c->nverdict,
-         fmt_dup(b, "GPU time %s %s %.1f%% (%s -> %s ms) and wall time %s %s %.1f%% (%s -> %s ms).",
-                 per, moved(rg), fabs(kvs_finite_or0(rg)) * 100, kvs_fmt_ms(g1, x->gpu_ms_per_step),
-                 kvs_fmt_ms(g2, y->gpu_ms_per_step), per, moved(rw),
-                 fabs(kvs_finite_or0(rw)) * 100, kvs_fmt_ms(w1, x->mean_ms),
-                 kvs_fmt_ms(w2, y->mean_ms)));
+    verdict(b,
+            kvs_fmt_dup(
+                &b->oom,
+                "GPU time %s %s %.1f%% (%s -> %s ms) and wall time %s %s %.1f%% (%s -> %s ms).",
+                per, moved(rg), fabs(kvs_finite_or0(rg)) * 100, kvs_fmt_ms(g1, x->gpu_ms_per_step),
+                kvs_fmt_ms(g2, y->gpu_ms_per_step), per, moved(rw), fabs(kvs_finite_or0(rw)) * 100,
+                kvs_fmt_ms(w1, x->mean_ms), kvs_fmt_ms(w2, y->mean_ms)));
 
     double saved_gpu = kvs_finite_or0(x->gpu_ms_per_step) - kvs_finite_or0(y->gpu_ms_per_step);
     double saved_wall = kvs_finite_or0(x->mean_ms) - kvs_finite_or0(y->mean_ms);
@@ -343,58 +316,67 @@ static void verdict_time(struct builder *b)
         double share = saved_wall / saved_gpu;
         kvs_fmt_pct(p1, share);
         if (saved_wall <= 0 && launch_bound)
-            why = fmt_dup(b,
-                          "Wall time did not fall although the GPU saved %s ms per step: the step "
-                          "is launch-bound (the GPU is busy only %s of the step after the fix, %s "
-                          "before), so the CPU issuing kernels, not the GPU, sets the step's "
-                          "length.",
-                          s2, f2, f1);
+            why = kvs_fmt_dup(
+                &b->oom,
+                "Wall time did not fall although the GPU saved %s ms per step: the step "
+                "is launch-bound (the GPU is busy only %s of the step after the fix, %s "
+                "before), so the CPU issuing kernels, not the GPU, sets the step's "
+                "length.",
+                s2, f2, f1);
         else if (saved_wall <= 0)
-            why = fmt_dup(b,
-                          "Wall time did not fall although the GPU saved %s ms per step: the saved "
-                          "GPU work was not on the step's critical path (GPU busy %s of the step "
-                          "before, %s after).",
-                          s2, f1, f2);
+            why = kvs_fmt_dup(
+                &b->oom,
+                "Wall time did not fall although the GPU saved %s ms per step: the saved "
+                "GPU work was not on the step's critical path (GPU busy %s of the step "
+                "before, %s after).",
+                s2, f1, f2);
         else if (share < 0.8 && launch_bound)
-            why = fmt_dup(b,
-                          "Wall time fell less than GPU time because the step is launch-bound: "
-                          "the GPU is busy only %s of the step after the fix (%s before), so the "
-                          "CPU issuing kernels, not the GPU, sets the step's length; %s of the "
-                          "%s ms of GPU time saved per step came off the wall time (%s).",
-                          f2, f1, s1, s2, p1);
+            why =
+                kvs_fmt_dup(&b->oom,
+                            "Wall time fell less than GPU time because the step is launch-bound: "
+                            "the GPU is busy only %s of the step after the fix (%s before), so the "
+                            "CPU issuing kernels, not the GPU, sets the step's length; %s of the "
+                            "%s ms of GPU time saved per step came off the wall time (%s).",
+                            f2, f1, s1, s2, p1);
         else if (share < 0.8)
-            why = fmt_dup(b,
-                          "Wall time fell less than GPU time: %s of the %s ms of GPU time saved "
-                          "per step came off the wall time (%s); the rest overlapped with other "
-                          "work (GPU busy %s of the step before, %s after).",
-                          s1, s2, p1, f1, f2);
+            why =
+                kvs_fmt_dup(&b->oom,
+                            "Wall time fell less than GPU time: %s of the %s ms of GPU time saved "
+                            "per step came off the wall time (%s); the rest overlapped with other "
+                            "work (GPU busy %s of the step before, %s after).",
+                            s1, s2, p1, f1, f2);
         else if (share <= 1.25)
-            why = fmt_dup(b,
-                          "Wall time fell by about as much as GPU time (%s of %s ms per step): "
-                          "the saved GPU work was on the step's critical path.",
-                          s1, s2);
+            why = kvs_fmt_dup(&b->oom,
+                              "Wall time fell by about as much as GPU time (%s of %s ms per step): "
+                              "the saved GPU work was on the step's critical path.",
+                              s1, s2);
         else if (launch_bound)
-            why = fmt_dup(b,
-                          "Wall time fell more than GPU time (%s vs %s ms per step): the step is "
-                          "launch-bound, so its length follows the CPU side, which the change "
-                          "also shortened (fewer or cheaper ops and launches).",
-                          s1, s2);
+            why =
+                kvs_fmt_dup(&b->oom,
+                            "Wall time fell more than GPU time (%s vs %s ms per step): the step is "
+                            "launch-bound, so its length follows the CPU side, which the change "
+                            "also shortened (fewer or cheaper ops and launches).",
+                            s1, s2);
         else
-            why = fmt_dup(b,
-                          "Wall time fell more than GPU time (%s vs %s ms per step): the change "
-                          "also removed CPU-side work such as kernel launches or host "
-                          "synchronisation.",
-                          s1, s2);
-        push(b, &c->verdict, &c->nverdict, why);
+            why =
+                kvs_fmt_dup(&b->oom,
+                            "Wall time fell more than GPU time (%s vs %s ms per step): the change "
+                            "also removed CPU-side work such as kernel launches or host "
+                            "synchronisation.",
+                            s1, s2);
+        verdict(b, why);
         if (launch_bound && saved_wall > 0 && share >= 0.8 && share <= 1.25)
-            push(b, &c->verdict, &c->nverdict,
-                 fmt_dup(b, "The step is still launch-bound (GPU busy %s): CUDA graphs or fewer, "
-                            "larger kernels would shorten it further.", f2));
+            verdict(b, kvs_fmt_dup(
+                           &b->oom,
+                           "The step is still launch-bound (GPU busy %s): CUDA graphs or fewer, "
+                           "larger kernels would shorten it further.",
+                           f2));
     } else if (saved_gpu < -0.001) {
-        push(b, &c->verdict, &c->nverdict,
-             fmt_dup(b, "GPU time per step rose by %s ms: the after trace does more GPU work per "
-                        "step (wall time changed by %s ms).", kvs_fmt_ms(s2, -saved_gpu),
-                     kvs_fmt_ms(s1, -saved_wall)));
+        verdict(b, kvs_fmt_dup(
+                       &b->oom,
+                       "GPU time per step rose by %s ms: the after trace does more GPU work per "
+                       "step (wall time changed by %s ms).",
+                       kvs_fmt_ms(s2, -saved_gpu), kvs_fmt_ms(s1, -saved_wall)));
     }
 
     /* a wall-time change smaller than the steps' own spread is not a measurement */
@@ -402,32 +384,36 @@ static void verdict_time(struct builder *b)
                          kvs_finite_or0(y->wall_max_ms - y->wall_min_ms));
     if (x->count > 0 && y->count > 0 && fabs(saved_wall) < 0.5 * spread) {
         char a1[KVS_FMT_BUF], a2[KVS_FMT_BUF], c1[KVS_FMT_BUF], c2[KVS_FMT_BUF];
-        push(b, &c->verdict, &c->nverdict,
-             fmt_dup(b, "The change in mean wall time (%s ms) is within the step-to-step "
-                        "variation (before %s to %s ms, after %s to %s ms): profile more steps "
-                        "to measure it.",
-                     kvs_fmt_ms(s1, -saved_wall), kvs_fmt_ms(a1, x->wall_min_ms),
-                     kvs_fmt_ms(a2, x->wall_max_ms), kvs_fmt_ms(c1, y->wall_min_ms),
-                     kvs_fmt_ms(c2, y->wall_max_ms)));
+        verdict(b,
+                kvs_fmt_dup(&b->oom,
+                            "The change in mean wall time (%s ms) is within the step-to-step "
+                            "variation (before %s to %s ms, after %s to %s ms): profile more steps "
+                            "to measure it.",
+                            kvs_fmt_ms(s1, -saved_wall), kvs_fmt_ms(a1, x->wall_min_ms),
+                            kvs_fmt_ms(a2, x->wall_max_ms), kvs_fmt_ms(c1, y->wall_min_ms),
+                            kvs_fmt_ms(c2, y->wall_max_ms)));
     }
 
     if (x->tokens_per_s > 0 && y->tokens_per_s > 0) {
         char batch[48] = "";
         if (c->batch > 0)
             snprintf(batch, sizeof batch, " at batch %d", c->batch);
-        push(b, &c->verdict, &c->nverdict,
-             fmt_dup(b, "Throughput: %s -> %s tokens/s (%s)%s.", kvs_fmt_count(g1, x->tokens_per_s),
-                     kvs_fmt_count(g2, y->tokens_per_s),
-                     kvs_fmt_signed_pct(p2, kvs_cmp_rel(x->tokens_per_s, y->tokens_per_s)), batch));
+        verdict(b,
+                kvs_fmt_dup(&b->oom, "Throughput: %s -> %s tokens/s (%s)%s.",
+                            kvs_fmt_count(g1, x->tokens_per_s), kvs_fmt_count(g2, y->tokens_per_s),
+                            kvs_fmt_signed_pct(p2, kvs_cmp_rel(x->tokens_per_s, y->tokens_per_s)),
+                            batch));
     }
     if (x->count == 0 || y->count == 0)
-        push(b, &c->verdict, &c->nverdict,
-             fmt_dup(b, "Caution: the %s trace has no step markers, so its figures are whole-trace "
-                        "totals, not per step.", x->count == 0 ? "before" : "after"));
+        verdict(b, kvs_fmt_dup(
+                       &b->oom,
+                       "Caution: the %s trace has no step markers, so its figures are whole-trace "
+                       "totals, not per step.",
+                       x->count == 0 ? "before" : "after"));
     if (x->device && y->device && strcmp(x->device, y->device))
-        push(b, &c->verdict, &c->nverdict,
-             fmt_dup(b, "Caution: the traces come from different devices (%s vs %s).", x->device,
-                     y->device));
+        verdict(b,
+                kvs_fmt_dup(&b->oom, "Caution: the traces come from different devices (%s vs %s).",
+                            x->device, y->device));
 }
 
 // ----------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 /* reports/fmt.c — numbers with units a person reads at a glance, short
- * dtype/dims names for table cells, and escaping for HTML and markdown.
+ * dtype/dims names for table cells, escaping for HTML and markdown, and the
+ * sentences kvs_compare and kvs_multirank own (kvs_fmt_dup, kvs_strv_push).
  * Shared by every human-facing renderer. (Short kernel names:
  * kvscope/kernel_name.h, shared with the analyzer's findings.)
  *
@@ -7,6 +8,8 @@
  */
 #include <ctype.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "report_impl.h"
@@ -112,6 +115,40 @@ char *kvs_fmt_count(char *buf, double n)
     }
     buf[o] = 0;
     return buf;
+}
+
+// ----------------------------------------------------------------------------
+// strings a result owns
+
+char *kvs_fmt_dup(bool *oom, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (s = malloc((size_t)n + 1))) {
+        va_start(ap, fmt);
+        vsnprintf(s, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    } else {
+        *oom = true;
+    }
+    return s;
+}
+
+void kvs_strv_push(bool *oom, char ***arr, size_t *n, char *s)
+{
+    if (!s)
+        return;
+    char **a = realloc(*arr, (*n + 1) * sizeof *a);
+    if (!a) {
+        free(s);
+        *oom = true;
+        return;
+    }
+    a[(*n)++] = s;
+    *arr = a;
 }
 
 // ----------------------------------------------------------------------------

@@ -26,36 +26,9 @@ struct builder {
     bool oom;
 };
 
-static char *fmt_dup(struct builder *b, const char *fmt, ...) KVS_PRINTF(2, 3);
-static char *fmt_dup(struct builder *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = NULL;
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n >= 0 && (s = malloc((size_t)n + 1))) {
-        va_start(ap, fmt);
-        vsnprintf(s, (size_t)n + 1, fmt, ap);
-        va_end(ap);
-    } else {
-        b->oom = true;
-    }
-    return s;
-}
-
 static void note(struct builder *b, char *s)
 {
-    if (!s)
-        return;
-    char **v = realloc(b->m->notes, (b->m->nnote + 1) * sizeof *v);
-    if (!v) {
-        free(s);
-        b->oom = true;
-        return;
-    }
-    v[b->m->nnote++] = s;
-    b->m->notes = v;
+    kvs_strv_push(&b->oom, &b->m->notes, &b->m->nnote, s);
 }
 
 static int cmp_row(const void *x, const void *y)
@@ -217,25 +190,31 @@ static void straggler_notes(struct builder *b)
     for (size_t i = 0; i < m->n; i++)
         with_steps += isfinite(m->rows[i].step_ms);
     if (with_steps == 0) {
-        note(b, fmt_dup(b, "No step markers in any rank's trace: the per-rank figures are "
-                           "whole-trace totals, and no straggler is named by step time."));
+        note(b,
+             kvs_fmt_dup(&b->oom, "No step markers in any rank's trace: the per-rank figures are "
+                                  "whole-trace totals, and no straggler is named by step time."));
         return;
     }
     if (with_steps < 2)
         return;
     const struct kvs_rank_row *s = &m->rows[m->straggler];
     if (m->straggler_stands_out)
-        note(b, fmt_dup(b, "Rank %d is the straggler: %.2f ms per step, %.2f ms (%.1f%%) over the "
-                           "median of the %zu ranks' mean step times (%.2f to %.2f ms).",
-                        s->rank, s->step_ms, m->straggler_over_ms, 100.0 * m->straggler_over_fraction,
-                        with_steps, m->step_min_ms, m->step_max_ms));
+        note(b, kvs_fmt_dup(&b->oom,
+                            "Rank %d is the straggler: %.2f ms per step, %.2f ms (%.1f%%) over the "
+                            "median of the %zu ranks' mean step times (%.2f to %.2f ms).",
+                            s->rank, s->step_ms, m->straggler_over_ms,
+                            100.0 * m->straggler_over_fraction, with_steps, m->step_min_ms,
+                            m->step_max_ms));
     else
-        note(b, fmt_dup(b, "No straggler stands out: the %zu ranks' mean step times lie within "
-                           "%.1f%% of their median (%.2f to %.2f ms; the slowest is rank %d).",
-                        with_steps,
-                        100.0 * fmax(m->step_max_ms - m->step_median_ms, m->step_median_ms - m->step_min_ms) /
-                            (m->step_median_ms > 0 ? m->step_median_ms : 1),
-                        m->step_min_ms, m->step_max_ms, s->rank));
+        note(b, kvs_fmt_dup(&b->oom,
+                            "No straggler stands out: the %zu ranks' mean step times lie within "
+                            "%.1f%% of their median (%.2f to %.2f ms; the slowest is rank %d).",
+                            with_steps,
+                            100.0 *
+                                fmax(m->step_max_ms - m->step_median_ms,
+                                     m->step_median_ms - m->step_min_ms) /
+                                (m->step_median_ms > 0 ? m->step_median_ms : 1),
+                            m->step_min_ms, m->step_max_ms, s->rank));
 }
 
 static void comm_notes(struct builder *b)
@@ -243,8 +222,9 @@ static void comm_notes(struct builder *b)
     struct kvs_multirank *m = b->m;
     if (!m->have_comm) {
         if (m->n >= 2)
-            note(b, fmt_dup(b, "No communication kernels (NCCL) in any rank's trace: every figure "
-                               "is computation."));
+            note(b, kvs_fmt_dup(&b->oom,
+                                "No communication kernels (NCCL) in any rank's trace: every figure "
+                                "is computation."));
         return;
     }
     double comm = 0, overlap = 0, exposed = 0, busy = 0, step = 0;
@@ -261,25 +241,28 @@ static void comm_notes(struct builder *b)
     }
     double n = (double)m->n;
     const char *unit = nstep ? "per step" : "in the trace";
-    note(b, fmt_dup(b, "Communication (NCCL kernels) takes %.2f ms of GPU time %s on average "
-                       "(%.0f%% of GPU busy time), %.0f%% of it overlapped with computation; "
-                       "exposed communication: %.2f ms %s on average.",
-                    comm / n, unit, busy > 0 ? 100.0 * comm / busy : 0.0,
-                    comm > 0 ? 100.0 * overlap / comm : 0.0, exposed / n, unit));
+    note(b, kvs_fmt_dup(&b->oom,
+                        "Communication (NCCL kernels) takes %.2f ms of GPU time %s on average "
+                        "(%.0f%% of GPU busy time), %.0f%% of it overlapped with computation; "
+                        "exposed communication: %.2f ms %s on average.",
+                        comm / n, unit, busy > 0 ? 100.0 * comm / busy : 0.0,
+                        comm > 0 ? 100.0 * overlap / comm : 0.0, exposed / n, unit));
     double spread = m->rows[hi].exposed_comm_ms - m->rows[lo].exposed_comm_ms;
     double ref = nstep ? step / (double)nstep : busy / n;
     if (m->n >= 2 && ref > 0 && spread > EXPOSED_SPREAD * ref) {
-        char *s = fmt_dup(b, "Exposed communication ranges from %.2f ms (rank %d) to %.2f ms "
-                             "(rank %d) %s: a rank that spends longer in collectives is "
-                             "waiting there for slower ranks",
-                          m->rows[lo].exposed_comm_ms, m->rows[lo].rank, m->rows[hi].exposed_comm_ms,
-                          m->rows[hi].rank, unit);
+        char *s = kvs_fmt_dup(&b->oom,
+                              "Exposed communication ranges from %.2f ms (rank %d) to %.2f ms "
+                              "(rank %d) %s: a rank that spends longer in collectives is "
+                              "waiting there for slower ranks",
+                              m->rows[lo].exposed_comm_ms, m->rows[lo].rank,
+                              m->rows[hi].exposed_comm_ms, m->rows[hi].rank, unit);
         if (s && m->most_compute == (int)lo)
-            note(b, fmt_dup(b, "%s; rank %d, with the least waiting and the most computation "
-                               "(%.2f ms), sets the pace.",
-                            s, m->rows[lo].rank, m->rows[lo].compute_ms));
+            note(b, kvs_fmt_dup(&b->oom,
+                                "%s; rank %d, with the least waiting and the most computation "
+                                "(%.2f ms), sets the pace.",
+                                s, m->rows[lo].rank, m->rows[lo].compute_ms));
         else if (s)
-            note(b, fmt_dup(b, "%s.", s));
+            note(b, kvs_fmt_dup(&b->oom, "%s.", s));
         free(s);
     }
 }
@@ -298,10 +281,10 @@ static void finding_notes(struct builder *b)
             snprintf(where, sizeof where, "on rank%s %s (%zu of %zu)", f->nranks > 1 ? "s" : "", ranks,
                      f->nranks, m->n);
         if (f->max_gpu_ms_per_step > 0)
-            note(b, fmt_dup(b, "%s %s: up to %.2f ms per step recoverable (rank %d).", f->id, where,
-                            f->max_gpu_ms_per_step, f->max_rank));
+            note(b, kvs_fmt_dup(&b->oom, "%s %s: up to %.2f ms per step recoverable (rank %d).",
+                                f->id, where, f->max_gpu_ms_per_step, f->max_rank));
         else
-            note(b, fmt_dup(b, "%s %s.", f->id, where));
+            note(b, kvs_fmt_dup(&b->oom, "%s %s.", f->id, where));
     }
 }
 
@@ -338,10 +321,11 @@ enum kvs_status kvs_multirank(const struct kvs_analysis *const *ranks, size_t n,
     collect_findings(&b);
 
     if (m->world_size > 0 && (size_t)m->world_size > n)
-        note(&b, fmt_dup(&b, "%zu of %d ranks given: the figures cover those ranks only.", n,
-                         m->world_size));
+        note(&b, kvs_fmt_dup(&b.oom, "%zu of %d ranks given: the figures cover those ranks only.",
+                             n, m->world_size));
     if (!from_traces && n > 1)
-        note(&b, fmt_dup(&b, "Not every trace names a rank of its own (distributedInfo or kvscope "
+        note(&b, kvs_fmt_dup(&b.oom,
+                             "Not every trace names a rank of its own (distributedInfo or kvscope "
                              "metadata): ranks are numbered in the order the files were given."));
     straggler_notes(&b);
     comm_notes(&b);

@@ -3,6 +3,7 @@
  * that render.c dispatches to.
  *
  * defines: struct kvs_jw (+ kvs_jw_*), kvs_fmt_* (human units), kvs_short_*,
+ *          kvs_fmt_dup, kvs_strv_push (strings a result owns),
  *          kvs_put_html, kvs_put_md, kvs_render_{json,text,md,html}_report,
  *          kvs_render_{json,text,md,html}_compare, kvs_render_{json,text,md,html}_multirank
  *
@@ -63,6 +64,13 @@ char *kvs_fmt_ms(char *buf, double ms);           /* "52.40", "0.861", "120.3" (
 char *kvs_fmt_pct(char *buf, double fraction);    /* "20.5%" */
 char *kvs_fmt_count(char *buf, double n);         /* "1,234,567"; fractional: "61.0" */
 char *kvs_fmt_signed_pct(char *buf, double frac); /* "+29.1%", "-64.0%" */
+
+/* Strings a result owns (kvs_compare, kvs_multirank build sentences): when
+ * memory runs out they set *oom and carry on (kvs_fmt_dup yields NULL,
+ * kvs_strv_push skips NULL), so a builder checks *oom once at the end. */
+char *kvs_fmt_dup(bool *oom, const char *fmt, ...) KVS_PRINTF(2, 3); /* malloc'ed */
+/* Append s (owned: freed when it cannot be kept) to a growing string array. */
+void kvs_strv_push(bool *oom, char ***arr, size_t *n, char *s);
 
 /* "c10::BFloat16" -> "bf16", "c10::Float8_e4m3fn" -> "fp8_e4m3fn", "float" -> "f32". */
 const char *kvs_short_dtype(const char *name);

@@ -22,7 +22,10 @@ static const int64_t CTX[B] = {0, 300, 77, 1029};
  * reference 0.015-0.021 (fp8-direct's last step 0.0206), tp 2 vs one GPU
  * 0.017 for every path; one GPU alone is 0.010-0.016 off the reference. The
  * bound against the reference is the sum of the two measured parts
- * (|tp - ref| <= |tp - one| + |one - ref|), rounded: 3e-2. */
+ * (|tp - ref| <= |tp - one| + |one - ref|), rounded: 3e-2. A second call
+ * measured fp8-direct's step 0 at 0.0331 (0.0212 off one GPU) on the same
+ * inputs: that moving error is a race to find (docs/engine.md), not a
+ * tolerance to widen. */
 #define TOL_REF 3e-2
 #define TOL_ONE_GPU 2e-2
 #define TOL_GRAPH 1e-3

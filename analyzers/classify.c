@@ -85,18 +85,21 @@ static bool is_gemm(const char *k)
 {
     return has(k, "gemm") || has(k, "gemv") || has(k, "nvjet") || has(k, "cutlass") ||
            has(k, "cublas") || has(k, "xmma") || has(k, "matmul") || has(k, "wgmma") ||
-           has(k, "splitkreduce") || has(k, "s16816") || has(k, "s1688");
+           has(k, "splitkreduce") || has(k, "s16816") || has(k, "s1688") ||
+           /* MoE expert matmuls: vLLM/SGLang's fused_moe, grouped GEMMs */
+           has(k, "fused_moe") || has(k, "grouped_gemm") || has(k, "grouped_mm");
 }
 
 static bool op_is_gemm(const char *op)
 {
     static const char *const ops[] = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm",
                                       "aten::matmul", "aten::linear", "aten::_scaled_mm",
-                                      "aten::addbmm", "aten::einsum"};
+                                      "aten::addbmm", "aten::einsum", "aten::_grouped_mm"};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         if (!strcmp(op, ops[i]))
             return true;
-    return false;
+    /* an op that runs the MoE experts' matmuls (kvscope's kvs::moe_experts) */
+    return has(op, "moe_experts");
 }
 
 enum {

@@ -352,6 +352,33 @@ static void test_indexed_write_is_no_full_buffer(void)
     }
 }
 
+/* MoE expert matmuls count as GEMM time: kvscope's kvs::moe_experts op
+ * (its kernels are named experts_up/down_kernel) and vLLM's fused_moe kernel
+ * (seen as "other" on the engine's H200 captures before). */
+static void test_moe_experts_are_gemm(void)
+{
+    struct gen g = {malloc(1 << 12), 0, 1 << 12, 0, 1000};
+    put(&g, "{\"traceEvents\":[\n{\"ph\":\"i\",\"name\":\"start\",\"pid\":1,\"tid\":1,\"ts\":0}");
+    op(&g, "kvs::moe_experts", "[[1,6144]]", "[\"c10::BFloat16\"]",
+       "(anonymous namespace)::experts_up_kernel(unsigned short const*)", 100);
+    op(&g, "aten::empty", "[[1]]", "[\"float\"]", "fused_moe_kernel", 50);
+    op(&g, "aten::add", "[[1]]", "[\"float\"]", "vectorized_elementwise_kernel", 10);
+    put(&g, "\n]}\n");
+    char tmp[256];
+    kvs_tmp_write(tmp, sizeof tmp, g.buf, g.n, ".json");
+    free(g.buf);
+    struct kvs_analysis_options o;
+    kvs_analysis_options_init(&o);
+    o.log = kvs_capture_logger(&cap);
+    struct kvs_analysis *a = NULL;
+    enum kvs_status st = kvs_analyze_file(tmp, &o, &a);
+    unlink(tmp);
+    KVS_REQUIRE(st == KVS_STATUS_OK && a);
+    KVS_CHECK_NEAR(a->category_ms[KVS_CAT_GEMM], 0.150, 1e-9);
+    KVS_CHECK_NEAR(a->category_ms[KVS_CAT_OTHER], 0.010, 1e-9);
+    kvs_analysis_free(a);
+}
+
 int main(int argc, char **argv)
 {
     static const struct kvs_test tests[] = {
@@ -360,6 +387,7 @@ int main(int argc, char **argv)
         {"given_capacity_overrides", test_given_capacity_overrides},
         {"rules_one_at_a_time", test_rules_one_at_a_time},
         {"indexed_write_is_no_full_buffer", test_indexed_write_is_no_full_buffer},
+        {"moe_experts_are_gemm", test_moe_experts_are_gemm},
         {NULL, NULL},
     };
     return kvs_test_main(argc, argv, tests);

@@ -172,6 +172,33 @@ void kvs_jw_null(struct kvs_jw *w)
     fputs("null", w->f);
 }
 
+void kvs_jw_num_or_null(struct kvs_jw *w, double v, bool known)
+{
+    if (known)
+        kvs_jw_num(w, v);
+    else
+        kvs_jw_null(w);
+}
+
+void kvs_jw_int_or_null(struct kvs_jw *w, int64_t v, bool known)
+{
+    if (known)
+        kvs_jw_int(w, v);
+    else
+        kvs_jw_null(w);
+}
+
+void kvs_jw_strs(struct kvs_jw *w, char *const *v, size_t n, bool compact)
+{
+    if (compact)
+        kvs_jw_arr_compact(w);
+    else
+        kvs_jw_arr(w);
+    for (size_t i = 0; i < n; i++)
+        kvs_jw_str(w, v[i]);
+    kvs_jw_arr_end(w);
+}
+
 static void write_node(struct kvs_jw *w, const cJSON *n)
 {
     if (cJSON_IsObject(n)) {

@@ -47,15 +47,9 @@ static void write_match(struct kvs_jw *w, const struct kvs_group *g)
     kvs_jw_key(w, "label");
     kvs_jw_str(w, m->label);
     kvs_jw_key(w, "capacity_tokens");
-    if (m->capacity_tokens > 0)
-        kvs_jw_int(w, m->capacity_tokens);
-    else
-        kvs_jw_null(w);
+    kvs_jw_int_or_null(w, m->capacity_tokens, m->capacity_tokens > 0);
     kvs_jw_key(w, "row_dim");
-    if (m->row_dim > 0)
-        kvs_jw_int(w, m->row_dim);
-    else
-        kvs_jw_null(w);
+    kvs_jw_int_or_null(w, m->row_dim, m->row_dim > 0);
     kvs_jw_key(w, "per_layer");
     kvs_jw_bool(w, m->per_layer);
     kvs_jw_obj_end(w);
@@ -85,10 +79,7 @@ static void write_group(struct kvs_jw *w, const struct kvs_group *g, bool have_p
     kvs_jw_key(w, "achieved_gbps");
     kvs_jw_num(w, g->achieved_gbps);
     kvs_jw_key(w, "efficiency");
-    if (have_peak)
-        kvs_jw_num(w, g->efficiency);
-    else
-        kvs_jw_null(w);
+    kvs_jw_num_or_null(w, g->efficiency, have_peak);
     kvs_jw_key(w, "match");
     write_match(w, g);
     kvs_jw_obj_end(w);
@@ -122,10 +113,7 @@ void kvs_json_write_report(struct kvs_jw *w, const struct kvs_analysis *a)
     kvs_jw_key(w, "device");
     kvs_jw_str(w, a->trace.device);
     kvs_jw_key(w, "peak_gbps");
-    if (have_peak)
-        kvs_jw_num(w, a->trace.peak_gbps);
-    else
-        kvs_jw_null(w);
+    kvs_jw_num_or_null(w, a->trace.peak_gbps, have_peak);
     kvs_jw_obj_end(w);
 
     kvs_jw_key(w, "steps");
@@ -176,11 +164,8 @@ void kvs_json_write_report(struct kvs_jw *w, const struct kvs_analysis *a)
         kvs_jw_str(w, f->message);
         kvs_jw_key(w, "gpu_ms_per_step");
         kvs_jw_num(w, f->gpu_ms_per_step);
-        kvs_jw_key(w, "bytes_per_step");
-        if (f->bytes_per_step > 0)
-            kvs_jw_num(w, f->bytes_per_step);
-        else
-            kvs_jw_null(w); /* the struct's 0 means "not applicable" */
+        kvs_jw_key(w, "bytes_per_step"); /* the struct's 0 means "not applicable" */
+        kvs_jw_num_or_null(w, f->bytes_per_step, f->bytes_per_step > 0);
         kvs_jw_obj_end(w);
     }
     kvs_jw_arr_end(w);
@@ -190,14 +175,6 @@ void kvs_json_write_report(struct kvs_jw *w, const struct kvs_analysis *a)
 
 // ----------------------------------------------------------------------------
 // kvscope.compare/1
-
-static void num_or_null(struct kvs_jw *w, double v, bool known)
-{
-    if (known)
-        kvs_jw_num(w, v);
-    else
-        kvs_jw_null(w);
-}
 
 static void write_cmp_steps(struct kvs_jw *w, const struct kvs_cmp_steps *s)
 {
@@ -213,7 +190,7 @@ static void write_cmp_steps(struct kvs_jw *w, const struct kvs_cmp_steps *s)
     kvs_jw_key(w, "gpu_busy_fraction");
     kvs_jw_num(w, s->gpu_busy_fraction);
     kvs_jw_key(w, "tokens_per_s");
-    num_or_null(w, s->tokens_per_s, s->tokens_per_s > 0);
+    kvs_jw_num_or_null(w, s->tokens_per_s, s->tokens_per_s > 0);
     kvs_jw_key(w, "wall_min_ms");
     kvs_jw_num(w, s->wall_min_ms);
     kvs_jw_key(w, "wall_max_ms");
@@ -249,15 +226,6 @@ static void write_cmp_side(struct kvs_jw *w, const struct kvs_cmp_side *s)
     kvs_jw_key(w, "efficiency");
     kvs_jw_num(w, s->efficiency); /* NAN (unknown peak) -> null */
     kvs_jw_obj_end(w);
-}
-
-static void write_ids(struct kvs_jw *w, const char *key, char **ids, size_t n)
-{
-    kvs_jw_key(w, key);
-    kvs_jw_arr_compact(w);
-    for (size_t i = 0; i < n; i++)
-        kvs_jw_str(w, ids[i]);
-    kvs_jw_arr_end(w);
 }
 
 enum kvs_status kvs_render_json_compare(FILE *out, const struct kvs_comparison *c,
@@ -296,21 +264,18 @@ enum kvs_status kvs_render_json_compare(FILE *out, const struct kvs_comparison *
         kvs_jw_key(&w, "bytes_per_step");
         kvs_jw_num(&w, ba - bb);
         kvs_jw_key(&w, "efficiency");
-        if (g->before.present && g->after.present)
-            kvs_jw_num(&w, g->after.efficiency - g->before.efficiency);
-        else
-            kvs_jw_null(&w);
+        kvs_jw_num_or_null(&w, g->after.efficiency - g->before.efficiency,
+                           g->before.present && g->after.present);
         kvs_jw_obj_end(&w);
         kvs_jw_obj_end(&w);
     }
     kvs_jw_arr_end(&w);
-    write_ids(&w, "resolved", c->resolved, c->nresolved);
-    write_ids(&w, "new", c->new_ids, c->nnew);
+    kvs_jw_key(&w, "resolved");
+    kvs_jw_strs(&w, c->resolved, c->nresolved, true);
+    kvs_jw_key(&w, "new");
+    kvs_jw_strs(&w, c->new_ids, c->nnew, true);
     kvs_jw_key(&w, "verdict");
-    kvs_jw_arr(&w);
-    for (size_t i = 0; i < c->nverdict; i++)
-        kvs_jw_str(&w, c->verdict[i]);
-    kvs_jw_arr_end(&w);
+    kvs_jw_strs(&w, c->verdict, c->nverdict, false);
     kvs_jw_obj_end(&w);
     return KVS_STATUS_OK;
 }

@@ -202,14 +202,6 @@ enum kvs_status kvs_render_html_multirank(FILE *out, const struct kvs_multirank 
 // ----------------------------------------------------------------------------
 // json: kvscope.multirank/1
 
-static void num_or_null(struct kvs_jw *w, double v)
-{
-    if (isfinite(v))
-        kvs_jw_num(w, v);
-    else
-        kvs_jw_null(w);
-}
-
 static void write_row(struct kvs_jw *w, const struct kvs_rank_row *r)
 {
     kvs_jw_obj(w);
@@ -222,21 +214,21 @@ static void write_row(struct kvs_jw *w, const struct kvs_rank_row *r)
     kvs_jw_key(w, "steps");
     kvs_jw_int(w, r->steps);
     kvs_jw_key(w, "step_ms");
-    num_or_null(w, r->step_ms);
+    kvs_jw_num(w, r->step_ms);
     kvs_jw_key(w, "gpu_ms");
-    num_or_null(w, r->gpu_ms);
+    kvs_jw_num(w, r->gpu_ms);
     kvs_jw_key(w, "gpu_busy_fraction");
-    num_or_null(w, r->busy_fraction);
+    kvs_jw_num(w, r->busy_fraction);
     kvs_jw_key(w, "compute_ms");
-    num_or_null(w, r->compute_ms);
+    kvs_jw_num(w, r->compute_ms);
     kvs_jw_key(w, "comm_ms");
-    num_or_null(w, r->comm_ms);
+    kvs_jw_num(w, r->comm_ms);
     kvs_jw_key(w, "overlap_ms");
-    num_or_null(w, r->overlap_ms);
+    kvs_jw_num(w, r->overlap_ms);
     kvs_jw_key(w, "exposed_comm_ms");
-    num_or_null(w, r->exposed_comm_ms);
+    kvs_jw_num(w, r->exposed_comm_ms);
     kvs_jw_key(w, "comm_fraction");
-    num_or_null(w, r->comm_fraction);
+    kvs_jw_num(w, r->comm_fraction);
     kvs_jw_key(w, "findings");
     kvs_jw_arr_compact(w);
     for (size_t k = 0; r->a->findings && k < r->a->nfinding; k++)
@@ -259,10 +251,7 @@ enum kvs_status kvs_render_json_multirank(FILE *out, const struct kvs_multirank 
     kvs_jw_key(&w, "count");
     kvs_jw_int(&w, (int64_t)m->n);
     kvs_jw_key(&w, "world_size");
-    if (m->world_size > 0)
-        kvs_jw_int(&w, m->world_size);
-    else
-        kvs_jw_null(&w);
+    kvs_jw_int_or_null(&w, m->world_size, m->world_size > 0);
     kvs_jw_key(&w, "rank_source");
     kvs_jw_str(&w, m->rank_source);
     kvs_jw_key(&w, "per_step");
@@ -270,11 +259,11 @@ enum kvs_status kvs_render_json_multirank(FILE *out, const struct kvs_multirank 
     kvs_jw_key(&w, "step_ms");
     kvs_jw_obj(&w);
     kvs_jw_key(&w, "min");
-    num_or_null(&w, m->step_min_ms);
+    kvs_jw_num(&w, m->step_min_ms);
     kvs_jw_key(&w, "median");
-    num_or_null(&w, m->step_median_ms);
+    kvs_jw_num(&w, m->step_median_ms);
     kvs_jw_key(&w, "max");
-    num_or_null(&w, m->step_max_ms);
+    kvs_jw_num(&w, m->step_max_ms);
     kvs_jw_obj_end(&w);
     kvs_jw_key(&w, "straggler");
     if (m->straggler >= 0) {
@@ -283,11 +272,11 @@ enum kvs_status kvs_render_json_multirank(FILE *out, const struct kvs_multirank 
         kvs_jw_key(&w, "rank");
         kvs_jw_int(&w, s->rank);
         kvs_jw_key(&w, "step_ms");
-        num_or_null(&w, s->step_ms);
+        kvs_jw_num(&w, s->step_ms);
         kvs_jw_key(&w, "over_median_ms");
-        num_or_null(&w, m->straggler_over_ms);
+        kvs_jw_num(&w, m->straggler_over_ms);
         kvs_jw_key(&w, "over_median_fraction");
-        num_or_null(&w, m->straggler_over_fraction);
+        kvs_jw_num(&w, m->straggler_over_fraction);
         kvs_jw_key(&w, "stands_out");
         kvs_jw_bool(&w, m->straggler_stands_out);
         kvs_jw_obj_end(&w);
@@ -317,17 +306,14 @@ enum kvs_status kvs_render_json_multirank(FILE *out, const struct kvs_multirank 
             kvs_jw_int(&w, f->ranks[k]);
         kvs_jw_arr_end(&w);
         kvs_jw_key(&w, "max_gpu_ms_per_step");
-        num_or_null(&w, f->max_gpu_ms_per_step);
+        kvs_jw_num(&w, f->max_gpu_ms_per_step);
         kvs_jw_key(&w, "max_rank");
         kvs_jw_int(&w, f->max_rank);
         kvs_jw_obj_end(&w);
     }
     kvs_jw_arr_end(&w);
     kvs_jw_key(&w, "notes");
-    kvs_jw_arr(&w);
-    for (size_t i = 0; i < m->nnote; i++)
-        kvs_jw_str(&w, m->notes[i]);
-    kvs_jw_arr_end(&w);
+    kvs_jw_strs(&w, m->notes, m->nnote, false);
     kvs_jw_obj_end(&w);
     kvs_jw_key(&w, "reports");
     kvs_jw_arr(&w);

@@ -47,6 +47,11 @@ void kvs_jw_num(struct kvs_jw *w, double v);      /* NaN/inf -> null */
 void kvs_jw_int(struct kvs_jw *w, int64_t v);
 void kvs_jw_bool(struct kvs_jw *w, bool v);
 void kvs_jw_null(struct kvs_jw *w);
+/* v when known, else null (for values whose 0 means "unknown"). */
+void kvs_jw_num_or_null(struct kvs_jw *w, double v, bool known);
+void kvs_jw_int_or_null(struct kvs_jw *w, int64_t v, bool known);
+/* An array of n strings; compact: on one line. */
+void kvs_jw_strs(struct kvs_jw *w, char *const *v, size_t n, bool compact);
 /* Write `json` (JSON text) re-formatted through the writer; false (and
  * nothing written) when it does not parse. */
 bool kvs_jw_json_text(struct kvs_jw *w, const char *json);

@@ -1,6 +1,7 @@
 /* reports/fmt.c — numbers with units a person reads at a glance, short
- * dtype/dims names for table cells, escaping for HTML and markdown, and the
- * sentences kvs_compare and kvs_multirank own (kvs_fmt_dup, kvs_strv_push).
+ * dtype/dims names for table cells, escaping for HTML and markdown, the
+ * sentences kvs_compare and kvs_multirank own (kvs_fmt_dup, kvs_strv_push)
+ * and their lists in each human format (kvs_put_*_items).
  * Shared by every human-facing renderer. (Short kernel names:
  * kvscope/kernel_name.h, shared with the analyzer's findings.)
  *
@@ -427,5 +428,35 @@ void kvs_put_wrapped(FILE *f, const char *s, size_t indent, size_t col)
                 fputc(' ', f);
             col = indent;
         }
+    }
+}
+
+// ----------------------------------------------------------------------------
+// lists of sentences (a verdict, notes)
+
+void kvs_put_text_items(FILE *f, char *const *items, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        fputs("  - ", f);
+        kvs_put_wrapped(f, items[i], 4, 4);
+        fputc('\n', f);
+    }
+}
+
+void kvs_put_md_items(FILE *f, char *const *items, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        fputs("- ", f);
+        kvs_put_md(f, items[i]);
+        fputc('\n', f);
+    }
+}
+
+void kvs_put_html_items(FILE *f, char *const *items, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        fputs("<li>", f);
+        kvs_put_html(f, items[i]);
+        fputs("</li>\n", f);
     }
 }

@@ -139,11 +139,7 @@ enum kvs_status kvs_render_text_compare(FILE *out, const struct kvs_comparison *
     fputs("\n  after   ", out);
     kvs_put_text(out, c->after.path ? c->after.path : "?");
     fprintf(out, "\n\n%sVERDICT%s\n", B, R);
-    for (size_t i = 0; i < c->nverdict; i++) {
-        fputs("  - ", out);
-        kvs_put_wrapped(out, c->verdict[i], 4, 4);
-        fputc('\n', out);
-    }
+    kvs_put_text_items(out, c->verdict, c->nverdict);
     struct kvs_table t;
     bool ok = kvs_cmp_table_steps(&t, c);
     fprintf(out, "\n%sSTEPS%s\n", B, R);
@@ -193,11 +189,7 @@ enum kvs_status kvs_render_md_compare(FILE *out, const struct kvs_comparison *c,
     fputs("\n- **after**: ", out);
     kvs_put_md(out, c->after.path ? c->after.path : "?");
     fputs("\n\n## Verdict\n\n", out);
-    for (size_t i = 0; i < c->nverdict; i++) {
-        fputs("- ", out);
-        kvs_put_md(out, c->verdict[i]);
-        fputc('\n', out);
-    }
+    kvs_put_md_items(out, c->verdict, c->nverdict);
     struct kvs_table t;
     bool ok = kvs_cmp_table_steps(&t, c);
     fputs("\n## Steps\n\n", out);
@@ -244,11 +236,7 @@ enum kvs_status kvs_render_html_compare(FILE *out, const struct kvs_comparison *
     fputs("</code></dd>\n<dt>after</dt><dd><code>", out);
     kvs_put_html(out, c->after.path ? c->after.path : "?");
     fputs("</code></dd>\n</dl>\n<h2>Verdict</h2>\n<ul class=\"verdict\">\n", out);
-    for (size_t i = 0; i < c->nverdict; i++) {
-        fputs("<li>", out);
-        kvs_put_html(out, c->verdict[i]);
-        fputs("</li>\n", out);
-    }
+    kvs_put_html_items(out, c->verdict, c->nverdict);
     fputs("</ul>\n<h2>Step time: GPU versus wall</h2>\n"
           "<p class=\"note\">When GPU time falls more than wall time, the step is bound by "
           "something other than the GPU (usually the CPU launching kernels).</p>\n",

@@ -53,11 +53,7 @@ enum kvs_status kvs_render_text_multirank(FILE *out, const struct kvs_multirank 
         fputc('\n', out);
     }
     fprintf(out, "\n%sACROSS RANKS%s\n", B, R);
-    for (size_t i = 0; i < m->nnote; i++) {
-        fputs("  - ", out);
-        kvs_put_wrapped(out, m->notes[i], 4, 4);
-        fputc('\n', out);
-    }
+    kvs_put_text_items(out, m->notes, m->nnote);
     struct kvs_table t;
     bool ok = kvs_mr_table_ranks(&t, m);
     fprintf(out, "\n%sRANKS (GPU ms %s)%s\n", B, per_what(m), R);
@@ -97,11 +93,7 @@ enum kvs_status kvs_render_md_multirank(FILE *out, const struct kvs_multirank *m
         fputc('\n', out);
     }
     fputs("\n## Across ranks\n\n", out);
-    for (size_t i = 0; i < m->nnote; i++) {
-        fputs("- ", out);
-        kvs_put_md(out, m->notes[i]);
-        fputc('\n', out);
-    }
+    kvs_put_md_items(out, m->notes, m->nnote);
     struct kvs_table t;
     bool ok = kvs_mr_table_ranks(&t, m);
     fprintf(out, "\n## Ranks (GPU ms %s)\n\n", per_what(m));
@@ -145,11 +137,7 @@ enum kvs_status kvs_render_html_multirank(FILE *out, const struct kvs_multirank 
         fputs("</code></dd>\n", out);
     }
     fputs("</dl>\n<h2>Across ranks</h2>\n<ul class=\"verdict\">\n", out);
-    for (size_t i = 0; i < m->nnote; i++) {
-        fputs("<li>", out);
-        kvs_put_html(out, m->notes[i]);
-        fputs("</li>\n", out);
-    }
+    kvs_put_html_items(out, m->notes, m->nnote);
     fputs("</ul>\n", out);
 
     fprintf(out, "<h2>Each rank's step</h2>\n<p class=\"note\">GPU ms %s: computation alone, "

@@ -4,7 +4,7 @@
  *
  * defines: struct kvs_jw (+ kvs_jw_*), kvs_fmt_* (human units), kvs_short_*,
  *          kvs_fmt_dup, kvs_strv_push (strings a result owns),
- *          kvs_put_html, kvs_put_md, kvs_render_{json,text,md,html}_report,
+ *          kvs_put_html, kvs_put_md, kvs_put_{text,md,html}_items, kvs_render_{json,text,md,html}_report,
  *          kvs_render_{json,text,md,html}_compare, kvs_render_{json,text,md,html}_multirank
  *
  * Formatting helpers write into caller buffers (no static storage), so the
@@ -113,6 +113,12 @@ void kvs_put_wrapped(FILE *f, const char *s, size_t indent, size_t col);
 void kvs_put_html(FILE *f, const char *s);
 /* Text escaped for a markdown table cell (| and newlines, backticks kept out). */
 void kvs_put_md(FILE *f, const char *s);
+
+/* Sentences (a verdict, notes) as list items: "  - " and wrapped for a
+ * terminal, "- " for markdown, <li> for HTML (inside the caller's <ul>). */
+void kvs_put_text_items(FILE *f, char *const *items, size_t n);
+void kvs_put_md_items(FILE *f, char *const *items, size_t n);
+void kvs_put_html_items(FILE *f, char *const *items, size_t n);
 
 /* Finite, else 0: for arithmetic on values a trace may have left undefined. */
 static inline double kvs_finite_or0(double v)

@@ -84,20 +84,16 @@ static void findings(FILE *f, const struct kvs_analysis *a)
     fputs("<ol class=\"findings\">\n", f);
     for (size_t i = 0; i < n; i++) {
         const struct kvs_finding *x = &a->findings[i];
-        char b1[KVS_FMT_BUF], b2[KVS_FMT_BUF], b3[KVS_FMT_BUF];
         const char *sev = kvs_severity_name(x->severity);
         fprintf(f, "<li><span class=\"sev %s\">%s</span><code class=\"fid\">", sev, sev);
         kvs_put_html(f, x->id ? x->id : "?");
         fputs("</code>", f);
-        if (x->gpu_ms_per_step > 0)
-            fprintf(f, " <span class=\"num\">recoverable %s ms/step of GPU time</span>",
-                    kvs_fmt_ms(b1, x->gpu_ms_per_step));
-        if (x->bytes_per_step > 0) {
-            fprintf(f, "<span class=\"num\">, moves %s/step", kvs_fmt_bytes(b2, x->bytes_per_step));
-            if (x->needed_bytes_per_step > 0)
-                fprintf(f, " (needed: %s)", kvs_fmt_bytes(b3, x->needed_bytes_per_step));
-            fputs("</span>", f);
-        }
+        struct kvs_finding_figures fig;
+        kvs_finding_figures(x, &fig);
+        if (fig.recoverable[0])
+            fprintf(f, " <span class=\"num\">%s</span>", fig.recoverable);
+        if (fig.moves[0])
+            fprintf(f, "<span class=\"num\">, %s</span>", fig.moves);
         fputs("\n<p class=\"detail\">", f);
         kvs_put_html(f, x->message);
         fputs("</p>\n", f);

@@ -23,18 +23,16 @@ static void print_findings(FILE *f, const struct kvs_analysis *a)
     }
     for (size_t i = 0; i < n; i++) {
         const struct kvs_finding *x = &a->findings[i];
-        char b1[KVS_FMT_BUF], b2[KVS_FMT_BUF], b3[KVS_FMT_BUF];
         fprintf(f, "%zu. **%s** `", i + 1, kvs_severity_name(x->severity));
         for (const char *p = x->id ? x->id : "?"; *p; p++)
             fputc(*p == '`' || (unsigned char)*p < 0x20 ? '\'' : *p, f);
         fputc('`', f);
-        if (x->gpu_ms_per_step > 0)
-            fprintf(f, ": recoverable %s ms/step of GPU time", kvs_fmt_ms(b1, x->gpu_ms_per_step));
-        if (x->bytes_per_step > 0) {
-            fprintf(f, ", moves %s/step", kvs_fmt_bytes(b2, x->bytes_per_step));
-            if (x->needed_bytes_per_step > 0)
-                fprintf(f, " (needed: %s)", kvs_fmt_bytes(b3, x->needed_bytes_per_step));
-        }
+        struct kvs_finding_figures fig;
+        kvs_finding_figures(x, &fig);
+        if (fig.recoverable[0])
+            fprintf(f, ": %s", fig.recoverable);
+        if (fig.moves[0])
+            fprintf(f, ", %s", fig.moves);
         fputs("  \n   ", f);
         kvs_put_md(f, x->message);
         fputc('\n', f);
@@ -53,22 +51,13 @@ static void print_findings(FILE *f, const struct kvs_analysis *a)
 
 static void print_categories(FILE *f, const struct kvs_analysis *a)
 {
-    double sum = 0;
-    for (int c = 0; c < KVS_CAT_COUNT_; c++)
-        sum += kvs_finite_or0(a->category_ms[c]);
-    if (sum <= 0)
+    char parts[KVS_CAT_COUNT_][KVS_CAT_PART_BUF];
+    size_t n = kvs_category_parts(a, parts);
+    if (n == 0)
         return;
     fputs("GPU time by category:", f);
-    const char *sep = " ";
-    for (int c = 0; c < KVS_CAT_COUNT_; c++) {
-        char ms[KVS_FMT_BUF], pct[KVS_FMT_BUF];
-        double v = kvs_finite_or0(a->category_ms[c]);
-        if (v <= 0)
-            continue;
-        fprintf(f, "%s%s %s ms (%s)", sep, kvs_cat_label(c), kvs_fmt_ms(ms, v),
-                kvs_fmt_pct(pct, v / sum));
-        sep = ", ";
-    }
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%s%s", i ? ", " : " ", parts[i]);
     fputs(".\n\n", f);
 }
 

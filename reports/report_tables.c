@@ -200,3 +200,41 @@ size_t kvs_report_facts(const struct kvs_analysis *a, struct kvs_fact facts[KVS_
     }
     return n;
 }
+
+// ----------------------------------------------------------------------------
+// a finding's figures, GPU time by category
+
+void kvs_finding_figures(const struct kvs_finding *x, struct kvs_finding_figures *out)
+{
+    char b1[KVS_FMT_BUF], b2[KVS_FMT_BUF];
+    out->recoverable[0] = out->moves[0] = 0;
+    if (x->gpu_ms_per_step > 0)
+        snprintf(out->recoverable, sizeof out->recoverable, "recoverable %s ms/step of GPU time",
+                 kvs_fmt_ms(b1, x->gpu_ms_per_step));
+    if (x->bytes_per_step > 0) {
+        add(out->moves, sizeof out->moves, "moves %s/step", kvs_fmt_bytes(b1, x->bytes_per_step));
+        if (x->needed_bytes_per_step > 0)
+            add(out->moves, sizeof out->moves, " (needed: %s)",
+                kvs_fmt_bytes(b2, x->needed_bytes_per_step));
+    }
+}
+
+size_t kvs_category_parts(const struct kvs_analysis *a,
+                          char parts[KVS_CAT_COUNT_][KVS_CAT_PART_BUF])
+{
+    double sum = 0;
+    for (int c = 0; c < KVS_CAT_COUNT_; c++)
+        sum += kvs_finite_or0(a->category_ms[c]);
+    if (sum <= 0)
+        return 0;
+    size_t n = 0;
+    for (int c = 0; c < KVS_CAT_COUNT_; c++) {
+        char ms[KVS_FMT_BUF], pct[KVS_FMT_BUF];
+        double v = kvs_finite_or0(a->category_ms[c]);
+        if (v <= 0)
+            continue;
+        snprintf(parts[n++], KVS_CAT_PART_BUF, "%s %s ms (%s)", kvs_cat_label(c), kvs_fmt_ms(ms, v),
+                 kvs_fmt_pct(pct, v / sum));
+    }
+    return n;
+}

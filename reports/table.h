@@ -5,7 +5,8 @@
  *
  * defines: struct kvs_table, kvs_table_init/add/free, kvs_table_print_text,
  *          kvs_table_print_md, kvs_table_print_html, kvs_table_groups,
- *          kvs_table_kernels, kvs_table_steps, KVS_ANSI_*
+ *          kvs_table_kernels, kvs_table_steps, KVS_ANSI_*, kvs_report_facts,
+ *          kvs_finding_figures, kvs_category_parts
  */
 #ifndef KVSCOPE_TABLE_H
 #define KVSCOPE_TABLE_H
@@ -71,5 +72,19 @@ struct kvs_fact {
 };
 size_t kvs_report_facts(const struct kvs_analysis *a, struct kvs_fact facts[KVS_MAX_FACTS]);
 
+/* A finding's figures as the human formats show them after its id:
+ * "recoverable 1.230 ms/step of GPU time" and "moves 856.3 MB/step (needed:
+ * 6.7 MB)"; each empty when the finding has no such figure. */
+struct kvs_finding_figures {
+    char recoverable[96];
+    char moves[160];
+};
+void kvs_finding_figures(const struct kvs_finding *x, struct kvs_finding_figures *out);
+
+/* "copy/cast 12.40 ms (45.6%)" for each category with GPU time, in category
+ * order; returns how many (0 when the categories sum to no time). */
+#define KVS_CAT_PART_BUF 128
+size_t kvs_category_parts(const struct kvs_analysis *a,
+                          char parts[KVS_CAT_COUNT_][KVS_CAT_PART_BUF]);
 
 #endif /* KVSCOPE_TABLE_H */

@@ -18,18 +18,18 @@
 // ----------------------------------------------------------------------------
 // numbers
 
-static bool is_finite(double v)
+/* what a number that is not finite prints as */
+static char *dash(char *buf)
 {
-    return isfinite(v);
+    strcpy(buf, "-");
+    return buf;
 }
 
 char *kvs_fmt_bytes(char *buf, double bytes)
 {
     static const char *const units[] = {"B", "kB", "MB", "GB", "TB", "PB"};
-    if (!is_finite(bytes)) {
-        strcpy(buf, "-");
-        return buf;
-    }
+    if (!isfinite(bytes))
+        return dash(buf);
     double v = fabs(bytes);
     int u = 0;
     while (v >= 999.95 && u < 5) {
@@ -46,10 +46,8 @@ char *kvs_fmt_bytes(char *buf, double bytes)
 
 char *kvs_fmt_gbps(char *buf, double gbps)
 {
-    if (!is_finite(gbps)) {
-        strcpy(buf, "-");
-        return buf;
-    }
+    if (!isfinite(gbps))
+        return dash(buf);
     double v = fabs(gbps);
     const char *f = v >= 99.95 ? "%.0f GB/s" : v >= 9.995 ? "%.1f GB/s" : "%.2f GB/s";
     snprintf(buf, KVS_FMT_BUF, f, gbps);
@@ -58,10 +56,8 @@ char *kvs_fmt_gbps(char *buf, double gbps)
 
 char *kvs_fmt_ms(char *buf, double ms)
 {
-    if (!is_finite(ms)) {
-        strcpy(buf, "-");
-        return buf;
-    }
+    if (!isfinite(ms))
+        return dash(buf);
     double v = fabs(ms);
     const char *f = v >= 99.95 ? "%.1f" : v >= 9.995 ? "%.2f" : "%.3f";
     snprintf(buf, KVS_FMT_BUF, f, ms);
@@ -72,10 +68,8 @@ char *kvs_fmt_ms(char *buf, double ms)
 
 char *kvs_fmt_pct(char *buf, double fraction)
 {
-    if (!is_finite(fraction)) {
-        strcpy(buf, "-");
-        return buf;
-    }
+    if (!isfinite(fraction))
+        return dash(buf);
     snprintf(buf, KVS_FMT_BUF, "%.1f%%", fraction * 100);
     if (!strcmp(buf, "-0.0%"))
         strcpy(buf, "0.0%");
@@ -84,10 +78,8 @@ char *kvs_fmt_pct(char *buf, double fraction)
 
 char *kvs_fmt_signed_pct(char *buf, double frac)
 {
-    if (!is_finite(frac)) {
-        strcpy(buf, "-");
-        return buf;
-    }
+    if (!isfinite(frac))
+        return dash(buf);
     snprintf(buf, KVS_FMT_BUF, "%+.1f%%", frac * 100);
     if (!strcmp(buf, "-0.0%") || !strcmp(buf, "+0.0%"))
         strcpy(buf, "0.0%");
@@ -96,10 +88,8 @@ char *kvs_fmt_signed_pct(char *buf, double frac)
 
 char *kvs_fmt_count(char *buf, double n)
 {
-    if (!is_finite(n)) {
-        strcpy(buf, "-");
-        return buf;
-    }
+    if (!isfinite(n))
+        return dash(buf);
     if (n != floor(n) || fabs(n) >= 1e18) {
         snprintf(buf, KVS_FMT_BUF, fabs(n) >= 100 ? "%.0f" : "%.1f", n);
         return buf;

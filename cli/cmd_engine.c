@@ -153,6 +153,27 @@ double kvs_engine_cli_median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+void kvs_engine_cli_figures(const struct kvs_engine_opts *o, const struct kvs_engine_params *p,
+                            const struct kvs_model_config *model, double *step, double *kv, int n,
+                            double active_sum, int resident, double copy_gbps,
+                            struct kvs_engine_cli_figures *out)
+{
+    out->step_ms = kvs_engine_cli_median(step, n);
+    out->kv_ms = kvs_engine_cli_median(kv, n);
+    long long routed = o->batch * p->model.topk < resident ? o->batch * p->model.topk : resident;
+    kvs_step_bytes_compute(model, p->path, p->batch, (int64_t)(active_sum / n), p->kv_capacity,
+                           (int)routed, &out->sb);
+    out->roof_ms = out->sb.total / (copy_gbps * 1e6);
+    out->tokens_per_s = (double)o->batch * 1000.0 / out->step_ms;
+}
+
+void kvs_engine_cli_print_bytes(const char *label, const struct kvs_step_bytes *sb)
+{
+    printf("  %-30s%10.2f GB  (weights %.2f, KV attention %.2f, KV cast %.2f, KV other %.3f)\n",
+           label, sb->total / 1e9, sb->weights / 1e9, sb->kv_attention / 1e9, sb->kv_cast / 1e9,
+           sb->kv_other / 1e9);
+}
+
 // ----------------------------------------------------------------------------
 // run
 
@@ -307,31 +328,23 @@ static int engine_run(const struct kvs_engine_opts *o)
         return KVS_EXIT_FAILURE;
     }
 
-    double step_ms = kvs_engine_cli_median(ms, n), kv_ms = kvs_engine_cli_median(kv, n);
-    long long routed = o->batch * p.model.topk < resident ? o->batch * p.model.topk : resident;
-    struct kvs_step_bytes sb;
-    kvs_step_bytes_compute(&p.model, p.path, p.batch, (int64_t)(active_sum / n), p.kv_capacity,
-                           (int)routed, &sb);
-    double roof_ms = sb.total / (copy * 1e6);
-    double tps = (double)o->batch * 1000.0 / step_ms;
+    struct kvs_engine_cli_figures f;
+    kvs_engine_cli_figures(o, &p, &p.model, ms, kv, n, active_sum, resident, copy, &f);
     printf("summary over %d timed steps (median):\n", n);
-    printf("  step                          %10.3f ms\n", step_ms);
-    printf("  tokens/s                      %10.1f\n", tps);
-    printf("  bytes moved per step          %10.2f GB  (weights %.2f, KV attention %.2f, KV cast "
-           "%.2f, KV other %.3f)\n",
-           sb.total / 1e9, sb.weights / 1e9, sb.kv_attention / 1e9, sb.kv_cast / 1e9,
-           sb.kv_other / 1e9);
-    printf("  roofline (bytes / copy rate)  %10.3f ms\n", roof_ms);
-    printf("  of roofline                   %10.1f %%\n", 100.0 * roof_ms / step_ms);
+    printf("  step                          %10.3f ms\n", f.step_ms);
+    printf("  tokens/s                      %10.1f\n", f.tokens_per_s);
+    kvs_engine_cli_print_bytes("bytes moved per step", &f.sb);
+    printf("  roofline (bytes / copy rate)  %10.3f ms\n", f.roof_ms);
+    printf("  of roofline                   %10.1f %%\n", 100.0 * f.roof_ms / f.step_ms);
     if (o->path != KVS_KV_PATH_FP8_DIRECT && !o->graph)
         printf("  KV prep (cast) share of step  %10.1f %%  (%.3f ms, CUDA events)\n",
-               100.0 * kv_ms / step_ms, kv_ms);
+               100.0 * f.kv_ms / f.step_ms, f.kv_ms);
     printf("result: config=%s path=%s batch=%lld context=%lld steps=%d graph=%d step_ms=%.4f "
            "tokens_per_s=%.2f bytes_per_step=%.6g roofline_ms=%.4f roofline_pct=%.2f "
            "kv_ms=%.4f kv_share_pct=%.2f copy_gbps=%.1f\n",
-           p.model.name, kvs_kv_path_name(p.path), o->batch, o->context, n, o->graph, step_ms, tps,
-           sb.total, roof_ms, 100.0 * roof_ms / step_ms, kv_ms,
-           o->graph ? -1.0 : 100.0 * kv_ms / step_ms, copy);
+           p.model.name, kvs_kv_path_name(p.path), o->batch, o->context, n, o->graph, f.step_ms,
+           f.tokens_per_s, f.sb.total, f.roof_ms, 100.0 * f.roof_ms / f.step_ms, f.kv_ms,
+           o->graph ? -1.0 : 100.0 * f.kv_ms / f.step_ms, copy);
     free(ms);
     free(kv);
     return KVS_EXIT_OK;

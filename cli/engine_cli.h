@@ -2,7 +2,8 @@
  * command line, the run's preparation (params, plan, copy rate: cmd_engine.c)
  * and the median. One GPU: cmd_engine.c; --tp N: engine_tp_run.c.
  *
- * defines: struct kvs_engine_opts, kvs_engine_cli_median, kvs_engine_cli_run_tp
+ * defines: struct kvs_engine_opts, kvs_engine_cli_median, struct kvs_engine_cli_figures,
+ *          kvs_engine_cli_figures, kvs_engine_cli_print_bytes, kvs_engine_cli_run_tp
  */
 #ifndef KVSCOPE_CLI_ENGINE_CLI_H
 #define KVSCOPE_CLI_ENGINE_CLI_H
@@ -20,6 +21,20 @@ struct kvs_engine_opts {
 
 /* Sorts v. */
 double kvs_engine_cli_median(double *v, int n);
+
+/* A run's summary figures: medians of the n timed steps (step and kv are
+ * sorted), tokens/s, bytes moved per step by `model` (the whole model, or a
+ * rank's share with --tp) and the roofline at `copy_gbps`. */
+struct kvs_engine_cli_figures {
+    double step_ms, kv_ms, tokens_per_s, roof_ms;
+    struct kvs_step_bytes sb;
+};
+void kvs_engine_cli_figures(const struct kvs_engine_opts *o, const struct kvs_engine_params *p,
+                            const struct kvs_model_config *model, double *step, double *kv, int n,
+                            double active_sum, int resident, double copy_gbps,
+                            struct kvs_engine_cli_figures *out);
+/* The summary's line "  <label> 12.34 GB  (weights ..., KV attention ...)". */
+void kvs_engine_cli_print_bytes(const char *label, const struct kvs_step_bytes *sb);
 
 /* The --tp run after the plan was printed and the copy rate measured;
  * returns the exit code. */

@@ -112,20 +112,13 @@ static void summary(const struct kvs_engine_opts *o, const struct kvs_engine_par
     const int W = s->world, n = s->n;
     struct kvs_tp_plan tp;
     kvs_tp_plan_init(&p->model, W, &tp, NULL); /* checked before the run */
-    double step_ms = kvs_engine_cli_median(s->step, n), kv_ms = kvs_engine_cli_median(s->kv, n);
-    long long routed = o->batch * p->model.topk < resident ? o->batch * p->model.topk : resident;
-    struct kvs_step_bytes sb;
-    kvs_step_bytes_compute(&tp.rank, p->path, p->batch, (int64_t)(s->active_sum / n),
-                           p->kv_capacity, (int)routed, &sb);
-    double roof_ms = sb.total / (copy * 1e6);
-    double tps = (double)o->batch * 1000.0 / step_ms;
+    struct kvs_engine_cli_figures f;
+    kvs_engine_cli_figures(o, p, &tp.rank, s->step, s->kv, n, s->active_sum, resident, copy, &f);
+    const double step_ms = f.step_ms, kv_ms = f.kv_ms, roof_ms = f.roof_ms;
     printf("summary over %d timed steps (median), tensor parallel over %d GPUs:\n", n, W);
     printf("  step (slowest rank)           %10.3f ms\n", step_ms);
-    printf("  tokens/s                      %10.1f\n", tps);
-    printf("  bytes moved per step, a rank  %10.2f GB  (weights %.2f, KV attention %.2f, KV cast "
-           "%.2f, KV other %.3f)\n",
-           sb.total / 1e9, sb.weights / 1e9, sb.kv_attention / 1e9, sb.kv_cast / 1e9,
-           sb.kv_other / 1e9);
+    printf("  tokens/s                      %10.1f\n", f.tokens_per_s);
+    kvs_engine_cli_print_bytes("bytes moved per step, a rank", &f.sb);
     printf("  roofline (a rank's bytes / copy rate) %7.3f ms\n", roof_ms);
     printf("  of roofline                   %10.1f %%\n", 100.0 * roof_ms / step_ms);
     if (o->path != KVS_KV_PATH_FP8_DIRECT && !o->graph)
@@ -157,7 +150,7 @@ static void summary(const struct kvs_engine_opts *o, const struct kvs_engine_par
            "roofline_pct=%.2f kv_ms=%.4f kv_share_pct=%.2f allreduce_ms=%.4f "
            "allreduce_share_pct=%.2f slowest_rank=%d copy_gbps=%.1f\n",
            p->model.name, kvs_kv_path_name(p->path), o->batch, o->context, n, o->graph, W,
-           step_ms, tps, sb.total, roof_ms, 100.0 * roof_ms / step_ms, kv_ms,
+           step_ms, f.tokens_per_s, f.sb.total, roof_ms, 100.0 * roof_ms / step_ms, kv_ms,
            o->graph ? -1.0 : 100.0 * kv_ms / step_ms, ar_ms,
            o->graph ? -1.0 : 100.0 * ar_ms / step_ms, slow_rank, copy);
 }

@@ -1,4 +1,5 @@
-/* data.h — the files of analyzers/data bundled into the binary by embed.py.
+/* data.h — the files of analyzers/data bundled into the binary by the
+ * top-level embed.py.
  *
  * defines: struct kvs_data_file, kvs_data_files, kvs_data_find
  *

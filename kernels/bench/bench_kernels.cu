@@ -341,18 +341,8 @@ static void run_mla32k(void)
 
 int main(int argc, char **argv)
 {
-    cudaDeviceProp p;
-    CK(cudaGetDeviceProperties(&p, 0));
-    printf("# bench_kernels: %s, %d SMs, L2 %.0f MB, sm_%d%d\n", p.name, p.multiProcessorCount,
-           p.l2CacheSize / 1e6, p.major, p.minor);
-    auto want = [&](const char *s) {
-        if (argc < 2)
-            return true;
-        for (int i = 1; i < argc; i++)
-            if (!strcmp(argv[i], s))
-                return true;
-        return false;
-    };
+    print_device("bench_kernels");
+    auto want = [&](const char *what) { return wanted(argc, argv, what); };
     if (argc == 2 && !strcmp(argv[1], "mla32k")) {
         run_mla32k();
         return 0;

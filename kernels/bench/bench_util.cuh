@@ -2,10 +2,11 @@
  * (bench_kernels.cu, bench_decode.cu): device buffers filled from a hash,
  * downloads, the normalized error, a check that stops before a wrong result
  * is timed, the median of CUDA-event timings after warm-up, and the
- * device-to-device copy rate every figure is reported against.
+ * device-to-device copy rate every figure is reported against; the device
+ * line each benchmark opens with, and which sections its command line asks for.
  *
  * defines: g_copy_gbps, CK, ST, dmalloc, dfill_fp8, dfill_bf16, download,
- *          norm_err, require, time_us, pct, bench_copy
+ *          norm_err, require, time_us, pct, bench_copy, print_device, wanted
  */
 #ifndef KVSCOPE_BENCH_UTIL_CUH
 #define KVSCOPE_BENCH_UTIL_CUH
@@ -138,6 +139,26 @@ static void bench_copy(void)
     printf("| %zu | %.1f | %.0f |\n", bytes, us, g_copy_gbps);
     CK(cudaFree(a));
     CK(cudaFree(b));
+}
+
+/* "# NAME: <device>, <SMs>, L2, sm_XY" */
+static void print_device(const char *bench)
+{
+    cudaDeviceProp p;
+    CK(cudaGetDeviceProperties(&p, 0));
+    printf("# %s: %s, %d SMs, L2 %.0f MB, sm_%d%d\n", bench, p.name, p.multiProcessorCount,
+           p.l2CacheSize / 1e6, p.major, p.minor);
+}
+
+/* Whether section `what` runs: the arguments name it, or name nothing. */
+static bool wanted(int argc, char **argv, const char *what)
+{
+    if (argc < 2)
+        return true;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], what))
+            return true;
+    return false;
 }
 
 #endif /* KVSCOPE_BENCH_UTIL_CUH */

@@ -122,6 +122,35 @@ static void kernels(struct kvs_fixture *fx, double cast_ms, double total)
     fx->a.nkernel = 4;
 }
 
+/* Kernels, GPU fractions, steps and categories around the groups (the KV
+ * cast first): four steps of mean_ms wall time each, `spread` ms apart. */
+static void timing(struct kvs_fixture *fx, double mean_ms, double spread)
+{
+    struct kvs_analysis *a = &fx->a;
+    double cast = fx->groups[0].gpu_ms;
+    double total = cast + 30.0 + 4.0 + 1.0 + 0.08 + 0.488; /* all busy time */
+    kernels(fx, cast, total);
+    for (int i = 0; i < 3; i++)
+        fx->groups[i].gpu_fraction = fx->groups[i].gpu_ms / total;
+    a->steps.count = 4;
+    a->steps.mean_ms = mean_ms;
+    a->steps.gpu_ms_per_step = total / 4;
+    a->steps.gpu_busy_fraction = a->steps.gpu_ms_per_step / a->steps.mean_ms;
+    a->steps.total_gpu_ms = total;
+    for (int i = 0; i < 4; i++) {
+        struct kvs_step *s = &fx->step[i];
+        s->wall_ms = mean_ms + (i - 1.5) * spread;
+        s->gpu_busy_ms = total / 4;
+        s->busy_fraction = s->gpu_busy_ms / s->wall_ms;
+        s->category_ms[KVS_CAT_COPY_CAST] = (cast + 0.08 + 0.488) / 4;
+        s->category_ms[KVS_CAT_GEMM] = 7.5;
+        s->category_ms[KVS_CAT_ATTENTION] = 1.0;
+        s->category_ms[KVS_CAT_COMM] = 0.25;
+    }
+    for (int c = 0; c < KVS_CAT_COUNT_; c++)
+        a->category_ms[c] = 4 * fx->step[0].category_ms[c];
+}
+
 void kvs_fixture_unfixed(struct kvs_fixture *fx)
 {
     fill_common(fx);
@@ -134,28 +163,7 @@ void kvs_fixture_unfixed(struct kvs_fixture *fx)
     kv_group(fx, 131072, 0.2249, true);
     other_groups(fx);
     a->ngroup = 3;
-    double cast = fx->groups[0].gpu_ms;                       /* 54.8756 */
-    double total = cast + 30.0 + 4.0 + 1.0 + 0.08 + 0.488;    /* all busy time */
-    kernels(fx, cast, total);
-    for (int i = 0; i < 3; i++)
-        fx->groups[i].gpu_fraction = fx->groups[i].gpu_ms / total;
-    a->steps.count = 4;
-    a->steps.mean_ms = 52.0;
-    a->steps.gpu_ms_per_step = total / 4;
-    a->steps.gpu_busy_fraction = a->steps.gpu_ms_per_step / a->steps.mean_ms;
-    a->steps.total_gpu_ms = total;
-    for (int i = 0; i < 4; i++) {
-        struct kvs_step *s = &fx->step[i];
-        s->wall_ms = 52.0 + (i - 1.5) * 0.4;
-        s->gpu_busy_ms = total / 4;
-        s->busy_fraction = s->gpu_busy_ms / s->wall_ms;
-        s->category_ms[KVS_CAT_COPY_CAST] = (cast + 0.08 + 0.488) / 4;
-        s->category_ms[KVS_CAT_GEMM] = 7.5;
-        s->category_ms[KVS_CAT_ATTENTION] = 1.0;
-        s->category_ms[KVS_CAT_COMM] = 0.25;
-    }
-    for (int c = 0; c < KVS_CAT_COUNT_; c++)
-        a->category_ms[c] = 4 * fx->step[0].category_ms[c];
+    timing(fx, 52.0, 0.4); /* the cast: 54.8756 ms */
 
     struct kvs_finding *f = fx->findings;
     f[0] = (struct kvs_finding){
@@ -183,28 +191,7 @@ void kvs_fixture_fixed(struct kvs_fixture *fx)
     kv_group(fx, 1024, 0.004, false);
     other_groups(fx);
     a->ngroup = 3;
-    double cast = fx->groups[0].gpu_ms; /* 0.976 */
-    double total = cast + 30.0 + 4.0 + 1.0 + 0.08 + 0.488;
-    kernels(fx, cast, total);
-    for (int i = 0; i < 3; i++)
-        fx->groups[i].gpu_fraction = fx->groups[i].gpu_ms / total;
-    a->steps.count = 4;
-    a->steps.mean_ms = 41.6;
-    a->steps.gpu_ms_per_step = total / 4;
-    a->steps.gpu_busy_fraction = a->steps.gpu_ms_per_step / a->steps.mean_ms;
-    a->steps.total_gpu_ms = total;
-    for (int i = 0; i < 4; i++) {
-        struct kvs_step *s = &fx->step[i];
-        s->wall_ms = 41.6;
-        s->gpu_busy_ms = total / 4;
-        s->busy_fraction = s->gpu_busy_ms / s->wall_ms;
-        s->category_ms[KVS_CAT_COPY_CAST] = (cast + 0.08 + 0.488) / 4;
-        s->category_ms[KVS_CAT_GEMM] = 7.5;
-        s->category_ms[KVS_CAT_ATTENTION] = 1.0;
-        s->category_ms[KVS_CAT_COMM] = 0.25;
-    }
-    for (int c = 0; c < KVS_CAT_COUNT_; c++)
-        a->category_ms[c] = 4 * fx->step[0].category_ms[c];
+    timing(fx, 41.6, 0.0); /* the cast: 0.976 ms */
     struct kvs_finding *f = fx->findings;
     f[0] = (struct kvs_finding){"gpu_idle", KVS_SEV_WARN,
                                 "The GPU is busy 21.9% of the step: the step is launch-bound.",

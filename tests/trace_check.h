@@ -2,7 +2,8 @@
  * trace and hand its summary back as cJSON, for the capture's unit and gpu
  * tests.
  *
- * defines: kvs_check_trace, kvs_summary_array, kvs_summary_int
+ * defines: kvs_check_trace, kvs_check_trace_valid, kvs_summary_array,
+ *          kvs_summary_int
  *
  * kvs_check_trace returns the script's exit code (0 valid, 1 problems,
  * 2 unparsable), or -1 when python3 or the script cannot be run (callers
@@ -16,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+
+#include "kvs_test.h"
 
 static inline int kvs_check_trace(const char *trace, cJSON **summary)
 {
@@ -53,6 +56,22 @@ static inline int kvs_check_trace(const char *trace, cJSON **summary)
     if (!WIFEXITED(st) || WEXITSTATUS(st) == 127)
         return -1;
     return WEXITSTATUS(st);
+}
+
+/* The test's check that the script finds `trace` valid (exit 0), and its
+ * summary in *summary (cJSON_Delete it). *summary is NULL when the test is
+ * skipped (no python3: counted as a skip) or the script printed no summary
+ * (a failure): the caller returns then. */
+static inline void kvs_check_trace_valid(const char *trace, cJSON **summary)
+{
+    int rc = kvs_check_trace(trace, summary);
+    if (rc < 0) {
+        cJSON_Delete(*summary);
+        *summary = NULL;
+        KVS_TEST_SKIP("python3 not available to run tests/check_trace.py");
+    }
+    KVS_CHECK_MSG(rc == 0, "tests/check_trace.py %s: exit %d", trace, rc);
+    KVS_REQUIRE(*summary);
 }
 
 static inline cJSON *kvs_summary_array(const cJSON *summary, const char *key)

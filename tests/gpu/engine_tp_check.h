@@ -3,13 +3,15 @@
  * world size), optionally captured with one trace file per rank, and the
  * checks every rank's trace must pass.
  *
- * defines: kvs_tp_test_run, kvs_tp_test_check_trace, struct kvs_tp_test_out
+ * defines: struct kvs_tp_test_out, kvs_tp_test_out_new, kvs_tp_test_out_free,
+ *          kvs_tp_test_run, kvs_tp_test_check_trace, kvs_tp_test_trace_ranks
  */
 #ifndef KVSCOPE_TEST_ENGINE_TP_CHECK_H
 #define KVSCOPE_TEST_ENGINE_TP_CHECK_H
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine_check.h"
 #include "kvs_test_gpu.h"
@@ -24,6 +26,21 @@ struct kvs_tp_test_out {
     int ranks_differ;     /* steps where another rank's logits differ from rank 0's */
     double allreduce_ms;  /* summed over steps and ranks */
 };
+
+/* Room for a run of k (kvs_tp_test_out_free releases it). */
+static inline struct kvs_tp_test_out kvs_tp_test_out_new(const struct kvs_eng_case *k)
+{
+    const size_t n = (size_t)k->steps * k->batch;
+    struct kvs_tp_test_out o = {(float *)malloc(n * k->model->vocab * sizeof(float)),
+                                (int32_t *)malloc(n * sizeof(int32_t)), 0, 0.0};
+    return o;
+}
+
+static inline void kvs_tp_test_out_free(struct kvs_tp_test_out *o)
+{
+    free(o->logits);
+    free(o->tokens);
+}
 
 /* world 0: the one-GPU engine (kvs_engine_create); world >= 1: the
  * tensor-parallel driver. trace: NULL, or a path with one %d for the rank.
@@ -174,6 +191,23 @@ static inline void kvs_tp_test_check_trace(const char *path, int rank, int world
     }
     KVS_CHECK_EQ_INT(step_ranges, steps);
     cJSON_Delete(sum);
+}
+
+/* A full-cast run of k over `world` ranks (seed 5) captured to one file per
+ * rank; each file passes kvs_tp_test_check_trace and is removed. */
+static inline void kvs_tp_test_trace_ranks(const struct kvs_eng_case *k, int world)
+{
+    struct kvs_tp_test_out o = kvs_tp_test_out_new(k);
+    char tmpl[256], path[256];
+    snprintf(tmpl, sizeof tmpl, "/tmp/kvs_tp%d_%d.rank%%d.json", world, (int)getpid());
+    int ok = kvs_tp_test_run(k, 5, KVS_KV_PATH_FULL_CAST, 0, world, tmpl, &o);
+    KVS_CHECK(ok);
+    for (int r = 0; ok && r < world; r++) {
+        snprintf(path, sizeof path, tmpl, r);
+        kvs_tp_test_check_trace(path, r, world, k->model, k->batch, k->steps);
+        unlink(path);
+    }
+    kvs_tp_test_out_free(&o);
 }
 
 #endif /* KVSCOPE_TEST_ENGINE_TP_CHECK_H */

@@ -9,7 +9,6 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "engine_tp_check.h"
 
@@ -27,8 +26,7 @@ static void test_world1_equals_plain(void)
 {
     const struct kvs_eng_case k = {&tiny, B, CTX, STEPS, CAP};
     const size_t n = (size_t)STEPS * B * tiny.vocab;
-    struct kvs_tp_test_out plain = {malloc(n * 4), malloc(STEPS * B * 4), 0, 0},
-                           tp = {malloc(n * 4), malloc(STEPS * B * 4), 0, 0};
+    struct kvs_tp_test_out plain = kvs_tp_test_out_new(&k), tp = kvs_tp_test_out_new(&k);
     for (int path = 0; path < KVS_KV_PATH_COUNT_; path++) {
         KVS_REQUIRE(kvs_tp_test_run(&k, 5, (enum kvs_kv_path)path, 0, 0, NULL, &plain));
         for (int graph = 0; graph < 2; graph++) {
@@ -45,25 +43,14 @@ static void test_world1_equals_plain(void)
     /* NVLink multicast off: the engine set NCCL_NVLS_ENABLE=0 unless the user had set it */
     const char *nvls = getenv("NCCL_NVLS_ENABLE");
     KVS_CHECK(nvls && !strcmp(nvls, g_nvls_before[0] ? g_nvls_before : "0"));
-    free(plain.logits);
-    free(plain.tokens);
-    free(tp.logits);
-    free(tp.tokens);
+    kvs_tp_test_out_free(&plain);
+    kvs_tp_test_out_free(&tp);
 }
 
 static void test_world1_trace(void)
 {
     const struct kvs_eng_case k = {&tiny, B, CTX, STEPS, CAP};
-    const size_t n = (size_t)STEPS * B * tiny.vocab;
-    struct kvs_tp_test_out o = {malloc(n * 4), malloc(STEPS * B * 4), 0, 0};
-    char tmpl[256], path[256];
-    snprintf(tmpl, sizeof tmpl, "/tmp/kvs_tp1_%d.rank%%d.json", (int)getpid());
-    KVS_REQUIRE(kvs_tp_test_run(&k, 5, KVS_KV_PATH_FULL_CAST, 0, 1, tmpl, &o));
-    snprintf(path, sizeof path, tmpl, 0);
-    kvs_tp_test_check_trace(path, 0, 1, &tiny, B, STEPS);
-    unlink(path);
-    free(o.logits);
-    free(o.tokens);
+    kvs_tp_test_trace_ranks(&k, 1);
 }
 
 static struct {

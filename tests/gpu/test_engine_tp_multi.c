@@ -9,7 +9,6 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "engine_tp_check.h"
 
@@ -40,8 +39,7 @@ static void test_matches_reference(void)
     float *ref = malloc(n * 4);
     int32_t *rt = malloc(STEPS * B * 4);
     uint64_t seed = kvs_eng_clear_seed(&k, ref, rt);
-    struct kvs_tp_test_out one = {malloc(n * 4), malloc(STEPS * B * 4), 0, 0},
-                           tp = {malloc(n * 4), malloc(STEPS * B * 4), 0, 0};
+    struct kvs_tp_test_out one = kvs_tp_test_out_new(&k), tp = kvs_tp_test_out_new(&k);
     for (int world = 2; world <= 4 && world <= g_gpus; world *= 2) {
         for (int path = 0; path < KVS_KV_PATH_COUNT_; path++) {
             const char *pn = kvs_kv_path_name((enum kvs_kv_path)path);
@@ -63,45 +61,29 @@ static void test_matches_reference(void)
     }
     free(ref);
     free(rt);
-    free(one.logits);
-    free(one.tokens);
-    free(tp.logits);
-    free(tp.tokens);
+    kvs_tp_test_out_free(&one);
+    kvs_tp_test_out_free(&tp);
 }
 
 static void test_graph_matches_eager(void)
 {
     const struct kvs_eng_case k = {&tiny, B, CTX, STEPS, CAP};
     const size_t n = (size_t)STEPS * B * tiny.vocab;
-    struct kvs_tp_test_out eager = {malloc(n * 4), malloc(STEPS * B * 4), 0, 0},
-                           graph = {malloc(n * 4), malloc(STEPS * B * 4), 0, 0};
+    struct kvs_tp_test_out eager = kvs_tp_test_out_new(&k), graph = kvs_tp_test_out_new(&k);
     KVS_REQUIRE(kvs_tp_test_run(&k, 3, KVS_KV_PATH_ACTIVE_CAST, 0, 2, NULL, &eager));
     KVS_REQUIRE(kvs_tp_test_run(&k, 3, KVS_KV_PATH_ACTIVE_CAST, 1, 2, NULL, &graph));
     double err = kvs_nerr(graph.logits, eager.logits, n);
     KVS_CHECK_MSG(err < TOL_GRAPH, "tp 2 graph vs eager %.3g", err);
     KVS_CHECK(memcmp(graph.tokens, eager.tokens, STEPS * B * 4) == 0);
     KVS_CHECK_EQ_INT(graph.ranks_differ, 0);
-    free(eager.logits);
-    free(eager.tokens);
-    free(graph.logits);
-    free(graph.tokens);
+    kvs_tp_test_out_free(&eager);
+    kvs_tp_test_out_free(&graph);
 }
 
 static void test_trace_per_rank(void)
 {
     const struct kvs_eng_case k = {&tiny, B, CTX, STEPS, CAP};
-    const size_t n = (size_t)STEPS * B * tiny.vocab;
-    struct kvs_tp_test_out o = {malloc(n * 4), malloc(STEPS * B * 4), 0, 0};
-    char tmpl[256], path[256];
-    snprintf(tmpl, sizeof tmpl, "/tmp/kvs_tp2_%d.rank%%d.json", (int)getpid());
-    KVS_REQUIRE(kvs_tp_test_run(&k, 5, KVS_KV_PATH_FULL_CAST, 0, 2, tmpl, &o));
-    for (int r = 0; r < 2; r++) {
-        snprintf(path, sizeof path, tmpl, r);
-        kvs_tp_test_check_trace(path, r, 2, &tiny, B, STEPS);
-        unlink(path);
-    }
-    free(o.logits);
-    free(o.tokens);
+    kvs_tp_test_trace_ranks(&k, 2);
 }
 
 int main(int argc, char **argv)

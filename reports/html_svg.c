@@ -45,6 +45,16 @@ static void put_svg_text(FILE *f, double x, double y, const char *anchor, const 
     fputs("</text>\n", f);
 }
 
+/* A chart's <svg> element of W x H user units, labelled for screen readers. */
+static void svg_open(FILE *f, double W, double H, const char *aria_label)
+{
+    fprintf(f, "<svg class=\"chart\" viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" height=\"%.0f\" "
+               "role=\"img\" aria-label=\"",
+            W, H, W, H);
+    kvs_put_html(f, aria_label);
+    fputs("\" xmlns=\"http://www.w3.org/2000/svg\">\n", f);
+}
+
 static void tick_label(char *buf, double v)
 {
     if (v >= 1000 && fmod(v, 1000) == 0)
@@ -82,9 +92,7 @@ void kvs_svg_roofline(FILE *f, const struct kvs_analysis *a, size_t max_groups)
         xmax = fmax(xmax, fin(a->groups[i].achieved_gbps));
     xmax = xmax > 0 ? xmax * 1.06 : 1;
 
-    fprintf(f, "<svg class=\"chart\" viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" height=\"%.0f\" "
-               "role=\"img\" aria-label=\"bandwidth roofline\" xmlns=\"http://www.w3.org/2000/svg\">\n",
-            W, H, W, H);
+    svg_open(f, W, H, "bandwidth roofline");
     x_axis(f, left, plot_w, top, bottom, xmax, "achieved GB/s (bytes read + written / GPU time)");
     char b1[KVS_FMT_BUF], b2[KVS_FMT_BUF], label[200], full[320], dims[160];
     for (size_t i = 0; i < n; i++) {
@@ -153,10 +161,7 @@ void kvs_svg_steps(FILE *f, const struct kvs_analysis *a, size_t max_steps)
         ymax = fmax(ymax, sum);
     }
     ymax = ymax > 0 ? ymax * 1.05 : 1;
-    fprintf(f, "<svg class=\"chart\" viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" height=\"%.0f\" "
-               "role=\"img\" aria-label=\"GPU time per step by category\" "
-               "xmlns=\"http://www.w3.org/2000/svg\">\n",
-            W, H, W, H);
+    svg_open(f, W, H, "GPU time per step by category");
     double step = nice_step(ymax, 5);
     char b[KVS_FMT_BUF];
     for (double v = 0; v <= ymax * 1.0001; v += step) {
@@ -216,11 +221,7 @@ void kvs_svg_pairs(FILE *f, const struct kvs_svg_pair *rows, size_t n, const cha
     for (size_t i = 0; i < n; i++)
         xmax = fmax(xmax, fmax(fin(rows[i].before), fin(rows[i].after)));
     xmax = xmax > 0 ? xmax * 1.06 : 1;
-    fprintf(f, "<svg class=\"chart\" viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" height=\"%.0f\" "
-               "role=\"img\" aria-label=\"",
-            W, H, W, H);
-    kvs_put_html(f, aria_label);
-    fputs("\" xmlns=\"http://www.w3.org/2000/svg\">\n", f);
+    svg_open(f, W, H, aria_label);
     x_axis(f, left, plot_w, top, bottom, xmax, unit);
     fprintf(f, "<rect x=\"%.0f\" y=\"6\" width=\"12\" height=\"12\" class=\"before\"/>\n", left);
     put_svg_text(f, left + 18, 16, "start", "lbl", "before");
@@ -258,11 +259,7 @@ void kvs_svg_stacks(FILE *f, const struct kvs_svg_stack_row *rows, size_t n,
         xmax = fmax(xmax, sum);
     }
     xmax = xmax > 0 ? xmax * 1.06 : 1;
-    fprintf(f, "<svg class=\"chart\" viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" height=\"%.0f\" "
-               "role=\"img\" aria-label=\"",
-            W, H, W, H);
-    kvs_put_html(f, aria_label);
-    fputs("\" xmlns=\"http://www.w3.org/2000/svg\">\n", f);
+    svg_open(f, W, H, aria_label);
     x_axis(f, left, plot_w, top, bottom, xmax, unit);
     double lx = left;
     for (int k = 0; k < KVS_SVG_STACK_PARTS; k++) {

@@ -2,7 +2,7 @@
  * files, a logger that keeps the last message, fixture paths.
  *
  * defines: kvs_tmp_write, kvs_tmp_path, struct kvs_log_capture, kvs_capture_logger,
- *          kvs_fixture_path
+ *          kvs_fixture_path, kvs_test_finding
  */
 #ifndef KVSCOPE_ANALYZER_TEST_UTIL_H
 #define KVSCOPE_ANALYZER_TEST_UTIL_H
@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "kvs_test.h"
+#include "kvscope/analysis.h"
 #include "kvscope/base.h"
 
 /* A fresh temp file path (the file exists, empty). Caller unlinks. */
@@ -87,6 +88,16 @@ static inline char *kvs_read_all(const char *path, size_t *n)
     buf[len] = 0;
     *n = (size_t)len;
     return buf;
+}
+
+/* The analysis's finding with this id, or NULL. */
+static inline const struct kvs_finding *kvs_test_finding(const struct kvs_analysis *a,
+                                                         const char *id)
+{
+    for (size_t i = 0; i < a->nfinding; i++)
+        if (!strcmp(a->findings[i].id, id))
+            return &a->findings[i];
+    return NULL;
 }
 
 #endif

@@ -43,14 +43,6 @@ static const struct kvs_group *find_group(const struct kvs_analysis *a, const ch
     return NULL;
 }
 
-static const struct kvs_finding *find_finding(const struct kvs_analysis *a, const char *id)
-{
-    for (size_t i = 0; i < a->nfinding; i++)
-        if (!strcmp(a->findings[i].id, id))
-            return &a->findings[i];
-    return NULL;
-}
-
 #define MS(us) ((us) / 1000.0)
 #define TOL 1e-9
 
@@ -185,21 +177,21 @@ static void test_kineto_inferred_match_and_findings(void)
     KVS_CHECK_EQ_INT(g->match.row_dim, 576);
     KVS_CHECK(strstr(g->match.label, "preallocated") != NULL);
     KVS_CHECK(a->model == NULL);
-    const struct kvs_finding *f = find_finding(a, "kv_full_buffer_cast");
+    const struct kvs_finding *f = kvs_test_finding(a, "kv_full_buffer_cast");
     KVS_REQUIRE(f);
     KVS_CHECK_NEAR(f->bytes_per_step, 16384.0 * 576 * 3 * 2, 1e-3);
     KVS_CHECK_NEAR(f->needed_bytes_per_step, 1024.0 * 576 * 3 * 2, 1e-3);
     KVS_CHECK_NEAR(f->gpu_ms_per_step, MS(40) * (1.0 - 1024.0 / 16384.0), 1e-12);
     KVS_CHECK(f->group == 0);
     KVS_CHECK(f->fix && strstr(f->fix, "Gather") && strstr(f->fix, "reads the Float8_e4m3fn"));
-    const struct kvs_finding *idle = find_finding(a, "gpu_idle");
+    const struct kvs_finding *idle = kvs_test_finding(a, "gpu_idle");
     KVS_REQUIRE(idle);
     KVS_CHECK_NEAR(idle->gpu_ms_per_step, 1.0 - MS(95), 1e-12);
     KVS_CHECK_EQ_INT(idle->severity, KVS_SEV_HIGH);
     /* 13 activities launched in the steps: 2,2,10,10,10,10,20,20,20,20,20,30,30 us */
     KVS_CHECK_MSG(strstr(idle->evidence, "median 20.0 us") != NULL, "%s", idle->evidence);
     /* 28 MB per call is under the streaming threshold: no bandwidth finding */
-    KVS_CHECK(find_finding(a, "low_bandwidth_efficiency") == NULL);
+    KVS_CHECK(kvs_test_finding(a, "low_bandwidth_efficiency") == NULL);
     for (size_t i = 1; i < a->nfinding; i++)
         KVS_CHECK(a->findings[i - 1].gpu_ms_per_step >= a->findings[i].gpu_ms_per_step);
     kvs_analysis_free(a);
@@ -222,7 +214,7 @@ static void test_model_and_capacity(void)
     KVS_CHECK(!g->match.inferred);
     KVS_CHECK(!g->match.per_layer); /* 2 calls per step, GLM-5 has 78 layers */
     KVS_CHECK_NEAR(a->steps.tokens_per_s, 4 * 1000.0 / 1.0, 1e-9);
-    KVS_CHECK(find_finding(a, "kv_full_buffer_cast") != NULL);
+    KVS_CHECK(kvs_test_finding(a, "kv_full_buffer_cast") != NULL);
     kvs_analysis_free(a);
 
     /* a capacity that is not the buffer's: a given capacity is the only one,
@@ -232,7 +224,7 @@ static void test_model_and_capacity(void)
     KVS_REQUIRE(a);
     KVS_CHECK(a->groups[0].has_match && !strstr(a->groups[0].match.label, "preallocated") &&
               a->groups[0].match.capacity_tokens == 0);
-    KVS_CHECK(find_finding(a, "kv_full_buffer_cast") == NULL);
+    KVS_CHECK(kvs_test_finding(a, "kv_full_buffer_cast") == NULL);
     kvs_analysis_free(a);
 
     o.model = "no-such-model";
@@ -424,7 +416,7 @@ static void test_gqa_match(void)
         KVS_CHECK_EQ_STR(g->role, "cast BFloat16<-Float8_e4m3fn rows of num_key_value_heads 8 x head_dim 128");
         /* the active token count is unknown here: the finding says so and
          * counts the whole cast as recoverable */
-        const struct kvs_finding *f = find_finding(a, "kv_full_buffer_cast");
+        const struct kvs_finding *f = kvs_test_finding(a, "kv_full_buffer_cast");
         KVS_REQUIRE(f);
         KVS_CHECK(f->needed_bytes_per_step == 0);
         KVS_CHECK_NEAR(f->gpu_ms_per_step, 80 * MS(40), 1e-12);

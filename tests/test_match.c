@@ -160,11 +160,9 @@ static char *torch_gather_trace(int steps, int layers, size_t *len)
 
 static struct kvs_log_capture cap;
 
-static struct kvs_analysis *run(enum path p, int steps, int layers, bool index, const char *model,
-                                int64_t capacity)
+/* The analysis of trace text doc (freed here) with a model and KV capacity. */
+static struct kvs_analysis *analyze_doc(char *doc, size_t n, const char *model, int64_t capacity)
 {
-    size_t n;
-    char *doc = engine_trace(p, steps, layers, index, &n);
     char tmp[256];
     kvs_tmp_write(tmp, sizeof tmp, doc, n, ".json");
     free(doc);
@@ -180,19 +178,19 @@ static struct kvs_analysis *run(enum path p, int steps, int layers, bool index, 
     return a;
 }
 
-static const struct kvs_finding *finding(const struct kvs_analysis *a, const char *id)
+static struct kvs_analysis *run(enum path p, int steps, int layers, bool index, const char *model,
+                                int64_t capacity)
 {
-    for (size_t i = 0; i < a->nfinding; i++)
-        if (!strcmp(a->findings[i].id, id))
-            return &a->findings[i];
-    return NULL;
+    size_t n;
+    char *doc = engine_trace(p, steps, layers, index, &n);
+    return analyze_doc(doc, n, model, capacity);
 }
 
 /* no group is called a buffer, and no full-buffer finding */
 static void check_no_buffer(const struct kvs_analysis *a, const char *what)
 {
-    KVS_CHECK_MSG(finding(a, "kv_full_buffer_cast") == NULL, "%s: kv_full_buffer_cast: %s", what,
-                  finding(a, "kv_full_buffer_cast")->message);
+    KVS_CHECK_MSG(kvs_test_finding(a, "kv_full_buffer_cast") == NULL, "%s: kv_full_buffer_cast: %s",
+                  what, kvs_test_finding(a, "kv_full_buffer_cast")->message);
     for (size_t i = 0; i < a->ngroup; i++) {
         const struct kvs_group *g = &a->groups[i];
         KVS_CHECK_MSG(!g->has_match || g->match.capacity_tokens == 0, "%s: %s %s matched as %s", what,
@@ -232,7 +230,7 @@ static void test_active_cast_is_no_full_buffer(void)
 
 static void check_full(const struct kvs_analysis *a, bool inferred, const char *what)
 {
-    const struct kvs_finding *f = finding(a, "kv_full_buffer_cast");
+    const struct kvs_finding *f = kvs_test_finding(a, "kv_full_buffer_cast");
     KVS_REQUIRE(f && f->group >= 0);
     const struct kvs_group *g = &a->groups[f->group];
     KVS_CHECK_EQ_STR(g->op, "kvs::cast_fp8_to_bf16");
@@ -254,7 +252,7 @@ static void test_full_cast_found(void)
     KVS_CHECK(strstr(a->groups[0].match.label, "KV capacity (tokens)") == a->groups[0].match.label);
     /* 856 MB in 0.9 ms is 20% of the H200's peak: the evidence names the
      * kernel by its short name, the group keeps the full one */
-    const struct kvs_finding *f = finding(a, "low_bandwidth_efficiency");
+    const struct kvs_finding *f = kvs_test_finding(a, "low_bandwidth_efficiency");
     KVS_REQUIRE(f && f->group >= 0);
     KVS_CHECK_EQ_STR(a->groups[f->group].kernel, CAST_KERNEL);
     KVS_CHECK_MSG(strstr(f->evidence, "kernel cast_generic_kernel<LoadWithCast<1>, 128>()") &&
@@ -310,7 +308,7 @@ static void test_rules_one_at_a_time(void)
     /* and the full path is still found without steps */
     a = run(FULL, 0, 78, true, NULL, 0);
     KVS_REQUIRE(a);
-    KVS_CHECK(finding(a, "kv_full_buffer_cast") != NULL);
+    KVS_CHECK(kvs_test_finding(a, "kv_full_buffer_cast") != NULL);
     kvs_analysis_free(a);
 }
 
@@ -324,19 +322,10 @@ static void test_indexed_write_is_no_full_buffer(void)
     for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
         size_t n;
         char *doc = torch_gather_trace(4, 8, &n);
-        char tmp[256];
-        kvs_tmp_write(tmp, sizeof tmp, doc, n, ".json");
-        free(doc);
-        struct kvs_analysis_options o;
-        kvs_analysis_options_init(&o);
-        o.log = kvs_capture_logger(&cap);
-        o.kv_capacity = caps[i];
-        struct kvs_analysis *a = NULL;
-        enum kvs_status st = kvs_analyze_file(tmp, &o, &a);
-        unlink(tmp);
-        KVS_REQUIRE(st == KVS_STATUS_OK && a);
-        KVS_CHECK_MSG(finding(a, "kv_full_buffer_cast") == NULL, "capacity %lld: %s",
-                      (long long)caps[i], finding(a, "kv_full_buffer_cast")->message);
+        struct kvs_analysis *a = analyze_doc(doc, n, NULL, caps[i]);
+        KVS_REQUIRE(a);
+        KVS_CHECK_MSG(kvs_test_finding(a, "kv_full_buffer_cast") == NULL, "capacity %lld: %s",
+                      (long long)caps[i], kvs_test_finding(a, "kv_full_buffer_cast")->message);
         bool seen = false;
         for (size_t k = 0; k < a->ngroup; k++) {
             const struct kvs_group *g = &a->groups[k];

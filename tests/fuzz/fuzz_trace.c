@@ -90,6 +90,22 @@ static void render(const struct kvs_analysis *a, unsigned variant)
     free(out);
 }
 
+/* progress reports: bytes never go back, the total of in-memory input is unknown */
+struct progress {
+    uint64_t last;
+    unsigned calls;
+};
+
+static void on_progress(void *user, uint64_t bytes_read, uint64_t bytes_total)
+{
+    struct progress *p = user;
+    FUZZ_CHECK(bytes_read >= p->last && bytes_total == 0, "progress %llu after %llu, total %llu",
+               (unsigned long long)bytes_read, (unsigned long long)p->last,
+               (unsigned long long)bytes_total);
+    p->last = bytes_read;
+    p->calls++;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const size_t bufsizes[] = {0, 64, 67, 4096};
@@ -107,6 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     kvs_analysis_options_init(&opt);
     struct fuzz_log log;
     opt.log = fuzz_logger(&log);
+    struct progress progress = {0, 0};
     switch ((size / 12) % 4) {
     case 1:
         opt.model = "glm5";
@@ -116,6 +133,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 2:
         opt.step_regex = "^(layer|step)";
         opt.peak_gbps = 1000;
+        opt.progress = on_progress;
+        opt.progress_user = &progress;
         break;
     case 3:
         opt.model = "llama-3-70b";

@@ -29,16 +29,11 @@ import subprocess
 import sys
 import tempfile
 
+from kvs_test import check, failures, finish, union
+
 SRC = os.environ.get("KVS_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), ".."))
 TRACES = os.path.join(SRC, "examples", "traces")
 DTYPE_BYTES = {"c10::BFloat16": 2, "c10::Half": 2, "float": 4, "c10::Float8_e4m3fn": 1, "int": 4}
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        failures.append(what)
 
 
 def close(a, b, rel):
@@ -46,18 +41,7 @@ def close(a, b, rel):
 
 
 def union_ms(iv):
-    total, end = 0.0, None
-    start = None
-    for s, e in sorted(iv):
-        if end is None or s > end:
-            if end is not None:
-                total += end - start
-            start, end = s, e
-        else:
-            end = max(end, e)
-    if end is not None:
-        total += end - start
-    return total / 1000.0
+    return union(iv) / 1000.0
 
 
 def facts(path):
@@ -212,8 +196,7 @@ def main():
     if failures:
         print("\n--- demo output ---\n" + out)
     gpu_path(build)
-    print("%d failed" % len(failures))
-    return 1 if failures else 0
+    return finish()
 
 
 FAKE_SMI = """#!/bin/sh

@@ -24,18 +24,12 @@ import os
 import subprocess
 import sys
 
+from kvs_test import check, finish
+
 SRC = os.environ.get("KVS_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), ".."))
 TRACES = os.path.join(SRC, "examples", "traces")
 DTYPE_BYTES = {"c10::BFloat16": 2, "c10::Float8_e4m3fn": 1, "int": 4}
 CAP = 495552  # examples/traces/README.md: the engine's default pool
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        failures.append(what)
-    return ok
 
 
 def trace(name):
@@ -156,5 +150,4 @@ full_cast()
 active_cast()
 fp8_direct()
 compare_pairs()
-print("%d failed" % len(failures))
-sys.exit(1 if failures else 0)
+sys.exit(finish())

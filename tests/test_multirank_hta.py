@@ -28,6 +28,8 @@ import os
 import subprocess
 import sys
 
+from kvs_test import check, finish, union
+
 HTA = os.path.join(os.environ.get("KVS_SHARED_DIR", ""), "traces", "hta")
 R0 = os.path.join(HTA, "trace_filter__sampled_rank-0.json.gz")
 R1 = os.path.join(HTA, "trace_filter__sampled_rank-1.json.gz")
@@ -35,31 +37,10 @@ NORANK = os.path.join(HTA, "distributed_info_unavailable__distributed_info_not_f
 NCCL = os.path.join(HTA, "nccl_parser_config__nccl_data.json.gz")
 RANK0_CPU = os.path.join(HTA, "rank_non_gpu__rank_non_gpu.json.gz")
 NO_RANK_KEY = os.path.join(HTA, "rank_unavailable__rank_not_found.json.gz")
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        failures.append(what)
-    return ok
 
 
 def near(x, y, rel=1e-9, abs_=1e-9):
     return x is not None and abs(x - y) <= max(rel * abs(y), abs_)
-
-
-def union(iv):
-    """measure of the union of [a, b) intervals"""
-    total, cur = 0.0, None
-    for a, b in sorted(iv):
-        if cur and a <= cur[1]:
-            cur[1] = max(cur[1], b)
-            continue
-        if cur:
-            total += cur[1] - cur[0]
-        cur = [a, b]
-    return total + (cur[1] - cur[0] if cur else 0.0)
 
 
 def facts(path):
@@ -150,5 +131,4 @@ if doc:
 doc = report(R0)
 if doc:
     check(doc["schema"] == "kvscope.report/1" and "ranks" not in doc, "one trace: kvscope.report/1 as before")
-print("%d failed" % len(failures))
-sys.exit(1 if failures else 0)
+sys.exit(finish())

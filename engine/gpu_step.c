@@ -13,7 +13,8 @@
  * Fusions (same rounding points as the reference): a sublayer's residual
  * add runs inside the next norm (kvs::add_rms_norm); projections of one
  * input share one GEMV launch at batch 1 (kvs::linear_multi: q_a with
- * kv_a's two parts, q_b's two parts); the KV row's norm, RoPE and FP8
+ * kv_a's two parts; kvs::linear_multi_rope: q_b's two parts, q's rope part
+ * rotated as the GEMV writes it); the KV row's norm, RoPE and FP8
  * append are one kernel (kvs::kv_append_cast), which also norms q_a in a
  * second row of blocks; the router's top-k and the expert map are one
  * kernel (kvs::moe_route).
@@ -131,6 +132,30 @@ static enum kvs_status rope(struct kvs_engine *e, kvs_bf16 *x, int heads)
     return KVS_STATUS_OK;
 }
 
+/* linears(), then RoPE over output `ro` (heads of KVS_MLA_ROPE): one GEMV
+ * that rotates as it writes (kvs::linear_multi_rope, the same bits) where
+ * the GEMV runs and allows it, else the two ops. */
+static enum kvs_status linears_rope(struct kvs_engine *e, const kvs_bf16 *x, int k,
+                                    const struct kvs_gemv_out *o, int n, int ro)
+{
+    const int B = e->p.batch;
+    const struct kvs_gemv_rope r = {ro, ACT(pos, int32_t), KVS_MLA_ROPE, e->c.rope_theta};
+    if (B <= KVS_GEMV_AUTO_MAX_M && kvs_cuda_gemv_supported(x, k, B, k, o, n, 1, 0, 0)) {
+        struct kvs_tensor_desc t[2 + KVS_GEMV_MAX_OUTS];
+        t[0] = td(BF16, 2, B, k, 0);
+        for (int i = 0; i < n; i++)
+            t[1 + i] = td(BF16, 2, o[i].n, k, 0);
+        t[1 + n] = td(I32, 1, B, 0, 0);
+        kvs_op_begin("kvs::linear_multi_rope", 2 + n, t);
+        enum kvs_status st = kvs_cuda_gemv_bf16_rope(x, k, B, k, o, n, &r, e->stream);
+        kvs_op_end();
+        if (st != KVS_STATUS_UNSUPPORTED)
+            return st;
+    }
+    KVS_TRY(linears(e, x, k, o, n));
+    return rope(e, (kvs_bf16 *)o[ro].y, (int)(o[ro].n / KVS_MLA_ROPE));
+}
+
 /* The ranks' partial sums of a sublayer's output [B, hidden], summed in
  * place on every rank (BF16, NCCL's ring/tree order: rounding differs from
  * one GPU's sum). `slot` numbers the layer's all-reduces for the timing
@@ -219,8 +244,7 @@ static enum kvs_status attention(struct kvs_engine *e, int l, int64_t gather_row
         {WL(KVS_W_Q_B_NOPE), ACT(q_nope, kvs_bf16), H * nope, (int64_t)H * nope},
         {WL(KVS_W_Q_B_ROPE), ACT(q_rope, kvs_bf16), H * KVS_MLA_ROPE, (int64_t)H * KVS_MLA_ROPE},
     };
-    KVS_TRY(linears(e, q_an, c->q_lora_rank, q_b, 2));
-    KVS_TRY(rope(e, ACT(q_rope, kvs_bf16), H));
+    KVS_TRY(linears_rope(e, q_an, c->q_lora_rank, q_b, 2, 1));
 
     /* absorb W_UK: q_latent[b,h,:] = W_UK[h] . q_nope[b,h,:] (per-head, batched) */
     OP(kvs_gemm_linear_batched_bf16(e->gemm, ACT(q_nope, kvs_bf16), (int64_t)H * nope, nope,

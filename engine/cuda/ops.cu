@@ -28,6 +28,7 @@
 #include "kvscope/check.h"
 #include "ops.h"
 #include "pdl_impl.cuh"
+#include "rope_impl.cuh"
 #include "route_impl.cuh"
 #include "synth.h"
 
@@ -296,17 +297,12 @@ kv_finish_kernel(kvs_fp8 *pool, const int32_t *slot, const kvs_bf16 *kv_raw,
     }
     *(uint2 *)(row + 8 * c) = make_uint2(lo, hi);
     if (c < KVS_MLA_ROPE / 2) {
-        double ang = (double)p * exp(-2.0 * c / KVS_MLA_ROPE * log_theta);
-        double k = rint(ang * 0.15915494309189535);
-        double r = fma(-k, 6.283185307179586, ang);
-        r = fma(-k, 2.4492935982947064e-16, r);
-        double sd, cd;
-        sincos(r, &sd, &cd);
-        const float co = (float)cd, si = (float)sd;
-        const float a = bf16_bits_to_float((kvs_bf16)(rp & 0xffffu));
-        const float bb = bf16_bits_to_float((kvs_bf16)(rp >> 16));
-        const float o0 = bf16_bits_to_float(float_to_bf16_bits(a * co - bb * si));
-        const float o1 = bf16_bits_to_float(float_to_bf16_bits(a * si + bb * co));
+        float co, si, r0, r1;
+        kvs_rope_cos_sin((double)p, c, KVS_MLA_ROPE, log_theta, &co, &si);
+        kvs_rope_rotate(bf16_bits_to_float((kvs_bf16)(rp & 0xffffu)),
+                        bf16_bits_to_float((kvs_bf16)(rp >> 16)), co, si, &r0, &r1);
+        const float o0 = bf16_bits_to_float(float_to_bf16_bits(r0));
+        const float o1 = bf16_bits_to_float(float_to_bf16_bits(r1));
         *(uint16_t *)(row + KVS_MLA_LATENT + 2 * c) =
             (uint16_t)(float_to_e4m3(o0) | (uint32_t)float_to_e4m3(o1) << 8);
     }
@@ -389,16 +385,21 @@ extern "C" enum kvs_status kvs_eng_cuda_map_experts(const struct kvs_expert_map 
 
 // ----------------------------------------------------------------------------
 // router + expert map: one warp per token routes (as kvs_cuda_moe_route),
-// then its lane 0 maps the choices (as map_experts_kernel)
+// then the warp maps the choices (as map_experts_kernel) with the used
+// residents spread over the lanes (lane L holds residents 32L..32L+31 as
+// bits): per choice, the first free resident at or after e mod R is found by
+// one ballot (a second from resident 0 when the probe wraps). Lane 0 walking
+// kvs_expert_map_token_impl's array alone cost ~2.3 us a layer (the array in
+// local memory, one dependent step per probe).
 
 static_assert(KVS_ENG_ROUTE_MAP_MAX_EXPERTS == KVS_ROUTE_WARP_MAX_EXPERTS, "route_map limits");
+static_assert(KVS_EXPERT_MAP_MAX_RESIDENT <= 32 * 32, "one 32-bit word of residents per lane");
 
 __global__ void __launch_bounds__(128)
 route_map_kernel(const float *__restrict__ logits, const float *__restrict__ bias, int tokens,
                  int experts, int topk, int norm, float scale, int n_logical, int resident,
                  int shared, int32_t *__restrict__ out_ids, float *__restrict__ out_w)
 {
-    __shared__ int32_t chosen[4][32];
     kvs_pdl_wait();
     kvs_pdl_launch_dependents();
     const int lane = threadIdx.x & 31, wi = threadIdx.x >> 5, t = blockIdx.x * 4 + wi;
@@ -409,21 +410,46 @@ route_map_kernel(const float *__restrict__ logits, const float *__restrict__ bia
     kvs_route_warp_token(logits + (size_t)t * experts, bias, experts, topk, norm, scale, lane, &id,
                          &w);
     const int ke = topk + shared;
+    int32_t *o = out_ids + (size_t)t * ke;
+    const int below = resident - 32 * lane; /* residents in this lane's word */
+    const uint32_t mine = below <= 0 ? 0u : below >= 32 ? ~0u : (1u << below) - 1u;
+    uint32_t used = 0;
+    int mapped = 0, bad = 0;
+    for (int k = 0; k < topk; k++) {
+        const int e = __shfl_sync(0xffffffffu, id, k);
+        if (e < 0 || e >= n_logical) { /* warp-uniform: e is the same in every lane */
+            bad = 1;
+            break;
+        }
+        const int r = e % resident, wr = r >> 5;
+        const uint32_t avail = mine & ~used;
+        uint32_t cand = lane > wr ? avail : lane == wr ? avail & (~0u << (r & 31)) : 0u;
+        unsigned who = __ballot_sync(0xffffffffu, cand != 0);
+        if (!who) { /* wrap: the first free resident from 0 */
+            cand = avail;
+            who = __ballot_sync(0xffffffffu, cand != 0);
+        }
+        if (!who) { /* more choices than residents: the host refuses it */
+            bad = 1;
+            break;
+        }
+        const int wl = __ffs(who) - 1;
+        int pick = lane == wl ? 32 * lane + __ffs(cand) - 1 : 0;
+        pick = __shfl_sync(0xffffffffu, pick, wl);
+        if (lane == wl)
+            used |= 1u << (pick & 31);
+        if (lane == k)
+            mapped = pick;
+    }
     if (lane < topk) {
-        chosen[wi][lane] = id;
+        o[lane] = bad ? lane : mapped; /* as map_experts_kernel: stay in bounds */
         out_w[(size_t)t * ke + lane] = w;
     }
-    __syncwarp();
-    if (lane == 0) {
-        int32_t *o = out_ids + (size_t)t * ke;
-        if (kvs_expert_map_token_impl(n_logical, topk, resident, chosen[wi], o) != 0)
-            for (int k = 0; k < topk; k++) /* as map_experts_kernel: stay in bounds */
-                o[k] = k;
+    if (lane == 0)
         for (int s2 = 0; s2 < shared; s2++) {
             o[topk + s2] = resident + s2;
             out_w[(size_t)t * ke + topk + s2] = 1.0f;
         }
-    }
 }
 
 extern "C" enum kvs_status kvs_eng_cuda_route_map(const struct kvs_expert_map *m,

@@ -23,6 +23,7 @@
 
 #include "cuda_common.cuh"
 #include "pdl_impl.cuh"
+#include "rope_impl.cuh"
 
 namespace {
 
@@ -171,18 +172,16 @@ __global__ void rope_kernel(uint16_t *__restrict__ x, const int32_t *__restrict_
 {
     extern __shared__ float cs[]; /* [dim/2] cos, then [dim/2] sin */
     const int half = dim / 2, t = blockIdx.x;
-    for (int i = threadIdx.x; i < half; i += blockDim.x) {
-        double ang = (double)pos[t] * exp(-2.0 * i / dim * log_theta);
-        cs[i] = (float)cos(ang);
-        cs[half + i] = (float)sin(ang);
-    }
+    for (int i = threadIdx.x; i < half; i += blockDim.x)
+        kvs_rope_cos_sin((double)pos[t], i, dim, log_theta, &cs[i], &cs[half + i]);
     __syncthreads();
     for (int k = threadIdx.x; k < heads * half; k += blockDim.x) {
         int h = k / half, i = k - h * half;
         uint16_t *p = x + ((size_t)t * heads + h) * stride + offset + 2 * i;
-        float a = bf(p[0]), b = bf(p[1]), c = cs[i], s = cs[half + i];
-        p[0] = tobf(a * c - b * s);
-        p[1] = tobf(a * s + b * c);
+        float x0, x1;
+        kvs_rope_rotate(bf(p[0]), bf(p[1]), cs[i], cs[half + i], &x0, &x1);
+        p[0] = tobf(x0);
+        p[1] = tobf(x1);
     }
 }
 
@@ -191,10 +190,8 @@ constexpr int kRopeInFlight = 4; /* chunks per thread and round */
 
 /* dim, stride and offset multiples of 8, x 16-byte aligned: chunk j of head h
  * holds pairs 4j .. 4j+3. A thread loads its first chunks, then computes the
- * angle table (which the loads do not need), then rotates. The angle
- * pos * theta^(-2i/dim) is formed in double as the reference does, reduced
- * mod 2 pi in double (exact to ~1e-12 rad at positions near 10^5) and its
- * cos and sin taken on the reduced argument. */
+ * angle table (which the loads do not need; kvs_rope_cos_sin), then
+ * rotates. */
 __global__ void __launch_bounds__(kRopeThreads)
 rope_vec_kernel(uint16_t *__restrict__ x, const int32_t *__restrict__ pos, int heads, int stride,
                 int offset, int dim, double log_theta)
@@ -215,16 +212,8 @@ rope_vec_kernel(uint16_t *__restrict__ x, const int32_t *__restrict__ pos, int h
         if (base + u * kRopeThreads < chunks)
             v[u] = *chunk(base + u * kRopeThreads);
     const double p = (double)pos[t];
-    for (int i = threadIdx.x; i < half; i += kRopeThreads) {
-        double ang = p * exp(-2.0 * i / dim * log_theta);
-        double k = rint(ang * 0.15915494309189535); /* 1 / (2 pi) */
-        double r = fma(-k, 6.283185307179586, ang); /* 2 pi, high part */
-        r = fma(-k, 2.4492935982947064e-16, r);     /* low part */
-        double s, c;
-        sincos(r, &s, &c);
-        cs[i] = (float)c;
-        cs[half + i] = (float)s;
-    }
+    for (int i = threadIdx.x; i < half; i += kRopeThreads)
+        kvs_rope_cos_sin(p, i, dim, log_theta, &cs[i], &cs[half + i]);
     __syncthreads();
     for (;;) {
 #pragma unroll
@@ -236,9 +225,10 @@ rope_vec_kernel(uint16_t *__restrict__ x, const int32_t *__restrict__ pos, int h
             uint32_t *w = &v[u].x;
 #pragma unroll
             for (int q = 0; q < 4; q++) {
-                float a = bf(w[q] & 0xffffu), b = bf(w[q] >> 16);
-                float co = cs[i0 + q], si = cs[half + i0 + q];
-                w[q] = (uint32_t)tobf(a * co - b * si) | (uint32_t)tobf(a * si + b * co) << 16;
+                float x0, x1;
+                kvs_rope_rotate(bf(w[q] & 0xffffu), bf(w[q] >> 16), cs[i0 + q], cs[half + i0 + q],
+                                &x0, &x1);
+                w[q] = (uint32_t)tobf(x0) | (uint32_t)tobf(x1) << 16;
             }
             *chunk(c) = v[u];
         }

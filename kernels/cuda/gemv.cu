@@ -25,6 +25,7 @@
  */
 #include "cuda_common.cuh"
 #include "pdl_impl.cuh"
+#include "rope_impl.cuh"
 
 namespace
 {
@@ -42,6 +43,11 @@ struct GemvArgs {
     void *y[KVS_GEMV_MAX_OUTS];
     int64_t ldy[KVS_GEMV_MAX_OUTS];
     int start[KVS_GEMV_MAX_OUTS + 1]; /* first row of each output; start[nout] = rows */
+    /* the rope epilogue (gemv_kernel<M, true>): rows [rope_lo, rope_hi) hold
+     * heads of rope_dim interleaved pairs; token i is at position rope_pos[i] */
+    const int32_t *rope_pos;
+    int rope_lo, rope_hi, rope_dim;
+    double log_theta;
 };
 
 __device__ __forceinline__ float dot8(const uint4 &a, const uint4 &b, float acc)
@@ -55,7 +61,7 @@ __device__ __forceinline__ float dot8(const uint4 &a, const uint4 &b, float acc)
     return acc;
 }
 
-template <int M> __global__ void __launch_bounds__(kThreads) gemv_kernel(const GemvArgs a)
+template <int M, bool ROPE> __global__ void __launch_bounds__(kThreads) gemv_kernel(const GemvArgs a)
 {
     __shared__ float red[kWarps][32][M];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -133,12 +139,54 @@ template <int M> __global__ void __launch_bounds__(kThreads) gemv_kernel(const G
             for (int i = 0; i < M; i++)
                 red[warp][sub][i] = acc[i];
         __syncthreads();
-        if (slice != 0)
+        if (slice != 0 && !ROPE)
             return;
-        for (int q = 1; q < a.ks; q++)
+        if (slice == 0)
+            for (int q = 1; q < a.ks; q++)
 #pragma unroll
-            for (int i = 0; i < M; i++)
-                acc[i] += red[warp + q][sub][i];
+                for (int i = 0; i < M; i++)
+                    acc[i] += red[warp + q][sub][i];
+    }
+    if constexpr (ROPE) {
+        /* rows 2j and 2j+1 of a head are one pair: each row's owner rounds
+         * its sums to BF16 (as the plain GEMV stores them), shares them
+         * through shared memory (the pair is in this block: rows per block
+         * and rope_lo are even), then rotates as kvs_cuda_rope_interleaved
+         * does to the stored values: the same bits as the two kernels */
+        __shared__ float pair[kWarps * 32][M];
+        const int lr = group * rpw + sub;
+        const bool owner = valid && sl == 0 && slice == 0;
+        float v[M];
+#pragma unroll
+        for (int i = 0; i < M; i++) {
+            v[i] = kvs_conv_bf16_to_float(kvs_conv_float_to_bf16(acc[i]));
+            if (owner)
+                pair[lr][i] = v[i];
+        }
+        __syncthreads();
+        if (!owner)
+            return;
+        if (row >= a.rope_lo && row < a.rope_hi) {
+            const int rr = row - a.rope_lo, j = (rr % a.rope_dim) >> 1;
+#pragma unroll
+            for (int i = 0; i < M; i++) {
+                if (i >= a.m)
+                    break;
+                float c, s, x0, x1;
+                kvs_rope_cos_sin((double)a.rope_pos[i], j, a.rope_dim, a.log_theta, &c, &s);
+                const float other = pair[lr ^ 1][i];
+                if (rr & 1) {
+                    kvs_rope_rotate(other, v[i], c, s, &x0, &x1);
+                    v[i] = x1;
+                } else {
+                    kvs_rope_rotate(v[i], other, c, s, &x0, &x1);
+                    v[i] = x0;
+                }
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < M; i++)
+            acc[i] = v[i];
     }
     if (!valid || sl != 0)
         return;
@@ -176,10 +224,12 @@ extern "C" int kvs_cuda_gemv_supported(const kvs_bf16 *x, int64_t ldx, int m, in
     return 1;
 }
 
-extern "C" enum kvs_status kvs_cuda_gemv_bf16(const kvs_bf16 *x, int64_t ldx, int m, int k,
-                                              const struct kvs_gemv_out *outs, int nout, int y_f32,
-                                              int batch, int64_t stride_x, int64_t stride_w,
-                                              int64_t stride_y, void *stream)
+/* The plain GEMV, or with rope (batch 1, BF16 outputs) the rope epilogue on
+ * output rope->out. UNSUPPORTED when the shapes do not allow it. */
+static enum kvs_status gemv_launch(const kvs_bf16 *x, int64_t ldx, int m, int k,
+                                   const struct kvs_gemv_out *outs, int nout, int y_f32, int batch,
+                                   int64_t stride_x, int64_t stride_w, int64_t stride_y,
+                                   const struct kvs_gemv_rope *rope, void *stream)
 {
     if (!kvs_cuda_gemv_supported(x, ldx, m, k, outs, nout, batch, stride_x, stride_w))
         return x && outs && m >= 1 && k >= 1 && nout >= 1 && batch >= 1
@@ -207,6 +257,18 @@ extern "C" enum kvs_status kvs_cuda_gemv_bf16(const kvs_bf16 *x, int64_t ldx, in
         return KVS_STATUS_INVALID_ARGUMENT;
     a.rows = (int)rows;
     a.start[nout] = a.rows;
+    if (rope) {
+        if (rope->out < 0 || rope->out >= nout || !rope->pos || rope->dim < 2 || rope->dim % 2 ||
+            !(rope->theta > 0.f))
+            return KVS_STATUS_INVALID_ARGUMENT;
+        a.rope_pos = rope->pos;
+        a.rope_lo = a.start[rope->out];
+        a.rope_hi = a.start[rope->out + 1];
+        a.rope_dim = rope->dim;
+        a.log_theta = log((double)rope->theta);
+        if (y_f32 || batch != 1 || a.rope_lo % 2 || (a.rope_hi - a.rope_lo) % rope->dim)
+            return KVS_STATUS_UNSUPPORTED;
+    }
     if (a.rows == 0)
         return KVS_STATUS_OK;
 
@@ -218,22 +280,49 @@ extern "C" enum kvs_status kvs_cuda_gemv_bf16(const kvs_bf16 *x, int64_t ldx, in
     a.lpr_log2 = lg;
     const int rpw = 32 >> lg;
     /* k-split while the grid would give the SMs fewer than 4 blocks each and
-     * every lane still has two loads */
+     * every lane still has two loads; with rope, a block keeps an even row
+     * count (a pair never spans two blocks) */
     const long target = 4L * kvs_sm_count();
     a.ks = 1;
     auto blocks = [&](int ks) {
         long per = (long)(kWarps / ks) * rpw;
         return (a.rows + per - 1) / per * (long)batch;
     };
-    while (a.ks < kWarps && blocks(a.ks) < target && k8 >= 2 * (1 << lg) * (a.ks * 2))
+    while (a.ks < kWarps && blocks(a.ks) < target && k8 >= 2 * (1 << lg) * (a.ks * 2) &&
+           !(rope && (kWarps / (a.ks * 2)) * rpw < 2))
         a.ks *= 2;
     const long per_block = (long)(kWarps / a.ks) * rpw;
     dim3 grid((unsigned)((a.rows + per_block - 1) / per_block), (unsigned)batch);
     cudaStream_t s = kvs_stream(stream);
-    void (*kernel)(GemvArgs) = m == 1 ? gemv_kernel<1>
-                               : m == 2 ? gemv_kernel<2>
-                               : m <= 4 ? gemv_kernel<4>
-                                        : gemv_kernel<8>;
+    void (*kernel)(GemvArgs);
+    if (rope)
+        kernel = m == 1 ? gemv_kernel<1, true>
+                 : m == 2 ? gemv_kernel<2, true>
+                 : m <= 4 ? gemv_kernel<4, true>
+                          : gemv_kernel<8, true>;
+    else
+        kernel = m == 1 ? gemv_kernel<1, false>
+                 : m == 2 ? gemv_kernel<2, false>
+                 : m <= 4 ? gemv_kernel<4, false>
+                          : gemv_kernel<8, false>;
     KVS_CUDA_TRY(NULL, kvs_launch_pdl(kernel, grid, dim3(kThreads), 0, s, a));
     return KVS_STATUS_OK;
+}
+
+extern "C" enum kvs_status kvs_cuda_gemv_bf16(const kvs_bf16 *x, int64_t ldx, int m, int k,
+                                              const struct kvs_gemv_out *outs, int nout, int y_f32,
+                                              int batch, int64_t stride_x, int64_t stride_w,
+                                              int64_t stride_y, void *stream)
+{
+    return gemv_launch(x, ldx, m, k, outs, nout, y_f32, batch, stride_x, stride_w, stride_y, NULL,
+                       stream);
+}
+
+extern "C" enum kvs_status kvs_cuda_gemv_bf16_rope(const kvs_bf16 *x, int64_t ldx, int m, int k,
+                                                   const struct kvs_gemv_out *outs, int nout,
+                                                   const struct kvs_gemv_rope *rope, void *stream)
+{
+    if (!rope)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    return gemv_launch(x, ldx, m, k, outs, nout, 0, 1, 0, 0, 0, rope, stream);
 }

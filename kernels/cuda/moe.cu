@@ -18,10 +18,11 @@
  *                shared by several tokens are read once per token (L2 may
  *                catch the repeats); ids outside [0, n_resident) add nothing.
  * The warp router (kernels/src/route_impl.cuh) and both expert kernels are
- * launched with programmatic dependent launch (kernels/src/pdl_impl.cuh);
- * the down kernel prefetches into L2 the first weights of its rows for the
- * experts the router chose, before its wait (a stale id only makes the hint
- * useless; ids are bounds-checked before they form an address).
+ * launched with programmatic dependent launch (kernels/src/pdl_impl.cuh).
+ * The down kernel does not prefetch its rows before the wait, as the GEMVs
+ * do: measured on the H200 (GLM-5 step, batch 1, 4K, graph), prefetching the
+ * first 512 bytes of each chosen row (25 MB a layer) cost 0.23 ms a step; it
+ * competes with the gate/up kernel still streaming (docs/kernels.md).
  */
 #include <math.h>
 
@@ -174,13 +175,6 @@ experts_down_kernel(struct kvs_moe_args a, const uint16_t *__restrict__ h, bool 
 {
     const int t = blockIdx.y;
     const int r = blockIdx.x * kRows + (threadIdx.x >> 5);
-    const int lane = threadIdx.x & 31;
-    if (r < a.dim && vec) /* the first 512 bytes (4 lines) of each choice's row */
-        for (int i = lane; i < 4 * a.topk; i += 32) {
-            const int e = a.ids[t * a.topk + (i >> 2)];
-            if (e >= 0 && e < a.n_resident && 64 * (i & 3) < a.inter)
-                kvs_prefetch_l2(a.down + ((size_t)e * a.dim + r) * a.inter + 64 * (i & 3));
-        }
     kvs_pdl_wait();
     kvs_pdl_launch_dependents();
     if (r >= a.dim)

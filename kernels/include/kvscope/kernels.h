@@ -191,6 +191,21 @@ KVS_API enum kvs_status kvs_cuda_gemv_bf16(const kvs_bf16 *x, int64_t ldx, int m
                                            const struct kvs_gemv_out *outs, int nout, int y_f32,
                                            int batch, int64_t stride_x, int64_t stride_w,
                                            int64_t stride_y, void *stream);
+/* The same (batch 1, BF16 outputs) with output `out` rotated as it is written,
+ * as kvs_cuda_rope_interleaved(y_out, pos, m, n / dim, dim, 0, dim, theta)
+ * would rotate it afterwards — bit for bit, one launch fewer (q's rope part
+ * in the decode step). KVS_STATUS_UNSUPPORTED where kvs_cuda_gemv_bf16 is,
+ * or when that output's first row (counted over the outputs before it) is
+ * odd or its n is not a multiple of dim: run the two kernels then. */
+struct kvs_gemv_rope {
+    int out;            /* which output */
+    const int32_t *pos; /* [m] positions */
+    int dim;            /* rope dims per head (pairs 2i, 2i+1) */
+    float theta;
+};
+KVS_API enum kvs_status kvs_cuda_gemv_bf16_rope(const kvs_bf16 *x, int64_t ldx, int m, int k,
+                                                const struct kvs_gemv_out *outs, int nout,
+                                                const struct kvs_gemv_rope *rope, void *stream);
 
 /* Projections through cuBLAS/cuBLASLt. One context per stream/thread. */
 struct kvs_gemm;

@@ -446,6 +446,82 @@ static void test_gemv(void)
                      KVS_STATUS_UNSUPPORTED);
 }
 
+/* GEMV with the rope epilogue (kvs_cuda_gemv_bf16_rope): bit for bit the
+ * plain GEMV followed by kvs_cuda_rope_interleaved on fresh random data and
+ * positions up to 10^5, for q_b's shape (k 2048, one row a warp), short rows
+ * (several rows a warp: the pair in one warp), few rows (k split across
+ * warps) and m up to 8; outputs poisoned; refused when the rope output starts
+ * on an odd row. */
+static void test_gemv_rope(void)
+{
+    uint64_t st = kvs_test_rand(&g_seed);
+    /* {m, k, rows of output 0, heads of 64 in output 1} */
+    const int cfg[][4] = {{1, 2048, 1536, 8}, {3, 64, 40, 3}, {8, 6144, 0, 1}, {5, 192, 2, 2}};
+    for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+        const int m = cfg[c][0], k = cfg[c][1], n0 = cfg[c][2], heads = cfg[c][3];
+        const int nr = heads * 64;
+        kvs_bf16 *x = rand_bf16(&st, (size_t)m * k, -1, 1), *dx = to_dev_bf16(x, (size_t)m * k);
+        kvs_bf16 *w0 = n0 ? rand_bf16(&st, (size_t)n0 * k, -0.1f, 0.1f) : NULL;
+        kvs_bf16 *w1 = rand_bf16(&st, (size_t)nr * k, -0.1f, 0.1f);
+        int32_t pos[8];
+        for (int i = 0; i < m; i++)
+            pos[i] = (int32_t)(kvs_test_rand(&st) % 100001);
+        int32_t *dpos = kt_dev(sizeof pos);
+        KVS_TEST_CUDA(cudaMemcpy(dpos, pos, sizeof pos, cudaMemcpyHostToDevice));
+        struct kvs_gemv_out o[2][2];
+        int nout = 0;
+        for (int v = 0; v < 2; v++) { /* v 0: fused; v 1: GEMV then RoPE */
+            nout = 0;
+            if (n0) {
+                o[v][nout] = (struct kvs_gemv_out){to_dev_bf16(w0, (size_t)n0 * k),
+                                                   kt_dev((size_t)m * n0 * 2), n0, n0};
+                KVS_TEST_CUDA(cudaMemset(o[v][nout].y, 0xFF, (size_t)m * n0 * 2));
+                nout++;
+            }
+            o[v][nout] = (struct kvs_gemv_out){to_dev_bf16(w1, (size_t)nr * k),
+                                               kt_dev((size_t)m * nr * 2), nr, nr};
+            KVS_TEST_CUDA(cudaMemset(o[v][nout].y, 0xFF, (size_t)m * nr * 2));
+            nout++;
+        }
+        const struct kvs_gemv_rope r = {nout - 1, dpos, 64, 1e6f};
+        KVS_CHECK_EQ_INT(kvs_cuda_gemv_bf16_rope(dx, k, m, k, o[0], nout, &r, NULL),
+                         KVS_STATUS_OK);
+        KVS_CHECK_EQ_INT(kvs_cuda_gemv_bf16(dx, k, m, k, o[1], nout, 0, 1, 0, 0, 0, NULL),
+                         KVS_STATUS_OK);
+        KVS_CHECK_EQ_INT(kvs_cuda_rope_interleaved(o[1][nout - 1].y, dpos, m, heads, 64, 0, 64,
+                                                   1e6f, NULL),
+                         KVS_STATUS_OK);
+        for (int i = 0; i < nout; i++) {
+            size_t ny = (size_t)m * o[0][i].n;
+            kvs_bf16 *a = malloc(ny * 2), *b = malloc(ny * 2);
+            kt_down(a, o[0][i].y, ny * 2);
+            kt_down(b, o[1][i].y, ny * 2);
+            size_t diff = 0, nan = 0;
+            for (size_t j = 0; j < ny; j++) {
+                diff += a[j] != b[j];
+                nan += isnan(kvs_bf16_to_float(a[j]));
+            }
+            KVS_CHECK_MSG(diff == 0 && nan == 0,
+                          "gemv_rope cfg %zu out %d (m=%d k=%d n=%d): %zu of %zu values differ "
+                          "from GEMV + RoPE, %zu NaN",
+                          c, i, m, k, o[0][i].n, diff, ny, nan);
+            free(a), free(b);
+        }
+        for (int v = 0; v < 2; v++)
+            for (int i = 0; i < nout; i++)
+                cudaFree((void *)o[v][i].w), cudaFree(o[v][i].y);
+        cudaFree(dpos), cudaFree(dx), free(x), free(w0), free(w1);
+    }
+    /* the rope output on an odd row: refused, the caller runs the two ops */
+    kvs_bf16 *dx = kt_dev(64 * 2), *dw = kt_dev(64 * 135 * 2), *dy = kt_dev(135 * 2);
+    int32_t *dpos = kt_dev(4);
+    struct kvs_gemv_out o2[2] = {{dw, dy, 7, 7}, {dw + 7 * 64, dy + 7, 128, 128}};
+    const struct kvs_gemv_rope r2 = {1, dpos, 64, 1e6f};
+    KVS_CHECK_EQ_INT(kvs_cuda_gemv_bf16_rope(dx, 64, 1, 64, o2, 2, &r2, NULL),
+                     KVS_STATUS_UNSUPPORTED);
+    cudaFree(dx), cudaFree(dw), cudaFree(dy), cudaFree(dpos);
+}
+
 int main(int argc, char **argv)
 {
     kvs_test_require_gpu();
@@ -454,6 +530,7 @@ int main(int argc, char **argv)
         {"rmsnorm", test_rmsnorm},
         {"add_rmsnorm", test_add_rmsnorm},
         {"rope", test_rope},
+        {"gemv_rope", test_gemv_rope},
         {"swiglu_add_embedding", test_swiglu_add_embedding},
         {"argmax", test_argmax},
         {"router", test_router},

@@ -280,18 +280,20 @@ static enum kvs_status gemv_launch(const kvs_bf16 *x, int64_t ldx, int m, int k,
     a.lpr_log2 = lg;
     const int rpw = 32 >> lg;
     /* k-split while the grid would give the SMs fewer than 4 blocks each and
-     * every lane still has two loads; with rope, a block keeps an even row
-     * count (a pair never spans two blocks) */
+     * every lane still has two loads */
     const long target = 4L * kvs_sm_count();
     a.ks = 1;
     auto blocks = [&](int ks) {
         long per = (long)(kWarps / ks) * rpw;
         return (a.rows + per - 1) / per * (long)batch;
     };
-    while (a.ks < kWarps && blocks(a.ks) < target && k8 >= 2 * (1 << lg) * (a.ks * 2) &&
-           !(rope && (kWarps / (a.ks * 2)) * rpw < 2))
+    while (a.ks < kWarps && blocks(a.ks) < target && k8 >= 2 * (1 << lg) * (a.ks * 2))
         a.ks *= 2;
     const long per_block = (long)(kWarps / a.ks) * rpw;
+    /* with rope, the same split as the plain GEMV (the same sums, so the same
+     * bits) and a pair never spans two blocks: a block of one row is refused */
+    if (rope && per_block < 2)
+        return KVS_STATUS_UNSUPPORTED;
     dim3 grid((unsigned)((a.rows + per_block - 1) / per_block), (unsigned)batch);
     cudaStream_t s = kvs_stream(stream);
     void (*kernel)(GemvArgs);

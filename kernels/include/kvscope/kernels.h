@@ -196,7 +196,9 @@ KVS_API enum kvs_status kvs_cuda_gemv_bf16(const kvs_bf16 *x, int64_t ldx, int m
  * would rotate it afterwards — bit for bit, one launch fewer (q's rope part
  * in the decode step). KVS_STATUS_UNSUPPORTED where kvs_cuda_gemv_bf16 is,
  * or when that output's first row (counted over the outputs before it) is
- * odd or its n is not a multiple of dim: run the two kernels then. */
+ * odd, its n is not a multiple of dim, or the rows are so few that the GEMV
+ * would split k over all 8 warps of a block (one row a block): run the two
+ * kernels then. */
 struct kvs_gemv_rope {
     int out;            /* which output */
     const int32_t *pos; /* [m] positions */

@@ -455,8 +455,9 @@ static void test_gemv(void)
 static void test_gemv_rope(void)
 {
     uint64_t st = kvs_test_rand(&g_seed);
-    /* {m, k, rows of output 0, heads of 64 in output 1} */
-    const int cfg[][4] = {{1, 2048, 1536, 8}, {3, 64, 40, 3}, {8, 6144, 0, 1}, {5, 192, 2, 2}};
+    /* {m, k, rows of output 0, heads of 64 in output 1}; 128 rows of k 2048:
+     * k split over 4 warps (the most k 2048 allows), 2 rows a block */
+    const int cfg[][4] = {{1, 2048, 1536, 8}, {3, 64, 40, 3}, {8, 2048, 64, 1}, {5, 192, 2, 2}};
     for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
         const int m = cfg[c][0], k = cfg[c][1], n0 = cfg[c][2], heads = cfg[c][3];
         const int nr = heads * 64;
@@ -518,6 +519,16 @@ static void test_gemv_rope(void)
     struct kvs_gemv_out o2[2] = {{dw, dy, 7, 7}, {dw + 7 * 64, dy + 7, 128, 128}};
     const struct kvs_gemv_rope r2 = {1, dpos, 64, 1e6f};
     KVS_CHECK_EQ_INT(kvs_cuda_gemv_bf16_rope(dx, 64, 1, 64, o2, 2, &r2, NULL),
+                     KVS_STATUS_UNSUPPORTED);
+    cudaFree(dx), cudaFree(dw), cudaFree(dy), cudaFree(dpos);
+    /* 64 rows of k 6144: the plain GEMV splits k over all 8 warps (one row a
+     * block), which a pair cannot span: refused, not computed with another
+     * split (whose sums could round differently) */
+    dx = kt_dev(6144 * 2), dw = kt_dev((size_t)64 * 6144 * 2), dy = kt_dev(64 * 2);
+    dpos = kt_dev(4);
+    struct kvs_gemv_out o3 = {dw, dy, 64, 64};
+    const struct kvs_gemv_rope r3 = {0, dpos, 64, 1e6f};
+    KVS_CHECK_EQ_INT(kvs_cuda_gemv_bf16_rope(dx, 6144, 1, 6144, &o3, 1, &r3, NULL),
                      KVS_STATUS_UNSUPPORTED);
     cudaFree(dx), cudaFree(dw), cudaFree(dy), cudaFree(dpos);
 }

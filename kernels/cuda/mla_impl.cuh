@@ -20,15 +20,15 @@ constexpr int kMaxSplits = 256;
 constexpr float kLn2 = 0.6931471805599453f;
 constexpr float kLog2e = 1.4426950408889634f;
 
-/* Partials of split s of (sequence b, head group hg): rows
- * ((b * hgroups + hg) * splits + s) * 64 + head of opart ([.., 512], f16
+/* Partials of split s of (sequence b, head group hg of hg_heads heads): rows
+ * ((b * hgroups + hg) * splits + s) * hg_heads + head of opart ([.., 512], f16
  * when part_half (FP8 KV) else f32, already divided by their own sum) and
  * lsepart (f32, log2 units; placed as if opart were f32). */
 struct Params {
     const uint16_t *q_latent, *q_rope;
     const unsigned char *kv;
     const int32_t *seq_start, *tokens;
-    int heads, hgroups, splits, tiles_per_split;
+    int heads, hgroups, hg_heads, splits, tiles_per_split;
     float scale_log2;
     uint16_t *out;
     float *lse;
@@ -53,12 +53,13 @@ __device__ __forceinline__ unsigned long long globaltimer()
 }
 
 struct Plan {
-    int hgroups, splits, tiles_per_split;
+    int hgroups, hg_heads, splits, tiles_per_split;
 };
 
-/* Splits of each sequence's context: about one block per multiprocessor
- * (the kernel runs one per SM), whole tiles of nt rows each. */
-Plan plan(int batch, int heads, int max_ctx, int nt, int sms);
+/* Splits of each sequence's context for head groups of hg_heads heads:
+ * about `slots` blocks (SMs x blocks resident per SM), whole tiles of nt
+ * rows each. */
+Plan plan(int batch, int heads, int max_ctx, int nt, int hg_heads, int slots);
 /* Workspace for the partials (0 when there is one split). */
 size_t partials_bytes(int batch, const Plan &pl);
 cudaError_t launch_combine(const Params &p, int batch, cudaStream_t s);

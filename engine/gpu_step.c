@@ -100,29 +100,6 @@ static enum kvs_status residual_norm(struct kvs_engine *e, const kvs_bf16 *w, in
     return KVS_STATUS_OK;
 }
 
-/* Projections of one input x [B, k]: one GEMV launch for all of them at
- * batch 1 (measured faster than cuBLAS there: q_a + kv_a 12.5 us against
- * 48.4 for three cuBLAS calls; at batch 4-8 the GEMV is the slower one),
- * else one kvs_gemm call each. */
-static enum kvs_status linears(struct kvs_engine *e, const kvs_bf16 *x, int k,
-                               const struct kvs_gemv_out *o, int n)
-{
-    const int B = e->p.batch;
-    if (B > KVS_GEMV_AUTO_MAX_M || !kvs_cuda_gemv_supported(x, k, B, k, o, n, 1, 0, 0)) {
-        for (int i = 0; i < n; i++)
-            KVS_TRY(linear(e, x, o[i].w, (kvs_bf16 *)o[i].y, B, o[i].n, k));
-        return KVS_STATUS_OK;
-    }
-    struct kvs_tensor_desc t[1 + KVS_GEMV_MAX_OUTS];
-    t[0] = td(BF16, 2, B, k, 0);
-    for (int i = 0; i < n; i++)
-        t[1 + i] = td(BF16, 2, o[i].n, k, 0);
-    kvs_op_begin("kvs::linear_multi", 1 + n, t);
-    enum kvs_status st = kvs_cuda_gemv_bf16(x, k, B, k, o, n, 0, 1, 0, 0, 0, e->stream);
-    kvs_op_end();
-    return st;
-}
-
 static enum kvs_status rope(struct kvs_engine *e, kvs_bf16 *x, int heads)
 {
     const int B = e->p.batch;
@@ -132,28 +109,40 @@ static enum kvs_status rope(struct kvs_engine *e, kvs_bf16 *x, int heads)
     return KVS_STATUS_OK;
 }
 
-/* linears(), then RoPE over output `ro` (heads of KVS_MLA_ROPE): one GEMV
- * that rotates as it writes (kvs::linear_multi_rope, the same bits) where
- * the GEMV runs and allows it, else the two ops. */
-static enum kvs_status linears_rope(struct kvs_engine *e, const kvs_bf16 *x, int k,
-                                    const struct kvs_gemv_out *o, int n, int ro)
+/* Projections of one input x [B, k]: one GEMV launch for all of them at
+ * batch 1 (measured faster than cuBLAS there: q_a + kv_a 12.5 us against
+ * 48.4 for three cuBLAS calls; at batch 4-8 the GEMV is the slower one),
+ * else one kvs_gemm call each. With ro >= 0, output ro (heads of
+ * KVS_MLA_ROPE) is then rotated by RoPE: inside that GEMV as it writes
+ * (kvs::linear_multi_rope, the same bits) where it runs these shapes, else
+ * by the RoPE op after the projections. */
+static enum kvs_status linears(struct kvs_engine *e, const kvs_bf16 *x, int k,
+                               const struct kvs_gemv_out *o, int n, int ro)
 {
     const int B = e->p.batch;
     const struct kvs_gemv_rope r = {ro, ACT(pos, int32_t), KVS_MLA_ROPE, e->c.rope_theta};
-    if (B <= KVS_GEMV_AUTO_MAX_M && kvs_cuda_gemv_supported(x, k, B, k, o, n, 1, 0, 0)) {
+    const int gemv = B <= KVS_GEMV_AUTO_MAX_M && kvs_cuda_gemv_supported(x, k, B, k, o, n, 1, 0, 0);
+    const int fused = gemv && ro >= 0 && kvs_cuda_gemv_rope_supported(x, k, B, k, o, n, &r);
+    if (gemv && (ro < 0 || fused)) {
         struct kvs_tensor_desc t[2 + KVS_GEMV_MAX_OUTS];
         t[0] = td(BF16, 2, B, k, 0);
         for (int i = 0; i < n; i++)
             t[1 + i] = td(BF16, 2, o[i].n, k, 0);
-        t[1 + n] = td(I32, 1, B, 0, 0);
-        kvs_op_begin("kvs::linear_multi_rope", 2 + n, t);
-        enum kvs_status st = kvs_cuda_gemv_bf16_rope(x, k, B, k, o, n, &r, e->stream);
+        if (fused)
+            t[1 + n] = td(I32, 1, B, 0, 0);
+        kvs_op_begin(fused ? "kvs::linear_multi_rope" : "kvs::linear_multi", 1 + n + fused, t);
+        enum kvs_status st =
+            fused ? kvs_cuda_gemv_bf16_rope(x, k, B, k, o, n, &r, e->stream)
+                  : kvs_cuda_gemv_bf16(x, k, B, k, o, n, 0, 1, 0, 0, 0, e->stream);
         kvs_op_end();
-        if (st != KVS_STATUS_UNSUPPORTED)
-            return st;
+        return st;
     }
-    KVS_TRY(linears(e, x, k, o, n));
-    return rope(e, (kvs_bf16 *)o[ro].y, (int)(o[ro].n / KVS_MLA_ROPE));
+    if (gemv) /* the projections in one GEMV, the rotation after it */
+        KVS_TRY(linears(e, x, k, o, n, -1));
+    else
+        for (int i = 0; i < n; i++)
+            KVS_TRY(linear(e, x, o[i].w, (kvs_bf16 *)o[i].y, B, o[i].n, k));
+    return ro >= 0 ? rope(e, (kvs_bf16 *)o[ro].y, (int)(o[ro].n / KVS_MLA_ROPE)) : KVS_STATUS_OK;
 }
 
 /* The ranks' partial sums of a sublayer's output [B, hidden], summed in
@@ -223,7 +212,7 @@ static enum kvs_status attention(struct kvs_engine *e, int l, int64_t gather_row
         {WL(KVS_W_KV_A_LAT), ACT(kv_raw, kvs_bf16), lat, lat},
         {WL(KVS_W_KV_A_ROPE), ACT(kv_rope, kvs_bf16), KVS_MLA_ROPE, KVS_MLA_ROPE},
     };
-    KVS_TRY(linears(e, h, c->hidden, qkv_a, 3));
+    KVS_TRY(linears(e, h, c->hidden, qkv_a, 3, -1));
 
     /* this token's row: latent normed, rope part rotated, BF16 -> FP8 into
      * its slot (a cast of B rows), one kernel; q_a's norm runs in the same
@@ -244,7 +233,7 @@ static enum kvs_status attention(struct kvs_engine *e, int l, int64_t gather_row
         {WL(KVS_W_Q_B_NOPE), ACT(q_nope, kvs_bf16), H * nope, (int64_t)H * nope},
         {WL(KVS_W_Q_B_ROPE), ACT(q_rope, kvs_bf16), H * KVS_MLA_ROPE, (int64_t)H * KVS_MLA_ROPE},
     };
-    KVS_TRY(linears_rope(e, q_an, c->q_lora_rank, q_b, 2, 1));
+    KVS_TRY(linears(e, q_an, c->q_lora_rank, q_b, 2, 1));
 
     /* absorb W_UK: q_latent[b,h,:] = W_UK[h] . q_nope[b,h,:] (per-head, batched) */
     OP(kvs_gemm_linear_batched_bf16(e->gemm, ACT(q_nope, kvs_bf16), (int64_t)H * nope, nope,

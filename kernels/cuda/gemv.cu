@@ -255,16 +255,19 @@ extern "C" int kvs_cuda_gemv_supported(const kvs_bf16 *x, int64_t ldx, int m, in
 
 /* The plain GEMV, or with rope (batch 1, BF16 outputs) the rope epilogue on
  * output rope->out. UNSUPPORTED when the shapes do not allow it. */
-static enum kvs_status gemv_launch(const kvs_bf16 *x, int64_t ldx, int m, int k,
-                                   const struct kvs_gemv_out *outs, int nout, int y_f32, int batch,
-                                   int64_t stride_x, int64_t stride_w, int64_t stride_y,
-                                   const struct kvs_gemv_rope *rope, void *stream)
+/* The launch's arguments and shape (lanes per row, k-split, row groups), or
+ * why not: UNSUPPORTED where the shapes do not allow it (the caller runs
+ * another kernel), INVALID_ARGUMENT for bad arguments. */
+static enum kvs_status gemv_plan(const kvs_bf16 *x, int64_t ldx, int m, int k,
+                                 const struct kvs_gemv_out *outs, int nout, int y_f32, int batch,
+                                 int64_t stride_x, int64_t stride_w, int64_t stride_y,
+                                 const struct kvs_gemv_rope *rope, GemvArgs &a)
 {
     if (!kvs_cuda_gemv_supported(x, ldx, m, k, outs, nout, batch, stride_x, stride_w))
         return x && outs && m >= 1 && k >= 1 && nout >= 1 && batch >= 1
                    ? KVS_STATUS_UNSUPPORTED
                    : KVS_STATUS_INVALID_ARGUMENT;
-    GemvArgs a = {};
+    a = GemvArgs{};
     a.x = x;
     a.ldx = ldx;
     a.sx = stride_x;
@@ -324,6 +327,19 @@ static enum kvs_status gemv_launch(const kvs_bf16 *x, int64_t ldx, int m, int k,
     if (rope && per_block < 2)
         return KVS_STATUS_UNSUPPORTED;
     a.nblocks = (int)((a.rows + per_block - 1) / per_block);
+    return KVS_STATUS_OK;
+}
+
+static enum kvs_status gemv_launch(const kvs_bf16 *x, int64_t ldx, int m, int k,
+                                   const struct kvs_gemv_out *outs, int nout, int y_f32, int batch,
+                                   int64_t stride_x, int64_t stride_w, int64_t stride_y,
+                                   const struct kvs_gemv_rope *rope, void *stream)
+{
+    GemvArgs a;
+    enum kvs_status st = gemv_plan(x, ldx, m, k, outs, nout, y_f32, batch, stride_x, stride_w,
+                                   stride_y, rope, a);
+    if (st != KVS_STATUS_OK || a.rows == 0)
+        return st;
     cudaStream_t s = kvs_stream(stream);
     void (*kernel)(GemvArgs);
     if (rope)
@@ -360,6 +376,14 @@ extern "C" enum kvs_status kvs_cuda_gemv_bf16(const kvs_bf16 *x, int64_t ldx, in
 {
     return gemv_launch(x, ldx, m, k, outs, nout, y_f32, batch, stride_x, stride_w, stride_y, NULL,
                        stream);
+}
+
+extern "C" int kvs_cuda_gemv_rope_supported(const kvs_bf16 *x, int64_t ldx, int m, int k,
+                                            const struct kvs_gemv_out *outs, int nout,
+                                            const struct kvs_gemv_rope *rope)
+{
+    GemvArgs a;
+    return rope && gemv_plan(x, ldx, m, k, outs, nout, 0, 1, 0, 0, 0, rope, a) == KVS_STATUS_OK;
 }
 
 extern "C" enum kvs_status kvs_cuda_gemv_bf16_rope(const kvs_bf16 *x, int64_t ldx, int m, int k,

@@ -205,6 +205,11 @@ struct kvs_gemv_rope {
     int dim;            /* rope dims per head (pairs 2i, 2i+1) */
     float theta;
 };
+/* Whether kvs_cuda_gemv_bf16_rope runs these shapes (1) or would answer
+ * UNSUPPORTED or INVALID_ARGUMENT (0); launches nothing. */
+KVS_API int kvs_cuda_gemv_rope_supported(const kvs_bf16 *x, int64_t ldx, int m, int k,
+                                         const struct kvs_gemv_out *outs, int nout,
+                                         const struct kvs_gemv_rope *rope);
 KVS_API enum kvs_status kvs_cuda_gemv_bf16_rope(const kvs_bf16 *x, int64_t ldx, int m, int k,
                                                 const struct kvs_gemv_out *outs, int nout,
                                                 const struct kvs_gemv_rope *rope, void *stream);

@@ -485,6 +485,7 @@ static void test_gemv_rope(void)
             nout++;
         }
         const struct kvs_gemv_rope r = {nout - 1, dpos, 64, 1e6f};
+        KVS_CHECK(kvs_cuda_gemv_rope_supported(dx, k, m, k, o[0], nout, &r));
         KVS_CHECK_EQ_INT(kvs_cuda_gemv_bf16_rope(dx, k, m, k, o[0], nout, &r, NULL),
                          KVS_STATUS_OK);
         KVS_CHECK_EQ_INT(kvs_cuda_gemv_bf16(dx, k, m, k, o[1], nout, 0, 1, 0, 0, 0, NULL),
@@ -518,6 +519,7 @@ static void test_gemv_rope(void)
     int32_t *dpos = kt_dev(4);
     struct kvs_gemv_out o2[2] = {{dw, dy, 7, 7}, {dw + 7 * 64, dy + 7, 128, 128}};
     const struct kvs_gemv_rope r2 = {1, dpos, 64, 1e6f};
+    KVS_CHECK(!kvs_cuda_gemv_rope_supported(dx, 64, 1, 64, o2, 2, &r2));
     KVS_CHECK_EQ_INT(kvs_cuda_gemv_bf16_rope(dx, 64, 1, 64, o2, 2, &r2, NULL),
                      KVS_STATUS_UNSUPPORTED);
     cudaFree(dx), cudaFree(dw), cudaFree(dy), cudaFree(dpos);
@@ -528,6 +530,7 @@ static void test_gemv_rope(void)
     dpos = kt_dev(4);
     struct kvs_gemv_out o3 = {dw, dy, 64, 64};
     const struct kvs_gemv_rope r3 = {0, dpos, 64, 1e6f};
+    KVS_CHECK(!kvs_cuda_gemv_rope_supported(dx, 6144, 1, 6144, &o3, 1, &r3));
     KVS_CHECK_EQ_INT(kvs_cuda_gemv_bf16_rope(dx, 6144, 1, 6144, &o3, 1, &r3, NULL),
                      KVS_STATUS_UNSUPPORTED);
     cudaFree(dx), cudaFree(dw), cudaFree(dy), cudaFree(dpos);

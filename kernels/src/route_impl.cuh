@@ -7,8 +7,9 @@
  *
  * Each lane keeps its (up to) 8 experts' keys (s + bias, packed with the
  * index into one ordered 64-bit word) and scores in registers; each of the
- * top-k rounds is a warp max of those words (5 shuffle steps), the winner's
- * lane drops it, and lane j keeps choice j.
+ * top-k rounds is a warp max of those words, the winner's
+ * lane drops it, and lane j keeps choice j. The warp max is two
+ * __reduce_max_sync (sm_80+) over the word's halves.
  */
 #ifndef KVSCOPE_ROUTE_IMPL_CUH
 #define KVSCOPE_ROUTE_IMPL_CUH
@@ -65,11 +66,13 @@ static __device__ __forceinline__ void kvs_route_warp_token(const float *__restr
 #pragma unroll
         for (int q = 1; q < KVS_ROUTE_WARP_LANE; q++)
             best = key[q] > best ? key[q] : best;
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-            unsigned long long other = __shfl_xor_sync(0xffffffffu, best, o);
-            best = other > best ? other : best;
-        }
+        /* the warp's largest word: the largest high half (the key), then
+         * the largest low half among the lanes holding it (the lowest index)
+         * — two redux.sync instead of five dependent 64-bit shuffle rounds */
+        const unsigned hi = __reduce_max_sync(0xffffffffu, (unsigned)(best >> 32));
+        const unsigned lo = __reduce_max_sync(
+            0xffffffffu, (unsigned)(best >> 32) == hi ? (unsigned)best : 0u);
+        best = (unsigned long long)hi << 32 | lo;
         /* no expert left (NaN logits only): expert 0, as the other kernel */
         const int e = best ? (int)~(uint32_t)best : 0;
         /* the owner finds the winner by its word (it holds the index), so no

@@ -16,7 +16,9 @@
 #   runs/*.log                    every run's full output
 #   trace_tp<N>.rank<R>.json.gz   per-rank captures; report_tp<N>.txt their report
 # Environment: TPS ("1 2 4 8"), PATHS ("full-cast fp8-direct"), BATCHES ("1 8"),
-# CONTEXT (4096), STEPS (8), WARMUP (2), CAPACITY (495552), TRACE_STEPS (3).
+# CONTEXT (4096), STEPS (8), WARMUP (2), CAPACITY (495552), TRACE_STEPS (3),
+# MODES ("eager graph": each tp run eagerly, where the all-reduces are timed
+# with events, and as one CUDA graph per rank, where only the step is timed).
 # NCCL_NVLS_ENABLE stays 0 (NVLink multicast off) unless already set.
 set -uo pipefail
 build=${1:?usage: bench/engine_tp.sh BUILD_DIR [OUT_DIR]}
@@ -30,6 +32,7 @@ steps=${STEPS:-8}
 warmup=${WARMUP:-2}
 capacity=${CAPACITY:-495552}
 trace_steps=${TRACE_STEPS:-3}
+modes=${MODES:-"eager graph"}
 export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
 mkdir -p "$out/runs"
 
@@ -79,16 +82,17 @@ echo "== device-to-device copy rate (GPU 0): $copy GB/s (bytes read + written)"
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
 txt=$out/engine_tp_bench.txt
 md=$out/engine_tp_bench.md
-printf '%-4s %-12s %5s %10s %10s %12s %8s %8s %8s %6s\n' tp path batch step_ms tok/s allreduce_ms ar%% %roof kv%% slow | tee "$txt"
+printf '%-4s %-5s %-12s %5s %10s %10s %12s %8s %8s %8s %6s\n' tp mode path batch step_ms tok/s allreduce_ms ar%% %roof kv%% slow | tee "$txt"
 {
-    echo "| tp | path | batch | step ms (slowest rank) | tokens/s | all-reduce ms | all-reduce share | % of roofline (per rank) | KV cast share | slowest rank |"
-    echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+    echo "| tp | mode | path | batch | step ms (slowest rank) | tokens/s | all-reduce ms | all-reduce share | % of roofline (per rank) | KV cast share | slowest rank |"
+    echo "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 } >"$md"
 
-run() { # run TP|plain PATH BATCH
-    local tp=$1 path=$2 b=$3
-    local tag=tp${tp}_${path}_b${b} tpflag=()
+run() { # run TP|plain PATH BATCH MODE
+    local tp=$1 path=$2 b=$3 mode=$4
+    local tag=tp${tp}_${mode}_${path}_b${b} tpflag=()
     [ "$tp" = plain ] || tpflag=(--tp "$tp")
+    [ "$mode" = graph ] && tpflag+=(--graph)
     local log=$out/runs/$tag.log
     "$kvs" engine --config glm5 --kv-path "$path" --batch "$b" --context "$ctx" --steps "$steps" \
         --warmup "$warmup" --kv-capacity "$capacity" --copy-gbps "$copy" --quiet "${tpflag[@]}" \
@@ -97,8 +101,8 @@ run() { # run TP|plain PATH BATCH
     if [ $rc -ne 0 ] || [ -z "$res" ]; then
         local why="failed (rc $rc, runs/$tag.log)"
         grep -q "largest KV capacity" "$log" && why="does not fit in GPU memory"
-        printf '%-4s %-12s %5s   %s\n' "$tp" "$path" "$b" "$why" | tee -a "$txt"
-        echo "| $tp | $path | $b | $why | | | | | | |" >>"$md"
+        printf '%-4s %-5s %-12s %5s   %s\n' "$tp" "$mode" "$path" "$b" "$why" | tee -a "$txt"
+        echo "| $tp | $mode | $path | $b | $why | | | | | | |" >>"$md"
         return
     fi
     local ms tps ar arp pct kv slow
@@ -106,17 +110,20 @@ run() { # run TP|plain PATH BATCH
     kv=$(field kv_share_pct "$res"); ar=$(field allreduce_ms "$res"); arp=$(field allreduce_share_pct "$res")
     slow=$(field slowest_rank "$res")
     [ "$tp" = plain ] && { ar="-"; arp="-"; slow="-"; }
+    [ "$mode" = graph ] && { ar="-"; arp="-"; }  # a graph times the step only
     [ "$path" = fp8-direct ] && kv="-"
-    printf '%-4s %-12s %5s %10s %10s %12s %8s %8s %8s %6s\n' "$tp" "$path" "$b" "$ms" "$tps" "$ar" "$arp" "$pct" "$kv" "$slow" | tee -a "$txt"
-    echo "| $tp | $path | $b | $ms | $tps | $ar | $arp | $pct | $kv | $slow |" >>"$md"
+    printf '%-4s %-5s %-12s %5s %10s %10s %12s %8s %8s %8s %6s\n' "$tp" "$mode" "$path" "$b" "$ms" "$tps" "$ar" "$arp" "$pct" "$kv" "$slow" | tee -a "$txt"
+    echo "| $tp | $mode | $path | $b | $ms | $tps | $ar | $arp | $pct | $kv | $slow |" >>"$md"
 }
 
 for b in $batches; do
     for path in $paths; do
-        run plain "$path" "$b"
-        for tp in $tps; do
-            [ "$tp" -le "$gpus" ] || continue
-            run "$tp" "$path" "$b"
+        for mode in $modes; do
+            run plain "$path" "$b" "$mode"
+            for tp in $tps; do
+                [ "$tp" -le "$gpus" ] || continue
+                run "$tp" "$path" "$b" "$mode"
+            done
         done
     done
 done

@@ -281,7 +281,7 @@ enum kvs_status kvs_engine_create(const struct kvs_engine_params *p, struct kvs_
     return KVS_STATUS_OK;
 }
 
-void kvs_engine_free(struct kvs_engine *e)
+void kvs_engine_drop_graph(struct kvs_engine *e)
 {
     if (!e)
         return;
@@ -291,6 +291,15 @@ void kvs_engine_free(struct kvs_engine *e)
         cudaGraphExecDestroy(e->graph_exec);
     if (e->graph)
         cudaGraphDestroy(e->graph);
+    e->graph_exec = NULL;
+    e->graph = NULL;
+}
+
+void kvs_engine_free(struct kvs_engine *e)
+{
+    if (!e)
+        return;
+    kvs_engine_drop_graph(e);
     if (e->ev_kv)
         for (int i = 0; i < 2 * e->c.layers; i++)
             if (e->ev_kv[i])

@@ -78,8 +78,13 @@ static enum kvs_status run(struct rank *r, enum job job, void *arg)
     case JOB_TOKENS:
         return kvs_engine_tokens(r->e, arg);
     case JOB_QUIT:
-        /* the stream is idle (every step synchronised); the communicator
-         * goes first, then the engine's stream and buffers */
+        /* the stream is idle (every step synchronised). The captured graph
+         * goes first: it holds NCCL's plan for the all-reduces in it, and
+         * ncclCommFinalize waits for that plan's release (with the graph
+         * still alive it waited forever: tp 2 --graph on two H200s,
+         * 2026-11-29). Then the communicator, then the engine's stream and
+         * buffers. */
+        kvs_engine_drop_graph(r->e);
         if (t->comms_made && !t->aborted) {
             KVS_NCCL_STATUS(&t->lg, ncclCommFinalize(t->comms[r->rank]));
             KVS_NCCL_STATUS(&t->lg, ncclCommDestroy(t->comms[r->rank]));

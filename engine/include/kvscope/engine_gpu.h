@@ -6,7 +6,8 @@
  *
  * defines: struct kvs_engine_params, kvs_engine_params_init, struct kvs_engine,
  *          kvs_engine_plan, kvs_engine_create, kvs_engine_step, struct kvs_engine_step_info,
- *          kvs_engine_logits, kvs_engine_tokens, kvs_engine_expert_map, kvs_engine_free,
+ *          kvs_engine_logits, kvs_engine_tokens, kvs_engine_expert_map,
+ *          kvs_engine_drop_graph, kvs_engine_free,
  *          kvs_engine_copy_rate
  *
  *   struct kvs_engine_params p;
@@ -96,6 +97,12 @@ KVS_API enum kvs_status kvs_engine_logits(struct kvs_engine *e, float *host);
 KVS_API enum kvs_status kvs_engine_tokens(struct kvs_engine *e, int32_t *host);
 KVS_API const struct kvs_expert_map *kvs_engine_expert_map(const struct kvs_engine *e);
 KVS_API const struct kvs_mem_plan *kvs_engine_mem_plan(const struct kvs_engine *e);
+
+/* Destroys the captured CUDA graph, if any (the next step captures anew).
+ * A graph that holds NCCL all-reduces keeps NCCL's plan for them alive, and
+ * ncclCommFinalize waits until it is released: a tensor-parallel rank drops
+ * its graph before finalizing its communicator (engine/tp_gpu.c). */
+KVS_API void kvs_engine_drop_graph(struct kvs_engine *e);
 
 KVS_API void kvs_engine_free(struct kvs_engine *e);
 

@@ -110,7 +110,7 @@ run() { # run TP|plain PATH BATCH MODE
     kv=$(field kv_share_pct "$res"); ar=$(field allreduce_ms "$res"); arp=$(field allreduce_share_pct "$res")
     slow=$(field slowest_rank "$res")
     [ "$tp" = plain ] && { ar="-"; arp="-"; slow="-"; }
-    [ "$mode" = graph ] && { ar="-"; arp="-"; }  # a graph times the step only
+    [ "$mode" = graph ] && { ar="-"; arp="-"; kv="-"; }  # a graph times the step only
     [ "$path" = fp8-direct ] && kv="-"
     printf '%-4s %-5s %-12s %5s %10s %10s %12s %8s %8s %8s %6s\n' "$tp" "$mode" "$path" "$b" "$ms" "$tps" "$ar" "$arp" "$pct" "$kv" "$slow" | tee -a "$txt"
     echo "| $tp | $mode | $path | $b | $ms | $tps | $ar | $arp | $pct | $kv | $slow |" >>"$md"

@@ -9,8 +9,9 @@
  * warm-up, median of the repeats; inputs rotate through more than L2.
  *
  *   ninja -C build kernels/bench_kernels && build/kernels/bench_kernels [section...]
- *   sections: copy cast gather mla moe gemm (default: all); mla32k runs only
- *   batch 1 x 32K once per KV type, untimed, for a profiler (ncu -k regex:mla)
+ *   sections: copy cast gather mla moe gemm (default: all); mla32k [B C] runs
+ *   only batch 1 x 32K (or B x C) once per KV type, untimed, for a profiler
+ *   (ncu -k regex:mla)
  */
 #include <cuda_runtime.h>
 
@@ -309,25 +310,30 @@ static void bench_gemm(void)
     kvs_gemm_free(g);
 }
 
-/* for a profiler: one decode per KV type at batch 1, 32K, nothing timed */
-static void run_mla32k(void)
+/* for a profiler: one decode per KV type at batch B (1), context C (32K),
+ * nothing timed */
+static void run_mla32k(int B, int C)
 {
-    const int H = 64, C = 32768;
-    kvs_fp8 *kv8 = (kvs_fp8 *)dmalloc((size_t)C * KVS_MLA_ROW);
-    kvs_bf16 *kv16 = (kvs_bf16 *)dmalloc((size_t)C * KVS_MLA_ROW * 2);
-    dfill_fp8(kv8, (size_t)C * KVS_MLA_ROW, 4, 0xbf);
-    ST(kvs_cuda_cast_fp8_to_bf16(KVS_CAST_VECTOR, kv8, kv16, (size_t)C * KVS_MLA_ROW, NULL));
-    kvs_bf16 *ql = (kvs_bf16 *)dmalloc((size_t)H * KVS_MLA_LATENT * 2);
-    kvs_bf16 *qr = (kvs_bf16 *)dmalloc((size_t)H * KVS_MLA_ROPE * 2);
-    kvs_bf16 *out = (kvs_bf16 *)dmalloc((size_t)H * KVS_MLA_LATENT * 2);
-    dfill_bf16(ql, (size_t)H * KVS_MLA_LATENT, 5, 1.f);
-    dfill_bf16(qr, (size_t)H * KVS_MLA_ROPE, 6, 1.f);
-    int32_t seq[2] = {0, C}, *d_seq = (int32_t *)dmalloc(8);
-    CK(cudaMemcpy(d_seq, seq, 8, cudaMemcpyHostToDevice));
-    size_t wsb = kvs_cuda_mla_decode_workspace(1, H, C);
-    void *ws = dmalloc(wsb);
+    const int H = 64;
+    const size_t rows = (size_t)B * C;
+    kvs_fp8 *kv8 = (kvs_fp8 *)dmalloc(rows * KVS_MLA_ROW);
+    kvs_bf16 *kv16 = (kvs_bf16 *)dmalloc(rows * KVS_MLA_ROW * 2);
+    dfill_fp8(kv8, rows * KVS_MLA_ROW, 4, 0xbf);
+    ST(kvs_cuda_cast_fp8_to_bf16(KVS_CAST_VECTOR, kv8, kv16, rows * KVS_MLA_ROW, NULL));
+    kvs_bf16 *ql = (kvs_bf16 *)dmalloc((size_t)B * H * KVS_MLA_LATENT * 2);
+    kvs_bf16 *qr = (kvs_bf16 *)dmalloc((size_t)B * H * KVS_MLA_ROPE * 2);
+    kvs_bf16 *out = (kvs_bf16 *)dmalloc((size_t)B * H * KVS_MLA_LATENT * 2);
+    dfill_bf16(ql, (size_t)B * H * KVS_MLA_LATENT, 5, 1.f);
+    dfill_bf16(qr, (size_t)B * H * KVS_MLA_ROPE, 6, 1.f);
+    std::vector<int32_t> seq(B + 1);
+    for (int b = 0; b <= B; b++)
+        seq[b] = b * C;
+    int32_t *d_seq = (int32_t *)dmalloc(seq.size() * 4);
+    CK(cudaMemcpy(d_seq, seq.data(), seq.size() * 4, cudaMemcpyHostToDevice));
+    size_t wsb = kvs_cuda_mla_decode_workspace(B, H, C);
+    void *ws = dmalloc(wsb ? wsb : 16);
     struct kvs_mla_args a = {};
-    a.batch = 1, a.heads = H, a.q_latent = ql, a.q_rope = qr, a.seq_start = d_seq;
+    a.batch = B, a.heads = H, a.q_latent = ql, a.q_rope = qr, a.seq_start = d_seq;
     a.scale = 0.0625f, a.out = out;
     for (int f = 0; f < 2; f++) {
         a.kv_dtype = f ? KVS_KV_FP8 : KVS_KV_BF16;
@@ -343,8 +349,8 @@ int main(int argc, char **argv)
 {
     print_device("bench_kernels");
     auto want = [&](const char *what) { return wanted(argc, argv, what); };
-    if (argc == 2 && !strcmp(argv[1], "mla32k")) {
-        run_mla32k();
+    if (argc >= 2 && !strcmp(argv[1], "mla32k")) {
+        run_mla32k(argc >= 4 ? atoi(argv[2]) : 1, argc >= 4 ? atoi(argv[3]) : 32768);
         return 0;
     }
     bench_copy(); /* always: the reference rate */

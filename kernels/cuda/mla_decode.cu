@@ -19,6 +19,9 @@
  *     32  tiles of 32 rows, 4 k-slices, <= 128 registers and 94 KB of shared
  *         memory (two blocks fit an SM); chosen when KV rows per SM are few
  *         (batch 1 to ~8K), where it halves the fixed costs of a block
+ *     64 on wgmma (sm_90a, mla_wgmma.cu): the 64-head kernel with its two
+ *         inner products on warpgroup MMAs (A fragments in registers, Q and
+ *         P from shared memory); KVS_MLA_WG=1|0 forces it on or off
  *
  * One block = 256 threads = 8 warps, HG heads of one sequence, a range of
  * its tokens. Per tile: S^T = K Q^T (each warp 16 tokens x HG heads over a
@@ -39,325 +42,14 @@
 
 #include "cuda_common.cuh"
 #include "mla_impl.cuh"
-#include "mla_tile.cuh"
-#include "pdl_impl.cuh"
+#include "mla_kernel.cuh"
 
 namespace {
 
-// ----------------------------------------------------------------------------
-// the decode kernel
-
-template <bool FP8, int HG>
-__global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel(const MlaParams p)
-{
-    using C = Cfg<FP8, HG>;
-    extern __shared__ __align__(16) unsigned char smem[];
-    const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
-    const int split = blockIdx.x, b = blockIdx.y, hg = blockIdx.z;
-    kvs_pdl_wait();
-    kvs_pdl_launch_dependents();
-    const int seq0 = p.seq_start[b], n = p.seq_start[b + 1] - seq0;
-    const int t_begin = split * p.tiles_per_split * C::NT;
-    const int t_end = split == p.splits - 1 ? n : min(n, t_begin + p.tiles_per_split * C::NT);
-    const bool direct = p.splits == 1;
-    const size_t part = ((size_t)(b * p.hgroups + hg) * p.splits + split) * HG;
-
-    const size_t pblk = ((size_t)hg * gridDim.y + b) * gridDim.x + split;
-    if (p.prof && tid == 0) {
-        p.prof[kvs_mla::kProfDecode * pblk] = kvs_mla::globaltimer();
-        p.prof[kvs_mla::kProfDecode * pblk + 2] = clock64();
-    }
-    if (t_begin >= t_end) { /* nothing here: an empty sequence, or a split past its end */
-        if (!direct) {
-            if (tid < HG)
-                p.lsepart[part + tid] = -INFINITY;
-            return;
-        }
-        for (int i = tid; i < HG * 512; i += kThreads) {
-            int hh = hg * HG + i / 512;
-            if (hh < p.heads)
-                p.out[((size_t)b * p.heads + hh) * 512 + i % 512] = 0;
-        }
-        if (tid < HG && hg * HG + tid < p.heads && p.lse)
-            p.lse[(size_t)b * p.heads + hg * HG + tid] = -INFINITY;
-        if (p.prof && tid == 0) {
-            unsigned long long c = clock64();
-            p.prof[kvs_mla::kProfDecode * pblk + 3] = c;
-            p.prof[kvs_mla::kProfDecode * pblk + 4] = c;
-            p.prof[kvs_mla::kProfDecode * pblk + 5] = c;
-            p.prof[kvs_mla::kProfDecode * pblk + 1] = kvs_mla::globaltimer();
-        }
-        return;
-    }
-
-    unsigned char *sq = smem;
-    const uint32_t sqa = kvs_smem_u32(sq);
-    const uint32_t stage_a = sqa + C::OFF_STAGE;
-    const uint32_t spa = sqa + C::OFF_P;
-    uint16_t *sp = (uint16_t *)(smem + C::OFF_P);
-    float4 *xb = (float4 *)(smem + C::OFF_X);
-    float *red_max = (float *)(smem + C::OFF_MAX);
-    float *red_l = (float *)(smem + C::OFF_L);
-    float *sm_m = (float *)(smem + C::OFF_M), *sm_alpha = sm_m + HG;
-
-    /* the first tile's copies go out before Q is staged: its DRAM trip (and
-     * the token-list load before it) overlaps Q's, instead of following it */
-    load_tile<FP8, HG>(p, stage_a, seq0, t_begin, t_end);
-    if (FP8)
-        load_q_fp8<HG>(p, sq, b, hg);
-    else
-        load_q_bf16(p, sqa, b, hg);
-    kvs_cp_async_commit();
-
-    const int ntiles = (t_end - t_begin + C::NT - 1) / C::NT;
-    const int tg = w % C::TG, ks = w / C::TG;
-    float o[4][C::NH8][4];
-#pragma unroll
-    for (int mt = 0; mt < 4; mt++)
-#pragma unroll
-        for (int nt = 0; nt < C::NH8; nt++)
-#pragma unroll
-            for (int r = 0; r < 4; r++)
-                o[mt][nt][r] = 0.f;
-    /* running max and sums of this warp's S heads; the accumulators' heads
-     * get their rescale factor from sm_alpha, written by the tg == 0 warps */
-    float m_s[C::NTW][2], l_s[C::NTW][2];
-#pragma unroll
-    for (int i = 0; i < C::NTW; i++)
-        m_s[i][0] = m_s[i][1] = -INFINITY, l_s[i][0] = l_s[i][1] = 0.f;
-
-    for (int tile = 0; tile < ntiles; tile++) {
-        const int tile_start = t_begin + tile * C::NT;
-        kvs_cp_async_wait_all();
-        __syncthreads(); /* tile in place; every warp is past the previous tile */
-        if (p.prof && tile == 0 && tid == 0)
-            p.prof[kvs_mla::kProfDecode * pblk + 3] = clock64();
-        if (tile + 1 < ntiles) {
-            load_tile<FP8, HG>(p, stage_a + ((tile + 1) & 1) * C::STAGE_BYTES, seq0,
-                           tile_start + C::NT, t_end);
-            kvs_cp_async_commit();
-        }
-        const unsigned char *st = smem + C::OFF_STAGE + (tile & 1) * C::STAGE_BYTES;
-
-        /* S^T slice, then the exchange: keep n-tiles ks*NTW.., send the rest */
-        float s[C::NH8][4];
-#pragma unroll
-        for (int nt = 0; nt < C::NH8; nt++)
-            s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
-        if constexpr (HG == 32)
-            s_phase_fp8_h32(s, st, sqa, tg, ks, lane);
-        else if constexpr (FP8)
-            s_phase_fp8(s, st, sqa, tg, ks, lane);
-        else
-            s_phase_bf16(s, st, sqa, tg, ks, lane);
-#pragma unroll
-        for (int nt = 0; nt < C::NH8; nt++)
-            if (nt / C::NTW != ks)
-                xb[(w * C::NH8 + nt) * 32 + lane] =
-                    make_float4(s[nt][0], s[nt][1], s[nt][2], s[nt][3]);
-        float sc[C::NTW][4];
-#pragma unroll
-        for (int k2 = 0; k2 < C::KS; k2++)
-            if (k2 == ks)
-#pragma unroll
-                for (int i = 0; i < C::NTW; i++)
-#pragma unroll
-                    for (int r = 0; r < 4; r++)
-                        sc[i][r] = s[k2 * C::NTW + i][r];
-        __syncthreads();
-#pragma unroll
-        for (int k2 = 0; k2 < C::KS; k2++) {
-            if (k2 == ks)
-                continue;
-#pragma unroll
-            for (int i = 0; i < C::NTW; i++) {
-                float4 v = xb[((k2 * C::TG + tg) * C::NH8 + ks * C::NTW + i) * 32 + lane];
-                sc[i][0] += v.x, sc[i][1] += v.y, sc[i][2] += v.z, sc[i][3] += v.w;
-            }
-        }
-
-        /* scores in log2 units, masked; per-head max over this warp's 16 tokens */
-#pragma unroll
-        for (int i = 0; i < C::NTW; i++)
-#pragma unroll
-            for (int r = 0; r < 4; r++) {
-                int tau = FP8 ? 16 * tg + 2 * g + (r >> 1) : 16 * tg + g + 8 * (r >> 1);
-                float v = FP8 ? sc[i][r] * 256.f : sc[i][r] * p.scale_log2;
-                sc[i][r] = tile_start + tau < t_end ? v : -INFINITY;
-            }
-#pragma unroll
-        for (int i = 0; i < C::NTW; i++)
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                float mx = fmaxf(sc[i][e], sc[i][e + 2]);
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
-                if (g == 0)
-                    red_max[tg * HG + 8 * (ks * C::NTW + i) + 2 * t + e] = mx;
-            }
-        __syncthreads();
-
-        /* this warp's heads: new max, probabilities into P, running sums */
-#pragma unroll
-        for (int i = 0; i < C::NTW; i++) {
-            const int h0 = 8 * (ks * C::NTW + i) + 2 * t;
-            float2 mx = make_float2(-INFINITY, -INFINITY);
-#pragma unroll
-            for (int q = 0; q < C::TG; q++) {
-                float2 v = *(const float2 *)(red_max + q * HG + h0);
-                mx.x = fmaxf(mx.x, v.x), mx.y = fmaxf(mx.y, v.y);
-            }
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                float mnew = fmaxf(m_s[i][e], e ? mx.y : mx.x);
-                float alpha = m_s[i][e] == -INFINITY ? 0.f : exp2f(m_s[i][e] - mnew);
-                m_s[i][e] = mnew;
-                if (tg == 0 && g == 0) {
-                    sm_m[h0 + e] = mnew;
-                    sm_alpha[h0 + e] = alpha;
-                }
-                float p0 = exp2f(sc[i][e] - mnew), p1 = exp2f(sc[i][e + 2] - mnew);
-                l_s[i][e] = l_s[i][e] * alpha + p0 + p1;
-                int k0, k1; /* P column (logical k within the group) of tokens for rows g, g+8 */
-                if (FP8) {
-                    int a0 = (2 * g) & 3, a1 = (2 * g + 1) & 3, e4 = g >> 1 & 1, h8 = g >> 2;
-                    k0 = 2 * a0 + e4 + 8 * h8;
-                    k1 = 2 * a1 + e4 + 8 * h8;
-                } else {
-                    k0 = g;
-                    k1 = g + 8;
-                }
-                uint16_t *row = sp + (h0 + e) * C::PS + 16 * tg;
-                row[k0] = prob_bits(p0, FP8);
-                row[k1] = prob_bits(p1, FP8);
-            }
-        }
-        __syncthreads();
-        /* every head of the accumulators: rescale by exp2(m_old - m_new),
-         * skipped when no head's max moved (the common case after a few tiles) */
-        {
-            float2 al[C::NH8];
-            bool same = true;
-#pragma unroll
-            for (int nt = 0; nt < C::NH8; nt++) {
-                al[nt] = *(const float2 *)(sm_alpha + 8 * nt + 2 * t);
-                same = same && al[nt].x == 1.f && al[nt].y == 1.f;
-            }
-            if (!__all_sync(0xffffffffu, same)) {
-#pragma unroll
-                for (int nt = 0; nt < C::NH8; nt++)
-#pragma unroll
-                    for (int mt = 0; mt < 4; mt++) {
-                        o[mt][nt][0] *= al[nt].x, o[mt][nt][1] *= al[nt].y;
-                        o[mt][nt][2] *= al[nt].x, o[mt][nt][3] *= al[nt].y;
-                    }
-            }
-        }
-        pv_phase<FP8, HG>(o, st, spa, w, lane);
-    }
-
-    if (p.prof && tid == 0)
-        p.prof[kvs_mla::kProfDecode * pblk + 4] = clock64();
-    /* sums: over the 8 row-lanes, then over the token groups */
-#pragma unroll
-    for (int i = 0; i < C::NTW; i++)
-#pragma unroll
-        for (int e = 0; e < 2; e++) {
-            float v = l_s[i][e];
-            v += __shfl_xor_sync(0xffffffffu, v, 4);
-            v += __shfl_xor_sync(0xffffffffu, v, 8);
-            v += __shfl_xor_sync(0xffffffffu, v, 16);
-            if (g == 0)
-                red_l[tg * HG + 8 * (ks * C::NTW + i) + 2 * t + e] = v;
-        }
-    __syncthreads();
-
-#pragma unroll
-    for (int nt = 0; nt < C::NH8; nt++)
-#pragma unroll
-        for (int e = 0; e < 2; e++) {
-            const int h = 8 * nt + 2 * t + e, hh = hg * HG + h;
-            float l = 0.f;
-#pragma unroll
-            for (int q = 0; q < C::TG; q++)
-                l += red_l[q * HG + h];
-            if (hh >= p.heads)
-                continue;
-            const float inv = 1.f / l;
-            const float lse2 = sm_m[h] + log2f(l);
-            const size_t orow = direct ? ((size_t)b * p.heads + hh) * 512 : (part + h) * 512;
-            if (FP8) {
-                /* m-tiles 2blk, 2blk+1 rows g, g+8 are dims 4g + 0..3 of block blk */
-#pragma unroll
-                for (int blk = 0; blk < 2; blk++) {
-                    float r0 = o[2 * blk][nt][e] * inv, r1 = o[2 * blk][nt][e + 2] * inv;
-                    float r2 = o[2 * blk + 1][nt][e] * inv, r3 = o[2 * blk + 1][nt][e + 2] * inv;
-                    int d = 64 * w + 32 * blk + 4 * g;
-                    if (direct) {
-                        __nv_bfloat162 lo = __floats2bfloat162_rn(r0, r1);
-                        __nv_bfloat162 hi = __floats2bfloat162_rn(r2, r3);
-                        *(uint2 *)(p.out + orow + d) =
-                            make_uint2(*(const uint32_t *)&lo, *(const uint32_t *)&hi);
-                    } else { /* f16 partials (p.part_half) */
-                        __half2 lo = __floats2half2_rn(r0, r1), hi = __floats2half2_rn(r2, r3);
-                        *(uint2 *)((__half *)p.opart + orow + d) =
-                            make_uint2(*(const uint32_t *)&lo, *(const uint32_t *)&hi);
-                    }
-                }
-            } else {
-#pragma unroll
-                for (int mt = 0; mt < 4; mt++) {
-                    float r0 = o[mt][nt][e] * inv, r1 = o[mt][nt][e + 2] * inv;
-                    int d = 64 * w + 16 * mt + g;
-                    if (direct) {
-                        p.out[orow + d] = __bfloat16_as_ushort(__float2bfloat16_rn(r0));
-                        p.out[orow + d + 8] = __bfloat16_as_ushort(__float2bfloat16_rn(r1));
-                    } else {
-                        ((float *)p.opart)[orow + d] = r0;
-                        ((float *)p.opart)[orow + d + 8] = r1;
-                    }
-                }
-            }
-            if (w == 0 && g == 0) {
-                if (!direct)
-                    p.lsepart[part + h] = lse2;
-                else if (p.lse)
-                    p.lse[(size_t)b * p.heads + hh] = lse2 * kLn2;
-            }
-        }
-    if (p.prof) {
-        __syncthreads();
-        if (tid == 0) {
-            p.prof[kvs_mla::kProfDecode * pblk + 5] = clock64();
-            p.prof[kvs_mla::kProfDecode * pblk + 1] = kvs_mla::globaltimer();
-        }
-    }
-}
-
-// ----------------------------------------------------------------------------
-// host side
-
-template <bool FP8, int HG>
-cudaError_t launch(const MlaParams &p, const kvs_mla::Plan &pl, int batch, cudaStream_t s)
-{
-    cudaError_t e = cudaFuncSetAttribute(mla_decode_kernel<FP8, HG>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         Cfg<FP8, HG>::SMEM);
-    if (e == cudaSuccess && Cfg<FP8, HG>::BPS > 1) /* room for the second block */
-        e = cudaFuncSetAttribute(mla_decode_kernel<FP8, HG>,
-                                 cudaFuncAttributePreferredSharedMemoryCarveout,
-                                 cudaSharedmemCarveoutMaxShared);
-    if (e != cudaSuccess)
-        return e;
-    dim3 grid((unsigned)pl.splits, (unsigned)batch, (unsigned)pl.hgroups);
-    return kvs_launch_pdl(mla_decode_kernel<FP8, HG>, grid, dim3(kThreads),
-                          (size_t)Cfg<FP8, HG>::SMEM, s, p);
-}
-
 /* A/B switches, read once per process: KVS_MLA_HG=64 or 32 forces the FP8
  * kernel's head group; KVS_MLA_WAVES=1 or 2 sets how many blocks per SM the
- * split planner aims at with 32-head groups. */
+ * split planner aims at with 32-head groups; KVS_MLA_WG=1 or 0 forces the
+ * wgmma version of the FP8 64-head kernel on or off (where it is built). */
 int env_int(const char *name, int lo, int hi)
 {
     const char *e = getenv(name);
@@ -378,6 +70,24 @@ int fp8_group_heads(int batch, int heads, int max_ctx, int sms)
         return forced;
     const long rows = (long)batch * (max_ctx > 0 ? max_ctx : 1) * ((heads + 63) / 64);
     return rows <= 48L * sms ? 32 : 64;
+}
+
+/* FP8 KV with 64-head groups: the wgmma kernel where it is built (unless
+ * KVS_MLA_WG=0), else the mma.sync one. wgmma was faster at every size
+ * where 64-head groups run, or within noise (batch 8 x 1K, batch 1 x 16K):
+ * batch 64 x 128K 4.92 -> 3.87 ms, batch 1 x 128K 101.9 -> 85.4 us
+ * (docs/kernels.md, "wgmma"). */
+cudaError_t launch_fp8_64(const MlaParams &p, const kvs_mla::Plan &pl, int batch, cudaStream_t s)
+{
+#ifdef KVS_MLA_WGMMA
+    static const int forced = [] {
+        const char *e = getenv("KVS_MLA_WG");
+        return e && (e[0] == '0' || e[0] == '1') && !e[1] ? e[0] - '0' : -1;
+    }();
+    if (forced != 0)
+        return kvs_mla::launch_wgmma(p, pl, batch, s);
+#endif
+    return launch<true, 64>(p, pl, batch, s);
 }
 
 kvs_mla::Plan plan_for(int batch, int heads, int max_ctx, bool fp8, int sms)
@@ -449,7 +159,7 @@ enum kvs_status decode(const struct kvs_mla_args *a, int max_ctx, void *workspac
 
     const cudaError_t le = !fp8                 ? launch<false, 64>(p, pl, a->batch, s)
                            : pl.hg_heads == 32 ? launch<true, 32>(p, pl, a->batch, s)
-                                               : launch<true, 64>(p, pl, a->batch, s);
+                                               : launch_fp8_64(p, pl, a->batch, s);
     KVS_CUDA_TRY(NULL, le);
     if (pl.splits > 1) {
         if (prof)

@@ -3,7 +3,7 @@
  *
  * defines: kvs_mla::Params, kvs_mla::Plan, kvs_mla::plan, kvs_mla::partials_bytes,
  *          kvs_mla::launch_combine, kvs_mla::kMaxSplits, kvs_mla::decode,
- *          kvs_mla::kProf*
+ *          kvs_mla::launch_wgmma, kvs_mla::kProf*
  */
 #ifndef KVSCOPE_MLA_IMPL_CUH
 #define KVSCOPE_MLA_IMPL_CUH
@@ -63,6 +63,9 @@ Plan plan(int batch, int heads, int max_ctx, int nt, int hg_heads, int slots);
 /* Workspace for the partials (0 when there is one split). */
 size_t partials_bytes(int batch, const Plan &pl);
 cudaError_t launch_combine(const Params &p, int batch, cudaStream_t s);
+/* the FP8 64-head decode kernel on wgmma (mla_wgmma.cu, sm_90a; built when
+ * KVS_MLA_WGMMA is defined) */
+cudaError_t launch_wgmma(const Params &p, const Plan &pl, int batch, cudaStream_t s);
 /* kvs_cuda_mla_decode with phase stamps into prof (null: none); *plan_out,
  * if given, receives the plan it ran. */
 enum kvs_status decode(const struct kvs_mla_args *a, int max_ctx, void *workspace,

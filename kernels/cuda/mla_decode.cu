@@ -21,7 +21,8 @@
  *         (batch 1 to ~8K), where it halves the fixed costs of a block
  *     64 on wgmma (sm_90a, mla_wgmma.cu): the 64-head kernel with its two
  *         inner products on warpgroup MMAs (A fragments in registers, Q and
- *         P from shared memory); KVS_MLA_WG=1|0 forces it on or off
+ *         P from shared memory), chosen above one 64-row tile per SM;
+ *         KVS_MLA_WG=1|0 forces it on or off
  *
  * One block = 256 threads = 8 warps, HG heads of one sequence, a range of
  * its tokens. Per tile: S^T = K Q^T (each warp 16 tokens x HG heads over a
@@ -72,20 +73,26 @@ int fp8_group_heads(int batch, int heads, int max_ctx, int sms)
     return rows <= 48L * sms ? 32 : 64;
 }
 
-/* FP8 KV with 64-head groups: the wgmma kernel where it is built (unless
- * KVS_MLA_WG=0), else the mma.sync one. wgmma was faster at every size
- * where 64-head groups run, or within noise (batch 8 x 1K, batch 1 x 16K):
- * batch 64 x 128K 4.92 -> 3.87 ms, batch 1 x 128K 101.9 -> 85.4 us
- * (docs/kernels.md, "wgmma"). */
-cudaError_t launch_fp8_64(const MlaParams &p, const kvs_mla::Plan &pl, int batch, cudaStream_t s)
+/* FP8 KV with 64-head groups: the wgmma kernel (where it is built) once the
+ * KV rows per SM exceed one 64-row tile (batch x context x 64-head groups >
+ * 64 x SMs), else the mma.sync one; KVS_MLA_WG=1|0 forces either. At one
+ * tile per block (batch 8 x 1K) wgmma was 0.1-0.8 us slower in each of four
+ * H200 calls (its Q staging costs more, and there is no steady state to
+ * win); from two tiles per block on it was faster: batch 1 x 16K -1.4%,
+ * 1 x 128K -15%, 64 x 128K -22% (docs/kernels.md, "wgmma"). */
+cudaError_t launch_fp8_64(const MlaParams &p, const kvs_mla::Plan &pl, int batch, int max_ctx,
+                          int sms, cudaStream_t s)
 {
 #ifdef KVS_MLA_WGMMA
     static const int forced = [] {
         const char *e = getenv("KVS_MLA_WG");
         return e && (e[0] == '0' || e[0] == '1') && !e[1] ? e[0] - '0' : -1;
     }();
-    if (forced != 0)
+    const long rows = (long)batch * (max_ctx > 0 ? max_ctx : 1) * pl.hgroups;
+    if (forced == 1 || (forced < 0 && rows > 64L * sms))
         return kvs_mla::launch_wgmma(p, pl, batch, s);
+#else
+    (void)max_ctx, (void)sms;
 #endif
     return launch<true, 64>(p, pl, batch, s);
 }
@@ -129,7 +136,8 @@ enum kvs_status decode(const struct kvs_mla_args *a, int max_ctx, void *workspac
         ((uintptr_t)a->out & 7u))
         return KVS_STATUS_INVALID_ARGUMENT;
     const bool fp8 = a->kv_dtype == KVS_KV_FP8;
-    Plan pl = plan_for(a->batch, a->heads, max_ctx, fp8, kvs_sm_count());
+    const int sms = kvs_sm_count();
+    Plan pl = plan_for(a->batch, a->heads, max_ctx, fp8, sms);
     if (plan_out)
         *plan_out = pl;
     size_t need = partials_bytes(a->batch, pl);
@@ -159,7 +167,7 @@ enum kvs_status decode(const struct kvs_mla_args *a, int max_ctx, void *workspac
 
     const cudaError_t le = !fp8                 ? launch<false, 64>(p, pl, a->batch, s)
                            : pl.hg_heads == 32 ? launch<true, 32>(p, pl, a->batch, s)
-                                               : launch_fp8_64(p, pl, a->batch, s);
+                                               : launch_fp8_64(p, pl, a->batch, max_ctx, sms, s);
     KVS_CUDA_TRY(NULL, le);
     if (pl.splits > 1) {
         if (prof)

@@ -198,6 +198,21 @@ __device__ __forceinline__ void unpack8(const uint4 &v, float (&f)[8])
     }
 }
 
+/* 1 / sqrt(mean square + eps) of a row whose squares this 64-thread block
+ * holds as per-thread partial sums `ss`: both warps reduce, then meet in
+ * red[2]. */
+__device__ __forceinline__ float rms_inv_2warps(float ss, int dim, float eps, float *red)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    if ((threadIdx.x & 31) == 0)
+        red[threadIdx.x >> 5] = ss;
+    __syncthreads();
+    ss = red[0] + red[1];
+    return 1.0f / sqrtf(ss / (float)dim + eps);
+}
+
 __device__ __forceinline__ void q_norm_row(const kvs_bf16 *q, const kvs_bf16 *w, kvs_bf16 *out,
                                            int dim, float eps, float *red)
 {
@@ -219,14 +234,7 @@ __device__ __forceinline__ void q_norm_row(const kvs_bf16 *q, const kvs_bf16 *w,
             for (int k = 0; k < 8; k++)
                 ss += f[k] * f[k];
         }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-        ss += __shfl_xor_sync(0xffffffffu, ss, o);
-    if ((c & 31) == 0)
-        red[c >> 5] = ss;
-    __syncthreads();
-    ss = red[0] + red[1];
-    const float inv = 1.0f / sqrtf(ss / (float)dim + eps);
+    const float inv = rms_inv_2warps(ss, dim, eps, red);
 #pragma unroll
     for (int u = 0; u < kQChunks; u++)
         if (c + 64 * u < n8) {
@@ -263,27 +271,14 @@ kv_finish_kernel(kvs_fp8 *pool, const int32_t *slot, const kvs_bf16 *kv_raw,
     if (c < KVS_MLA_ROPE / 2)
         rp = ((const uint32_t *)(kv_rope + (uint64_t)b * KVS_MLA_ROPE))[c];
     const int32_t s = slot[b], p = pos[b];
-    const uint32_t *xw = &xv.x, *ww = &wv.x;
     float f[8], g[8];
-#pragma unroll
-    for (int q = 0; q < 4; q++) {
-        f[2 * q] = bf16_bits_to_float((kvs_bf16)(xw[q] & 0xffffu));
-        f[2 * q + 1] = bf16_bits_to_float((kvs_bf16)(xw[q] >> 16));
-        g[2 * q] = bf16_bits_to_float((kvs_bf16)(ww[q] & 0xffffu));
-        g[2 * q + 1] = bf16_bits_to_float((kvs_bf16)(ww[q] >> 16));
-    }
+    unpack8(xv, f);
+    unpack8(wv, g);
     float ss = 0.f;
 #pragma unroll
     for (int q = 0; q < 8; q++)
         ss += f[q] * f[q];
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-        ss += __shfl_xor_sync(0xffffffffu, ss, o);
-    if ((c & 31) == 0)
-        red[c >> 5] = ss;
-    __syncthreads();
-    ss = red[0] + red[1];
-    const float inv = 1.0f / sqrtf(ss / (float)KVS_MLA_LATENT + eps);
+    const float inv = rms_inv_2warps(ss, KVS_MLA_LATENT, eps, red);
     kvs_fp8 *row = pool + (uint64_t)s * KVS_MLA_ROW;
     uint32_t lo = 0, hi = 0;
 #pragma unroll

@@ -2,7 +2,8 @@
  * decode step at batch 1 and prints tables: the small ops (RMSNorm, add +
  * RMSNorm, RoPE, router, argmax), the GEMV against cuBLAS on the engine's
  * projection shapes, and where the time of an MLA decode call at small
- * context goes (phase stamps inside the kernel). Every result is checked
+ * context goes (phase stamps inside the kernel; batch 1, and batch 8 x 1K,
+ * the 64-head mma.sync kernel's size). Every result is checked
  * (CPU reference, or GEMV against cuBLAS) before it is timed.
  *
  *   ninja -C build kernels/bench_decode && build/kernels/bench_decode [section...]
@@ -317,46 +318,54 @@ static void gemv_cases(void)
 }
 
 // ----------------------------------------------------------------------------
-// MLA decode at batch 1: where a call's time goes
+// MLA decode at batch 1 (and 8 x 1K): where a call's time goes
 
 static void mla_profile(void)
 {
-    const int H = 64, maxC = 32768;
-    printf("\n## MLA decode, batch 1, with a token list (as the engine): phases inside one call\n");
+    const int H = 64, maxC = 32768, maxB = 8;
+    printf("\n## MLA decode, batch 1 and 8, with a token list (as the engine): phases inside one "
+           "call\n");
     printf("decode blocks: median clock cycles from block start to Q + first tile in shared "
            "memory (prologue), over the tiles, and to the end (epilogue); spans from "
            "globaltimer (ns). Clock from cudaDeviceProp.\n\n");
-    printf("| ctx | KV | splits x tiles | call us (events) | decode span ns | block start skew ns | "
-           "prologue cyc | tiles cyc | epilogue cyc | combine gap ns | combine span ns |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+    printf("| B | ctx | KV | splits x tiles | call us (events) | decode span ns | block start skew "
+           "ns | prologue cyc | tiles cyc | epilogue cyc | combine gap ns | combine span ns |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     int clock_khz = 0;
     CK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
     kvs_fp8 *kv8 = (kvs_fp8 *)dmalloc((size_t)maxC * 4 * KVS_MLA_ROW);
     kvs_bf16 *kv16 = (kvs_bf16 *)dmalloc((size_t)maxC * 4 * KVS_MLA_ROW * 2);
     dfill_fp8(kv8, (size_t)maxC * 4 * KVS_MLA_ROW, 41, 0xbf);
     ST(kvs_cuda_cast_fp8_to_bf16(KVS_CAST_VECTOR, kv8, kv16, (size_t)maxC * 4 * KVS_MLA_ROW, NULL));
-    kvs_bf16 *ql = (kvs_bf16 *)dmalloc(H * KVS_MLA_LATENT * 2);
-    kvs_bf16 *qr = (kvs_bf16 *)dmalloc(H * KVS_MLA_ROPE * 2);
-    kvs_bf16 *out = (kvs_bf16 *)dmalloc(H * KVS_MLA_LATENT * 2);
-    dfill_bf16(ql, H * KVS_MLA_LATENT, 42, 1.f);
-    dfill_bf16(qr, H * KVS_MLA_ROPE, 43, 1.f);
+    kvs_bf16 *ql = (kvs_bf16 *)dmalloc(maxB * H * KVS_MLA_LATENT * 2);
+    kvs_bf16 *qr = (kvs_bf16 *)dmalloc(maxB * H * KVS_MLA_ROPE * 2);
+    kvs_bf16 *out = (kvs_bf16 *)dmalloc(maxB * H * KVS_MLA_LATENT * 2);
+    dfill_bf16(ql, maxB * H * KVS_MLA_LATENT, 42, 1.f);
+    dfill_bf16(qr, maxB * H * KVS_MLA_ROPE, 43, 1.f);
     int32_t *tok = (int32_t *)dmalloc((size_t)maxC * 4);
-    int32_t *seq = (int32_t *)dmalloc(8);
+    int32_t *seq = (int32_t *)dmalloc((maxB + 1) * 4);
     const size_t prof_words = 1 << 16;
     unsigned long long *prof = (unsigned long long *)dmalloc(prof_words * 8);
-    size_t wsb = kvs_cuda_mla_decode_workspace(1, H, maxC);
+    size_t wsb = std::max(kvs_cuda_mla_decode_workspace(1, H, maxC),
+                          kvs_cuda_mla_decode_workspace(maxB, H, 1024));
     void *ws = dmalloc(wsb);
-    for (int C : {1024, 4096, 32768}) {
-        /* rows spread over 4x the context, in order, as a slot table gives them */
-        std::vector<int32_t> ht(C);
-        for (int t = 0; t < C; t++)
+    const int cases[][2] = {{1, 1024}, {1, 4096}, {1, 32768}, {maxB, 1024}};
+    for (const auto &cs_ : cases) {
+        const int B = cs_[0], C = cs_[1];
+        require(B * C <= maxC, "token list");
+        /* each sequence's rows spread over 4x its context, in order, as a
+         * slot table gives them; sequences one after another */
+        std::vector<int32_t> ht((size_t)B * C);
+        for (int t = 0; t < B * C; t++)
             ht[t] = 4 * t + (t * 7) % 4;
-        CK(cudaMemcpy(tok, ht.data(), (size_t)C * 4, cudaMemcpyHostToDevice));
-        int32_t hs[2] = {0, C};
-        CK(cudaMemcpy(seq, hs, 8, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(tok, ht.data(), (size_t)B * C * 4, cudaMemcpyHostToDevice));
+        std::vector<int32_t> hs(B + 1);
+        for (int b = 0; b <= B; b++)
+            hs[b] = b * C;
+        CK(cudaMemcpy(seq, hs.data(), (B + 1) * 4, cudaMemcpyHostToDevice));
         for (int f = 1; f >= 0; f--) {
             struct kvs_mla_args a = {};
-            a.batch = 1, a.heads = H, a.q_latent = ql, a.q_rope = qr, a.seq_start = seq;
+            a.batch = B, a.heads = H, a.q_latent = ql, a.q_rope = qr, a.seq_start = seq;
             a.tokens = tok, a.scale = 0.0625f, a.out = out;
             a.kv_dtype = f ? KVS_KV_FP8 : KVS_KV_BF16;
             a.kv = f ? (const void *)kv8 : (const void *)kv16;
@@ -364,8 +373,8 @@ static void mla_profile(void)
             kvs_mla::Plan pl;
             CK(cudaMemset(prof, 0, prof_words * 8));
             ST(kvs_mla::decode(&a, C, ws, wsb, prof, &pl, 0));
-            const size_t nd = (size_t)pl.splits * pl.hgroups;
-            const size_t nc = pl.splits > 1 ? (size_t)H * (pl.splits <= 16 ? 1 : 4) : 0;
+            const size_t nd = (size_t)pl.splits * B * pl.hgroups;
+            const size_t nc = pl.splits > 1 ? (size_t)B * H * (pl.splits <= 16 ? 1 : 4) : 0;
             require(nd * kvs_mla::kProfDecode + 2 * nc <= prof_words, "profile buffer");
             auto p = download<unsigned long long>(prof, nd * kvs_mla::kProfDecode + 2 * nc);
             unsigned long long s0 = ~0ull, s1 = 0, e1 = 0, c0 = ~0ull, c1 = 0;
@@ -390,8 +399,8 @@ static void mla_profile(void)
                 snprintf(cg, sizeof cg, "%lld", (long long)c0 - (long long)e1);
                 snprintf(cs, sizeof cs, "%llu", c1 - c0);
             }
-            printf("| %d | %s | %d x %d | %.1f | %llu | %llu | %.0f | %.0f | %.0f | %s | %s |\n", C,
-                   f ? "fp8" : "bf16", pl.splits, pl.tiles_per_split, us, e1 - s0, s1 - s0,
+            printf("| %d | %d | %s | %d x %d | %.1f | %llu | %llu | %.0f | %.0f | %.0f | %s | %s |\n",
+                   B, C, f ? "fp8" : "bf16", pl.splits, pl.tiles_per_split, us, e1 - s0, s1 - s0,
                    med(pro), med(til), med(epi), cg, cs);
             fflush(stdout);
         }

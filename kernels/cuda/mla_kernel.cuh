@@ -83,10 +83,7 @@ __global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel
 
     /* the first tile's copies go out before Q is staged: its DRAM trip (and
      * the token-list load before it) overlaps Q's, instead of following it */
-    if constexpr (WG)
-        load_tile_wg(p, stage_a, seq0, t_begin, t_end);
-    else
-        load_tile<FP8, HG>(p, stage_a, seq0, t_begin, t_end);
+    load_tile<FP8, HG>(p, stage_a, seq0, t_begin, t_end);
     if constexpr (WG)
         load_q_fp8_wg(p, sq, b, hg);
     else if (FP8)
@@ -236,8 +233,8 @@ __global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel
          * flight; issued at the top of the tile they cost 3.6% at batch 64
          * x 128K (docs/kernels.md, "wgmma") */
         if (WG && tile + 1 < ntiles) {
-            load_tile_wg(p, stage_a + ((tile + 1) & 1) * C::STAGE_BYTES, seq0,
-                         tile_start + C::NT, t_end);
+            load_tile<FP8, HG>(p, stage_a + ((tile + 1) & 1) * C::STAGE_BYTES, seq0,
+                               tile_start + C::NT, t_end);
             kvs_cp_async_commit();
         }
         /* every head of the accumulators: rescale by exp2(m_old - m_new),

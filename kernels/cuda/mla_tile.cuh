@@ -323,28 +323,44 @@ __device__ __forceinline__ void load_q_bf16(const MlaParams &p, uint32_t sq, int
     }
 }
 
-/* Rows past the range are zero-filled, so masked P (0) never meets garbage. */
+/* The copies of one KV tile: C::NT rows from tile_start, rows at or past
+ * t_end zero-filled (so masked P, 0, never meets garbage). A row is UPR
+ * units of 576 bytes (an FP8 row; half a BF16 row), a unit 36 16-byte
+ * columns; threads 0..251 are 7 units x 36 columns (units 7 r + tid / 36,
+ * r = 0..R-1). So a copy costs a few instructions (no division, no
+ * per-copy row lookup), and every row index of a token list is loaded
+ * before the first copy goes out: one round trip per tile, not one per
+ * copy (the loop this replaced loaded each index just before its copy).
+ * One routine for every variant, the wgmma kernel's included. */
 template <bool FP8, int HG>
 __device__ __forceinline__ void load_tile(const MlaParams &p, uint32_t dst, int seq0,
                                           int tile_start, int t_end)
 {
     using C = Cfg<FP8, HG>;
-    constexpr int N = C::NT * C::CPR;
+    constexpr int UB = 576, UC = UB / 16, UPR = C::GROWB / UB, U = C::NT * UPR;
+    constexpr int UPT = kThreads / UC; /* units per round */
+    constexpr int R = (U + UPT - 1) / UPT;
+    static_assert(C::GROWB % UB == 0 && UPT * (R - 1) < U, "tile copy layout");
+    const int tid = threadIdx.x, u0 = tid / UC, c = tid - UC * u0;
+    if (tid >= UPT * UC)
+        return;
+    int kr[R]; /* KV row of each unit, -1: zero-fill */
 #pragma unroll
-    for (int r = 0; r < (N + kThreads - 1) / kThreads; r++) {
-        int i = threadIdx.x + r * kThreads;
-        if (N % kThreads != 0 && i >= N)
+    for (int r = 0; r < R; r++) {
+        const int u = u0 + UPT * r, tau = tile_start + u / UPR;
+        kr[r] = -1;
+        if (u < U && tau < t_end)
+            kr[r] = p.tokens ? p.tokens[seq0 + tau] : seq0 + tau;
+    }
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const int u = u0 + UPT * r; /* only the last round can run past the tile */
+        if (r == R - 1 && u >= U)
             break;
-        int row = i / C::CPR, c = i - row * C::CPR;
-        int tau = tile_start + row;
-        const unsigned char *src = p.kv;
-        uint32_t bytes = 0;
-        if (tau < t_end) {
-            size_t kr = p.tokens ? (size_t)p.tokens[seq0 + tau] : (size_t)seq0 + (size_t)tau;
-            src = p.kv + kr * C::GROWB + 16 * c;
-            bytes = 16;
-        }
-        kvs_cp_async16(dst + (uint32_t)(row * C::ROWB + 16 * c), src, bytes);
+        const int off = (u % UPR) * UB + 16 * c;
+        const bool ok = kr[r] >= 0;
+        kvs_cp_async16(dst + (uint32_t)((u / UPR) * C::ROWB + off),
+                       p.kv + (ok ? (size_t)kr[r] * C::GROWB + off : 0), ok ? 16u : 0u);
     }
 }
 

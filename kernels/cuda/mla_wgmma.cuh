@@ -21,7 +21,7 @@
  * memory as in the mma.sync kernel); O^T for 256 of the 512 dims each
  * (4 x m64n64k16 per 16 tokens); the same 128 f32 accumulators per thread.
  *
- * defines: kvs_wgmma_* wrappers, wg_q_off, wg_p_off, wg_p_base, load_tile_wg,
+ * defines: kvs_wgmma_* wrappers, wg_q_off, wg_p_off, wg_p_base,
  *          load_q_fp8_wg, s_phase_wg, pv_phase_wg
  */
 #ifndef KVSCOPE_MLA_WGMMA_CUH
@@ -121,37 +121,6 @@ __device__ __forceinline__ uint32_t wg_p_off(int h, int k)
 __device__ __forceinline__ uint32_t wg_p_base(int ks, int tg, int t, int k)
 {
     return (uint32_t)(ks * 4 * kWgPSbo + (2 * tg + (k >> 3)) * 128 + 32 * t + (k & 7) * 2);
-}
-
-/* load_tile<true, 64> with a fixed 16-byte column per thread: threads
- * 0..251 are 7 rows x 36 columns (rows 7 r + tid / 36, r = 0..9), so a
- * copy costs a few instructions (no division, no per-copy row lookup), and
- * every row index of a token list is loaded before any copy is issued. */
-__device__ __forceinline__ void load_tile_wg(const MlaParams &p, uint32_t dst, int seq0,
-                                             int tile_start, int t_end)
-{
-    using C = Cfg<true, 64>;
-    constexpr int R = 10;
-    const int tid = threadIdx.x, r0 = tid / 36, c = tid - 36 * r0;
-    if (tid >= 252)
-        return;
-    long kr[R];
-#pragma unroll
-    for (int r = 0; r < R; r++) {
-        const int row = r0 + 7 * r, tau = tile_start + row;
-        kr[r] = -1;
-        if (row < C::NT && tau < t_end)
-            kr[r] = p.tokens ? (long)p.tokens[seq0 + tau] : (long)seq0 + tau;
-    }
-#pragma unroll
-    for (int r = 0; r < R; r++) {
-        const int row = r0 + 7 * r;
-        if (r == R - 1 && row >= C::NT)
-            break;
-        const bool ok = kr[r] >= 0;
-        kvs_cp_async16(dst + (uint32_t)(row * C::ROWB + 16 * c),
-                       p.kv + (ok ? kr[r] * C::GROWB + 16 * c : 0), ok ? 16u : 0u);
-    }
 }
 
 /* load_q_fp8<64> with Q in the core-matrix layout above (same permutation

@@ -19,7 +19,8 @@
 # CONTEXT (4096), STEPS (8), WARMUP (2), CAPACITY (495552), TRACE_STEPS (3),
 # MODES ("eager graph": each tp run eagerly, where the all-reduces are timed
 # with events, and as one CUDA graph per rank, where only the step is timed).
-# NCCL_NVLS_ENABLE stays 0 (NVLink multicast off) unless already set.
+# GATE_TIMEOUT (600 s per correctness test). NCCL_NVLS_ENABLE stays 0
+# (NVLink multicast off) unless already set.
 set -uo pipefail
 build=${1:?usage: bench/engine_tp.sh BUILD_DIR [OUT_DIR]}
 out=${2:-out/engine_tp}
@@ -55,8 +56,10 @@ nvidia-smi topo -m >"$out/runs/topology.txt" 2>&1 || true
 gate() { # gate TEST: 0 passed, 77 skipped, else stop
     local t=$build/tests/$1
     [ -x "$t" ] || { echo "   $1 not built: not checked"; return 0; }
-    "$t" >"$out/runs/check_$1.log" 2>&1
+    # a hang (tp 2 --graph once hung at exit) becomes a failure, not a stuck bench
+    timeout "${GATE_TIMEOUT:-600}" "$t" >"$out/runs/check_$1.log" 2>&1
     local rc=$?
+    [ $rc -eq 124 ] && echo "   $1: did not finish within ${GATE_TIMEOUT:-600} s" >>"$out/runs/check_$1.log"
     if [ $rc -eq 0 ]; then
         echo "   $1: passed"; grep -E "vs (reference|one GPU|plain)" "$out/runs/check_$1.log" | sed 's/^/      /' | head -12
     elif [ $rc -eq 77 ]; then
@@ -67,6 +70,8 @@ gate() { # gate TEST: 0 passed, 77 skipped, else stop
         exit 1
     fi
 }
+# the tests check the traces they write with tests/check_trace.py, found here
+export KVS_SOURCE_ROOT=${KVS_SOURCE_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 echo "== checking tensor parallel against the plain engine and the CPU reference"
 gate test_engine_tp
 [ "$gpus" -ge 2 ] && gate test_engine_tp_multi

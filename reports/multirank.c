@@ -267,9 +267,32 @@ static void comm_notes(struct builder *b)
     }
 }
 
+/* Whether every rank's kv_full_buffer_cast casts rows matched to the MLA
+ * latent (kv_lora_rank [+ rope]): a latent KV cache is replicated, not
+ * split, across tensor-parallel ranks, so each rank pays the whole cast. */
+static bool latent_cast_everywhere(const struct kvs_multirank *m)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        const struct kvs_analysis *a = m->rows[i].a;
+        bool latent = false;
+        for (size_t k = 0; a->findings && k < a->nfinding && !latent; k++) {
+            const struct kvs_finding *x = &a->findings[k];
+            if (!x->id || strcmp(x->id, "kv_full_buffer_cast") || x->group < 0 ||
+                (size_t)x->group >= a->ngroup)
+                continue;
+            const struct kvs_group *g = &a->groups[x->group];
+            latent = g->has_match && g->match.label && strstr(g->match.label, "kv_lora_rank");
+        }
+        if (!latent)
+            return false;
+    }
+    return m->n > 1;
+}
+
 static void finding_notes(struct builder *b)
 {
     struct kvs_multirank *m = b->m;
+    const bool replicated = latent_cast_everywhere(m);
     for (size_t i = 0; i < m->nfinding; i++) {
         const struct kvs_rank_finding *f = &m->findings[i];
         char ranks[256];
@@ -280,11 +303,17 @@ static void finding_notes(struct builder *b)
         else
             snprintf(where, sizeof where, "on rank%s %s (%zu of %zu)", f->nranks > 1 ? "s" : "", ranks,
                      f->nranks, m->n);
+        const char *why = replicated && !strcmp(f->id, "kv_full_buffer_cast")
+                              ? " Every rank casts the whole MLA latent KV pool (its rows are "
+                                "replicated, not split, across tensor-parallel ranks), so more "
+                                "ranks do not shrink this cost; only the fix does (gather the "
+                                "active rows, or attention that reads the FP8 pool)."
+                              : "";
         if (f->max_gpu_ms_per_step > 0)
-            note(b, kvs_fmt_dup(&b->oom, "%s %s: up to %.2f ms per step recoverable (rank %d).",
-                                f->id, where, f->max_gpu_ms_per_step, f->max_rank));
+            note(b, kvs_fmt_dup(&b->oom, "%s %s: up to %.2f ms per step recoverable (rank %d).%s",
+                                f->id, where, f->max_gpu_ms_per_step, f->max_rank, why));
         else
-            note(b, kvs_fmt_dup(&b->oom, "%s %s.", f->id, where));
+            note(b, kvs_fmt_dup(&b->oom, "%s %s.%s", f->id, where, why));
     }
 }
 

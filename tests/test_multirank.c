@@ -14,7 +14,11 @@
  *     busy 650 = compute 550 + comm 200 - overlap 100; exposed comm 100
  * so rank 2 is the straggler (1.2 ms, +20% over the median 1.0 ms), waits the
  * least in the collective and computes the most; the cast (a full 16384-token
- * pool with --kv-capacity 16384) is on ranks 0 and 1 only.
+ * pool with --kv-capacity 16384) is on ranks 0 and 1 only. The case
+ * replicated_latent_cast puts it on rank 2 too (at [750,770)): with rows of
+ * 576 (the MLA latent, kv_lora_rank 512 + rope 64) on every rank the notes
+ * say that each rank casts the whole replicated pool (GLM-5's config); with
+ * rows of 1024 they do not.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -61,9 +65,18 @@ static void kernel(struct doc *d, const char *op, const char *dims, const char *
         name, stream, ts, dur, d->ext, stream);
 }
 
+/* the cast's rows, and whether rank 2 casts too (replicated_latent_cast) */
+static int g_cast_row = 576;
+static bool g_cast_on_rank2;
+static const char *g_model; /* the analysis's model, NULL: inferred */
+
 /* rank < 0: no distributedInfo */
 static void write_rank(char *path, size_t size, int rank, int trace_rank)
 {
+    char cast_dims[160];
+    snprintf(cast_dims, sizeof cast_dims,
+             "[[16384,1,%d],[16384,1,%d]],\"Input type\":[\"c10::BFloat16\",\"c10::Float8_e4m3fn\"]",
+             g_cast_row, g_cast_row);
     struct doc *d = calloc(1, sizeof *d);
     if (!d)
         KVS_TEST_SETUP_FAILED("out of memory");
@@ -80,13 +93,13 @@ static void write_rank(char *path, size_t size, int rank, int trace_rank)
             kernel(d, "aten::mm", NULL, "nvjet_tst_gemm", t + 100, 300, 7);
             kernel(d, "nccl:all_reduce", NULL, NCCL_KERNEL, t + 300, 300, 20);
             kernel(d, "aten::_flash_attention_forward", NULL, "flash_fwd_kernel", t + 650, 50, 7);
-            kernel(d, "aten::copy_",
-                   "[[16384,1,576],[16384,1,576]],\"Input type\":[\"c10::BFloat16\",\"c10::Float8_e4m3fn\"]",
-                   "direct_copy_kernel_cuda", t + 700, 20, 7);
+            kernel(d, "aten::copy_", cast_dims, "direct_copy_kernel_cuda", t + 700, 20, 7);
         } else {
             kernel(d, "aten::mm", NULL, "nvjet_tst_gemm", t + 100, 500, 7);
             kernel(d, "nccl:all_reduce", NULL, NCCL_KERNEL, t + 500, 200, 20);
             kernel(d, "aten::_flash_attention_forward", NULL, "flash_fwd_kernel", t + 750, 50, 7);
+            if (g_cast_on_rank2)
+                kernel(d, "aten::copy_", cast_dims, "direct_copy_kernel_cuda", t + 800, 20, 7);
         }
     }
     put(d, "\n]}\n");
@@ -103,6 +116,7 @@ static void analyze_ranks(const int *order, bool named, struct kvs_analysis **a)
     kvs_analysis_options_init(&o);
     o.log = kvs_capture_logger(&logcap);
     o.kv_capacity = 16384;
+    o.model = g_model;
     for (int i = 0; i < 3; i++) {
         char path[256];
         write_rank(path, sizeof path, order[i], named ? order[i] : -1);
@@ -218,6 +232,7 @@ static void test_straggler_and_ranks(void)
     KVS_CHECK_MSG(strstr(notes, "Rank 2 is the straggler: 1.20 ms per step, 0.20 ms (20.0%)"), "%s", notes);
     KVS_CHECK_MSG(strstr(notes, "rank 2, with the least waiting and the most computation"), "%s", notes);
     KVS_CHECK_MSG(strstr(notes, "kv_full_buffer_cast on ranks 0, 1 (2 of 3)"), "%s", notes);
+    KVS_CHECK_MSG(!strstr(notes, "replicated"), "%s", notes); /* not on every rank */
     cJSON_Delete(j);
     kvs_multirank_free(m);
     for (int i = 0; i < 3; i++)
@@ -260,12 +275,55 @@ static void test_file_order_and_formats(void)
     KVS_CHECK_EQ_INT(kvs_multirank(NULL, 0, &m), KVS_STATUS_INVALID_ARGUMENT);
 }
 
+/* the notes of three ranks' traces, all with the cast, rows of `row` */
+static void notes_with_cast_everywhere(int row, char *notes, size_t size)
+{
+    g_cast_row = row;
+    g_cast_on_rank2 = true;
+    g_model = "glm5"; /* MLA: kv_lora_rank 512, qk_rope_head_dim 64 */
+    int order[3] = {0, 1, 2};
+    struct kvs_analysis *a[3];
+    analyze_ranks(order, true, a);
+    g_cast_row = 576;
+    g_cast_on_rank2 = false;
+    g_model = NULL;
+    notes[0] = '\0';
+    KVS_REQUIRE(a[0] && a[1] && a[2]);
+    struct kvs_multirank *m = NULL;
+    KVS_CHECK_EQ_INT(kvs_multirank((const struct kvs_analysis *const *)a, 3, &m), KVS_STATUS_OK);
+    KVS_REQUIRE(m);
+    cJSON *j = render_json(m);
+    const cJSON *n;
+    cJSON_ArrayForEach(n, cJSON_GetObjectItem(cJSON_GetObjectItem(j, "ranks"), "notes"))
+    {
+        strncat(notes, n->valuestring, size - strlen(notes) - 2);
+        strcat(notes, "\n");
+    }
+    cJSON_Delete(j);
+    kvs_multirank_free(m);
+    for (int i = 0; i < 3; i++)
+        kvs_analysis_free(a[i]);
+}
+
+static void test_replicated_latent_cast(void)
+{
+    char notes[4096];
+    notes_with_cast_everywhere(576, notes, sizeof notes);
+    KVS_CHECK_MSG(strstr(notes, "kv_full_buffer_cast on every rank (3 of 3)"), "%s", notes);
+    KVS_CHECK_MSG(strstr(notes, "Every rank casts the whole MLA latent KV pool"), "%s", notes);
+    /* rows that are not the latent (1024): no such claim */
+    notes_with_cast_everywhere(1024, notes, sizeof notes);
+    KVS_CHECK_MSG(strstr(notes, "kv_full_buffer_cast on every rank (3 of 3)"), "%s", notes);
+    KVS_CHECK_MSG(!strstr(notes, "MLA latent"), "%s", notes);
+}
+
 int main(int argc, char **argv)
 {
     static const struct kvs_test tests[] = {
         {"comm_and_compute", test_comm_and_compute},
         {"straggler_and_ranks", test_straggler_and_ranks},
         {"file_order_and_formats", test_file_order_and_formats},
+        {"replicated_latent_cast", test_replicated_latent_cast},
         {NULL, NULL},
     };
     return kvs_test_main(argc, argv, tests);

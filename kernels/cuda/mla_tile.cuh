@@ -279,13 +279,16 @@ template <int HG> __device__ __forceinline__ int q_pos(int d)
     return 16 * j + 2 * t;
 }
 
+/* This thread's 16-byte chunks of Q (8 dims each) for head group hg of
+ * sequence b, every load in flight at once: chunk r is i = threadIdx.x +
+ * r * kThreads, head i / 72, dims 8 (i % 72) of latent (512) then rope (64);
+ * zeros past the last head. The FP8 kernels' Q staging converts them. */
 template <int HG>
-__device__ __forceinline__ void load_q_fp8(const MlaParams &p, unsigned char *sq, int b, int hg)
+__device__ __forceinline__ void load_q_chunks(const MlaParams &p, int b, int hg,
+                                              uint4 (&v)[HG * 72 / kThreads])
 {
-    constexpr int R = HG * 72 / kThreads; /* 16-byte chunks (8 dims) per thread */
-    uint4 v[R];
 #pragma unroll
-    for (int r = 0; r < R; r++) {
+    for (int r = 0; r < HG * 72 / kThreads; r++) {
         int i = threadIdx.x + r * kThreads, h = i / 72, c = i - h * 72, hh = hg * HG + h;
         v[r] = make_uint4(0u, 0u, 0u, 0u);
         if (hh < p.heads) {
@@ -294,6 +297,14 @@ __device__ __forceinline__ void load_q_fp8(const MlaParams &p, unsigned char *sq
                                            : p.q_rope + bh * 64 + 8 * (c - 64));
         }
     }
+}
+
+template <int HG>
+__device__ __forceinline__ void load_q_fp8(const MlaParams &p, unsigned char *sq, int b, int hg)
+{
+    constexpr int R = HG * 72 / kThreads; /* 16-byte chunks (8 dims) per thread */
+    uint4 v[R];
+    load_q_chunks<HG>(p, b, hg, v);
 #pragma unroll
     for (int r = 0; r < R; r++) {
         int i = threadIdx.x + r * kThreads, h = i / 72, c = i - h * 72;

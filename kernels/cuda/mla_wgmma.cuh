@@ -130,16 +130,7 @@ __device__ __forceinline__ void load_q_fp8_wg(const MlaParams &p, unsigned char 
 {
     constexpr int R = 64 * 72 / kThreads; /* all 18 loads in flight at once */
     uint4 v[R];
-#pragma unroll
-    for (int r = 0; r < R; r++) {
-        int i = threadIdx.x + r * kThreads, h = i / 72, c = i - h * 72, hh = hg * 64 + h;
-        v[r] = make_uint4(0u, 0u, 0u, 0u);
-        if (hh < p.heads) {
-            size_t bh = (size_t)b * p.heads + hh;
-            v[r] = *(const uint4 *)(c < 64 ? p.q_latent + bh * 512 + 8 * c
-                                           : p.q_rope + bh * 64 + 8 * (c - 64));
-        }
-    }
+    load_q_chunks<64>(p, b, hg, v);
 #pragma unroll
     for (int r = 0; r < R; r++) {
         int i = threadIdx.x + r * kThreads, h = i / 72, c = i - h * 72;

@@ -7,10 +7,10 @@
  * variants (by split count; the partials come from L2, so the combine is
  * bounded by load latency, not bandwidth):
  *   few   <= 16 splits: one 128-thread block per (sequence, head), every
- *         split's load issued at once
+ *         split's lse and partial loaded at once
  *   many  grid (sequence x head, 4 slices of 128 dims); the 8 warps of a block
- *         take every 8th split, four loads in flight each, and add their sums
- *         in shared memory
+ *         take every 8th split, eight loads in flight each (the first eight
+ *         beside the lse loads), and add their sums in shared memory
  * each templated on the partials' type (f16 for FP8 KV, f32 for BF16 KV, see
  * mla_decode.cu) and on the head group size (a constant 64, or 0: read at
  * run time; launch_combine says which runs when); launched with
@@ -40,6 +40,8 @@ template <bool HALF> __device__ __forceinline__ float4 load4(const void *__restr
     return *(const float4 *)((const float *)opart + i);
 }
 
+constexpr int kChunk = 8; /* partial loads in flight per warp (many-split kernel) */
+
 template <bool HALF, int HGH>
 __global__ void __launch_bounds__(256)
 combine_kernel(const void *__restrict__ opart, const float *__restrict__ lsepart, int heads,
@@ -58,10 +60,29 @@ combine_kernel(const void *__restrict__ opart, const float *__restrict__ lsepart
     const int bh = blockIdx.x, b = bh / heads, hh = bh - b * heads, hg = hh / hgh, h = hh % hgh;
     const size_t base = (size_t)(b * hgroups + hg) * splits;
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+    const int d = 128 * blockIdx.y + 4 * lane;
+    const size_t src = (base * hgh + h) * 512 + d; /* split s: + s * hgh * 512 */
+    const size_t step = (size_t)hgh * 512;
+    /* the partials of this warp's splits w, w + 8, ... in chunks of
+     * kChunk loads in flight; the first chunk's go out before the lse
+     * reductions (a load does not need its split's weight), so the lse and
+     * the first partials share a round trip */
+    float4 x[kChunk];
+    auto fetch = [&](int s0) {
+#pragma unroll
+        for (int u = 0; u < kChunk; u++) {
+            const int s = s0 + 8 * u;
+            x[u] = s < splits ? load4<HALF>(opart, src + (size_t)s * step)
+                              : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+    };
+    fetch(w);
 
-    float mx = -INFINITY;
-    for (int s = tid; s < splits; s += 256)
-        mx = fmaxf(mx, lsepart[(base + s) * hgh + h]);
+    /* one split's lse per thread (kMaxSplits <= 256), read once and kept
+     * for the weight: the second read was another round trip */
+    static_assert(kMaxSplits <= 256, "one lse per thread");
+    const float ls = tid < splits ? lsepart[(base + tid) * hgh + h] : -INFINITY;
+    float mx = ls;
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1)
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
@@ -73,11 +94,9 @@ combine_kernel(const void *__restrict__ opart, const float *__restrict__ lsepart
         mx = fmaxf(mx, red[i]);
     __syncthreads();
     float sum = 0.f;
-    for (int s = tid; s < splits; s += 256) {
-        float l = lsepart[(base + s) * hgh + h];
-        float v = mx == -INFINITY || l == -INFINITY ? 0.f : exp2f(l - mx);
-        wgt[s] = v;
-        sum += v;
+    if (tid < splits) {
+        sum = mx == -INFINITY || ls == -INFINITY ? 0.f : exp2f(ls - mx);
+        wgt[tid] = sum;
     }
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1)
@@ -89,30 +108,19 @@ combine_kernel(const void *__restrict__ opart, const float *__restrict__ lsepart
     for (int i = 0; i < 8; i++)
         sum += red[i];
 
-    const int d = 128 * blockIdx.y + 4 * lane;
-    const size_t src = (base * hgh + h) * 512 + d; /* split s: + s * hgh * 512 */
-    const size_t step = (size_t)hgh * 512;
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-    int s = w;
-    for (; s + 24 < splits; s += 32) {
-        float4 x[4];
-        float v[4];
+    for (int s0 = w; s0 < splits; s0 += 8 * kChunk) {
+        if (s0 != w)
+            fetch(s0);
 #pragma unroll
-        for (int u = 0; u < 4; u++) {
-            v[u] = wgt[s + 8 * u];
-            x[u] = v[u] != 0.f ? load4<HALF>(opart, src + (size_t)(s + 8 * u) * step)
-                               : make_float4(0.f, 0.f, 0.f, 0.f);
-        }
-#pragma unroll
-        for (int u = 0; u < 4; u++)
-            acc.x += v[u] * x[u].x, acc.y += v[u] * x[u].y, acc.z += v[u] * x[u].z,
-                acc.w += v[u] * x[u].w;
-    }
-    for (; s < splits; s += 8) {
-        float v = wgt[s];
-        if (v != 0.f) {
-            float4 x = load4<HALF>(opart, src + (size_t)s * step);
-            acc.x += v * x.x, acc.y += v * x.y, acc.z += v * x.z, acc.w += v * x.w;
+        for (int u = 0; u < kChunk; u++) {
+            const int s = s0 + 8 * u;
+            /* weight 0: an empty split (its partial never written) or one
+             * that underflows; select, so garbage never meets the sum */
+            const float v = s < splits ? wgt[s] : 0.f;
+            if (v != 0.f)
+                acc.x += v * x[u].x, acc.y += v * x[u].y, acc.z += v * x[u].z,
+                    acc.w += v * x[u].w;
         }
     }
     part[w][lane] = acc;
@@ -135,11 +143,15 @@ combine_kernel(const void *__restrict__ opart, const float *__restrict__ lsepart
     }
 }
 
-/* Few splits (<= kFewSplits): one 128-thread block per (sequence, head),
- * 4 dims per thread, all splits' loads issued together. */
+/* Few splits (<= FEW <= kFewSplits): one 128-thread block per (sequence,
+ * head), 4 dims per thread, every split's lse and partial loaded at once
+ * (one round trip; the partial loads used to wait for the weights). FEW
+ * sizes the registers that hold them: 16 splits' partials take ~96
+ * registers, and at batch 64 (2 splits, 4096 blocks) a block per SM fewer
+ * costs a wave, so up to 4 splits run the FEW = 4 kernel. */
 constexpr int kFewSplits = 16;
 
-template <bool HALF, int HGH>
+template <bool HALF, int HGH, int FEW>
 __global__ void __launch_bounds__(128)
 combine_few_kernel(const void *__restrict__ opart, const float *__restrict__ lsepart, int heads,
                    int hgroups, int hgh_rt, int splits, uint16_t *__restrict__ out,
@@ -152,24 +164,27 @@ combine_few_kernel(const void *__restrict__ opart, const float *__restrict__ lse
         prof[2 * blockIdx.x] = globaltimer();
     const int bh = blockIdx.x, b = bh / heads, hh = bh - b * heads, hg = hh / hgh, h = hh % hgh;
     const size_t base = (size_t)(b * hgroups + hg) * splits;
-    float l[kFewSplits];
+    const size_t src = (base * hgh + h) * 512 + 4 * threadIdx.x;
+    float l[FEW];
+    float4 x[FEW];
     float mx = -INFINITY;
 #pragma unroll
-    for (int s = 0; s < kFewSplits; s++) {
+    for (int s = 0; s < FEW; s++) {
         l[s] = s < splits ? lsepart[(base + s) * hgh + h] : -INFINITY;
-        mx = fmaxf(mx, l[s]);
+        x[s] = s < splits ? load4<HALF>(opart, src + (size_t)s * hgh * 512)
+                          : make_float4(0.f, 0.f, 0.f, 0.f);
     }
+#pragma unroll
+    for (int s = 0; s < FEW; s++)
+        mx = fmaxf(mx, l[s]);
     float sum = 0.f;
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-    const size_t src = (base * hgh + h) * 512 + 4 * threadIdx.x;
 #pragma unroll
-    for (int s = 0; s < kFewSplits; s++) {
+    for (int s = 0; s < FEW; s++) {
         float v = mx == -INFINITY || l[s] == -INFINITY ? 0.f : exp2f(l[s] - mx);
         sum += v;
-        if (v != 0.f) {
-            float4 x = load4<HALF>(opart, src + (size_t)s * hgh * 512);
-            acc.x += v * x.x, acc.y += v * x.y, acc.z += v * x.z, acc.w += v * x.w;
-        }
+        if (v != 0.f) /* select: an empty split's partial was never written */
+            acc.x += v * x[s].x, acc.y += v * x[s].y, acc.z += v * x[s].z, acc.w += v * x[s].w;
     }
     const float inv = sum > 0.f ? 1.f / sum : 0.f;
     __nv_bfloat162 lo = __floats2bfloat162_rn(acc.x * inv, acc.y * inv);
@@ -220,15 +235,16 @@ cudaError_t launch_combine(const Params &p, int batch, cudaStream_t s)
      * Neither difference is understood. */
     if (p.splits <= kFewSplits) {
         const dim3 grid((unsigned)(batch * p.heads));
-        if (p.hg_heads == 64)
-            return kvs_launch_pdl(p.part_half ? combine_few_kernel<true, 64>
-                                              : combine_few_kernel<false, 64>,
-                                  grid, dim3(128), 0, s, op, lp, p.heads, p.hgroups, p.hg_heads,
-                                  p.splits, p.out, p.lse, p.prof);
-        return kvs_launch_pdl(p.part_half ? combine_few_kernel<true, 0>
-                                          : combine_few_kernel<false, 0>,
-                              grid, dim3(128), 0, s, op, lp, p.heads, p.hgroups, p.hg_heads,
-                              p.splits, p.out, p.lse, p.prof);
+        auto few = [&](auto kernel) {
+            return kvs_launch_pdl(kernel, grid, dim3(128), 0, s, op, lp, p.heads, p.hgroups,
+                                  p.hg_heads, p.splits, p.out, p.lse, p.prof);
+        };
+        const bool h = p.part_half != 0, h64 = p.hg_heads == 64;
+        if (p.splits <= 4)
+            return h64 ? few(h ? combine_few_kernel<true, 64, 4> : combine_few_kernel<false, 64, 4>)
+                       : few(h ? combine_few_kernel<true, 0, 4> : combine_few_kernel<false, 0, 4>);
+        return h64 ? few(h ? combine_few_kernel<true, 64, 16> : combine_few_kernel<false, 64, 16>)
+                   : few(h ? combine_few_kernel<true, 0, 16> : combine_few_kernel<false, 0, 16>);
     }
     return kvs_launch_pdl(p.part_half ? combine_kernel<true, 0> : combine_kernel<false, 0>,
                           dim3((unsigned)(batch * p.heads), 4), dim3(256), 0, s, op, lp, p.heads,

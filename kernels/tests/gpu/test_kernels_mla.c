@@ -1,9 +1,10 @@
 /* kernels/tests/gpu/test_kernels_mla.c — MLA decode attention on the GPU
  * (BF16 KV and FP8 KV read directly) against the double-precision CPU
  * reference, on fresh random inputs: context 1, 7, 4097 (split across blocks
- * and combined), batch 1 and 33, an empty sequence, token lists and
- * contiguous rows, fewer than 64 heads, and a batch too large to split.
- * Outputs are poisoned with NaN first. FP8-direct must also equal BF16
+ * and combined), batch 1, 8 (blocks of four 64-row tiles) and 33, an
+ * empty sequence, token lists and contiguous rows, fewer than 64 heads,
+ * and a batch too large to split. Outputs and the workspace's partials
+ * are poisoned with NaN first. FP8-direct must also equal BF16
  * attention on the cast data. Tolerances: docs/kernels.md.
  *
  *   meson test -C build --suite gpu test_kernels_mla
@@ -118,6 +119,10 @@ static kvs_bf16 *run_case(const struct mla_case *c, enum kvs_kv_dtype dt, uint64
     int bound = max_ctx + (c->use_tokens ? 3 : 0);
     size_t wsb = kvs_cuda_mla_decode_workspace(B, H, bound);
     void *ws = kt_dev(wsb);
+    /* NaN in every partial: a split that writes none (past its sequence's
+     * end) must never reach the combine's sums */
+    if (wsb)
+        KVS_TEST_CUDA(cudaMemset(ws, 0xFF, wsb));
     KVS_CHECK_EQ_INT(kvs_cuda_mla_decode(&a, bound, ws, wsb, NULL), KVS_STATUS_OK);
     kvs_bf16 *out = malloc(nq * KVS_MLA_LATENT * 2);
     float *lse = malloc(nq * sizeof(float));
@@ -234,6 +239,17 @@ static void test_batch33(void)
     run_both(&c2);
 }
 
+/* 64-head blocks of four tiles (the wgmma kernel by the planner's rule;
+ * _mma and _hg32 run it as mma.sync): each stage buffer is reused; the
+ * shorter sequences leave their last splits empty, so the combine meets
+ * partials that were never written (NaN, see run_case) */
+static void test_batch8_long(void)
+{
+    static const int ctx[8] = {3200, 3100, 2900, 3333, 3000, 3250, 2800, 3199};
+    struct mla_case c = {"b8_ctx3333", 8, 64, ctx, 1, 0.0625f};
+    run_both(&c);
+}
+
 static void test_heads_and_wide_batch(void)
 {
     static const int c2[] = {100, 613};
@@ -256,6 +272,7 @@ int main(int argc, char **argv)
     static const struct kvs_test tests[] = {
         {"batch1_contexts", test_batch1_contexts},
         {"batch33", test_batch33},
+        {"batch8_long", test_batch8_long},
         {"heads_and_wide_batch", test_heads_and_wide_batch},
         {NULL, NULL},
     };

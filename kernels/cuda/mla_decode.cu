@@ -165,7 +165,9 @@ enum kvs_status decode(const struct kvs_mla_args *a, int max_ctx, void *workspac
                          : nullptr;
     p.prof = prof;
 
-    const cudaError_t le = !fp8                 ? launch<false, 64>(p, pl, a->batch, s)
+    /* BF16: the AHEAD kernel only with a token list (mla_kernel.cuh) */
+    const cudaError_t le = !fp8 ? (a->tokens ? launch<false, 64, false, true>(p, pl, a->batch, s)
+                                             : launch<false, 64, false, false>(p, pl, a->batch, s))
                            : pl.hg_heads == 32 ? launch<true, 32>(p, pl, a->batch, s)
                                                : launch_fp8_64(p, pl, a->batch, max_ctx, sms, s);
     KVS_CUDA_TRY(NULL, le);

@@ -26,8 +26,14 @@ namespace {
 
 /* WG: the FP8 64-head kernel with its inner products on wgmma (sm_90a;
  * mla_wgmma.cuh): Q and P in the core-matrix layouts wgmma reads, the rest
- * as in the mma.sync kernel */
-template <bool FP8, int HG, bool WG = false>
+ * as in the mma.sync kernel.
+ * AHEAD: token-list row indices a tile ahead in shared memory (load_tile);
+ * every FP8 kernel. BF16 KV has two kernels: AHEAD for a token list, where
+ * it made the tiles faster (B1 x 32K tiles -11%), and without AHEAD for
+ * contiguous rows, the code from before AHEAD existed: with it those calls
+ * measured up to 2.9% slower (B8 x 64K), not understood, no SASS taken
+ * (docs/kernels.md, "Batch-1 fixed costs"). */
+template <bool FP8, int HG, bool WG = false, bool AHEAD = FP8>
 __global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel(const MlaParams p)
 {
     static_assert(!WG || (FP8 && HG == 64), "wgmma: FP8 KV, 64-head groups");
@@ -81,13 +87,26 @@ __global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel
     float *red_l = (float *)(smem + C::OFF_L);
     float *sm_m = (float *)(smem + C::OFF_M), *sm_alpha = sm_m + HG;
 
-    /* the first tile's copies go out before Q is staged: its DRAM trip (and
-     * the token-list load before it) overlaps Q's, instead of following it */
-    load_tile<FP8, HG>(p, stage_a, seq0, t_begin, t_end);
+    int32_t *ids = (int32_t *)(smem + C::OFF_IDX); /* [2][NT]: tile t's in ids + (t & 1) NT */
+
+    /* FP8: the first tile's index loads go out first, then Q's loads into
+     * registers, then the tile's copies (which wait for the indices), and
+     * Q is converted and stored while the tile is in flight: the prologue's
+     * chain is seq_start -> token list -> KV rows, with Q's trip beside the
+     * last two. (Q's loads ahead of the index loads delayed the 64-head
+     * kernels' chain: 18 loads a thread, 73 KB a block, in front of them;
+     * docs/kernels.md, "Batch-1 fixed costs".) BF16: the first tile's
+     * copies, then Q's cp.asyncs (Q's between the index loads and the
+     * copies measured slower: prologue +470..+1000 cycles, same section). */
+    uint4 qv[FP8 ? kQChunks<HG> : 1];
+    load_tile<FP8, HG, AHEAD, true>(p, stage_a, seq0, t_begin, t_end, nullptr, ids + C::NT, [&] {
+        if constexpr (FP8)
+            fetch_q<HG>(p, qv, b, hg);
+    });
     if constexpr (WG)
-        load_q_fp8_wg(p, sq, b, hg);
-    else if (FP8)
-        load_q_fp8<HG>(p, sq, b, hg);
+        store_q_fp8_wg(p, sq, qv);
+    else if constexpr (FP8)
+        store_q_fp8<HG>(p, sq, qv);
     else
         load_q_bf16(p, sqa, b, hg);
     kvs_cp_async_commit();
@@ -116,8 +135,9 @@ __global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel
         if (p.prof && tile == 0 && tid == 0)
             p.prof[kvs_mla::kProfDecode * pblk + 3] = clock64();
         if (!WG && tile + 1 < ntiles) { /* WG: after the P fence, below */
-            load_tile<FP8, HG>(p, stage_a + ((tile + 1) & 1) * C::STAGE_BYTES, seq0,
-                               tile_start + C::NT, t_end);
+            load_tile<FP8, HG, AHEAD, false>(p, stage_a + ((tile + 1) & 1) * C::STAGE_BYTES, seq0,
+                                      tile_start + C::NT, t_end, ids + ((tile + 1) & 1) * C::NT,
+                                      ids + (tile & 1) * C::NT, [] {});
             kvs_cp_async_commit();
         }
         const unsigned char *st = smem + C::OFF_STAGE + (tile & 1) * C::STAGE_BYTES;
@@ -233,8 +253,9 @@ __global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel
          * flight; issued at the top of the tile they cost 3.6% at batch 64
          * x 128K (docs/kernels.md, "wgmma") */
         if (WG && tile + 1 < ntiles) {
-            load_tile<FP8, HG>(p, stage_a + ((tile + 1) & 1) * C::STAGE_BYTES, seq0,
-                               tile_start + C::NT, t_end);
+            load_tile<FP8, HG, AHEAD, false>(p, stage_a + ((tile + 1) & 1) * C::STAGE_BYTES, seq0,
+                                      tile_start + C::NT, t_end, ids + ((tile + 1) & 1) * C::NT,
+                                      ids + (tile & 1) * C::NT, [] {});
             kvs_cp_async_commit();
         }
         /* every head of the accumulators: rescale by exp2(m_old - m_new),
@@ -344,21 +365,21 @@ __global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel
 // ----------------------------------------------------------------------------
 // host side
 
-template <bool FP8, int HG, bool WG = false>
+template <bool FP8, int HG, bool WG = false, bool AHEAD = FP8>
 cudaError_t launch(const MlaParams &p, const kvs_mla::Plan &pl, int batch, cudaStream_t s)
 {
-    cudaError_t e = cudaFuncSetAttribute(mla_decode_kernel<FP8, HG, WG>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         Cfg<FP8, HG>::SMEM);
-    if (e == cudaSuccess && Cfg<FP8, HG>::BPS > 1) /* room for the second block */
-        e = cudaFuncSetAttribute(mla_decode_kernel<FP8, HG, WG>,
-                                 cudaFuncAttributePreferredSharedMemoryCarveout,
+    using C = Cfg<FP8, HG>;
+    const auto kernel = mla_decode_kernel<FP8, HG, WG, AHEAD>;
+    const int smem = C::SMEM + (AHEAD ? C::IDX_BYTES : 0);
+    cudaError_t e =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (e == cudaSuccess && C::BPS > 1) /* room for the second block */
+        e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                  cudaSharedmemCarveoutMaxShared);
     if (e != cudaSuccess)
         return e;
     dim3 grid((unsigned)pl.splits, (unsigned)batch, (unsigned)pl.hgroups);
-    return kvs_launch_pdl(mla_decode_kernel<FP8, HG, WG>, grid, dim3(kThreads),
-                          (size_t)Cfg<FP8, HG>::SMEM, s, p);
+    return kvs_launch_pdl(kernel, grid, dim3(kThreads), (size_t)smem, s, p);
 }
 
 } // namespace

@@ -5,8 +5,8 @@
  * the comment at the top of mla_decode.cu and docs/kernels.md.
  *
  * defines (anonymous namespace): Cfg, kThreads, kQStride, s_phase_fp8,
- *   s_phase_fp8_h32, s_phase_bf16, pv_phase, load_q_fp8, load_q_bf16,
- *   load_tile, prob_bits
+ *   s_phase_fp8_h32, s_phase_bf16, pv_phase, kQChunks, fetch_q, store_q_fp8,
+ *   load_q_bf16, load_tile, prob_bits
  */
 #ifndef KVSCOPE_MLA_TILE_CUH
 #define KVSCOPE_MLA_TILE_CUH
@@ -53,16 +53,21 @@ template <bool FP8, int HG> struct Cfg {
     static constexpr int X_BYTES = 8 * NH8 * 32 * 16;
     static constexpr int RED_BYTES = TG * HG * 4;
     static constexpr int M_BYTES = 2 * HG * 4; /* per-head running max, then alpha */
+    /* token-list row indices of two tiles, after everything else: only
+     * the AHEAD kernels (load_tile) have them */
+    static constexpr int IDX_BYTES = 2 * NT * 4;
     static constexpr int OFF_STAGE = Q_BYTES;
     static constexpr int OFF_P = OFF_STAGE + 2 * STAGE_BYTES;
     static constexpr int OFF_X = OFF_P + P_BYTES;
     static constexpr int OFF_MAX = OFF_X + X_BYTES;
     static constexpr int OFF_L = OFF_MAX + RED_BYTES;
     static constexpr int OFF_M = OFF_L + RED_BYTES;
-    static constexpr int SMEM = OFF_M + M_BYTES;
-    static_assert(SMEM <= 227 * 1024, "shared memory");
+    static constexpr int SMEM = OFF_M + M_BYTES; /* without the indices */
+    static constexpr int OFF_IDX = SMEM;
+    static_assert(SMEM + IDX_BYTES <= 227 * 1024, "shared memory");
     /* two blocks per SM: 228 KB less 1 KB reserved per block */
-    static_assert(BPS == 1 || SMEM <= 113 * 1024, "shared memory for two blocks per SM");
+    static_assert(BPS == 1 || SMEM + IDX_BYTES <= 113 * 1024,
+                  "shared memory for two blocks per SM");
     static_assert(HG == 64 || (FP8 && HG == 32), "head group");
     static_assert(KSTEPS * KS == 36 && NTW * KS == NH8, "warp split");
     static_assert(HG * 72 % kThreads == 0, "Q copy");
@@ -102,7 +107,7 @@ __device__ __forceinline__ void s_kstep(float (&s)[NH8][4], const uint32_t (&a)[
 
 /* FP8: m-row g is token 2g of the group, m-row g+8 token 2g+1. Thread t
  * reads bytes 64c + 16t .. +15 of both rows: word i feeds k-step 4c + i (the
- * Q layout is permuted to match, see load_q_fp8). */
+ * Q layout is permuted to match, see store_q_fp8). */
 __device__ __forceinline__ void s_phase_fp8(float (&s)[8][4], const unsigned char *st, uint32_t sq,
                                             int tg, int ks, int lane)
 {
@@ -253,9 +258,8 @@ __device__ __forceinline__ void pv_phase(float (&o)[4][HG / 8][4], const unsigne
  * permuted to match the K fragments: 64 heads, dim 64c + 16t + 4i + 2h + e
  * sits at position 16(4c + i) + 2t + 8h + e, the slot of k-step 4c + i
  * where the K fragment built from word i of the 16 bytes 64c + 16t.. puts
- * it; 32 heads, the k-step of a word is that of s_phase_fp8_h32. All 18
- * (9) 16-byte loads of a thread are issued before any is used (one round
- * trip, not 18). */
+ * it; 32 heads, the k-step of a word is that of s_phase_fp8_h32 (fetch_q
+ * and store_q_fp8 below). */
 __device__ __forceinline__ uint32_t q_pair_f16(uint32_t raw, float scale)
 {
     float f0 = fminf(fmaxf(bf16_bits_to_float(raw & 0xffffu) * scale, -65504.f), 65504.f);
@@ -279,16 +283,17 @@ template <int HG> __device__ __forceinline__ int q_pos(int d)
     return 16 * j + 2 * t;
 }
 
-/* This thread's 16-byte chunks of Q (8 dims each) for head group hg of
- * sequence b, every load in flight at once: chunk r is i = threadIdx.x +
- * r * kThreads, head i / 72, dims 8 (i % 72) of latent (512) then rope (64);
- * zeros past the last head. The FP8 kernels' Q staging converts them. */
+/* Q's 16-byte chunks (8 dims each) of this thread, all loads issued at
+ * once (one round trip, not one per chunk); the kernel issues them before
+ * the first tile's copies and stages them (store_q_fp8 / store_q_fp8_wg)
+ * while that tile is in flight */
+template <int HG> constexpr int kQChunks = HG * 72 / kThreads;
+
 template <int HG>
-__device__ __forceinline__ void load_q_chunks(const MlaParams &p, int b, int hg,
-                                              uint4 (&v)[HG * 72 / kThreads])
+__device__ __forceinline__ void fetch_q(const MlaParams &p, uint4 (&v)[kQChunks<HG>], int b, int hg)
 {
 #pragma unroll
-    for (int r = 0; r < HG * 72 / kThreads; r++) {
+    for (int r = 0; r < kQChunks<HG>; r++) {
         int i = threadIdx.x + r * kThreads, h = i / 72, c = i - h * 72, hh = hg * HG + h;
         v[r] = make_uint4(0u, 0u, 0u, 0u);
         if (hh < p.heads) {
@@ -300,13 +305,11 @@ __device__ __forceinline__ void load_q_chunks(const MlaParams &p, int b, int hg,
 }
 
 template <int HG>
-__device__ __forceinline__ void load_q_fp8(const MlaParams &p, unsigned char *sq, int b, int hg)
+__device__ __forceinline__ void store_q_fp8(const MlaParams &p, unsigned char *sq,
+                                            const uint4 (&v)[kQChunks<HG>])
 {
-    constexpr int R = HG * 72 / kThreads; /* 16-byte chunks (8 dims) per thread */
-    uint4 v[R];
-    load_q_chunks<HG>(p, b, hg, v);
 #pragma unroll
-    for (int r = 0; r < R; r++) {
+    for (int r = 0; r < kQChunks<HG>; r++) {
         int i = threadIdx.x + r * kThreads, h = i / 72, c = i - h * 72;
         const int d0 = 8 * c;
         uint32_t *row = (uint32_t *)(sq + h * kQStride * 2);
@@ -339,29 +342,48 @@ __device__ __forceinline__ void load_q_bf16(const MlaParams &p, uint32_t sq, int
  * units of 576 bytes (an FP8 row; half a BF16 row), a unit 36 16-byte
  * columns; threads 0..251 are 7 units x 36 columns (units 7 r + tid / 36,
  * r = 0..R-1). So a copy costs a few instructions (no division, no
- * per-copy row lookup), and every row index of a token list is loaded
- * before the first copy goes out: one round trip per tile, not one per
- * copy (the loop this replaced loaded each index just before its copy).
- * One routine for every variant, the wgmma kernel's included. */
-template <bool FP8, int HG>
+ * per-copy row lookup), and with a token list every row index of a tile is
+ * loaded before its first copy goes out (one round trip per tile, not one
+ * per copy). One routine for every variant, the wgmma kernel's included.
+ * AHEAD: only the FIRST tile's indices come from global memory, and
+ * `between` runs after those loads are issued, before the copies that wait
+ * for them (the FP8 prologue issues Q's loads there: behind the index
+ * loads in the queue, not ahead of them); every later tile's rows come
+ * from shared memory (ids), where the copy of the tile before put them a
+ * tile ahead: the next tile's indices are cp.async'ed into ids_next beside
+ * this tile's copies (same group), so no tile's copies but the first wait
+ * for a global load. Without AHEAD, ids, ids_next and `between` are not
+ * used and the code is the one from before AHEAD (the BF16 kernel without
+ * a token list; mla_kernel.cuh says why). */
+template <bool FP8, int HG, bool AHEAD, bool FIRST, class F>
 __device__ __forceinline__ void load_tile(const MlaParams &p, uint32_t dst, int seq0,
-                                          int tile_start, int t_end)
+                                          int tile_start, int t_end, const int32_t *ids,
+                                          int32_t *ids_next, F &&between)
 {
     using C = Cfg<FP8, HG>;
+    constexpr bool A = AHEAD;
     constexpr int UB = 576, UC = UB / 16, UPR = C::GROWB / UB, U = C::NT * UPR;
     constexpr int UPT = kThreads / UC; /* units per round */
     constexpr int R = (U + UPT - 1) / UPT;
     static_assert(C::GROWB % UB == 0 && UPT * (R - 1) < U, "tile copy layout");
+    static_assert(C::NT <= UPT * UC, "index copies by the copying threads");
     const int tid = threadIdx.x, u0 = tid / UC, c = tid - UC * u0;
-    if (tid >= UPT * UC)
+    const bool copier = tid < UPT * UC;
+    if (!A && !copier)
         return;
+    const int32_t *tok = p.tokens;
     int kr[R]; /* KV row of each unit, -1: zero-fill */
 #pragma unroll
     for (int r = 0; r < R; r++) {
         const int u = u0 + UPT * r, tau = tile_start + u / UPR;
         kr[r] = -1;
-        if (u < U && tau < t_end)
-            kr[r] = p.tokens ? p.tokens[seq0 + tau] : seq0 + tau;
+        if (copier && u < U && tau < t_end)
+            kr[r] = !tok ? seq0 + tau : !A || FIRST ? tok[seq0 + tau] : ids[u / UPR];
+    }
+    if constexpr (A) {
+        between();
+        if (!copier)
+            return;
     }
 #pragma unroll
     for (int r = 0; r < R; r++) {
@@ -372,6 +394,14 @@ __device__ __forceinline__ void load_tile(const MlaParams &p, uint32_t dst, int 
         const bool ok = kr[r] >= 0;
         kvs_cp_async16(dst + (uint32_t)((u / UPR) * C::ROWB + off),
                        p.kv + (ok ? (size_t)kr[r] * C::GROWB + off : 0), ok ? 16u : 0u);
+    }
+    if constexpr (A) {
+        const int next = tile_start + C::NT;
+        if (tok && next < t_end && tid < C::NT) {
+            const bool ok = next + tid < t_end;
+            kvs_cp_async4(kvs_smem_u32(ids_next + tid), tok + seq0 + (ok ? next + tid : 0),
+                          ok ? 4u : 0u);
+        }
     }
 }
 

@@ -12,7 +12,7 @@
  * B is K-major without swizzle: "core matrices" of 8 rows (N) x 16 bytes
  * (8 K elements), 128 contiguous bytes each; the descriptor gives the
  * distance between core matrices adjacent in K (LBO) and in N (SBO).
- *   Q (S^T = K Q^T, N = 64 heads, K = the 576 permuted dims of load_q_fp8):
+ *   Q (S^T = K Q^T, N = 64 heads, K = the 576 permuted dims of store_q_fp8):
  *     byte (h/8) 9216 + (p/8) 128 + (h%8) 16 + (p%8) 2; k-step j at +256 j
  *   P (O^T += V^T P^T, N = 64 heads, K = the 64 tokens of a tile in the
  *     order of the V fragments): byte (h/8) 1024 + (k/8) 128 + (h%8) 16 + (k%8) 2
@@ -22,7 +22,7 @@
  * (4 x m64n64k16 per 16 tokens); the same 128 f32 accumulators per thread.
  *
  * defines: kvs_wgmma_* wrappers, wg_q_off, wg_p_off, wg_p_base,
- *          load_q_fp8_wg, s_phase_wg, pv_phase_wg
+ *          store_q_fp8_wg, s_phase_wg, pv_phase_wg
  */
 #ifndef KVSCOPE_MLA_WGMMA_CUH
 #define KVSCOPE_MLA_WGMMA_CUH
@@ -123,16 +123,14 @@ __device__ __forceinline__ uint32_t wg_p_base(int ks, int tg, int t, int k)
     return (uint32_t)(ks * 4 * kWgPSbo + (2 * tg + (k >> 3)) * 128 + 32 * t + (k & 7) * 2);
 }
 
-/* load_q_fp8<64> with Q in the core-matrix layout above (same permutation
- * of the dims, same scaling); ends with the proxy fence (a barrier follows
- * before the first wgmma reads Q) */
-__device__ __forceinline__ void load_q_fp8_wg(const MlaParams &p, unsigned char *sq, int b, int hg)
+/* store_q_fp8<64> with Q in the core-matrix layout above (same permutation
+ * of the dims, same scaling; the chunks from fetch_q<64>); ends with the
+ * proxy fence (a barrier follows before the first wgmma reads Q) */
+__device__ __forceinline__ void store_q_fp8_wg(const MlaParams &p, unsigned char *sq,
+                                               const uint4 (&v)[kQChunks<64>])
 {
-    constexpr int R = 64 * 72 / kThreads; /* all 18 loads in flight at once */
-    uint4 v[R];
-    load_q_chunks<64>(p, b, hg, v);
 #pragma unroll
-    for (int r = 0; r < R; r++) {
+    for (int r = 0; r < kQChunks<64>; r++) {
         int i = threadIdx.x + r * kThreads, h = i / 72, c = i - h * 72;
         const int p0 = q_pos<64>(8 * c), p1 = q_pos<64>(8 * c + 4);
         *(uint32_t *)(sq + wg_q_off(h, p0)) = q_pair_f16(v[r].x, p.scale_log2);

@@ -5,7 +5,7 @@
  * Private to kernels/.
  *
  * defines: kvs_mma_f16, kvs_mma_bf16, kvs_ldsm_x4, kvs_ldsm_x4_t,
- *          kvs_cp_async16, kvs_cp_async_commit, kvs_cp_async_wait_all,
+ *          kvs_cp_async16, kvs_cp_async4, kvs_cp_async_commit, kvs_cp_async_wait_all,
  *          kvs_e4m3x4_to_f16_cvt, kvs_e4m3x4_to_f16_alu, kvs_smem_u32
  */
 #ifndef KVSCOPE_MMA_CUH
@@ -58,6 +58,16 @@ static __device__ __forceinline__ void kvs_cp_async16(uint32_t dst, const void *
                                                       uint32_t src_bytes)
 {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+                 :
+                 : "r"(dst), "l"(src), "r"(src_bytes));
+}
+
+/* 4 bytes global -> shared (through L1: .cg takes only 16); src_bytes 0
+ * writes zeros. */
+static __device__ __forceinline__ void kvs_cp_async4(uint32_t dst, const void *src,
+                                                     uint32_t src_bytes)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;"
                  :
                  : "r"(dst), "l"(src), "r"(src_bytes));
 }

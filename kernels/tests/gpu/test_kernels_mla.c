@@ -240,7 +240,9 @@ static void test_batch33(void)
 }
 
 /* 64-head blocks of four tiles (the wgmma kernel by the planner's rule;
- * _mma and _hg32 run it as mma.sync): each stage buffer is reused; the
+ * _mma and _hg32 run it as mma.sync): each stage buffer is reused, and
+ * with a token list the indices that go through shared memory a tile
+ * ahead reuse each of their two buffers from the third tile on; the
  * shorter sequences leave their last splits empty, so the combine meets
  * partials that were never written (NaN, see run_case) */
 static void test_batch8_long(void)

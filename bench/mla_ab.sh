@@ -35,20 +35,24 @@ def pct(n, b):
     return 100.0 * (n - b) / b if b else float("nan")
 def flag(p):
     return " SLOWER" if p > 2.0 else ""
+def tree_rows(name, tag):
+    """(tree, table cells) of each table row in a log of "### TAG rep R tree T" runs"""
+    tree = None
+    for line in read(name):
+        m = re.match(rf"### {tag} rep \d+ tree (\w+)", line)
+        if m:
+            tree = m.group(1)
+            continue
+        if tree:
+            yield tree, [x.strip() for x in line.strip().strip("|").split("|")]
 slower = []
 
 # mlaprof rows: B, ctx, KV, splits x tiles, call us, decode span, skew,
 # prologue, tiles, epilogue, combine gap, combine span
 runs = {}  # (key) -> {"base": [rows], "new": [rows]}
 order = []
-tree = None
-for line in read("mlaprof.log"):
-    m = re.match(r"### mlaprof rep \d+ tree (\w+)", line)
-    if m:
-        tree = m.group(1)
-        continue
-    c = [x.strip() for x in line.strip().strip("|").split("|")]
-    if tree and len(c) == 12 and c[0].isdigit():
+for tree, c in tree_rows("mlaprof.log", "mlaprof"):
+    if len(c) == 12 and c[0].isdigit():
         key = (int(c[0]), int(c[1]), c[2], c[3])
         if key not in runs:
             runs[key] = {"base": [], "new": []}
@@ -106,14 +110,8 @@ if eng:
 # bench_kernels: | B | ctx | KV | median us | KV GB/s | % of copy | TFLOP/s | check |
 bk = {}
 order = []
-tree = None
-for line in read("bk.log"):
-    m = re.match(r"### bench_kernels rep \d+ tree (\w+)", line)
-    if m:
-        tree = m.group(1)
-        continue
-    c = [x.strip() for x in line.strip().strip("|").split("|")]
-    if tree and len(c) == 8 and c[0].isdigit() and c[2] in ("bf16", "fp8"):
+for tree, c in tree_rows("bk.log", "bench_kernels"):
+    if len(c) == 8 and c[0].isdigit() and c[2] in ("bf16", "fp8"):
         k = (int(c[0]), int(c[1]), c[2])
         if k not in bk:
             bk[k] = {}

@@ -26,7 +26,7 @@ static void usage(FILE *out)
           "and compare them: step wall time, GPU time and busy fraction, tokens/s, copy/cast\n"
           "groups paired by role, findings resolved and new, and a verdict in plain words.\n"
           "\n"
-          "options (applied to both traces):\n"
+          "options (applied to both traces; --name value, or --name=value):\n"
           "  --model CFG         Hugging Face config.json, or a bundled name (glm5, deepseek-v3,\n"
           "                      kimi-k2, glm-4.7-flash, llama-3-70b, qwen3-235b-a22b)\n"
           "  --kv-capacity N     preallocated KV capacity in tokens\n"
@@ -123,8 +123,8 @@ int kvs_cmd_compare(int argc, char **argv)
         } else if ((v = opt_value(argc, argv, &i, "--model", &missing))) {
             aopt.model = v;
         } else if ((v = opt_value(argc, argv, &i, "--kv-capacity", &missing))) {
-            if (!parse_int(v, 1, &n))
-                return kvs_cli_usage_error("compare", "--kv-capacity wants a positive integer, not '%s'", v);
+            if (!parse_int(v, 1, &n) || n > (long long)1 << 40) /* report's bound */
+                return kvs_cli_usage_error("compare", "--kv-capacity wants an integer in [1, 2^40], not '%s'", v);
             aopt.kv_capacity = n;
         } else if ((v = opt_value(argc, argv, &i, "--device", &missing))) {
             aopt.device = v;
@@ -179,8 +179,12 @@ int kvs_cmd_compare(int argc, char **argv)
         }
         enum kvs_status st = kvs_analyze_file(paths[k], &aopt, &an[k]);
         if (st != KVS_STATUS_OK && st != KVS_STATUS_TRUNCATED) {
-            fprintf(stderr, "kvscope compare: %s: %s\n", paths[k], kvs_status_str(st));
+            /* the analysis logged why, naming the culprit (the trace, or a
+             * bad --model or --step-regex); a line of ours would blame the
+             * trace for an option's fault. Only our own failures add one. */
             rc = exit_for(st);
+            if (rc == KVS_EXIT_FAILURE)
+                fprintf(stderr, "kvscope compare: %s: %s\n", paths[k], kvs_status_str(st));
         }
     }
 

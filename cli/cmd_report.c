@@ -43,7 +43,7 @@ static void usage(FILE *out)
             "time and their overlap, which findings each rank has, then gives every\n"
             "rank's own report (json: a kvscope.multirank/1 document).\n"
             "\n"
-            "options:\n"
+            "options (--name value, or --name=value):\n"
             "  --model CFG          a Hugging Face config.json, or a bundled model: glm5,\n"
             "                       deepseek-v3, kimi-k2, glm-4.7-flash, llama-3-70b,\n"
             "                       qwen3-235b-a22b (default: infer from the trace)\n"
@@ -166,15 +166,27 @@ int kvs_cmd_report(int argc, char **argv)
             traces[ntrace++] = a;
             continue;
         }
+        /* "--name value" or "--name=value", as `kvscope compare` takes them */
+        char name[32];
+        const char *v = NULL, *eq = strchr(a, '=');
+        if (eq && a[1] == '-' && (size_t)(eq - a) < sizeof name) {
+            memcpy(name, a, (size_t)(eq - a));
+            name[eq - a] = 0;
+            v = eq + 1;
+        } else {
+            snprintf(name, sizeof name, "%s", eq ? "" : a);
+        }
+        a = name;
         bool known = !strcmp(a, "--model") || !strcmp(a, "--kv-capacity") ||
                      !strcmp(a, "--device") || !strcmp(a, "--peak-gbps") ||
                      !strcmp(a, "--step-regex") || !strcmp(a, "--batch") || !strcmp(a, "--format") ||
                      !strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--top");
         if (!known)
-            return kvs_cli_usage_error(CMD, "unknown option '%s'", a);
-        if (i + 1 >= argc)
+            return kvs_cli_usage_error(CMD, "unknown option '%s'", argv[i]);
+        if (!v && i + 1 >= argc)
             return kvs_cli_usage_error(CMD, "%s needs a value", a);
-        const char *v = argv[++i];
+        if (!v)
+            v = argv[++i];
         int rc = KVS_EXIT_OK;
         long long n;
         if (!strcmp(a, "--model")) {
@@ -224,10 +236,14 @@ int kvs_cmd_report(int argc, char **argv)
         if (prog.shown)
             fprintf(stderr, "\r\033[K");
         if (st != KVS_STATUS_OK && st != KVS_STATUS_TRUNCATED) {
-            /* the analysis logged why */
+            /* the analysis logged why the input is unreadable; our own
+             * failures (no memory) may have found no words of their own */
             free_all(an, i);
-            return st == KVS_STATUS_NO_MEMORY || st == KVS_STATUS_INTERNAL ? KVS_EXIT_FAILURE
-                                                                          : KVS_EXIT_USAGE;
+            if (st == KVS_STATUS_NO_MEMORY || st == KVS_STATUS_INTERNAL) {
+                fprintf(stderr, "kvscope report: %s: %s\n", traces[i], kvs_status_str(st));
+                return KVS_EXIT_FAILURE;
+            }
+            return KVS_EXIT_USAGE;
         }
     }
     struct kvs_multirank *mr = NULL;

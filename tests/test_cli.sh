@@ -37,6 +37,15 @@ check 2 "compare --batch 0 exits 2" -- "$kvs" compare "$fx/kv_unfixed.json" "$fx
 check 2 "compare --batch without a value exits 2" -- "$kvs" compare "$fx/kv_unfixed.json" "$fx/kv_fixed.json" --batch
 check 2 "compare with a missing trace exits 2" -- "$kvs" compare "$fx/no-such.json" "$fx/kv_fixed.json"
 check 1 "compare to an unwritable file exits 1" -- "$kvs" compare "$fx/kv_unfixed.json" "$fx/kv_fixed.json" -o /nonexistent-dir/out.txt
+# an option's fault is named as the option's, never blamed on a trace
+check 2 "compare --model unknown exits 2" -- "$kvs" compare "$fx/kv_unfixed.json" "$fx/kv_fixed.json" --model no-such-model
+echo "$LAST_OUT" | grep -q "no-such-model" || { echo "FAIL compare --model error does not name the model: $LAST_OUT"; fail=1; }
+echo "$LAST_OUT" | grep -q "kv_unfixed.json" && { echo "FAIL compare blames the trace for --model: $LAST_OUT"; fail=1; }
+check 2 "compare --step-regex bad exits 2" -- "$kvs" compare "$fx/kv_unfixed.json" "$fx/kv_fixed.json" --step-regex "(["
+echo "$LAST_OUT" | grep -q "kv_unfixed.json" && { echo "FAIL compare blames the trace for --step-regex: $LAST_OUT"; fail=1; }
+check 2 "compare with a missing trace: one line" -- "$kvs" compare "$fx/no-such.json" "$fx/kv_fixed.json"
+[ "$(echo "$LAST_OUT" | grep -c no-such.json)" -eq 1 ] || { echo "FAIL missing trace: not one line: $LAST_OUT"; fail=1; }
+check 2 "compare --kv-capacity beyond report's bound exits 2" -- "$kvs" compare "$fx/kv_unfixed.json" "$fx/kv_fixed.json" --kv-capacity 99999999999999999
 check 0 "compare two traces as JSON" -- "$kvs" compare "$fx/kv_unfixed.json" "$fx/kv_fixed.json" --format json --quiet
 echo "$LAST_OUT" | grep -q '"schema": "kvscope.compare/1"' || { echo "FAIL compare JSON: $LAST_OUT"; fail=1; }
 check 0 "compare with BEFORE from stdin" -- sh -c "\"$kvs\" compare - \"$fx/kv_fixed.json\" --format json --quiet < \"$fx/kv_unfixed.json\""

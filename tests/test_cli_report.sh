@@ -58,6 +58,14 @@ check 0 "truncated: reported with a warning" "truncated" -- "$kvs" report "$tmp/
 check 0 "--quiet keeps warnings" "truncated" -- "$kvs" report "$tmp/cut.json" --quiet
 check 0 "no steps: said so" "no step markers" -- "$kvs" report "$fx/old_schema.json"
 check 0 "--step-regex" "" -- "$kvs" report "$fx/kineto_small.json" --step-regex '^layer_[0-9]+$' --batch 2
+# --name=value, as compare takes it: the same report as --name value
+check 0 "--format=json" "kvscope.report/1" -- "$kvs" report "$fx/kineto_small.json" --format=json --kv-capacity=16384 --quiet
+"$kvs" report "$fx/kineto_small.json" --format json --kv-capacity 16384 --quiet > "$tmp/spaced.json" 2>&1
+"$kvs" report "$fx/kineto_small.json" --format=json --kv-capacity=16384 --quiet > "$tmp/equals.json" 2>&1
+cmp -s "$tmp/spaced.json" "$tmp/equals.json" && echo "ok   --name=value reports as --name value" ||
+    { echo "FAIL --name=value gives another report than --name value"; fail=1; }
+check 2 "--quiet=1 is no option" "unknown option '--quiet=1'" -- "$kvs" report "$fx/kineto_small.json" --quiet=1
+check 2 "--top=0 checked like --top 0" "--top wants" -- "$kvs" report "$fx/kineto_small.json" --top=0
 # several traces: the ranks of one run, in every format
 check 0 "two ranks: text" "ACROSS RANKS" -- "$kvs" report "$fx/kineto_small.json" "$fx/old_schema.json"
 check 0 "two ranks: markdown" "## Across ranks" -- "$kvs" report "$fx/kineto_small.json" "$fx/old_schema.json" --format md

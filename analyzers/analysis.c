@@ -219,6 +219,7 @@ static enum kvs_status build_groups(struct kvs_ctx *c, struct kvs_analysis_impl 
         o->bytes_per_call = g->bytes_per_call > 0 ? g->bytes_per_call : 0;
         o->achieved_gbps = f.achieved_gbps;
         o->efficiency = f.efficiency;
+        o->host_link = f.host_link;
         o->has_match = g->has_match;
         if (g->has_match) {
             o->match = g->match;

@@ -46,6 +46,7 @@ struct kvs_group_acc {
     int64_t gpu_ns, gpu_ns_in_steps;
     int64_t gpu_busy_ns;         /* union of its activities' intervals (per device, summed) */
     int64_t activity_bytes;      /* sum of memcpy/memset `bytes` */
+    int64_t host_ns;             /* GPU time of its host<->device copies (HtoD, DtoH, ...) */
     int64_t activities;
     uint32_t top_kernel;         /* kernel name with the most time */
     int64_t top_kernel_ns;

@@ -29,7 +29,10 @@ void kvs_group_figures(const struct kvs_ctx *c, const struct kvs_group_acc *g,
     f->gpu_fraction = c->trace_busy_ns > 0 ? (double)g->gpu_busy_ns / c->trace_busy_ns : 0;
     if (g->bytes_per_call > 0 && g->gpu_ns > 0)
         f->achieved_gbps = (double)g->bytes_per_call * (double)g->gpu_calls / (double)g->gpu_ns;
-    if (c->peak_gbps > 0)
+    /* mostly host<->device copies: the host link bounds them, not the HBM
+     * peak, so they get no efficiency against it (and no finding) */
+    f->host_link = g->host_ns > 0 && 2 * g->host_ns >= g->gpu_ns;
+    if (c->peak_gbps > 0 && !f->host_link)
         f->efficiency = f->achieved_gbps / c->peak_gbps;
 }
 

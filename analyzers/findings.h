@@ -18,7 +18,8 @@
 struct kvs_group_figs {
     double calls_per_step;
     double gpu_ms, gpu_ms_per_step, gpu_fraction;
-    double achieved_gbps, efficiency;
+    double achieved_gbps, efficiency; /* efficiency 0 for a host link's copies */
+    bool host_link;
 };
 void kvs_group_figures(const struct kvs_ctx *c, const struct kvs_group_acc *g,
                        struct kvs_group_figs *f);

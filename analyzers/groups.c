@@ -23,6 +23,18 @@ static int64_t activity_bytes(const struct kvs_trace_data *t, const struct kvs_g
     return g->bytes;
 }
 
+/* a copy with one end in host memory ("Memcpy HtoD (Pinned -> Device)",
+ * "Memcpy DtoH (Device -> Pageable)"): the host link (PCIe, NVLink-C2C)
+ * bounds its rate, not HBM */
+static bool is_host_copy(const struct kvs_trace_data *t, const struct kvs_gpu_rec *g)
+{
+    if (g->kind != KVS_GPU_MEMCPY)
+        return false;
+    const char *n = kvs_intern_str(&t->strings, g->name);
+    return strstr(n, "HtoD") || strstr(n, "DtoH") || strstr(n, "HtoH") || strstr(n, "HtoA") ||
+           strstr(n, "AtoH") || strstr(n, "Host") || strstr(n, "Pinned") || strstr(n, "Pageable");
+}
+
 static int cmp_group(const void *a, const void *b)
 {
     const struct kvs_group_acc *x = a, *y = b;
@@ -133,6 +145,8 @@ enum kvs_status kvs_groups_build(struct kvs_ctx *c)
         a->gpu_ns += g->dur;
         a->activities++;
         a->activity_bytes += activity_bytes(t, g);
+        if (is_host_copy(t, g))
+            a->host_ns += g->dur;
         if (c->gpu_step[i] >= 0)
             a->gpu_ns_in_steps += g->dur;
         if (bare) {

@@ -124,7 +124,7 @@ static void add_to_side(struct builder *b, struct kvs_cmp_side *s, const struct 
         s->gpu_ms_per_step = g->gpu_ms_per_step;
         s->bytes_per_step = bytes;
         s->achieved_gbps = g->achieved_gbps;
-        s->efficiency = peak > 0 ? g->efficiency : NAN;
+        s->efficiency = peak > 0 && !g->host_link ? g->efficiency : NAN;
         return;
     }
     /* several groups of one trace share the role: sum them, and the rate of
@@ -134,7 +134,7 @@ static void add_to_side(struct builder *b, struct kvs_cmp_side *s, const struct 
     s->gpu_ms_per_step += g->gpu_ms_per_step;
     s->bytes_per_step += bytes;
     s->achieved_gbps = s->gpu_ms_per_step > 0 ? s->bytes_per_step / (s->gpu_ms_per_step * 1e6) : NAN;
-    s->efficiency = peak > 0 ? s->achieved_gbps / peak : NAN;
+    s->efficiency = peak > 0 && isfinite(s->efficiency) && !g->host_link ? s->achieved_gbps / peak : NAN;
 }
 
 static struct kvs_cmp_group *find_or_add_role(struct builder *b, char *role)

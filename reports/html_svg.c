@@ -115,6 +115,8 @@ void kvs_svg_roofline(FILE *f, const struct kvs_analysis *a, size_t max_groups)
                 left, y + 4, v / xmax * plot_w, row - 8);
         if (g->bytes_per_call <= 0)
             snprintf(label, sizeof label, "bytes unknown");
+        else if (g->host_link)
+            snprintf(label, sizeof label, "%s (host link)", kvs_fmt_gbps(b1, v));
         else if (peak > 0)
             snprintf(label, sizeof label, "%s (%s)", kvs_fmt_gbps(b1, v),
                      kvs_fmt_pct(b2, fin(g->efficiency)));

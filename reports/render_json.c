@@ -79,7 +79,7 @@ static void write_group(struct kvs_jw *w, const struct kvs_group *g, bool have_p
     kvs_jw_key(w, "achieved_gbps");
     kvs_jw_num(w, g->achieved_gbps);
     kvs_jw_key(w, "efficiency");
-    kvs_jw_num_or_null(w, g->efficiency, have_peak);
+    kvs_jw_num_or_null(w, g->efficiency, have_peak && !g->host_link);
     kvs_jw_key(w, "match");
     write_match(w, g);
     kvs_jw_obj_end(w);

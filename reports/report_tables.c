@@ -42,7 +42,9 @@ bool kvs_table_groups(struct kvs_table *t, const struct kvs_analysis *a, size_t 
         char *unit = strstr(gbps, " GB/s"); /* the column header carries the unit */
         if (unit)
             *unit = 0;
-        if (a->trace.peak_gbps > 0)
+        if (g->host_link) /* the HBM peak does not bound a host<->device copy */
+            strcpy(eff, "host");
+        else if (a->trace.peak_gbps > 0)
             kvs_fmt_pct(eff, g->efficiency);
         else
             strcpy(eff, "-");

@@ -464,6 +464,52 @@ static void test_two_streams_fraction(void)
     kvs_analysis_free(a);
 }
 
+/* HTA's trace_diff "test" trace (a V100, 900 GB/s HBM) pages int32 tables in
+ * with one pinned HtoD copy a step at ~6 GB/s: the PCIe link bounds those,
+ * not HBM, so they must get no efficiency against the HBM peak and no
+ * low_bandwidth_efficiency finding (whose fix is a faster copy kernel),
+ * while the device-side copies of the same trace keep theirs. */
+static bool names_host_copy(const char *kernel)
+{
+    return kernel && (strstr(kernel, "HtoD") || strstr(kernel, "DtoH"));
+}
+
+static void test_host_copies_not_judged_by_hbm(void)
+{
+    char path[1024];
+    if (!kvs_test_shared_path(path, sizeof path, "traces/hta/trace_diff__test__test.json.gz"))
+        KVS_TEST_SKIP("no ../shared/traces/hta");
+    struct kvs_analysis_options opt;
+    kvs_analysis_options_init(&opt);
+    opt.log = kvs_capture_logger(&cap);
+    struct kvs_analysis *a = NULL;
+    KVS_REQUIRE(kvs_analyze_file(path, &opt, &a) == KVS_STATUS_OK && a);
+    KVS_CHECK(a->trace.peak_gbps > 0);
+    int host = 0, device = 0;
+    for (size_t i = 0; i < a->ngroup; i++) {
+        const struct kvs_group *g = &a->groups[i];
+        if (names_host_copy(g->kernel)) {
+            host++;
+            KVS_CHECK_MSG(g->host_link && g->efficiency == 0, "%s %s (%s): efficiency %g against HBM",
+                          g->op, g->dims ? g->dims : "", g->kernel, g->efficiency);
+            KVS_CHECK(g->achieved_gbps > 0); /* the rate itself is still reported */
+        } else if (g->kernel && strstr(g->kernel, "DtoD") && g->bytes_per_call > 0) {
+            device++;
+            KVS_CHECK_MSG(!g->host_link && g->efficiency > 0, "%s (%s)", g->op, g->kernel);
+        }
+    }
+    KVS_CHECK_MSG(host >= 5, "%d groups led by a host copy", host);
+    KVS_CHECK_MSG(device >= 1, "%d groups led by a device copy", device);
+    for (size_t i = 0; i < a->nfinding; i++) {
+        const struct kvs_finding *f = &a->findings[i];
+        if (strcmp(f->id, "low_bandwidth_efficiency") || f->group < 0)
+            continue;
+        KVS_CHECK_MSG(!names_host_copy(a->groups[f->group].kernel), "%s on %s", f->id,
+                      a->groups[f->group].kernel);
+    }
+    kvs_analysis_free(a);
+}
+
 static void test_category_names(void)
 {
     for (int c = 0; c < KVS_CAT_COUNT_; c++) {
@@ -490,6 +536,7 @@ int main(int argc, char **argv)
         {"gqa_match", test_gqa_match},
         {"two_streams_fraction", test_two_streams_fraction},
         {"category_names", test_category_names},
+        {"host_copies_not_judged_by_hbm", test_host_copies_not_judged_by_hbm},
         {NULL, NULL},
     };
     return kvs_test_main(argc, argv, tests);

@@ -150,7 +150,10 @@ struct kvs_group {
                                     busy time (overlap on several streams counts once): <= 1 */
     int64_t bytes_per_call;      /* bytes read + written */
     double achieved_gbps;        /* bytes / GPU time */
-    double efficiency;           /* achieved / peak; 0 when the peak is unknown */
+    double efficiency;           /* achieved / peak; 0 when the peak is unknown or host_link */
+    bool host_link;              /* its GPU time is mostly host<->device copies (HtoD, DtoH):
+                                    the host link (PCIe, NVLink-C2C) bounds them, not HBM, so
+                                    they are not judged against the HBM peak */
     bool has_match;
     struct kvs_match match;      /* valid when has_match */
 };

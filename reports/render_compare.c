@@ -86,11 +86,14 @@ bool kvs_cmp_table_groups(struct kvs_table *t, const struct kvs_comparison *c, s
     for (size_t i = 0; i < c->ngroup && i < max_rows; i++) {
         const struct kvs_cmp_group *g = &c->groups[i];
         const struct kvs_cmp_side *x = &g->before, *y = &g->after, *any = x->present ? x : y;
-        char op[40], dims[300], mb[KVS_FMT_BUF], ma[KVS_FMT_BUF], ch[CHANGE_BUF],
+        char op[40], dims[300], d1[KVS_DIMS_WIDTH + 1], d2[KVS_DIMS_WIDTH + 1],
+            dtypes[KVS_DTYPES_WIDTH + 1], mb[KVS_FMT_BUF], ma[KVS_FMT_BUF], ch[CHANGE_BUF],
             bb[KVS_FMT_BUF], ba[KVS_FMT_BUF], eb[KVS_FMT_BUF], ea[KVS_FMT_BUF];
         kvs_truncate(op, sizeof op, any->op, 28);
-        snprintf(dims, sizeof dims, "%s -> %s", x->present ? x->dims_short : "(none)",
-                 y->present ? y->dims_short : "(none)");
+        snprintf(dims, sizeof dims, "%s -> %s",
+                 kvs_truncate(d1, sizeof d1, x->present ? x->dims_short : "(none)", KVS_DIMS_WIDTH),
+                 kvs_truncate(d2, sizeof d2, y->present ? y->dims_short : "(none)", KVS_DIMS_WIDTH));
+        kvs_truncate(dtypes, sizeof dtypes, any->dtypes_short, KVS_DTYPES_WIDTH);
         strcpy(mb, "-"), strcpy(ma, "-"), strcpy(bb, "-"), strcpy(ba, "-");
         strcpy(eb, "-"), strcpy(ea, "-");
         if (x->present) {
@@ -106,7 +109,7 @@ bool kvs_cmp_table_groups(struct kvs_table *t, const struct kvs_comparison *c, s
                 kvs_fmt_pct(ea, y->efficiency);
         }
         change_ms(ch, x->present ? x->gpu_ms_per_step : 0, y->present ? y->gpu_ms_per_step : 0);
-        const char *row[] = {op, any->dtypes_short, dims, mb, ma, ch, bb, ba, eb, ea};
+        const char *row[] = {op, dtypes, dims, mb, ma, ch, bb, ba, eb, ea};
         kvs_table_add(t, row);
     }
     if (c->ngroup > max_rows) {

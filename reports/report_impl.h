@@ -84,6 +84,11 @@ const char *kvs_short_dtype(const char *name);
 
 /* s cut to width bytes with "..." (for names that must keep their namespaces). */
 char *kvs_truncate(char *buf, size_t size, const char *s, size_t width);
+/* widths of the dims and dtypes columns in the tables: an op with many
+ * inputs (a compiled graph's 16 tensors) would otherwise stretch every row
+ * of its table past 300 columns; JSON keeps them whole */
+#define KVS_DIMS_WIDTH 40
+#define KVS_DTYPES_WIDTH 32
 
 /* The group's dims in a short form: "[131072,1,576] x2" when all tensors
  * share them, else "[a,b] [c]". Falls back to the group's dims text. */

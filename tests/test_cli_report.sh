@@ -66,6 +66,28 @@ cmp -s "$tmp/spaced.json" "$tmp/equals.json" && echo "ok   --name=value reports 
     { echo "FAIL --name=value gives another report than --name value"; fail=1; }
 check 2 "--quiet=1 is no option" "unknown option '--quiet=1'" -- "$kvs" report "$fx/kineto_small.json" --quiet=1
 check 2 "--top=0 checked like --top 0" "--top wants" -- "$kvs" report "$fx/kineto_small.json" --top=0
+# a real trace with a 16-input op (HTA's trace_diff: a compiled graph's
+# CompiledFunction group): its dims and dtypes are cut in the tables, so no
+# row stretches past the widest ordinary one; JSON keeps them whole
+hta=${KVS_SHARED_DIR:-}/traces/hta
+if [ -f "$hta/trace_diff__test__test.json.gz" ]; then
+    widest() { awk '{ if (length > m) m = length } END { print m + 0 }'; }
+    w=$("$kvs" report "$hta/trace_diff__test__test.json.gz" --quiet 2>/dev/null | widest)
+    [ "$w" -gt 100 ] && [ "$w" -le 170 ] && echo "ok   report text rows at most 170 columns ($w)" ||
+        { echo "FAIL report text: widest row $w columns"; fail=1; }
+    w=$("$kvs" compare "$hta/trace_diff__control__control.json.gz" "$hta/trace_diff__test__test.json.gz" \
+        --quiet 2>/dev/null | widest)
+    [ "$w" -gt 100 ] && [ "$w" -le 210 ] && echo "ok   compare text rows at most 210 columns ($w)" ||
+        { echo "FAIL compare text: widest row $w columns"; fail=1; }
+    "$kvs" report "$hta/trace_diff__test__test.json.gz" --format json --quiet 2>/dev/null |
+        python3 -c 'import json, sys
+g = [g for g in json.load(sys.stdin)["groups"] if g["op"] == "CompiledFunction"]
+sys.exit(0 if g and len(g[0]["dims"]) == 16 and len(g[0]["dtypes"]) == 16 else 1)' &&
+        echo "ok   JSON keeps the 16 tensors' dims whole" || { echo "FAIL JSON dims cut"; fail=1; }
+else
+    echo "skip ../shared/traces/hta: the wide-table checks"
+fi
+
 # several traces: the ranks of one run, in every format
 check 0 "two ranks: text" "ACROSS RANKS" -- "$kvs" report "$fx/kineto_small.json" "$fx/old_schema.json"
 check 0 "two ranks: markdown" "## Across ranks" -- "$kvs" report "$fx/kineto_small.json" "$fx/old_schema.json" --format md

@@ -230,9 +230,24 @@ static void diff_findings(struct builder *b, const struct kvs_analysis *from,
 // ----------------------------------------------------------------------------
 // the verdict
 
-static const char *moved(double rel)
+/* "GPU time per step fell 33.2% (43.29 -> 28.90 ms)"; no percentage where
+ * it means nothing: "did not change (1.000 -> 1.000 ms)", and from zero
+ * (a CPU-only trace before) "rose (0.000 -> 0.002 ms)", never "did not
+ * change 0.0%" for a time that moved */
+static const char *change_phrase(char *buf, size_t n, const char *what, double x, double y)
 {
-    return !isfinite(rel) || fabs(rel) < 0.0005 ? "did not change" : rel < 0 ? "fell" : "rose";
+    char a[KVS_FMT_BUF], b[KVS_FMT_BUF];
+    kvs_fmt_ms(a, x);
+    kvs_fmt_ms(b, y);
+    double rel = kvs_cmp_rel(x, y);
+    if (isfinite(rel) && fabs(rel) >= 0.0005)
+        snprintf(buf, n, "%s %s %.1f%% (%s -> %s ms)", what, rel < 0 ? "fell" : "rose",
+                 fabs(rel) * 100, a, b);
+    else if (isfinite(rel) || !strcmp(a, b) || !isfinite(x) || !isfinite(y))
+        snprintf(buf, n, "%s did not change (%s -> %s ms)", what, a, b);
+    else
+        snprintf(buf, n, "%s %s (%s -> %s ms)", what, y < x ? "fell" : "rose", a, b);
+    return buf;
 }
 
 static void verdict_findings(struct builder *b)
@@ -291,18 +306,15 @@ static void verdict_time(struct builder *b)
 {
     struct kvs_comparison *c = b->c;
     const struct kvs_cmp_steps *x = &c->before, *y = &c->after;
-    char g1[KVS_FMT_BUF], g2[KVS_FMT_BUF], w1[KVS_FMT_BUF], w2[KVS_FMT_BUF], p1[KVS_FMT_BUF],
+    char g1[KVS_FMT_BUF], g2[KVS_FMT_BUF], p1[KVS_FMT_BUF],
         p2[KVS_FMT_BUF], s1[KVS_FMT_BUF], s2[KVS_FMT_BUF], f1[KVS_FMT_BUF], f2[KVS_FMT_BUF];
-    double rg = kvs_cmp_rel(x->gpu_ms_per_step, y->gpu_ms_per_step);
-    double rw = kvs_cmp_rel(x->mean_ms, y->mean_ms);
     const char *per = x->count > 0 && y->count > 0 ? "per step" : "(whole trace)";
-    verdict(b,
-            kvs_fmt_dup(
-                &b->oom,
-                "GPU time %s %s %.1f%% (%s -> %s ms) and wall time %s %s %.1f%% (%s -> %s ms).",
-                per, moved(rg), fabs(kvs_finite_or0(rg)) * 100, kvs_fmt_ms(g1, x->gpu_ms_per_step),
-                kvs_fmt_ms(g2, y->gpu_ms_per_step), per, moved(rw), fabs(kvs_finite_or0(rw)) * 100,
-                kvs_fmt_ms(w1, x->mean_ms), kvs_fmt_ms(w2, y->mean_ms)));
+    char gw[48], ww[48], gs[160], ws[160];
+    snprintf(gw, sizeof gw, "GPU time %s", per);
+    snprintf(ww, sizeof ww, "wall time %s", per);
+    verdict(b, kvs_fmt_dup(&b->oom, "%s and %s.",
+                           change_phrase(gs, sizeof gs, gw, x->gpu_ms_per_step, y->gpu_ms_per_step),
+                           change_phrase(ws, sizeof ws, ww, x->mean_ms, y->mean_ms)));
 
     double saved_gpu = kvs_finite_or0(x->gpu_ms_per_step) - kvs_finite_or0(y->gpu_ms_per_step);
     double saved_wall = kvs_finite_or0(x->mean_ms) - kvs_finite_or0(y->mean_ms);

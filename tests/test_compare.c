@@ -237,6 +237,35 @@ static void test_unpaired_and_merged(void)
     cJSON_Delete(root);
 }
 
+/* GPU time from zero (a CPU-only trace before) moved: no "did not change
+ * 0.0%" beside "rose by" in the next line; an equal time says "did not
+ * change" with no percentage */
+static void test_from_zero_gpu_time(void)
+{
+    static struct kvs_fixture x, y;
+    kvs_fixture_unfixed(&x);
+    kvs_fixture_fixed(&y);
+    x.a.steps.gpu_ms_per_step = 0;
+    x.a.steps.gpu_busy_fraction = 0;
+    cJSON *root = compare_json(&x.a, &y.a, 0);
+    KVS_REQUIRE(root != NULL);
+    const char *v = verdict_with(root, "GPU time per step");
+    KVS_REQUIRE(v != NULL);
+    KVS_CHECK_MSG(strstr(v, "GPU time per step rose (0.000 -> ") == v, "%s", v);
+    KVS_CHECK_MSG(!strstr(v, "did not change"), "%s", v);
+    cJSON_Delete(root);
+
+    kvs_fixture_unfixed(&x);
+    kvs_fixture_unfixed(&y);
+    root = compare_json(&x.a, &y.a, 0);
+    KVS_REQUIRE(root != NULL);
+    v = verdict_with(root, "GPU time per step");
+    KVS_REQUIRE(v != NULL);
+    KVS_CHECK_MSG(strstr(v, "GPU time per step did not change (") == v, "%s", v);
+    KVS_CHECK_MSG(!strstr(v, "did not change 0.0%"), "%s", v);
+    cJSON_Delete(root);
+}
+
 static void test_no_steps_and_devices(void)
 {
     static struct kvs_fixture x, y;
@@ -307,6 +336,7 @@ int main(int argc, char **argv)
         {"batch_tokens", test_batch_tokens},
         {"unpaired_and_merged", test_unpaired_and_merged},
         {"no_steps_and_devices", test_no_steps_and_devices},
+        {"from_zero_gpu_time", test_from_zero_gpu_time},
         {"human_formats", test_human_formats},
         {"bad_arguments", test_bad_arguments},
         {NULL, NULL},

@@ -210,7 +210,11 @@ void kvs_finding_figures(const struct kvs_finding *x, struct kvs_finding_figures
 {
     char b1[KVS_FMT_BUF], b2[KVS_FMT_BUF];
     out->recoverable[0] = out->moves[0] = 0;
-    if (x->gpu_ms_per_step > 0)
+    /* gpu_idle's figure is time the GPU sat idle, not GPU time to recover */
+    if (x->gpu_ms_per_step > 0 && x->id && !strcmp(x->id, "gpu_idle"))
+        snprintf(out->recoverable, sizeof out->recoverable, "GPU idle %s ms/step",
+                 kvs_fmt_ms(b1, x->gpu_ms_per_step));
+    else if (x->gpu_ms_per_step > 0)
         snprintf(out->recoverable, sizeof out->recoverable, "recoverable %s ms/step of GPU time",
                  kvs_fmt_ms(b1, x->gpu_ms_per_step));
     if (x->bytes_per_step > 0) {

@@ -510,6 +510,50 @@ static void test_host_copies_not_judged_by_hbm(void)
     kvs_analysis_free(a);
 }
 
+/* gpu_idle names launch overhead only where launches are dense: the MLA
+ * decode (7,260 activities in a 215 ms step, 30 us each) gets CUDA graphs;
+ * HTA's triton_example (one 1.8 us kernel in a 13.3 s step) gets the CPU
+ * work between launches, not a graph that would save nothing */
+static const struct kvs_finding *finding(const struct kvs_analysis *a, const char *id)
+{
+    for (size_t i = 0; i < a->nfinding; i++)
+        if (!strcmp(a->findings[i].id, id))
+            return &a->findings[i];
+    return NULL;
+}
+
+static void test_gpu_idle_sparse_launches(void)
+{
+    static const struct {
+        const char *trace;
+        bool dense;
+    } cases[] = {
+        {"traces/mla61_cap131072_unfixed.pt.trace.json.gz", true},
+        {"traces/hta/triton_example__triton_example.json.gz", false},
+        {"traces/hta/critical_path__cuda_event_sync__event_sync_trace.json.gz", false},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char path[1024];
+        if (!kvs_test_shared_path(path, sizeof path, cases[k].trace))
+            KVS_TEST_SKIP("no ../shared/%s", cases[k].trace);
+        struct kvs_analysis_options opt;
+        kvs_analysis_options_init(&opt);
+        opt.log = kvs_capture_logger(&cap);
+        struct kvs_analysis *a = NULL;
+        KVS_REQUIRE(kvs_analyze_file(path, &opt, &a) == KVS_STATUS_OK && a);
+        const struct kvs_finding *f = finding(a, "gpu_idle");
+        KVS_CHECK_MSG(f != NULL, "%s: no gpu_idle", cases[k].trace);
+        if (f) {
+            bool graph_first = !strncmp(f->fix, "Cut launch overhead", 19);
+            KVS_CHECK_MSG(graph_first == cases[k].dense, "%s: %s / %s", cases[k].trace, f->message,
+                          f->fix);
+            KVS_CHECK_MSG(!strstr(f->message, "not on kernel launches") == cases[k].dense, "%s: %s",
+                          cases[k].trace, f->message);
+        }
+        kvs_analysis_free(a);
+    }
+}
+
 static void test_category_names(void)
 {
     for (int c = 0; c < KVS_CAT_COUNT_; c++) {
@@ -537,6 +581,7 @@ int main(int argc, char **argv)
         {"two_streams_fraction", test_two_streams_fraction},
         {"category_names", test_category_names},
         {"host_copies_not_judged_by_hbm", test_host_copies_not_judged_by_hbm},
+        {"gpu_idle_sparse_launches", test_gpu_idle_sparse_launches},
         {NULL, NULL},
     };
     return kvs_test_main(argc, argv, tests);

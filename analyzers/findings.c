@@ -14,9 +14,9 @@
 #define LOW_EFFICIENCY 0.5     /* below this fraction of peak a group is flagged */
 #define GOOD_EFFICIENCY 0.8    /* what a good copy/cast kernel reaches */
 #define IDLE_BUSY 0.6          /* GPU busy below this fraction of the step */
-#define SPARSE_LAUNCH_US 100.0 /* step time per GPU activity above which the idle time is CPU
-                                  work between launches: a launch costs ~5-20 us, an eager
-                                  framework op ~10-50 us (the MLA traces: 30 us) */
+#define SPARSE_LAUNCH_US 100.0 /* idle GPU time per GPU activity above which the idle time is
+                                  CPU work between launches: a launch costs ~5-20 us, an eager
+                                  framework op ~10-50 us (the MLA traces: 24 us) */
 #define MEMORY_BOUND_BYTES ((int64_t)32 << 20) /* per call: big enough to stream at full rate */
 #define KVS_EVIDENCE_KERNEL_WIDTH 72 /* columns of a kernel's name in a sentence */
 
@@ -312,18 +312,20 @@ static int gpu_idle(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t
     fd.gpu_ms_per_step = wall_ms - busy_ms;
     fd.group = -1;
     double us_per_launch = per_step > 0 ? wall_ms * 1e3 / per_step : 0.0;
-    /* few launches for the idle time: no graph or fusion removes it; the CPU
-     * is busy with something else between launches */
-    bool sparse = per_step <= 0 || us_per_launch > SPARSE_LAUNCH_US;
+    /* few launches for the idle time: were launching the CPU's only work, the
+     * GPU would idle less than a launch's cost per launch; no graph or fusion
+     * removes the rest, the CPU is busy with something else between them */
+    double idle_us_per_launch = per_step > 0 ? (wall_ms - busy_ms) * 1e3 / per_step : 0.0;
+    bool sparse = per_step <= 0 || idle_us_per_launch > SPARSE_LAUNCH_US;
     if (sparse)
         fd.message = kvs_arena_printf(
             &c->arena,
             "The GPU is busy %.0f%% of %s (%.2f of %.2f ms) and waits on the CPU, but not on "
-            "kernel launches: one launch per %.0f us is far more than a launch costs (~5-20 us), "
-            "so CPU-side work between launches (Python, data loading, host synchronisation, "
-            "compilation) sets the pace; %.2f ms %s is idle",
+            "kernel launches: it idles %.0f us per launch, far more than a launch costs (~5-20 "
+            "us), so CPU-side work between launches (Python, data loading, host "
+            "synchronisation, compilation) sets the pace; %.2f ms %s is idle",
             100.0 * frac, c->nsteps ? "each step" : "the traced span", busy_ms, wall_ms,
-            us_per_launch, wall_ms - busy_ms, c->nsteps ? "per step" : "of the span");
+            idle_us_per_launch, wall_ms - busy_ms, c->nsteps ? "per step" : "of the span");
     else if (c->nsteps)
         fd.message = kvs_arena_printf(
             &c->arena,

@@ -234,7 +234,9 @@ static enum kvs_status read_source(struct kvs_source *src, uint64_t total_bytes,
                 (unsigned long long)t->bytes);
     } else {
         st = s->status;
-        if (st == KVS_STATUS_PARSE)
+        if (s->src_failed && (st == KVS_STATUS_PARSE || st == KVS_STATUS_IO))
+            ; /* the source said why (corrupt gzip data near byte N): one line, not two */
+        else if (st == KVS_STATUS_PARSE)
             kvs_log(opt->log, KVS_LOG_ERROR, "%s: malformed trace at byte %llu: %s", path,
                     (unsigned long long)s->err_offset, s->err);
         else if (st == KVS_STATUS_LIMIT)

@@ -109,6 +109,7 @@ bool kvs_scan_refill(struct kvs_scan *s)
          * (zlib's output before it found the fault): put the sentinel back,
          * or peek would read on past the data */
         *s->end = 0;
+        s->src_failed = s->status == KVS_STATUS_OK;
         return kvs_scan_fail(s, st, "reading the input failed");
     }
     if (got == 0) {

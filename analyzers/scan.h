@@ -69,6 +69,7 @@ struct kvs_scan {
     kvs_scan_refill_fn on_refill;
     void *refill_user;
     /* the first error */
+    bool src_failed;       /* it came from the source (which logged it: corrupt gzip, I/O) */
     enum kvs_status status;
     uint64_t err_offset;
     char err[192];

@@ -420,6 +420,9 @@ static void test_gzip_corrupt_after_data(void)
         enum kvs_status st = kvs_read_trace_memory(bin + 1, n - 1, "regress.gz", &o, &t);
         KVS_CHECK_MSG(st == KVS_STATUS_PARSE, "chunk %zu: status %d", chunks[i], (int)st);
         KVS_CHECK_MSG(strstr(cap.all, "corrupt gzip data"), "chunk %zu: %s", chunks[i], cap.all);
+        /* one error, the source's: not a second "malformed trace at byte 0:
+         * reading the input failed" whose offset means nothing */
+        KVS_CHECK_MSG(cap.errors == 1, "chunk %zu: %d errors: %s", chunks[i], cap.errors, cap.all);
         kvs_trace_data_free(&t);
     }
     free(bin);
@@ -451,6 +454,7 @@ static void test_gzip_corrupt_after_data(void)
     o.bufsize = 64;
     KVS_CHECK_EQ_INT(kvs_read_trace_memory(gz, len, "crc.gz", &o, &t), KVS_STATUS_PARSE);
     KVS_CHECK(strstr(cap.all, "corrupt gzip data") != NULL);
+    KVS_CHECK_MSG(cap.errors == 1, "%d errors: %s", cap.errors, cap.all);
     kvs_trace_data_free(&t);
     free(json.p);
 }

@@ -65,6 +65,13 @@ static void usage(FILE *out)
             "The last line, 'result: key=value ...', is for scripts (bench/engine.sh).\n");
 }
 
+/* keeps the last message, so a failure can be said in one line of our own */
+static void keep_message(void *user, enum kvs_log_level level, const char *message)
+{
+    (void)level;
+    snprintf((char *)user, 256, "%s", message);
+}
+
 static int parse_ll(const char *flag, const char *s, long long lo, long long hi, long long *out)
 {
     char *end = NULL;
@@ -237,15 +244,22 @@ static int engine_run(const struct kvs_engine_opts *o)
     kvs_expert_map_describe(&em, &p.model, p.batch, text, sizeof text);
     fputs(text, stdout);
 
-    if (o->tp) {
-        int gpus = 0;
-        struct kvs_logger quiet = p.log;
-        quiet.min_level = KVS_LOG_ERROR + 1;
-        kvs_engine_gpu_count(&gpus, &quiet);
-        if (o->tp > gpus)
-            return kvs_cli_usage_error(CMD, "--tp %lld needs %lld GPUs; this process sees %d "
-                                            "(CUDA_VISIBLE_DEVICES decides which)",
-                                       o->tp, o->tp, gpus);
+    /* the GPU before any GPU work: on a machine without one, CUDA's own
+     * words ("CUDA driver version is insufficient for CUDA runtime
+     * version" at a cudaMalloc deep inside) do not say what is missing */
+    int gpus = 0;
+    char why[256] = "";
+    struct kvs_logger keep = {keep_message, why, KVS_LOG_ERROR};
+    kvs_engine_gpu_count(&gpus, &keep);
+    if (o->tp > gpus)
+        return kvs_cli_usage_error(CMD, "--tp %lld needs %lld GPUs; this process sees %d "
+                                        "(CUDA_VISIBLE_DEVICES decides which)",
+                                   o->tp, o->tp, gpus);
+    if (gpus < 1) {
+        fprintf(stderr, "kvscope engine: no NVIDIA GPU is usable here (%s); the engine needs one "
+                        "(kvscope report and compare do not)\n",
+                why[0] ? why : "CUDA sees no device");
+        return KVS_EXIT_FAILURE;
     }
 
     double copy = o->copy_gbps;

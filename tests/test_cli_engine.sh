@@ -55,6 +55,16 @@ check 2 "tp 0" "--tp wants" -- "$kvs" engine --tp 0
 check 2 "tp with one trace on stdout" "one per rank" -- "$kvs" engine --tp 2 --trace -
 check 2 "tp over more GPUs than visible" "needs 64 GPUs" -- \
     "$kvs" engine --config glm5 --tp 64 --context 16 --kv-capacity 8192
+# no GPU here: one line that says so (exit 1, the work cannot be done), not
+# CUDA's "driver version is insufficient" from a cudaMalloc deep inside
+if ! { command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; }; then
+    check 1 "engine without a GPU says so" "no NVIDIA GPU is usable here" -- \
+        "$kvs" engine --config tiny --steps 1 --context 16 --quiet
+    echo "$out" | grep -q "insufficient.*cudaMalloc\|at ../engine" &&
+        { echo "FAIL engine without a GPU: CUDA's error from inside: $out"; fail=1; }
+else
+    echo "skip engine without a GPU (this machine has one)"
+fi
 
 # without kvscope-engine beside it, kvscope says which program is missing
 tmp=$(mktemp -d) || exit 99

@@ -26,6 +26,7 @@ bool kvs_table_groups(struct kvs_table *t, const struct kvs_analysis *a, size_t 
                                         KVS_COL_NUM, KVS_COL_NUM, KVS_COL_NUM, KVS_COL_NUM,
                                         KVS_COL_NUM, KVS_COL_TEXT};
     kvs_table_init(t, 10, hdr, kind);
+    bool over_peak = false;
     size_t n = a->groups ? a->ngroup : 0;
     for (size_t i = 0; i < n && i < max_rows; i++) {
         const struct kvs_group *g = &a->groups[i];
@@ -57,8 +58,20 @@ bool kvs_table_groups(struct kvs_table *t, const struct kvs_analysis *a, size_t 
             strcpy(match, "-");
         const char *row[] = {op, dims, dtypes, cps, ms, frac, bpc, gbps, eff, match};
         kvs_table_add(t, row);
+        over_peak = over_peak || (a->trace.peak_gbps > 0 && !g->host_link &&
+                                  g->bytes_per_call > 0 && g->efficiency > 1.0005);
     }
     set_note(t, max_rows, n, "groups");
+    /* not clamped: a rate above the HBM peak says the bytes did not all come
+     * from HBM, which a reader should be told rather than shown 100% */
+    if (over_peak) {
+        size_t len = t->note ? strlen(t->note_buf) : 0;
+        snprintf(t->note_buf + len, sizeof t->note_buf - len,
+                 "%s%% peak over 100%%: the bytes came from the L2 cache (a copy that fits in it), "
+                 "or the device's peak is wrong (--device, --peak-gbps)",
+                 len ? "; " : "");
+        t->note = t->note_buf;
+    }
     return !t->failed;
 }
 

@@ -33,7 +33,7 @@ struct kvs_table {
     size_t nrow, cap;
     bool failed;  /* an allocation failed: the table is incomplete */
     const char *note; /* a line under the table ("12 more groups ..."), owned when set */
-    char note_buf[160];
+    char note_buf[320];
 };
 
 /* headers and kinds: ncol entries each (headers are not copied: use literals). */

@@ -71,6 +71,32 @@ static void test_unknown_bytes(void)
     free(t);
 }
 
+/* A rate above the HBM peak (a copy served from L2: HTA's A100 trace_diff
+ * control trace has a 12.9 MB DtoD copy at 123% of 1555 GB/s) is shown as
+ * it is, with a line under the table that says what it means; a host
+ * link's copy reads "host" and is not counted as over the peak. */
+static void test_over_peak_explained(void)
+{
+    struct kvs_fixture fx;
+    kvs_fixture_unfixed(&fx);
+    char *t = render(&fx.a, KVS_FORMAT_TEXT, false);
+    KVS_CHECK(!strstr(t, "over 100%"));
+    free(t);
+    fx.groups[1].efficiency = 1.227;
+    fx.groups[1].achieved_gbps = 1.227 * fx.a.trace.peak_gbps;
+    for (int fmt = KVS_FORMAT_TEXT; fmt <= KVS_FORMAT_MARKDOWN; fmt++) {
+        t = render(&fx.a, (enum kvs_format)fmt, false);
+        KVS_CHECK_MSG(strstr(t, "122.7%") != NULL, "%s", t);
+        KVS_CHECK_MSG(strstr(t, "over 100%: the bytes came from the L2 cache") != NULL, "%s", t);
+        free(t);
+    }
+    fx.groups[1].host_link = true;
+    fx.groups[1].efficiency = 0;
+    t = render(&fx.a, KVS_FORMAT_TEXT, false);
+    KVS_CHECK(!strstr(t, "over 100%"));
+    free(t);
+}
+
 static void test_color_only_on_request(void)
 {
     struct kvs_fixture fx;
@@ -169,6 +195,7 @@ int main(int argc, char **argv)
         {"order_and_content", test_order_and_content},
         {"color_only_on_request", test_color_only_on_request},
         {"unknown_bytes", test_unknown_bytes},
+        {"over_peak_explained", test_over_peak_explained},
         {"columns_align", test_columns_align},
         {"markdown_tables_intact", test_markdown_tables_intact},
         {"empty_analysis_says_so", test_empty_analysis_says_so},

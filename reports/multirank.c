@@ -352,7 +352,24 @@ enum kvs_status kvs_multirank(const struct kvs_analysis *const *ranks, size_t n,
     if (m->world_size > 0 && (size_t)m->world_size > n)
         note(&b, kvs_fmt_dup(&b.oom, "%zu of %d ranks given: the figures cover those ranks only.",
                              n, m->world_size));
-    if (!from_traces && n > 1)
+    /* every trace names a rank but two name the same one: the same file
+     * given twice, or ranks of different runs; say which, not "not every
+     * trace names a rank" */
+    size_t dup_i = 0, dup_j = 0;
+    for (size_t i = 0; i < n && !dup_j; i++)
+        for (size_t j = i + 1; j < n && !dup_j && ranks[i]->trace.rank >= 0; j++)
+            if (ranks[j]->trace.rank == ranks[i]->trace.rank)
+                dup_i = i, dup_j = j;
+    bool all_named = true;
+    for (size_t i = 0; i < n; i++)
+        all_named = all_named && ranks[i]->trace.rank >= 0;
+    if (!from_traces && n > 1 && all_named && dup_j)
+        note(&b, kvs_fmt_dup(&b.oom,
+                             "Traces %zu and %zu both name rank %d (the same file given twice, or "
+                             "ranks of different runs?): ranks are numbered in the order the files "
+                             "were given.",
+                             dup_i + 1, dup_j + 1, ranks[dup_i]->trace.rank));
+    else if (!from_traces && n > 1)
         note(&b, kvs_fmt_dup(&b.oom,
                              "Not every trace names a rank of its own (distributedInfo or kvscope "
                              "metadata): ranks are numbered in the order the files were given."));

@@ -273,6 +273,29 @@ static void test_file_order_and_formats(void)
     for (int i = 0; i < 3; i++)
         kvs_analysis_free(a[i]);
     KVS_CHECK_EQ_INT(kvs_multirank(NULL, 0, &m), KVS_STATUS_INVALID_ARGUMENT);
+
+    /* every trace names a rank, two the same one (a file given twice):
+     * said as such, not as "not every trace names a rank" */
+    int twice[3] = {1, 0, 1};
+    analyze_ranks(twice, true, a);
+    KVS_REQUIRE(a[0] && a[1] && a[2]);
+    KVS_CHECK_EQ_INT(kvs_multirank((const struct kvs_analysis *const *)a, 3, &m), KVS_STATUS_OK);
+    KVS_REQUIRE(m);
+    j = render_json(m);
+    KVS_REQUIRE(j);
+    KVS_CHECK_EQ_STR(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "ranks"), "rank_source")->valuestring,
+                     "file order");
+    bool said = false, wrong = false;
+    const cJSON *s;
+    cJSON_ArrayForEach(s, cJSON_GetObjectItem(cJSON_GetObjectItem(j, "ranks"), "notes")) {
+        said = said || strstr(s->valuestring, "Traces 1 and 3 both name rank 1");
+        wrong = wrong || strstr(s->valuestring, "Not every trace names a rank");
+    }
+    KVS_CHECK(said && !wrong);
+    cJSON_Delete(j);
+    kvs_multirank_free(m);
+    for (int i = 0; i < 3; i++)
+        kvs_analysis_free(a[i]);
 }
 
 /* the notes of three ranks' traces, all with the cast, rows of `row` */

@@ -482,7 +482,13 @@ enum kvs_status kvs_analyze_input(const struct kvs_analyze_input *in,
         kvs_log(c.log, KVS_LOG_INFO,
                 "%s: no step markers (ProfilerStep#N or step ranges%s): figures are trace totals", path,
                 opt->step_regex ? ", or --step-regex matches" : "");
-    if (c.t.ngpus == 0)
+    if (c.t.ngpus == 0 && c.t.n_runtime > 0) /* launches, but no GPU side: a profiler set-up slip */
+        kvs_log(c.log, KVS_LOG_WARN,
+                "%s: no GPU activity (kernels, copies, memsets) although the trace has %llu "
+                "CUDA/HIP runtime calls: the profiler did not record the GPU side (torch.profiler: "
+                "add ProfilerActivity.CUDA to activities), so nothing on the GPU can be judged",
+                path, (unsigned long long)c.t.n_runtime);
+    else if (c.t.ngpus == 0)
         kvs_log(c.log, KVS_LOG_INFO, "%s: no GPU activity in the trace (a CPU-only trace)", path);
     struct kvs_finding *findings = NULL;
     size_t nfind = 0;

@@ -254,6 +254,14 @@ char *kvs_short_dtypes(char *buf, size_t size, const struct kvs_group *g)
     return buf;
 }
 
+const char *kvs_no_findings_text(const struct kvs_analysis *a)
+{
+    if (a->trace.kernels + a->trace.memcpys + a->trace.memsets == 0)
+        return "the trace records no GPU activity (kernels, copies, memsets), so there is nothing "
+               "on the GPU to judge";
+    return "no copy/cast bottleneck, bandwidth or idle-GPU problem stands out";
+}
+
 char *kvs_truncate(char *buf, size_t size, const char *s, size_t width)
 {
     if (!s)

@@ -78,7 +78,7 @@ static void findings(FILE *f, const struct kvs_analysis *a)
     fputs("<h2>Findings</h2>\n", f);
     size_t n = a->findings ? a->nfinding : 0;
     if (n == 0) {
-        fputs("<p>None: no copy/cast bottleneck, bandwidth or idle-GPU problem stands out.</p>\n", f);
+        fprintf(f, "<p>None: %s.</p>\n", kvs_no_findings_text(a));
         return;
     }
     fputs("<ol class=\"findings\">\n", f);

@@ -18,7 +18,7 @@ static void print_findings(FILE *f, const struct kvs_analysis *a)
     fputs("\n## Findings\n\n", f);
     size_t n = a->findings ? a->nfinding : 0;
     if (n == 0) {
-        fputs("None: no copy/cast bottleneck, bandwidth or idle-GPU problem stands out.\n", f);
+        fprintf(f, "None: %s.\n", kvs_no_findings_text(a));
         return;
     }
     for (size_t i = 0; i < n; i++) {

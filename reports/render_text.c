@@ -48,7 +48,7 @@ static void print_findings(FILE *f, const struct kvs_analysis *a, const struct s
     heading(f, st, "FINDINGS (ranked by recoverable GPU time per step)");
     size_t n = a->findings ? a->nfinding : 0;
     if (n == 0) {
-        fputs("  none: no copy/cast bottleneck, bandwidth or idle-GPU problem stands out\n", f);
+        fprintf(f, "  none: %s\n", kvs_no_findings_text(a));
         return;
     }
     for (size_t i = 0; i < n; i++) {

@@ -84,6 +84,10 @@ const char *kvs_short_dtype(const char *name);
 
 /* s cut to width bytes with "..." (for names that must keep their namespaces). */
 char *kvs_truncate(char *buf, size_t size, const char *s, size_t width);
+/* What "no findings" means for this analysis: nothing stands out, or there
+ * was no GPU activity to judge (a CPU-only trace, or a profiler that did not
+ * record the GPU side) — never an all-clear for a trace without GPU data. */
+const char *kvs_no_findings_text(const struct kvs_analysis *a);
 /* widths of the dims and dtypes columns in the tables: an op with many
  * inputs (a compiled graph's 16 tensors) would otherwise stretch every row
  * of its table past 300 columns; JSON keeps them whole */

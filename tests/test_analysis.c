@@ -554,6 +554,39 @@ static void test_gpu_idle_sparse_launches(void)
     }
 }
 
+/* A trace with CUDA launches and no GPU side (HTA's cupti_profiler trace:
+ * 1,862 runtime calls, no kernel records) is a profiler set-up slip: a
+ * warning that says how to record the GPU side, not "a CPU-only trace" at
+ * INFO that --quiet hides; a real CPU-only trace keeps its quiet note. */
+static void test_launches_without_gpu_side(void)
+{
+    static const struct {
+        const char *trace;
+        bool launches;
+    } cases[] = {
+        {"traces/hta/cupti_profiler__benchmark_result_924719_1679055439_trace.json.gz", true},
+        {"traces/hta/rank_non_gpu__rank_non_gpu.json.gz", false},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char path[1024];
+        if (!kvs_test_shared_path(path, sizeof path, cases[k].trace))
+            KVS_TEST_SKIP("no ../shared/%s", cases[k].trace);
+        struct kvs_analysis_options opt;
+        kvs_analysis_options_init(&opt);
+        opt.log = kvs_capture_logger(&cap);
+        struct kvs_analysis *a = NULL;
+        KVS_REQUIRE(kvs_analyze_file(path, &opt, &a) == KVS_STATUS_OK && a);
+        KVS_CHECK_EQ_INT(a->trace.kernels + a->trace.memcpys + a->trace.memsets, 0);
+        bool said = strstr(cap.all, "ProfilerActivity.CUDA") != NULL;
+        KVS_CHECK_MSG(said == cases[k].launches, "%s: %s", cases[k].trace, cap.all);
+        if (cases[k].launches)
+            KVS_CHECK_MSG(strstr(cap.last, "1862 CUDA/HIP runtime calls"), "%s", cap.last);
+        else
+            KVS_CHECK_MSG(strstr(cap.all, "a CPU-only trace") && cap.warnings == 0, "%s", cap.all);
+        kvs_analysis_free(a);
+    }
+}
+
 static void test_category_names(void)
 {
     for (int c = 0; c < KVS_CAT_COUNT_; c++) {
@@ -582,6 +615,7 @@ int main(int argc, char **argv)
         {"category_names", test_category_names},
         {"host_copies_not_judged_by_hbm", test_host_copies_not_judged_by_hbm},
         {"gpu_idle_sparse_launches", test_gpu_idle_sparse_launches},
+        {"launches_without_gpu_side", test_launches_without_gpu_side},
         {NULL, NULL},
     };
     return kvs_test_main(argc, argv, tests);

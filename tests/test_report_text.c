@@ -183,10 +183,22 @@ static void test_empty_analysis_says_so(void)
     KVS_CHECK(strstr(t, "no step markers") != NULL);
     KVS_CHECK(strstr(t, "none: the trace has no GPU activity") != NULL);
     KVS_CHECK(strstr(t, "HBM peak unknown") != NULL);
+    /* no findings in a trace without GPU data is no all-clear */
+    KVS_CHECK(strstr(t, "none: the trace records no GPU activity") != NULL);
+    KVS_CHECK(!strstr(t, "stands out"));
     free(t);
     char *m = render(&a, KVS_FORMAT_MARKDOWN, false);
     KVS_CHECK(strstr(m, "No step markers") != NULL);
+    KVS_CHECK(strstr(m, "None: the trace records no GPU activity") != NULL);
     free(m);
+    m = render(&a, KVS_FORMAT_HTML, false);
+    KVS_CHECK(strstr(m, "None: the trace records no GPU activity") != NULL);
+    free(m);
+    /* GPU activity and no finding: then nothing stands out */
+    a.trace.kernels = 3;
+    t = render(&a, KVS_FORMAT_TEXT, false);
+    KVS_CHECK(strstr(t, "none: no copy/cast bottleneck, bandwidth or idle-GPU problem stands out"));
+    free(t);
 }
 
 int main(int argc, char **argv)

@@ -9,7 +9,8 @@
  * warm-up, median of the repeats; inputs rotate through more than L2.
  *
  *   ninja -C build kernels/bench_kernels && build/kernels/bench_kernels [section...]
- *   sections: copy cast gather mla moe gemm (default: all); mla32k [B C] runs
+ *   sections: copy cast gather mla moe gemm fp8w (default: all; fp8w:
+ *   bench_fp8w.cuh, FP8-weight GEMV and experts vs BF16); mla32k [B C] runs
  *   only batch 1 x 32K (or B x C) once per KV type, untimed, for a profiler
  *   (ncu -k regex:mla)
  */
@@ -24,6 +25,7 @@
 
 #include "../cuda/cast_cfg.h"
 #include "bench_util.cuh"
+#include "bench_fp8w.cuh"
 
 // ----------------------------------------------------------------------------
 // sections
@@ -364,5 +366,7 @@ int main(int argc, char **argv)
         bench_moe();
     if (want("gemm"))
         bench_gemm();
+    if (want("fp8w"))
+        bench_fp8w();
     return 0;
 }

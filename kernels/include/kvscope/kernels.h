@@ -2,7 +2,8 @@
  * references (kvs_cpu_*) and their CUDA counterparts (kvs_cuda_*).
  *
  * defines: kvs_bf16, kvs_fp8, the scalar converters, struct kvs_mla_args,
- *          kvs_cpu_* references, kvs_cuda_* launchers, struct kvs_gemm
+ *          kvs_cpu_* references, kvs_cuda_* launchers, struct kvs_gemm,
+ *          struct kvs_gemv_fp8w_out, struct kvs_moe_fp8w_args
  *
  * Storage types are raw bits so that this header needs no CUDA headers:
  * kvs_bf16 is a bfloat16, kvs_fp8 an FP8 e4m3fn (OCP: bias 7, no infinities,
@@ -266,6 +267,73 @@ KVS_API void kvs_cpu_moe_experts(const struct kvs_moe_args *a);
 KVS_API size_t kvs_cuda_moe_experts_workspace(int tokens, int topk, int inter);
 KVS_API enum kvs_status kvs_cuda_moe_experts(const struct kvs_moe_args *a, void *workspace,
                                              size_t workspace_bytes, void *stream);
+
+/* ---------------------------------------------------------------------------
+ * FP8-weight projections and experts (kernels/cpu/fp8w.c, kernels/cuda/gemv_fp8w.cu,
+ * kernels/cuda/moe_fp8w.cu): weights stored as e4m3 codes with one float
+ * scale per 128 x 128 block, the layout of FP8 checkpoints (DeepSeek-V3,
+ * GLM FP8: weight_scale_inv). For W[n, k]:
+ *   scale is [ceil(n/128), ceil(k/128)] row-major, and
+ *   w_real[r, c] = fp8(w[r, c]) * scale[r / 128][c / 128].
+ * Activations stay BF16, sums are float (double in the references), outputs
+ * BF16 or float. At decode batch sizes these matmuls read each weight byte
+ * once, so FP8 halves the bytes they move. */
+#define KVS_FP8_BLOCK 128
+
+/* Blocks of W[n, k] (finite floats; BF16 weights widen exactly): scale =
+ * amax / 448 per block (1 for an all-zero block), codes =
+ * kvs_float_to_fp8(w / scale), round to nearest even. q is [n, k], scale
+ * [ceil(n/128), ceil(k/128)]. |dequantised - w| <= max(|w| * 2^-4,
+ * scale * 2^-10) (half an e4m3 step; the second term is the subnormal
+ * range) up to float rounding of w / scale. For tests and benchmarks. */
+KVS_API void kvs_cpu_quantize_fp8_blocks(const float *w, int n, int k, kvs_fp8 *q, float *scale);
+
+/* One output of an FP8-weight GEMV: y[r, :] = x[r, :] . w_real^T. */
+struct kvs_gemv_fp8w_out {
+    const kvs_fp8 *w;   /* [n, k] codes */
+    const float *scale; /* [ceil(n/128), ceil(k/128)] */
+    void *y;            /* [m, ldy] of kvs_bf16, or float when y_f32 */
+    int n;
+    int64_t ldy;
+};
+/* Reference: each output in double from the dequantised weights, rounded
+ * once to BF16 (or to float when y_f32). */
+KVS_API void kvs_cpu_gemv_fp8w(const kvs_bf16 *x, int64_t ldx, int m, int k,
+                               const struct kvs_gemv_fp8w_out *outs, int nout, int y_f32);
+/* The GEMV of kvs_cuda_gemv_bf16 with FP8 weights: m <= KVS_GEMV_MAX_M rows
+ * of x, up to KVS_GEMV_MAX_OUTS outputs of one x in one launch, each weight
+ * byte read once. Needs k a multiple of 16, x and every w 16-byte aligned,
+ * ldx a multiple of 8 (else KVS_STATUS_UNSUPPORTED); n and k need not be
+ * multiples of 128. */
+KVS_API int kvs_cuda_gemv_fp8w_supported(const kvs_bf16 *x, int64_t ldx, int m, int k,
+                                         const struct kvs_gemv_fp8w_out *outs, int nout);
+KVS_API enum kvs_status kvs_cuda_gemv_fp8w(const kvs_bf16 *x, int64_t ldx, int m, int k,
+                                           const struct kvs_gemv_fp8w_out *outs, int nout,
+                                           int y_f32, void *stream);
+
+/* kvs_moe_args with FP8 expert weights: each expert's stacked gate_up
+ * [2*inter, dim] and down [dim, inter] quantised as one matrix each (with
+ * inter a multiple of 128, as GLM-5's 2048, the stacked gate and up scales
+ * are the checkpoint's gate_proj and up_proj scales one after the other). */
+struct kvs_moe_fp8w_args {
+    int tokens, dim, inter, topk, n_resident;
+    const kvs_bf16 *x;          /* [tokens, dim] */
+    const int32_t *ids;         /* [tokens, topk] */
+    const float *weights;       /* [tokens, topk] */
+    const kvs_fp8 *gate_up;     /* [n_resident, 2*inter, dim] */
+    const float *gate_up_scale; /* [n_resident, ceil(2*inter/128), ceil(dim/128)] */
+    const kvs_fp8 *down;        /* [n_resident, dim, inter] */
+    const float *down_scale;    /* [n_resident, ceil(dim/128), ceil(inter/128)] */
+    kvs_bf16 *y;                /* [tokens, dim] */
+    int accumulate;             /* 1: y += result; 0: y = result */
+};
+/* The roundings of kvs_cpu_moe_experts (gate, up and SwiGLU to BF16, the
+ * weighted top-k sum rounded once), dots in double on dequantised weights. */
+KVS_API void kvs_cpu_moe_experts_fp8w(const struct kvs_moe_fp8w_args *a);
+/* Workspace: kvs_cuda_moe_experts_workspace(tokens, topk, inter). */
+KVS_API enum kvs_status kvs_cuda_moe_experts_fp8w(const struct kvs_moe_fp8w_args *a,
+                                                  void *workspace, size_t workspace_bytes,
+                                                  void *stream);
 
 #ifdef __cplusplus
 }

@@ -93,6 +93,7 @@ struct kvs_ctx {
     struct kvs_model model;      /* valid when have_model */
     int layers;                  /* the model's, else counted from layer ranges, else 0 */
     bool layers_inferred;
+    bool backward;               /* the trace runs autograd's backward pass: training, no KV cache */
 
     /* device */
     const char *device;          /* name used */

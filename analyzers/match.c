@@ -336,7 +336,7 @@ static void match_one(struct kvs_ctx *c, struct kvs_group_acc *g, const struct t
      * with a model only the model's KV rows can be a KV buffer. It is also
      * conservative: the buffer is touched in every step, is not what a
      * gather produced, and keeps its size from step to step. */
-    bool may_infer = c->opt->kv_capacity <= 0 && (!c->have_model || row_ok) &&
+    bool may_infer = c->opt->kv_capacity <= 0 && (!c->have_model || row_ok) && !c->backward &&
                      tokens >= BUFFER_MIN_TOKENS && cps >= 1 &&
                      (!c->nsteps || g->steps_with_calls == (int64_t)c->nsteps) &&
                      !gathers_its_rows(s, dims[0]) && !has_near_sibling(c, g);
@@ -367,8 +367,21 @@ static void match_one(struct kvs_ctx *c, struct kvs_group_acc *g, const struct t
     g->active_tokens = capacity || inferred ? active : 0;
 }
 
+/* autograd's engine runs a backward pass only in training, where there is no
+ * KV cache: a [4096, 2798] batch copied every step is a batch, not a pool
+ * (HTA's negative_queue_length trace: 11 such "KV buffers" otherwise) */
+static bool runs_backward(const struct kvs_ctx *c)
+{
+    static const char prefix[] = "autograd::engine::evaluate_function";
+    for (size_t k = 0; k < c->t.nopkeys; k++)
+        if (!strncmp(kvs_intern_str(&c->t.strings, c->t.opkeys[k].name), prefix, sizeof prefix - 1))
+            return true;
+    return false;
+}
+
 enum kvs_status kvs_match_groups(struct kvs_ctx *c)
 {
+    c->backward = runs_backward(c);
     c->layers = c->have_model ? c->model.layers : 0;
     c->layers_inferred = false;
     if (!c->layers) {

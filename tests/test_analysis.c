@@ -587,6 +587,42 @@ static void test_launches_without_gpu_side(void)
     }
 }
 
+/* A training trace (HTA's negative_queue_length: autograd's backward pass,
+ * float batches [4096, 2798] copied every step) has no KV cache: no buffer
+ * is inferred from shapes and no kv_full_buffer_cast named; a capacity the
+ * user gives is still taken at its word. */
+static void test_training_has_no_kv_buffer(void)
+{
+    char path[1024];
+    if (!kvs_test_shared_path(path, sizeof path,
+                              "traces/hta/negative_queue_length_values_check__rank0.json.gz"))
+        KVS_TEST_SKIP("no ../shared/traces/hta");
+    for (int given = 0; given < 2; given++) {
+        struct kvs_analysis_options opt;
+        kvs_analysis_options_init(&opt);
+        opt.log = kvs_capture_logger(&cap);
+        opt.kv_capacity = given ? 4096 : 0;
+        struct kvs_analysis *a = NULL;
+        KVS_REQUIRE(kvs_analyze_file(path, &opt, &a) == KVS_STATUS_OK && a);
+        int buffers = 0, batch_copies = 0;
+        for (size_t i = 0; i < a->ngroup; i++) {
+            const struct kvs_group *g = &a->groups[i];
+            if (g->ntensors > 0 && g->tensor_dims[0].rank == 2 && g->tensor_dims[0].d[0] == 4096 &&
+                g->tensor_dims[0].d[1] == 2798)
+                batch_copies++;
+            buffers += g->has_match && g->match.capacity_tokens > 0;
+        }
+        KVS_CHECK_MSG(batch_copies >= 1, "no [4096,2798] group");
+        if (given) {
+            KVS_CHECK(buffers > 0 && finding(a, "kv_full_buffer_cast") != NULL);
+        } else {
+            KVS_CHECK_MSG(buffers == 0, "%d groups inferred to be a KV buffer", buffers);
+            KVS_CHECK(finding(a, "kv_full_buffer_cast") == NULL);
+        }
+        kvs_analysis_free(a);
+    }
+}
+
 static void test_category_names(void)
 {
     for (int c = 0; c < KVS_CAT_COUNT_; c++) {
@@ -616,6 +652,7 @@ int main(int argc, char **argv)
         {"host_copies_not_judged_by_hbm", test_host_copies_not_judged_by_hbm},
         {"gpu_idle_sparse_launches", test_gpu_idle_sparse_launches},
         {"launches_without_gpu_side", test_launches_without_gpu_side},
+        {"training_has_no_kv_buffer", test_training_has_no_kv_buffer},
         {NULL, NULL},
     };
     return kvs_test_main(argc, argv, tests);

@@ -48,6 +48,7 @@ struct kvs_group_acc {
     int64_t activity_bytes;      /* sum of memcpy/memset `bytes` */
     int64_t host_ns;             /* GPU time of its host<->device copies (HtoD, DtoH, ...) */
     int64_t activities;
+    int64_t byte_calls;          /* calls whose GPU work had a memcpy/memset with `bytes` */
     uint32_t top_kernel;         /* kernel name with the most time */
     int64_t top_kernel_ns;
     struct kvs_shape shape_info;

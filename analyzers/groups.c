@@ -47,6 +47,34 @@ static int cmp_group(const void *a, const void *b)
     return x->shape < y->shape ? -1 : x->shape > y->shape;
 }
 
+/* bytes a call moves by its op's dims and dtypes; -1 when they do not say */
+static int64_t shape_bytes(const struct kvs_trace_data *t, const struct kvs_group_acc *g)
+{
+    const struct kvs_shape *s = &g->shape_info;
+    if (s->n == 0 || s->more)
+        return -1;
+    const char *op = kvs_intern_str(&t->strings, g->op_name);
+    if (!kvs_op_is_copy(op))
+        return -1; /* a copy kernel inside another op: the op's shapes do not describe it */
+    /* an indexed write (index_copy_(self, index, source), ...) reads its
+     * index and source and writes the source's bytes into self: self's own
+     * dims, often a whole KV pool, are not touched */
+    bool indexed = kvs_op_is_indexed_write(op);
+    if (indexed && s->n < 2)
+        return -1;
+    int64_t sum = 0;
+    for (int i = indexed ? 1 : 0; i < s->n; i++) {
+        if (s->bytes[i] < 0)
+            return -1;
+        sum += s->bytes[i];
+    }
+    if (indexed)
+        return sum + s->bytes[s->n - 1];
+    /* copy_(dst, src) and kvscope's casts list every tensor they touch once;
+     * a one-tensor copy (clone, contiguous, to) writes as much as it reads */
+    return s->n >= 2 ? sum : 2 * sum;
+}
+
 static void bytes_per_call(const struct kvs_trace_data *t, struct kvs_group_acc *g)
 {
     g->bytes_per_call = -1;
@@ -54,35 +82,18 @@ static void bytes_per_call(const struct kvs_trace_data *t, struct kvs_group_acc 
         const char *key = kvs_intern_str(&t->strings, g->shape);
         kvs_shape_parse(key, kvs_intern_len(&t->strings, g->shape), &g->shape_info);
     }
-    if (g->activity_bytes > 0 && g->gpu_calls > 0) {
-        g->bytes_per_call = g->activity_bytes / g->gpu_calls;
+    if (g->activity_bytes > 0 && g->byte_calls > 0 && g->gpu_calls > 0) {
+        /* every call a memcpy/memset: their `bytes` say it. Some calls ran a
+         * kernel instead (aten::copy_ of a strided view: HTA's trace_diff has
+         * 18 DtoD memcpys and 6 copy kernels of [1024,58272] f32): those
+         * moved bytes too, which the activity sum divided by every call
+         * would spread thin; the dims say what each call moves. */
+        int64_t by_shape = g->byte_calls < g->gpu_calls ? shape_bytes(t, g) : -1;
+        g->bytes_per_call = by_shape > 0 ? by_shape
+                          : g->activity_bytes / (g->byte_calls < g->gpu_calls ? g->byte_calls : g->gpu_calls);
         return;
     }
-    const struct kvs_shape *s = &g->shape_info;
-    if (s->n == 0 || s->more)
-        return;
-    const char *op = kvs_intern_str(&t->strings, g->op_name);
-    if (!kvs_op_is_copy(op))
-        return; /* a copy kernel inside another op: the op's shapes do not describe it */
-    /* an indexed write (index_copy_(self, index, source), ...) reads its
-     * index and source and writes the source's bytes into self: self's own
-     * dims, often a whole KV pool, are not touched */
-    bool indexed = kvs_op_is_indexed_write(op);
-    if (indexed && s->n < 2)
-        return;
-    int64_t sum = 0;
-    for (int i = indexed ? 1 : 0; i < s->n; i++) {
-        if (s->bytes[i] < 0)
-            return;
-        sum += s->bytes[i];
-    }
-    if (indexed) {
-        g->bytes_per_call = sum + s->bytes[s->n - 1];
-        return;
-    }
-    /* copy_(dst, src) and kvscope's casts list every tensor they touch once;
-     * a one-tensor copy (clone, contiguous, to) writes as much as it reads */
-    g->bytes_per_call = s->n >= 2 ? sum : 2 * sum;
+    g->bytes_per_call = shape_bytes(t, g);
 }
 
 /* the group an activity joins: its op's key, or a bare group named after
@@ -101,9 +112,10 @@ enum kvs_status kvs_groups_build(struct kvs_ctx *c)
     size_t niv = 0, iv_cap = 0;
     int64_t *busy = NULL;
     uint8_t *seen = calloc(t->nops / 8 + 1, 1);
+    uint8_t *byte_seen = calloc(t->nops / 8 + 1, 1); /* ops whose work had a memcpy/memset's bytes */
     uint32_t *group_of_key = calloc(t->nopkeys ? t->nopkeys : 1, sizeof *group_of_key);
     uint8_t *key_is_copy = calloc(t->nopkeys ? t->nopkeys : 1, 1); /* 1 + verdict */
-    if (!seen || !group_of_key || !key_is_copy)
+    if (!seen || !byte_seen || !group_of_key || !key_is_copy)
         goto out;
 
     for (size_t i = 0; i < t->ngpus; i++) {
@@ -144,7 +156,14 @@ enum kvs_status kvs_groups_build(struct kvs_ctx *c)
             goto out;
         a->gpu_ns += g->dur;
         a->activities++;
-        a->activity_bytes += activity_bytes(t, g);
+        int64_t moved = activity_bytes(t, g);
+        a->activity_bytes += moved;
+        if (moved > 0 && bare) {
+            a->byte_calls++;
+        } else if (moved > 0 && !(byte_seen[op / 8] & (1u << (op % 8)))) {
+            byte_seen[op / 8] |= (uint8_t)(1u << (op % 8));
+            a->byte_calls++;
+        }
         if (is_host_copy(t, g))
             a->host_ns += g->dur;
         if (c->gpu_step[i] >= 0)
@@ -227,6 +246,7 @@ out:
     free(iv);
     free(busy);
     free(seen);
+    free(byte_seen);
     free(group_of_key);
     free(key_is_copy);
     kvs_u64map_free(&bare_groups);

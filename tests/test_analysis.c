@@ -623,6 +623,28 @@ static void test_training_has_no_kv_buffer(void)
     }
 }
 
+/* An aten::copy_ group whose calls ran a DtoD memcpy (18 of them, with
+ * `bytes`) or a copy kernel (6, without): every call moves its dims' bytes,
+ * 1024 x 58272 floats read and written; the memcpy bytes spread over all 24
+ * calls said 358.0 MB a call and 581 GB/s. */
+static void test_mixed_memcpy_and_kernel_calls(void)
+{
+    char path[1024];
+    if (!kvs_test_shared_path(path, sizeof path, "traces/hta/trace_diff__test__test.json.gz"))
+        KVS_TEST_SKIP("no ../shared/traces/hta");
+    struct kvs_analysis_options opt;
+    kvs_analysis_options_init(&opt);
+    opt.log = kvs_capture_logger(&cap);
+    struct kvs_analysis *a = NULL;
+    KVS_REQUIRE(kvs_analyze_file(path, &opt, &a) == KVS_STATUS_OK && a);
+    const struct kvs_group *g = find_group(a, "aten::copy_", "[[1024,58272],[1024,58272]]");
+    KVS_REQUIRE(g != NULL);
+    KVS_CHECK_EQ_INT(g->calls, 24);
+    KVS_CHECK_EQ_INT(g->bytes_per_call, 1024LL * 58272 * (4 + 4));
+    KVS_CHECK_NEAR(g->achieved_gbps, (double)g->bytes_per_call * 24 / (g->gpu_ms * 1e6), 1e-6);
+    kvs_analysis_free(a);
+}
+
 static void test_category_names(void)
 {
     for (int c = 0; c < KVS_CAT_COUNT_; c++) {
@@ -653,6 +675,7 @@ int main(int argc, char **argv)
         {"gpu_idle_sparse_launches", test_gpu_idle_sparse_launches},
         {"launches_without_gpu_side", test_launches_without_gpu_side},
         {"training_has_no_kv_buffer", test_training_has_no_kv_buffer},
+        {"mixed_memcpy_and_kernel_calls", test_mixed_memcpy_and_kernel_calls},
         {NULL, NULL},
     };
     return kvs_test_main(argc, argv, tests);

@@ -282,7 +282,20 @@ static void verdict_largest_group(struct builder *b)
     const struct kvs_cmp_side *x = &best->before, *y = &best->after;
     const struct kvs_cmp_side *any = x->present ? x : y;
     char m1[KVS_FMT_BUF], m2[KVS_FMT_BUF], b1[KVS_FMT_BUF], b2[KVS_FMT_BUF], p[KVS_FMT_BUF];
-    if (x->present && y->present) {
+    if (x->present && y->present && x->op && y->op && strcmp(x->op, y->op)) {
+        /* paired by role across op names (the engine's cast_fp8_to_bf16 and
+         * gather_cast_fp8_to_bf16): name both, or the after side reads as
+         * the before op run on fewer rows */
+        verdict(b,
+                kvs_fmt_dup(
+                    &b->oom,
+                    "Largest change in copy/cast work: %s %s -> %s %s (%s): %s -> %s ms/step of GPU "
+                    "time (%s), %s -> %s moved per step.",
+                    x->op, x->dims_short, y->op, y->dims_short, any->dtypes_short,
+                    kvs_fmt_ms(m1, x->gpu_ms_per_step), kvs_fmt_ms(m2, y->gpu_ms_per_step),
+                    kvs_fmt_signed_pct(p, kvs_cmp_rel(x->gpu_ms_per_step, y->gpu_ms_per_step)),
+                    kvs_fmt_bytes(b1, x->bytes_per_step), kvs_fmt_bytes(b2, y->bytes_per_step)));
+    } else if (x->present && y->present) {
         verdict(b,
                 kvs_fmt_dup(
                     &b->oom,

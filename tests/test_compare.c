@@ -122,6 +122,22 @@ static void test_pairs_by_role(void)
     KVS_CHECK(verdict_with(root, "Resolved: kv_full_buffer_cast") != NULL);
     KVS_CHECK(verdict_with(root, "[131072,1,576] x2 -> [1024,1,576] x2") != NULL);
     cJSON_Delete(root);
+
+    /* paired across op names (the engine's full cast and its gather-cast):
+     * the verdict names both ops, not the before op on the after's rows */
+    kvs_fixture_unfixed(&x);
+    kvs_fixture_fixed(&y);
+    const char *before_op = x.groups[0].op;
+    y.groups[0].op = "kvs::gather_cast_fp8_to_bf16";
+    root = compare_json(&x.a, &y.a, 0);
+    KVS_REQUIRE(root != NULL);
+    const char *v = verdict_with(root, "Largest change in copy/cast work");
+    KVS_REQUIRE(v != NULL);
+    char both[160];
+    snprintf(both, sizeof both, "%s [131072,1,576] x2 -> kvs::gather_cast_fp8_to_bf16 [1024,1,576] x2",
+             before_op);
+    KVS_CHECK_MSG(strstr(v, both) != NULL, "%s", v);
+    cJSON_Delete(root);
 }
 
 static void test_regimes(void)

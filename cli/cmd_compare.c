@@ -34,7 +34,8 @@ static void usage(FILE *out)
           "  --peak-gbps X       HBM peak in GB/s (overrides the device table)\n"
           "  --step-regex RE     step ranges (default: ProfilerStep#N, then 'step' ranges)\n"
           "  --batch B           sequences per step, for tokens/s\n"
-          "  --format F          text (default), md, json or html\n"
+          "  --format F          text, md, json or html (default: from -o's extension,\n"
+          "                      .html/.htm .json .md .txt, else text)\n"
           "  -o, --output FILE   write there instead of stdout\n"
           "  --top N             accepted for symmetry with report (compare shows no kernel table)\n"
           "  --quiet             no progress or info messages on stderr\n"
@@ -162,6 +163,8 @@ int kvs_cmd_compare(int argc, char **argv)
     struct kvs_render_options ropt = {.format = KVS_FORMAT_TEXT};
     if (format && kvs_format_parse(format, &ropt.format) != KVS_STATUS_OK)
         return kvs_cli_usage_error("compare", "unknown format '%s' (text, md, json or html)", format);
+    if (!format && output) /* -o compare.html means HTML, as for report */
+        kvs_format_from_path(output, &ropt.format);
     aopt.batch = (int)batch;
     if (quiet)
         aopt.log.min_level = KVS_LOG_WARN;

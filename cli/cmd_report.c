@@ -55,7 +55,8 @@ static void usage(FILE *out)
             "  --step-regex RE      step ranges by name (POSIX extended regex; default:\n"
             "                       ProfilerStep#N, then ranges named like \"step 3\")\n"
             "  --batch B            sequences per step, for tokens/s\n"
-            "  --format F           text (default), md, json, html\n"
+            "  --format F           text, md, json, html (default: from -o's extension,\n"
+            "                       .html/.htm .json .md .txt, else text)\n"
             "  -o, --output FILE    write the report to FILE (default: stdout)\n"
             "  --top N              rows in the top-kernels table (default 10)\n"
             "  --quiet              no progress or info messages on stderr\n"
@@ -145,7 +146,7 @@ int kvs_cmd_report(int argc, char **argv)
     const char *output = NULL;
     const char *traces[MAX_TRACES];
     int ntrace = 0;
-    bool quiet = false, stdin_used = false;
+    bool quiet = false, stdin_used = false, format_given = false;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -209,6 +210,7 @@ int kvs_cmd_report(int argc, char **argv)
         } else if (!strcmp(a, "--format")) {
             if (kvs_format_parse(v, &ropt.format) != KVS_STATUS_OK)
                 return kvs_cli_usage_error(CMD, "--format is text, md, json or html, not '%s'", v);
+            format_given = true;
         } else {
             output = v;
         }
@@ -217,6 +219,10 @@ int kvs_cmd_report(int argc, char **argv)
     }
     if (!ntrace)
         return kvs_cli_usage_error(CMD, "which trace? give a file, a .gz file, or - for stdin");
+    /* -o report.html means HTML: a text report in a .html file opens as one
+     * unbroken paragraph in a browser */
+    if (!format_given && output)
+        kvs_format_from_path(output, &ropt.format);
     if (opt.device && opt.peak_gbps > 0)
         return kvs_cli_usage_error(CMD, "give --device or --peak-gbps, not both");
 

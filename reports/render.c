@@ -32,6 +32,25 @@ enum kvs_status kvs_format_parse(const char *name, enum kvs_format *out)
     return KVS_STATUS_INVALID_ARGUMENT;
 }
 
+enum kvs_status kvs_format_from_path(const char *path, enum kvs_format *out)
+{
+    if (!path || !out)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
+    if (!dot || (slash && dot < slash) || !dot[1] || strlen(dot + 1) > 8)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    char ext[9];
+    size_t n = 0;
+    for (const char *p = dot + 1; *p; p++)
+        ext[n++] = (char)((*p >= 'A' && *p <= 'Z') ? *p - 'A' + 'a' : *p);
+    ext[n] = 0;
+    if (!strcmp(ext, "htm")) {
+        *out = KVS_FORMAT_HTML;
+        return KVS_STATUS_OK;
+    }
+    return kvs_format_parse(ext, out);
+}
+
 static enum kvs_status finish(FILE *out, enum kvs_status st, const struct kvs_render_options *opt)
 {
     if (st != KVS_STATUS_OK)

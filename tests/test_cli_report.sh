@@ -58,6 +58,23 @@ check 0 "truncated: reported with a warning" "truncated" -- "$kvs" report "$tmp/
 check 0 "--quiet keeps warnings" "truncated" -- "$kvs" report "$tmp/cut.json" --quiet
 check 0 "no steps: said so" "no step markers" -- "$kvs" report "$fx/old_schema.json"
 check 0 "--step-regex" "" -- "$kvs" report "$fx/kineto_small.json" --step-regex '^layer_[0-9]+$' --batch 2
+# -o's extension picks the format when --format is not given; --format wins
+check 0 "-o x.html writes HTML" "" -- "$kvs" report "$fx/kineto_small.json" -o "$tmp/r.html" --quiet
+head -1 "$tmp/r.html" | grep -q '<!DOCTYPE html>' && echo "ok   -o x.html is HTML" ||
+    { echo "FAIL -o x.html is not HTML: $(head -c 80 "$tmp/r.html")"; fail=1; }
+check 0 "-o x.JSON writes JSON" "" -- "$kvs" report "$fx/kineto_small.json" -o "$tmp/r.JSON" --quiet
+python3 -m json.tool "$tmp/r.JSON" >/dev/null 2>&1 && echo "ok   -o x.JSON is JSON" ||
+    { echo "FAIL -o x.JSON is not JSON"; fail=1; }
+check 0 "--format text -o x.html" "" -- "$kvs" report "$fx/kineto_small.json" --format text -o "$tmp/t.html" --quiet
+head -1 "$tmp/t.html" | grep -q '^kvscope report' && echo "ok   --format wins over -o's extension" ||
+    { echo "FAIL --format text -o x.html: $(head -c 80 "$tmp/t.html")"; fail=1; }
+check 0 "-o x.out (no known extension) writes text" "" -- "$kvs" report "$fx/kineto_small.json" -o "$tmp/r.out" --quiet
+head -1 "$tmp/r.out" | grep -q '^kvscope report' && echo "ok   -o x.out is text" ||
+    { echo "FAIL -o x.out is not text"; fail=1; }
+check 0 "compare -o x.md writes markdown" "" -- "$kvs" compare "$fx/kineto_small.json" "$fx/kineto_small.json" -o "$tmp/c.md" --quiet
+head -1 "$tmp/c.md" | grep -q '^# kvscope compare' && echo "ok   compare -o x.md is markdown" ||
+    { echo "FAIL compare -o x.md: $(head -c 80 "$tmp/c.md")"; fail=1; }
+
 # --name=value, as compare takes it: the same report as --name value
 check 0 "--format=json" "kvscope.report/1" -- "$kvs" report "$fx/kineto_small.json" --format=json --kv-capacity=16384 --quiet
 "$kvs" report "$fx/kineto_small.json" --format json --kv-capacity 16384 --quiet > "$tmp/spaced.json" 2>&1

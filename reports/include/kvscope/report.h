@@ -1,7 +1,7 @@
 /* kvscope/report.h — render an analysis (and a comparison of two) for people
  * and for other tools.
  *
- * defines: enum kvs_format, struct kvs_render_options, kvs_format_parse,
+ * defines: enum kvs_format, struct kvs_render_options, kvs_format_parse, kvs_format_from_path,
  *          kvs_render_report, struct kvs_comparison, kvs_compare,
  *          kvs_comparison_free, kvs_render_compare, kvs_multirank,
  *          kvs_multirank_free, kvs_render_multirank
@@ -32,6 +32,11 @@ enum kvs_format { KVS_FORMAT_TEXT = 0, KVS_FORMAT_MARKDOWN, KVS_FORMAT_JSON, KVS
 
 /* "text", "md"/"markdown", "json", "html" -> *out; KVS_STATUS_INVALID_ARGUMENT otherwise. */
 KVS_API enum kvs_status kvs_format_parse(const char *name, enum kvs_format *out);
+
+/* The format a file name's extension asks for (".html"/".htm", ".json",
+ * ".md"/".markdown", ".txt"; any case) -> *out; KVS_STATUS_INVALID_ARGUMENT
+ * when it names none. */
+KVS_API enum kvs_status kvs_format_from_path(const char *path, enum kvs_format *out);
 
 struct kvs_render_options {
     enum kvs_format format;

@@ -329,7 +329,7 @@ static enum kvs_status build_steps(struct kvs_ctx *c, struct kvs_analysis_impl *
         st[i].compute_busy_ms = c->step_compute_ns[i] / 1e6;
         comm += st[i].comm_busy_ms;
         compute += st[i].compute_busy_ms;
-        st[i].busy_fraction = st[i].wall_ms > 0 ? st[i].gpu_busy_ms / st[i].wall_ms : 0;
+        st[i].busy_fraction = st[i].wall_ms > 0 ? st[i].gpu_busy_ms / (st[i].wall_ms * c->ndevices) : 0;
         for (int k = 0; k < KVS_CAT_COUNT_; k++)
             st[i].category_ms[k] = c->step_cat_ns[i][k] / 1e6;
         wall += st[i].wall_ms;
@@ -341,7 +341,8 @@ static enum kvs_status build_steps(struct kvs_ctx *c, struct kvs_analysis_impl *
     if (c->nsteps) {
         a->steps.mean_ms = wall / (double)c->nsteps;
         a->steps.gpu_ms_per_step = busy / (double)c->nsteps;
-        a->steps.gpu_busy_fraction = a->steps.mean_ms > 0 ? a->steps.gpu_ms_per_step / a->steps.mean_ms : 0;
+        a->steps.gpu_busy_fraction =
+            a->steps.mean_ms > 0 ? a->steps.gpu_ms_per_step / (a->steps.mean_ms * c->ndevices) : 0;
         a->steps.total_gpu_ms = busy;
         if (c->opt->batch > 0 && a->steps.mean_ms > 0)
             a->steps.tokens_per_s = c->opt->batch * 1000.0 / a->steps.mean_ms;
@@ -393,6 +394,7 @@ static enum kvs_status build_result(struct kvs_ctx *c, const char *path, struct 
     ti->kernels = t->n_kernels;
     ti->memcpys = t->n_memcpys;
     ti->memsets = t->n_memsets;
+    ti->gpu_devices = t->ngpus ? c->ndevices : 0;
     ti->gpu_unlinked = c->unlinked;
     ti->dropped_records = t->dropped_records;
     a->model = c->have_model ? kvs_arena_strdup(&impl->arena, c->model.name) : NULL;
@@ -409,6 +411,23 @@ static enum kvs_status build_result(struct kvs_ctx *c, const char *path, struct 
 fail:
     kvs_analysis_free(a);
     return st;
+}
+
+/* Devices that ran GPU work (at least 1): one process may drive several (a
+ * model split over GPUs with device_map="auto"), and busy time summed over
+ * them is a fraction of devices x the step, not of the step alone. */
+static int count_devices(const struct kvs_trace_data *t)
+{
+    int32_t seen[64];
+    int n = 0;
+    for (size_t i = 0; i < t->ngpus && n < 64; i++) {
+        int k = 0;
+        while (k < n && seen[k] != t->gpus[i].device)
+            k++;
+        if (k == n)
+            seen[n++] = t->gpus[i].device;
+    }
+    return n ? n : 1;
 }
 
 enum kvs_status kvs_analyze_input(const struct kvs_analyze_input *in,
@@ -490,6 +509,7 @@ enum kvs_status kvs_analyze_input(const struct kvs_analyze_input *in,
                 path, (unsigned long long)c.t.n_runtime);
     else if (c.t.ngpus == 0)
         kvs_log(c.log, KVS_LOG_INFO, "%s: no GPU activity in the trace (a CPU-only trace)", path);
+    c.ndevices = count_devices(&c.t);
     struct kvs_finding *findings = NULL;
     size_t nfind = 0;
     if ((st = kvs_findings_build(&c, &findings, &nfind)) != KVS_STATUS_OK)

@@ -80,6 +80,7 @@ struct kvs_ctx {
     double *step_busy_ns;        /* per step */
     double (*step_cat_ns)[KVS_CAT_COUNT_];
     double trace_busy_ns;        /* union of all GPU activity over the trace */
+    int ndevices;                /* devices with GPU activity, at least 1 (busy is summed over them) */
     double *step_comm_ns;        /* per step: union of communication activity */
     double *step_compute_ns;     /* per step: union of all other activity */
     double trace_comm_ns, trace_compute_ns;

@@ -292,7 +292,11 @@ static int gpu_idle(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t
         wall_ms = (double)(hi - lo) / 1e6;
         busy_ms = c->trace_busy_ns / 1e6;
     }
-    if (wall_ms <= 0 || busy_ms / wall_ms >= IDLE_BUSY)
+    /* busy is summed over the devices: of devices x the step (a model split
+     * over 2 GPUs, each busy 90%, is 180% of the step, and idle neither) */
+    int nd = c->ndevices > 0 ? c->ndevices : 1;
+    double cap_ms = wall_ms * nd;
+    if (wall_ms <= 0 || busy_ms / cap_ms >= IDLE_BUSY)
         return 0;
     int64_t *durs = malloc(t->ngpus * sizeof *durs);
     if (!durs)
@@ -305,41 +309,48 @@ static int gpu_idle(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t
         median_us = (double)kth_smallest(durs, acts, acts / 2) / 1e3;
     free(durs);
     double per_step = c->nsteps ? (double)acts / (double)c->nsteps : (double)acts;
-    double frac = busy_ms / wall_ms;
+    double frac = busy_ms / cap_ms, idle_ms = cap_ms - busy_ms;
+    char who[32], of[48];
+    snprintf(who, sizeof who, nd > 1 ? "The %d GPUs are" : "The GPU is", nd);
+    if (nd > 1)
+        snprintf(of, sizeof of, "%d x %.2f", nd, wall_ms);
+    else
+        snprintf(of, sizeof of, "%.2f", wall_ms);
     struct kvs_finding fd = {0};
     fd.id = "gpu_idle";
     fd.severity = frac < 0.3 ? KVS_SEV_HIGH : KVS_SEV_WARN;
-    fd.gpu_ms_per_step = wall_ms - busy_ms;
+    fd.gpu_ms_per_step = idle_ms;
     fd.group = -1;
     double us_per_launch = per_step > 0 ? wall_ms * 1e3 / per_step : 0.0;
     /* few launches for the idle time: were launching the CPU's only work, the
      * GPU would idle less than a launch's cost per launch; no graph or fusion
      * removes the rest, the CPU is busy with something else between them */
-    double idle_us_per_launch = per_step > 0 ? (wall_ms - busy_ms) * 1e3 / per_step : 0.0;
+    double idle_us_per_launch = per_step > 0 ? idle_ms * 1e3 / per_step : 0.0;
     bool sparse = per_step <= 0 || idle_us_per_launch > SPARSE_LAUNCH_US;
     if (sparse)
         fd.message = kvs_arena_printf(
             &c->arena,
-            "The GPU is busy %.0f%% of %s (%.2f of %.2f ms) and waits on the CPU, but not on "
-            "kernel launches: it idles %.0f us per launch, far more than a launch costs (~5-20 "
+            "%s busy %.0f%% of %s (%.2f of %s ms) and %s on the CPU, but not on "
+            "kernel launches: %s %.0f us per launch, far more than a launch costs (~5-20 "
             "us), so CPU-side work between launches (Python, data loading, host "
             "synchronisation, compilation) sets the pace; %.2f ms %s is idle",
-            100.0 * frac, c->nsteps ? "each step" : "the traced span", busy_ms, wall_ms,
-            idle_us_per_launch, wall_ms - busy_ms, c->nsteps ? "per step" : "of the span");
+            who, 100.0 * frac, c->nsteps ? "each step" : "the traced span", busy_ms, of,
+            nd > 1 ? "wait" : "waits", nd > 1 ? "they idle" : "it idles", idle_us_per_launch,
+            idle_ms, c->nsteps ? "per step" : "of the span");
     else if (c->nsteps)
         fd.message = kvs_arena_printf(
             &c->arena,
-            "The GPU is busy %.0f%% of each step (%.2f of %.2f ms): the CPU side (kernel launches, "
+            "%s busy %.0f%% of each step (%.2f of %s ms): the CPU side (kernel launches, "
             "framework overhead, synchronisation) sets the pace, so faster kernels alone will not "
             "shorten the step; %.2f ms per step is idle",
-            100.0 * frac, busy_ms, wall_ms, wall_ms - busy_ms);
+            who, 100.0 * frac, busy_ms, of, idle_ms);
     else
         fd.message = kvs_arena_printf(
             &c->arena,
-            "The GPU is busy %.0f%% of the traced span (%.2f of %.2f ms, first to last GPU "
+            "%s busy %.0f%% of the traced span (%.2f of %s ms, first to last GPU "
             "activity): the CPU side sets the pace, so faster kernels alone will not shorten the "
             "run; %.2f ms of the span is idle",
-            100.0 * frac, busy_ms, wall_ms, wall_ms - busy_ms);
+            who, 100.0 * frac, busy_ms, of, idle_ms);
     fd.evidence = kvs_arena_printf(&c->arena,
                                    "%.0f GPU activities %s, median %.1f us each; one launch per "
                                    "%.1f us of %s",

@@ -645,6 +645,62 @@ static void test_mixed_memcpy_and_kernel_calls(void)
     kvs_analysis_free(a);
 }
 
+/* One process driving two GPUs (a model split with device_map="auto"): busy
+ * time is summed over the devices, so the busy fraction is of 2 x the step
+ * (it read "180% of the step"), and gpu_idle counts both devices' idle time
+ * (at 30% each it said nothing: 60% "of the step"). */
+static struct kvs_analysis *two_devices(int kernel_us)
+{
+    char json[2048], path[256];
+    int n = snprintf(json, sizeof json,
+                     "{\"deviceProperties\":[{\"id\":0,\"name\":\"NVIDIA H200\"},"
+                     "{\"id\":1,\"name\":\"NVIDIA H200\"}],\"traceEvents\":[");
+    for (int s = 0; s < 2; s++) {
+        n += snprintf(json + n, sizeof json - (size_t)n,
+                      "%s{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\","
+                      "\"pid\":1,\"tid\":1,\"ts\":%d,\"dur\":1000}",
+                      s ? "," : "", s + 1, s * 1000);
+        for (int d = 0; d < 2; d++)
+            n += snprintf(json + n, sizeof json - (size_t)n,
+                          ",{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k%d\",\"pid\":%d,"
+                          "\"tid\":7,\"ts\":%d,\"dur\":%d,\"args\":{\"device\":%d,\"stream\":7}}",
+                          d, d, s * 1000 + 10, kernel_us, d);
+    }
+    n += snprintf(json + n, sizeof json - (size_t)n, "]}");
+    kvs_tmp_write(path, sizeof path, json, (size_t)n, ".json");
+    struct kvs_analysis_options opt;
+    kvs_analysis_options_init(&opt);
+    opt.log = kvs_capture_logger(&cap);
+    struct kvs_analysis *a = NULL;
+    KVS_CHECK_EQ_INT(kvs_analyze_file(path, &opt, &a), KVS_STATUS_OK);
+    unlink(path);
+    return a;
+}
+
+static void test_busy_over_several_devices(void)
+{
+    struct kvs_analysis *a = two_devices(900);
+    KVS_REQUIRE(a);
+    KVS_CHECK_EQ_INT(a->trace.gpu_devices, 2);
+    KVS_CHECK_NEAR(a->steps.gpu_ms_per_step, 1.8, 1e-9); /* device-ms: both GPUs' busy time */
+    KVS_CHECK_NEAR(a->steps.gpu_busy_fraction, 0.9, 1e-9);
+    KVS_REQUIRE(a->nstep == 2);
+    KVS_CHECK_NEAR(a->step[0].busy_fraction, 0.9, 1e-9);
+    KVS_CHECK(finding(a, "gpu_idle") == NULL);
+    kvs_analysis_free(a);
+
+    a = two_devices(300);
+    KVS_REQUIRE(a);
+    KVS_CHECK_NEAR(a->steps.gpu_busy_fraction, 0.3, 1e-9);
+    const struct kvs_finding *f = finding(a, "gpu_idle");
+    KVS_CHECK(f != NULL);
+    if (f) {
+        KVS_CHECK_NEAR(f->gpu_ms_per_step, 2 * 1.0 - 0.6, 1e-9);
+        KVS_CHECK_MSG(strstr(f->message, "The 2 GPUs are busy 30%"), "%s", f->message);
+    }
+    kvs_analysis_free(a);
+}
+
 static void test_category_names(void)
 {
     for (int c = 0; c < KVS_CAT_COUNT_; c++) {
@@ -676,6 +732,7 @@ int main(int argc, char **argv)
         {"launches_without_gpu_side", test_launches_without_gpu_side},
         {"training_has_no_kv_buffer", test_training_has_no_kv_buffer},
         {"mixed_memcpy_and_kernel_calls", test_mixed_memcpy_and_kernel_calls},
+        {"busy_over_several_devices", test_busy_over_several_devices},
         {NULL, NULL},
     };
     return kvs_test_main(argc, argv, tests);

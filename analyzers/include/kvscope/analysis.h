@@ -84,6 +84,8 @@ struct kvs_trace_info {
     uint64_t ops;                /* cpu_op events */
     uint64_t kernels;            /* kernel events */
     uint64_t memcpys, memsets;
+    int gpu_devices;             /* devices with GPU activity; GPU busy ms are summed over them,
+                                    busy fractions are per device (of devices x wall time) */
     uint64_t gpu_unlinked;       /* GPU activities linked to no op */
     uint64_t dropped_records;    /* from a kvscope capture's metadata; 0 otherwise */
 };
@@ -109,8 +111,8 @@ struct kvs_step {
     const char *name;
     double start_us;             /* trace clock */
     double wall_ms;
-    double gpu_busy_ms;
-    double busy_fraction;
+    double gpu_busy_ms;          /* summed over the trace's GPU devices */
+    double busy_fraction;        /* gpu_busy_ms / (wall_ms x trace.gpu_devices) */
     double category_ms[KVS_CAT_COUNT_]; /* GPU time by category within the step */
     double comm_busy_ms;         /* union of communication activity within the step */
     double compute_busy_ms;      /* union of all other activity within the step */

@@ -8,7 +8,7 @@
  * (16 elements never straddle a 128-column block when k is a multiple of
  * 16 and chunks start at multiples of 16). Private to kernels/.
  *
- * defines: kvs_fp8w_cvt16, kvs_fp8w_alu16, kvs_fp8w_dot16
+ * defines: kvs_fp8w_codes16, kvs_fp8w_dot16
  */
 #ifndef KVSCOPE_FP8W_IMPL_CUH
 #define KVSCOPE_FP8W_IMPL_CUH
@@ -18,32 +18,20 @@
 
 #include "mma.cuh"
 
-/* the 16 codes of w as floats, exact (code j of the 16 bytes in f[j]) */
-static __device__ __forceinline__ void kvs_fp8w_cvt16(const uint4 &w, float (&f)[16])
+/* the 16 codes of w as floats (code j of the 16 bytes in f[j]): exact
+ * through the cvt unit (ALU false), or times 2^-8 on the integer ALU (ALU
+ * true: kvs_e4m3x4_to_f16_alu; NaN codes come out as +-480 * 2^-8) */
+template <bool ALU>
+static __device__ __forceinline__ void kvs_fp8w_codes16(const uint4 &w, float (&f)[16])
 {
     const uint32_t *pw = &w.x;
 #pragma unroll
     for (int q = 0; q < 4; q++) {
         uint32_t lo, hi; /* codes 4q, 4q+1 and 4q+2, 4q+3 */
-        kvs_e4m3x4_to_f16_cvt(pw[q], lo, hi);
-        const float2 fl = __half22float2(*reinterpret_cast<const __half2 *>(&lo));
-        const float2 fh = __half22float2(*reinterpret_cast<const __half2 *>(&hi));
-        f[4 * q] = fl.x;
-        f[4 * q + 1] = fl.y;
-        f[4 * q + 2] = fh.x;
-        f[4 * q + 3] = fh.y;
-    }
-}
-
-/* the 16 codes of w as floats times 2^-8, on the integer ALU
- * (kvs_e4m3x4_to_f16_alu; NaN codes come out as +-480 * 2^-8) */
-static __device__ __forceinline__ void kvs_fp8w_alu16(const uint4 &w, float (&f)[16])
-{
-    const uint32_t *pw = &w.x;
-#pragma unroll
-    for (int q = 0; q < 4; q++) {
-        uint32_t lo, hi;
-        kvs_e4m3x4_to_f16_alu(pw[q], lo, hi);
+        if constexpr (ALU)
+            kvs_e4m3x4_to_f16_alu(pw[q], lo, hi);
+        else
+            kvs_e4m3x4_to_f16_cvt(pw[q], lo, hi);
         const float2 fl = __half22float2(*reinterpret_cast<const __half2 *>(&lo));
         const float2 fh = __half22float2(*reinterpret_cast<const __half2 *>(&hi));
         f[4 * q] = fl.x;

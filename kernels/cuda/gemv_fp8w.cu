@@ -97,12 +97,9 @@ __device__ __forceinline__ void chunk(const uint4 (&wv)[R], const Row (&ra)[R], 
 #pragma unroll
     for (int rr = 0; rr < R; rr++) {
         s[rr] = __ldg(ra[rr].sc + (c >> 3)); /* 8 chunks a block */
-        if constexpr (ALU) {
-            kvs_fp8w_alu16(wv[rr], f[rr]);
+        kvs_fp8w_codes16<ALU>(wv[rr], f[rr]);
+        if constexpr (ALU)
             s[rr] *= 256.f; /* the ALU values are code * 2^-8: exact */
-        } else {
-            kvs_fp8w_cvt16(wv[rr], f[rr]);
-        }
     }
 #pragma unroll
     for (int i = 0; i < M; i++) {

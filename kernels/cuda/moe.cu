@@ -17,6 +17,7 @@
  *                per weight row, 16-byte loads when dim/inter allow. Experts
  *                shared by several tokens are read once per token (L2 may
  *                catch the repeats); ids outside [0, n_resident) add nothing.
+ *            Their bodies are shared with moe_fp8w.cu (moe_impl.cuh).
  * The warp router (kernels/src/route_impl.cuh) and both expert kernels are
  * launched with programmatic dependent launch (kernels/src/pdl_impl.cuh).
  * The down kernel does not prefetch its rows before the wait, as the GEMVs
@@ -27,13 +28,13 @@
 #include <math.h>
 
 #include "cuda_common.cuh"
+#include "moe_impl.cuh"
 #include "pdl_impl.cuh"
 #include "route_impl.cuh"
 
 namespace {
 
-__device__ __forceinline__ float bf(uint16_t x) { return kvs_conv_bf16_to_float(x); }
-__device__ __forceinline__ uint16_t tobf(float x) { return kvs_conv_float_to_bf16(x); }
+using kvs_moe::bf;
 
 // ----------------------------------------------------------------------------
 // router
@@ -118,82 +119,56 @@ route_warp_kernel(const float *__restrict__ logits, const float *__restrict__ bi
 // ----------------------------------------------------------------------------
 // experts
 
-constexpr int kRows = 8; /* weight rows per block: one per warp */
+/* BF16 experts for kvs_moe::up / down (moe_impl.cuh) */
+struct Bf16 {
+    using Args = struct kvs_moe_args;
+    using Row = const uint16_t *;
+    static constexpr int kVec = 8;
+    static bool weights_set(const Args &a) { return a.gate_up && a.down; }
 
-/* dot of one BF16 weight row with a BF16 vector, over n, by one warp */
-__device__ __forceinline__ float warp_dot(const uint16_t *__restrict__ a,
-                                          const uint16_t *__restrict__ b, int n, bool vec)
-{
-    const int lane = threadIdx.x & 31;
-    float acc = 0.f;
-    if (vec) {
-        const uint4 *a4 = (const uint4 *)a, *b4 = (const uint4 *)b;
-        for (int i = lane; i < n / 8; i += 32) {
-            uint4 x = __ldg(a4 + i), y = __ldg(b4 + i);
-            const uint32_t *px = &x.x, *py = &y.x;
+    /* dot of one BF16 weight row with a BF16 vector, over n, by one warp */
+    static __device__ __forceinline__ float dot(const uint16_t *__restrict__ a,
+                                                const uint16_t *__restrict__ b, int n, bool vec)
+    {
+        const int lane = threadIdx.x & 31;
+        float acc = 0.f;
+        if (vec) {
+            const uint4 *a4 = (const uint4 *)a, *b4 = (const uint4 *)b;
+            for (int i = lane; i < n / 8; i += 32) {
+                uint4 x = __ldg(a4 + i), y = __ldg(b4 + i);
+                const uint32_t *px = &x.x, *py = &y.x;
 #pragma unroll
-            for (int k = 0; k < 4; k++) {
-                acc += bf(px[k] & 0xffffu) * bf(py[k] & 0xffffu);
-                acc += bf(px[k] >> 16) * bf(py[k] >> 16);
+                for (int k = 0; k < 4; k++) {
+                    acc += bf(px[k] & 0xffffu) * bf(py[k] & 0xffffu);
+                    acc += bf(px[k] >> 16) * bf(py[k] >> 16);
+                }
             }
+        } else {
+            for (int i = lane; i < n; i += 32)
+                acc += bf(a[i]) * bf(b[i]);
         }
-    } else {
-        for (int i = lane; i < n; i += 32)
-            acc += bf(a[i]) * bf(b[i]);
+        return kvs_moe::warp_sum(acc);
     }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-        acc += __shfl_xor_sync(0xffffffffu, acc, o);
-    return acc;
-}
 
-/* grid (ceil(inter / kRows), tokens * topk) */
-__global__ void __launch_bounds__(32 * kRows)
-experts_up_kernel(struct kvs_moe_args a, uint16_t *__restrict__ h, bool vec)
-{
-    kvs_pdl_wait();
-    kvs_pdl_launch_dependents();
-    const int pair = blockIdx.y, t = pair / a.topk;
-    const int i = blockIdx.x * kRows + (threadIdx.x >> 5);
-    if (i >= a.inter)
-        return;
-    const int e = a.ids[pair];
-    float gb = 0.f, ub = 0.f;
-    if (e >= 0 && e < a.n_resident) {
-        const uint16_t *x = a.x + (size_t)t * a.dim;
-        const uint16_t *gu = a.gate_up + (size_t)e * 2 * a.inter * a.dim;
-        gb = bf(tobf(warp_dot(gu + (size_t)i * a.dim, x, a.dim, vec)));
-        ub = bf(tobf(warp_dot(gu + (size_t)(a.inter + i) * a.dim, x, a.dim, vec)));
-    }
-    if ((threadIdx.x & 31) == 0)
-        h[(size_t)pair * a.inter + i] = tobf(gb / (1.0f + expf(-gb)) * ub);
-}
+    struct GateUp {
+        int e;
+        __device__ GateUp(const Args &, int expert) : e(expert) {}
+        __device__ Row row(const Args &a, int r) const
+        {
+            const uint16_t *gu = a.gate_up + (size_t)e * 2 * a.inter * a.dim;
+            return gu + (size_t)r * a.dim;
+        }
+    };
+    struct Down {
+        __device__ explicit Down(const Args &) {}
+        __device__ Row row(const Args &a, int e, int r) const
+        {
+            return a.down + ((size_t)e * a.dim + r) * a.inter;
+        }
+    };
+};
 
-/* grid (ceil(dim / kRows), tokens) */
-__global__ void __launch_bounds__(32 * kRows)
-experts_down_kernel(struct kvs_moe_args a, const uint16_t *__restrict__ h, bool vec)
-{
-    const int t = blockIdx.y;
-    const int r = blockIdx.x * kRows + (threadIdx.x >> 5);
-    kvs_pdl_wait();
-    kvs_pdl_launch_dependents();
-    if (r >= a.dim)
-        return;
-    float acc = 0.f;
-    for (int k = 0; k < a.topk; k++) {
-        const int pair = t * a.topk + k, e = a.ids[pair];
-        if (e < 0 || e >= a.n_resident)
-            continue;
-        const uint16_t *dn = a.down + ((size_t)e * a.dim + r) * a.inter;
-        acc += a.weights[pair] * warp_dot(dn, h + (size_t)pair * a.inter, a.inter, vec);
-    }
-    if ((threadIdx.x & 31) == 0) {
-        uint16_t *y = a.y + (size_t)t * a.dim + r;
-        *y = tobf(a.accumulate ? bf(*y) + acc : acc);
-    }
-}
-
-bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+KVS_MOE_KERNELS(Bf16, experts_up_kernel, experts_down_kernel)
 
 } // namespace
 
@@ -230,23 +205,6 @@ extern "C" size_t kvs_cuda_moe_experts_workspace(int tokens, int topk, int inter
 extern "C" enum kvs_status kvs_cuda_moe_experts(const struct kvs_moe_args *a, void *workspace,
                                                 size_t workspace_bytes, void *stream)
 {
-    if (!a || a->tokens < 0 || a->dim <= 0 || a->inter <= 0 || a->topk <= 0 ||
-        a->n_resident <= 0 || a->tokens > 65535)
-        return KVS_STATUS_INVALID_ARGUMENT;
-    if (a->tokens == 0)
-        return KVS_STATUS_OK;
-    if (!a->x || !a->ids || !a->weights || !a->gate_up || !a->down || !a->y || !workspace ||
-        workspace_bytes < kvs_cuda_moe_experts_workspace(a->tokens, a->topk, a->inter) ||
-        (size_t)a->tokens * a->topk > 65535)
-        return KVS_STATUS_INVALID_ARGUMENT;
-    cudaStream_t s = kvs_stream(stream);
-    uint16_t *h = (uint16_t *)workspace;
-    bool vec_up = a->dim % 8 == 0 && aligned16(a->x) && aligned16(a->gate_up);
-    bool vec_dn = a->inter % 8 == 0 && aligned16(a->down) && aligned16(h);
-    dim3 g1((unsigned)((a->inter + kRows - 1) / kRows), (unsigned)(a->tokens * a->topk));
-    KVS_CUDA_TRY(NULL, kvs_launch_pdl(experts_up_kernel, g1, dim3(32 * kRows), 0, s, *a, h, vec_up));
-    dim3 g2((unsigned)((a->dim + kRows - 1) / kRows), (unsigned)a->tokens);
-    KVS_CUDA_TRY(NULL, kvs_launch_pdl(experts_down_kernel, g2, dim3(32 * kRows), 0, s, *a,
-                                      (const uint16_t *)h, vec_dn));
-    return KVS_STATUS_OK;
+    return kvs_moe::launch<Bf16>(a, workspace, workspace_bytes, stream, experts_up_kernel,
+                                 experts_down_kernel);
 }

@@ -28,14 +28,16 @@
  * short kernel starts with its first weights on the way.
  */
 #include "cuda_common.cuh"
+#include "gemv_impl.cuh"
 #include "pdl_impl.cuh"
 #include "rope_impl.cuh"
 
 namespace
 {
 
-constexpr int kWarps = 8;
-constexpr int kThreads = 32 * kWarps;
+using kvs_gemv::aligned16;
+using kvs_gemv::kThreads;
+using kvs_gemv::kWarps;
 constexpr int kInFlight = 4; /* 16-byte weight loads per lane at once (8: 0.8 ms a step slower) */
 
 struct GemvArgs {
@@ -231,11 +233,6 @@ template <int M, bool ROPE> __global__ void __launch_bounds__(kThreads) gemv_ker
     }
 }
 
-bool aligned16(const void *p)
-{
-    return ((uintptr_t)p & 15u) == 0;
-}
-
 } // namespace
 
 extern "C" int kvs_cuda_gemv_supported(const kvs_bf16 *x, int64_t ldx, int m, int k,
@@ -246,11 +243,7 @@ extern "C" int kvs_cuda_gemv_supported(const kvs_bf16 *x, int64_t ldx, int m, in
         nout > KVS_GEMV_MAX_OUTS || batch < 1 || batch > 65535 || ldx < k || ldx % 8 ||
         stride_x % 8 || stride_w % 8 || !aligned16(x))
         return 0;
-    for (int i = 0; i < nout; i++)
-        if (!outs[i].w || !outs[i].y || outs[i].n < 0 || !aligned16(outs[i].w) ||
-            (m > 1 && outs[i].ldy < outs[i].n))
-            return 0;
-    return 1;
+    return kvs_gemv::outs_ok(outs, nout, m);
 }
 
 /* The plain GEMV, or with rope (batch 1, BF16 outputs) the rope epilogue on
@@ -268,27 +261,11 @@ static enum kvs_status gemv_plan(const kvs_bf16 *x, int64_t ldx, int m, int k,
                    ? KVS_STATUS_UNSUPPORTED
                    : KVS_STATUS_INVALID_ARGUMENT;
     a = GemvArgs{};
-    a.x = x;
-    a.ldx = ldx;
+    if (kvs_gemv::set_args(a, x, ldx, m, k, outs, nout, y_f32) != KVS_STATUS_OK)
+        return KVS_STATUS_INVALID_ARGUMENT;
     a.sx = stride_x;
     a.sw = stride_w;
     a.sy = stride_y;
-    a.m = m;
-    a.k = k;
-    a.nout = nout;
-    a.f32 = y_f32 != 0;
-    int64_t rows = 0;
-    for (int i = 0; i < nout; i++) {
-        a.w[i] = outs[i].w;
-        a.y[i] = outs[i].y;
-        a.ldy[i] = outs[i].ldy;
-        a.start[i] = (int)rows;
-        rows += outs[i].n;
-    }
-    if (rows > 0x7fffffff - 4096)
-        return KVS_STATUS_INVALID_ARGUMENT;
-    a.rows = (int)rows;
-    a.start[nout] = a.rows;
     if (rope) {
         if (rope->out < 0 || rope->out >= nout || !rope->pos || rope->dim < 2 || rope->dim % 2 ||
             !(rope->theta > 0.f))
@@ -304,23 +281,9 @@ static enum kvs_status gemv_plan(const kvs_bf16 *x, int64_t ldx, int m, int k,
     if (a.rows == 0)
         return KVS_STATUS_OK;
 
-    /* lanes per row: at least two 16-byte loads each */
-    const int k8 = k / 8;
-    int lg = 5;
-    while (lg > 0 && (2 << lg) > k8)
-        lg--;
-    a.lpr_log2 = lg;
-    const int rpw = 32 >> lg;
-    /* k-split while the grid would give the SMs fewer than 4 blocks each and
-     * every lane still has two loads */
-    const long target = 4L * kvs_sm_count();
-    a.ks = 1;
-    auto blocks = [&](int ks) {
-        long per = (long)(kWarps / ks) * rpw;
-        return (a.rows + per - 1) / per * (long)batch;
-    };
-    while (a.ks < kWarps && blocks(a.ks) < target && k8 >= 2 * (1 << lg) * (a.ks * 2))
-        a.ks *= 2;
+    a.lpr_log2 = kvs_gemv::lanes_log2(k / 8);
+    const int rpw = 32 >> a.lpr_log2;
+    a.ks = kvs_gemv::ksplit(a.rows, k / 8, a.lpr_log2, rpw, batch);
     const long per_block = (long)(kWarps / a.ks) * rpw;
     /* with rope, the same split as the plain GEMV (the same sums, so the same
      * bits) and a pair never spans two blocks: a block of one row is refused */
@@ -352,19 +315,7 @@ static enum kvs_status gemv_launch(const kvs_bf16 *x, int64_t ldx, int m, int k,
                  : m == 2 ? gemv_kernel<2, false>
                  : m <= 4 ? gemv_kernel<4, false>
                           : gemv_kernel<8, false>;
-    /* persistent: no more blocks than are resident at once (the last wave
-     * of a 2.4-wave grid is gone; measured -0.13 ms a GLM-5 step) */
-    int gx = a.nblocks, per_sm = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0) ==
-            cudaSuccess &&
-        per_sm > 0) {
-        long resident = (long)per_sm * kvs_sm_count() / batch;
-        if (resident < 1)
-            resident = 1;
-        if (gx > resident)
-            gx = (int)resident;
-    }
-    dim3 grid((unsigned)gx, (unsigned)batch);
+    dim3 grid((unsigned)kvs_gemv::grid_x(kernel, a.nblocks, batch), (unsigned)batch);
     KVS_CUDA_TRY(NULL, kvs_launch_pdl(kernel, grid, dim3(kThreads), 0, s, a));
     return KVS_STATUS_OK;
 }

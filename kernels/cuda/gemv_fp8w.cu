@@ -26,13 +26,15 @@
 #include "cuda_common.cuh"
 #include "fp8w_impl.cuh"
 #include "gemv_fp8w_cfg.h"
+#include "gemv_impl.cuh"
 #include "pdl_impl.cuh"
 
 namespace
 {
 
-constexpr int kWarps = 8;
-constexpr int kThreads = 32 * kWarps;
+using kvs_gemv::aligned16;
+using kvs_gemv::kThreads;
+using kvs_gemv::kWarps;
 constexpr int kLoads = 4; /* 16-byte weight loads per lane at once (as gemv.cu) */
 
 struct Fp8wArgs {
@@ -218,8 +220,6 @@ __global__ void __launch_bounds__(kThreads, M == 1 ? 4 : 2) gemv_fp8w_kernel(con
     }
 }
 
-bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
-
 /* The launch's arguments and shape, or why not (as gemv_plan in gemv.cu). */
 enum kvs_status plan(const kvs_bf16 *x, int64_t ldx, int m, int k,
                      const struct kvs_gemv_fp8w_out *outs, int nout, int y_f32, int R,
@@ -229,43 +229,19 @@ enum kvs_status plan(const kvs_bf16 *x, int64_t ldx, int m, int k,
         return x && outs && m >= 1 && k >= 1 && nout >= 1 ? KVS_STATUS_UNSUPPORTED
                                                           : KVS_STATUS_INVALID_ARGUMENT;
     a = Fp8wArgs{};
-    a.x = x;
-    a.ldx = ldx;
-    a.m = m;
-    a.k = k;
-    a.kb = (k + KVS_FP8_BLOCK - 1) / KVS_FP8_BLOCK;
-    a.nout = nout;
-    a.f32 = y_f32 != 0;
-    int64_t rows = 0;
-    for (int i = 0; i < nout; i++) {
-        a.w[i] = outs[i].w;
-        a.sc[i] = outs[i].scale;
-        a.y[i] = outs[i].y;
-        a.ldy[i] = outs[i].ldy;
-        a.start[i] = (int)rows;
-        rows += outs[i].n;
-    }
-    if (rows > 0x7fffffff - 4096)
+    if (kvs_gemv::set_args(a, x, ldx, m, k, outs, nout, y_f32) != KVS_STATUS_OK)
         return KVS_STATUS_INVALID_ARGUMENT;
-    a.rows = (int)rows;
-    a.start[nout] = a.rows;
+    a.kb = (k + KVS_FP8_BLOCK - 1) / KVS_FP8_BLOCK;
+    for (int i = 0; i < nout; i++)
+        a.sc[i] = outs[i].scale;
     if (a.rows == 0)
         return KVS_STATUS_OK;
-    const int k16 = k / 16;
-    int lg = 5;
-    while (lg > 0 && (2 << lg) > k16)
-        lg--;
-    a.lpr_log2 = lg;
-    const long rpw = 32 >> lg;
-    const long target = 4L * kvs_sm_count();
-    a.ks = 1;
-    auto blocks = [&](int ks) {
-        const long per = (long)(kWarps / ks) * R * rpw;
-        return (a.rows + per - 1) / per;
-    };
-    while (a.ks < kWarps && blocks(a.ks) < target && k16 >= 2 * (1 << lg) * (a.ks * 2))
-        a.ks *= 2;
-    a.nblocks = (int)blocks(a.ks);
+    /* as gemv.cu, on 16-byte loads of 16 codes, R rows a lane */
+    a.lpr_log2 = kvs_gemv::lanes_log2(k / 16);
+    const long rows_per_warp = (long)R * (32 >> a.lpr_log2);
+    a.ks = kvs_gemv::ksplit(a.rows, k / 16, a.lpr_log2, rows_per_warp, 1);
+    const long per_block = (long)(kWarps / a.ks) * rows_per_warp;
+    a.nblocks = (int)((a.rows + per_block - 1) / per_block);
     return KVS_STATUS_OK;
 }
 
@@ -278,10 +254,9 @@ extern "C" int kvs_cuda_gemv_fp8w_supported(const kvs_bf16 *x, int64_t ldx, int 
         nout > KVS_GEMV_MAX_OUTS || ldx < k || ldx % 8 || !aligned16(x))
         return 0;
     for (int i = 0; i < nout; i++)
-        if (!outs[i].w || !outs[i].scale || !outs[i].y || outs[i].n < 0 || !aligned16(outs[i].w) ||
-            (m > 1 && outs[i].ldy < outs[i].n))
+        if (!outs[i].scale)
             return 0;
-    return 1;
+    return kvs_gemv::outs_ok(outs, nout, m);
 }
 
 namespace
@@ -317,11 +292,7 @@ extern "C" enum kvs_status kvs_cuda_gemv_fp8w_cfg(int cfg, const kvs_bf16 *x, in
         return st;
     void (*kernel)(Fp8wArgs) = R == 2 ? (alu ? pick<2, true>(m) : pick<2, false>(m))
                                       : (alu ? pick<1, true>(m) : pick<1, false>(m));
-    int gx = a.nblocks, per_sm = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0) ==
-            cudaSuccess &&
-        per_sm > 0 && gx > per_sm * kvs_sm_count())
-        gx = per_sm * kvs_sm_count();
+    const int gx = kvs_gemv::grid_x(kernel, a.nblocks, 1);
     KVS_CUDA_TRY(NULL, kvs_launch_pdl(kernel, dim3((unsigned)gx), dim3(kThreads), 0,
                                       kvs_stream(stream), a));
     return KVS_STATUS_OK;

@@ -221,26 +221,12 @@ static void bench_fp8w_moe(void)
         kvs_bf16 *x = (kvs_bf16 *)dmalloc((size_t)T * D * 2);
         kvs_bf16 *yb = (kvs_bf16 *)dmalloc((size_t)T * D * 2), *y8 = (kvs_bf16 *)dmalloc((size_t)T * D * 2);
         dfill_bf16(x, (size_t)T * D, 33, 1.f);
-        std::vector<int32_t> ids((size_t)T * K);
-        std::vector<float> w((size_t)T * K);
-        std::vector<int> used(R, 0);
-        for (int t = 0; t < T; t++)
-            for (int k = 0; k < K; k++) {
-                ids[t * K + k] = (t * 11 + k * 7) % R;
-                w[t * K + k] = 0.1f + 0.05f * k;
-                used[ids[t * K + k]] = 1;
-            }
-        int distinct = 0;
-        for (int u : used)
-            distinct += u;
-        int32_t *d_ids = (int32_t *)dmalloc(ids.size() * 4);
-        float *d_w = (float *)dmalloc(w.size() * 4);
-        CK(cudaMemcpy(d_ids, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice));
-        CK(cudaMemcpy(d_w, w.data(), w.size() * 4, cudaMemcpyHostToDevice));
+        bench_routing rt = bench_route(T, K, R);
         const size_t wsb = kvs_cuda_moe_experts_workspace(T, K, I);
         void *ws = dmalloc(wsb);
-        struct kvs_moe_args ab = {T, D, I, K, R, x, d_ids, d_w, gu, dn, yb, 0};
-        struct kvs_moe_fp8w_args a8 = {T, D, I, K, R, x, d_ids, d_w, gu8, gus, dn8, dns, y8, 0};
+        struct kvs_moe_args ab = {T, D, I, K, R, x, rt.d_ids, rt.d_w, gu, dn, yb, 0};
+        struct kvs_moe_fp8w_args a8 = {T, D, I, K, R, x, rt.d_ids, rt.d_w,
+                                       gu8, gus, dn8, dns, y8, 0};
         CK(cudaMemset(yb, 0xff, (size_t)T * D * 2));
         CK(cudaMemset(y8, 0xff, (size_t)T * D * 2));
         ST(kvs_cuda_moe_experts(&ab, ws, wsb, NULL));
@@ -256,7 +242,7 @@ static void bench_fp8w_moe(void)
             std::vector<float> sg(K * sgu), sd(K * sdn);
             std::vector<int32_t> lid(K);
             for (int k = 0; k < K; k++) {
-                const int e = ids[t * K + k];
+                const int e = rt.ids[t * K + k];
                 lid[k] = k;
                 CK(cudaMemcpy(hgu.data() + k * ngu, gu + e * ngu, ngu * 2, cudaMemcpyDeviceToHost));
                 CK(cudaMemcpy(hdn.data() + k * ndn, dn + e * ndn, ndn * 2, cudaMemcpyDeviceToHost));
@@ -267,10 +253,11 @@ static void bench_fp8w_moe(void)
                 std::copy(hds[q].begin(), hds[q].end(), sd.begin() + k * sdn);
             }
             struct kvs_moe_args rbf = {1, D, I, K, K, hx.data() + (size_t)t * D, lid.data(),
-                                       w.data() + (size_t)t * K, hgu.data(), hdn.data(), rb.data(), 0};
+                                       rt.w.data() + (size_t)t * K, hgu.data(), hdn.data(),
+                                       rb.data(), 0};
             kvs_cpu_moe_experts(&rbf);
             struct kvs_moe_fp8w_args rf8 = {1, D, I, K, K, hx.data() + (size_t)t * D, lid.data(),
-                                            w.data() + (size_t)t * K, qgu.data(), sg.data(),
+                                            rt.w.data() + (size_t)t * K, qgu.data(), sg.data(),
                                             qdn.data(), sd.data(), r8.data(), 0};
             kvs_cpu_moe_experts_fp8w(&rf8);
             eb = std::max(eb, norm_err(gb.data() + (size_t)t * D, rb.data(), D));
@@ -281,17 +268,16 @@ static void bench_fp8w_moe(void)
         const double ub = time_us([&](int) { ST(kvs_cuda_moe_experts(&ab, ws, wsb, NULL)); }, 5, 30);
         const double u8 =
             time_us([&](int) { ST(kvs_cuda_moe_experts_fp8w(&a8, ws, wsb, NULL)); }, 5, 30);
-        const double bb = (double)distinct * (ngu + ndn) * 2;
-        const double b8 = (double)distinct * (ngu + ndn + (sgu + sdn) * 4);
+        const double bb = (double)rt.distinct * (ngu + ndn) * 2;
+        const double b8 = (double)rt.distinct * (ngu + ndn + (sgu + sdn) * 4);
         const double gbb = bb / ub * 1e-3, gb8 = b8 / u8 * 1e-3;
         printf("| %d | %d | %.1f | %.1f | %.0f | %.1f | %.0f | %.1f | %.2fx | %.1e / %.1e |\n", T,
-               distinct, ub, u8, gbb, pct(gbb), gb8, pct(gb8), ub / u8, eb, e8);
+               rt.distinct, ub, u8, gbb, pct(gbb), gb8, pct(gb8), ub / u8, eb, e8);
         fflush(stdout);
         CK(cudaFree(x));
         CK(cudaFree(yb));
         CK(cudaFree(y8));
-        CK(cudaFree(d_ids));
-        CK(cudaFree(d_w));
+        bench_routing_free(rt);
         CK(cudaFree(ws));
     }
     CK(cudaFree(gu));

@@ -219,25 +219,10 @@ static void bench_moe(void)
     for (int T : {1, 8, 32}) {
         kvs_bf16 *x = (kvs_bf16 *)dmalloc((size_t)T * D * 2), *y = (kvs_bf16 *)dmalloc((size_t)T * D * 2);
         dfill_bf16(x, (size_t)T * D, 9, 1.f);
-        std::vector<int32_t> ids((size_t)T * K);
-        std::vector<float> w((size_t)T * K);
-        std::vector<int> used(R, 0);
-        for (int t = 0; t < T; t++)
-            for (int k = 0; k < K; k++) {
-                ids[t * K + k] = (t * 11 + k * 7) % R;
-                w[t * K + k] = 0.1f + 0.05f * k;
-                used[ids[t * K + k]] = 1;
-            }
-        int distinct = 0;
-        for (int u : used)
-            distinct += u;
-        int32_t *d_ids = (int32_t *)dmalloc(ids.size() * 4);
-        float *d_w = (float *)dmalloc(w.size() * 4);
-        CK(cudaMemcpy(d_ids, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice));
-        CK(cudaMemcpy(d_w, w.data(), w.size() * 4, cudaMemcpyHostToDevice));
+        bench_routing rt = bench_route(T, K, R);
         size_t wsb = kvs_cuda_moe_experts_workspace(T, K, I);
         void *ws = dmalloc(wsb);
-        struct kvs_moe_args a = {T, D, I, K, R, x, d_ids, d_w, gu, dn, y, 0};
+        struct kvs_moe_args a = {T, D, I, K, R, x, rt.d_ids, rt.d_w, gu, dn, y, 0};
         CK(cudaMemset(y, 0xff, (size_t)T * D * 2));
         ST(kvs_cuda_moe_experts(&a, ws, wsb, NULL));
         char check[48] = "-";
@@ -248,7 +233,7 @@ static void bench_moe(void)
             CK(cudaMemcpy(hgu.data(), gu, hgu.size() * 2, cudaMemcpyDeviceToHost));
             CK(cudaMemcpy(hdn.data(), dn, hdn.size() * 2, cudaMemcpyDeviceToHost));
             struct kvs_moe_args r = a;
-            r.x = hx.data(), r.ids = ids.data(), r.weights = w.data(), r.gate_up = hgu.data();
+            r.x = hx.data(), r.ids = rt.ids.data(), r.weights = rt.w.data(), r.gate_up = hgu.data();
             r.down = hdn.data(), r.y = ref.data();
             kvs_cpu_moe_experts(&r);
             double e = norm_err(got.data(), ref.data(), D);
@@ -256,12 +241,12 @@ static void bench_moe(void)
             snprintf(check, sizeof check, "cpu %.1e", e);
         }
         double us = time_us([&](int) { ST(kvs_cuda_moe_experts(&a, ws, wsb, NULL)); }, 3, 20);
-        double gbps = (double)distinct * per_expert * 2 / us * 1e-3;
-        printf("| %d | %d | %.1f | %.0f | %.1f | %s |\n", T, distinct, us, gbps, pct(gbps), check);
+        double gbps = (double)rt.distinct * per_expert * 2 / us * 1e-3;
+        printf("| %d | %d | %.1f | %.0f | %.1f | %s |\n", T, rt.distinct, us, gbps, pct(gbps),
+               check);
         CK(cudaFree(x));
         CK(cudaFree(y));
-        CK(cudaFree(d_ids));
-        CK(cudaFree(d_w));
+        bench_routing_free(rt);
         CK(cudaFree(ws));
     }
     CK(cudaFree(gu));

@@ -6,7 +6,8 @@
  * line each benchmark opens with, and which sections its command line asks for.
  *
  * defines: g_copy_gbps, CK, ST, dmalloc, dfill_fp8, dfill_bf16, download,
- *          norm_err, require, time_us, pct, bench_copy, print_device, wanted
+ *          norm_err, require, time_us, pct, bench_copy, print_device, wanted,
+ *          struct bench_routing, bench_route, bench_routing_free
  */
 #ifndef KVSCOPE_BENCH_UTIL_CUH
 #define KVSCOPE_BENCH_UTIL_CUH
@@ -159,6 +160,46 @@ static bool wanted(int argc, char **argv, const char *what)
         if (!strcmp(argv[i], what))
             return true;
     return false;
+}
+
+/* The routing of the MoE benches (bench_kernels moe and fp8w): token t's
+ * k-th of K experts is (t * 11 + k * 7) % R, weight 0.1 + 0.05 k, so that
+ * tokens share some experts; on the host and the device, with how many
+ * distinct experts the T tokens read (the bytes a call must stream). */
+struct bench_routing {
+    std::vector<int32_t> ids; /* [T, K] */
+    std::vector<float> w;     /* [T, K] */
+    int distinct;
+    int32_t *d_ids;
+    float *d_w;
+};
+
+static inline bench_routing bench_route(int T, int K, int R)
+{
+    bench_routing r;
+    r.ids.resize((size_t)T * K);
+    r.w.resize((size_t)T * K);
+    std::vector<int> used(R, 0);
+    for (int t = 0; t < T; t++)
+        for (int k = 0; k < K; k++) {
+            r.ids[t * K + k] = (t * 11 + k * 7) % R;
+            r.w[t * K + k] = 0.1f + 0.05f * k;
+            used[r.ids[t * K + k]] = 1;
+        }
+    r.distinct = 0;
+    for (int u : used)
+        r.distinct += u;
+    r.d_ids = (int32_t *)dmalloc(r.ids.size() * 4);
+    r.d_w = (float *)dmalloc(r.w.size() * 4);
+    CK(cudaMemcpy(r.d_ids, r.ids.data(), r.ids.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(r.d_w, r.w.data(), r.w.size() * 4, cudaMemcpyHostToDevice));
+    return r;
+}
+
+static inline void bench_routing_free(bench_routing &r)
+{
+    CK(cudaFree(r.d_ids));
+    CK(cudaFree(r.d_w));
 }
 
 #endif /* KVSCOPE_BENCH_UTIL_CUH */

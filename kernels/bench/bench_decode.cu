@@ -106,7 +106,7 @@ static void row_ops(void)
             else
                 ST(kvs_cuda_rmsnorm(x, w, y, 1, D, 1e-5f, NULL));
             auto got = download<kvs_bf16>(y, D);
-            double e = norm_err(got.data(), ref.data(), D);
+            double e = kt_norm_err_bf16(got.data(), ref.data(), D);
             require(e <= 1e-2, "rmsnorm vs CPU");
             double cold, graph;
             /* x drifts with repeated adds; the time does not depend on values */
@@ -137,7 +137,7 @@ static void row_ops(void)
         kvs_cpu_rope_interleaved(ref.data(), &p, 1, H, 64, 0, 64, 1e6f);
         ST(kvs_cuda_rope_interleaved(x, dp, 1, H, 64, 0, 64, 1e6f, NULL));
         auto got = download<kvs_bf16>(x, n);
-        double e = norm_err(got.data(), ref.data(), n);
+        double e = kt_norm_err_bf16(got.data(), ref.data(), n);
         require(e <= 1e-2, "rope vs CPU");
         double cold, graph;
         time_op([&]() { ST(kvs_cuda_rope_interleaved(x, dp, 1, H, 64, 0, 64, 1e6f, g_stream)); },
@@ -294,7 +294,7 @@ static void gemv_cases(void)
             } else {
                 b = download<kvs_bf16>(yg[i], ny);
             }
-            worst = std::max(worst, norm_err(b.data(), a.data(), ny));
+            worst = std::max(worst, kt_norm_err_bf16(b.data(), a.data(), ny));
         }
         require(worst <= 1e-2, "GEMV vs cuBLAS");
         double tc = time_us([&](int i) { run_cublas(i % copies); }, 3, 20);

@@ -114,9 +114,9 @@ static void bench_fp8w_gemv(void)
                 kvs_cpu_linear(hx.data(), hw[o].data(), rb.data(), M, ns[o], K);
                 kvs_gemv_fp8w_out h = {hq[o].data(), hs[o].data(), ref8[o].data(), ns[o], ns[o]};
                 kvs_cpu_gemv_fp8w(hx.data(), K, M, K, &h, 1, 0);
-                eb = std::max(eb, norm_err(gb.data(), rb.data(), ny));
-                e8 = std::max(e8, norm_err(g8.data(), ref8[o].data(), ny));
-                d8 = std::max(d8, norm_err(g8.data(), gb.data(), ny));
+                eb = std::max(eb, kt_norm_err_bf16(gb.data(), rb.data(), ny));
+                e8 = std::max(e8, kt_norm_err_bf16(g8.data(), ref8[o].data(), ny));
+                d8 = std::max(d8, kt_norm_err_bf16(g8.data(), gb.data(), ny));
             }
             require(eb <= 1e-2, "BF16 GEMV vs CPU reference");
             require(e8 <= 1e-2, "FP8-weight GEMV vs CPU reference");
@@ -150,7 +150,7 @@ static void bench_fp8w_gemv(void)
                 for (int o = 0; o < nout; o++) {
                     const size_t ny = (size_t)M * ns[o];
                     auto g8 = download<kvs_bf16>(y8[o], ny);
-                    require(norm_err(g8.data(), ref8[o].data(), ny) <= 1e-2,
+                    require(kt_norm_err_bf16(g8.data(), ref8[o].data(), ny) <= 1e-2,
                             "FP8-weight GEMV configuration vs CPU reference");
                 }
                 const double u = time_us(
@@ -260,8 +260,8 @@ static void bench_fp8w_moe(void)
                                             rt.w.data() + (size_t)t * K, qgu.data(), sg.data(),
                                             qdn.data(), sd.data(), r8.data(), 0};
             kvs_cpu_moe_experts_fp8w(&rf8);
-            eb = std::max(eb, norm_err(gb.data() + (size_t)t * D, rb.data(), D));
-            e8 = std::max(e8, norm_err(g8.data() + (size_t)t * D, r8.data(), D));
+            eb = std::max(eb, kt_norm_err_bf16(gb.data() + (size_t)t * D, rb.data(), D));
+            e8 = std::max(e8, kt_norm_err_bf16(g8.data() + (size_t)t * D, r8.data(), D));
         }
         require(eb <= 1e-2, "BF16 MoE experts vs CPU reference");
         require(e8 <= 1e-2, "FP8-weight MoE experts vs CPU reference");

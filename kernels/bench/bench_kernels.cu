@@ -159,7 +159,7 @@ static void bench_mla(void)
                 ST(kvs_cuda_mla_decode(&a, C, ws, wsb, NULL));
                 (f ? o8 : o16) = download<kvs_bf16>(a.out, (size_t)B * H * KVS_MLA_LATENT);
             }
-            double d = norm_err(o8.data(), o16.data(), o8.size());
+            double d = kt_norm_err_bf16(o8.data(), o16.data(), o8.size());
             require(d <= 1e-2, "MLA fp8-direct vs bf16 on cast data");
             char check[64];
             snprintf(check, sizeof check, "fp8~bf16 %.1e", d);
@@ -172,7 +172,7 @@ static void bench_mla(void)
                 r.q_latent = hq.data(), r.q_rope = hr.data(), r.kv_dtype = KVS_KV_FP8;
                 r.kv = hk.data(), r.seq_start = h.data(), r.out = ref.data(), r.lse = NULL;
                 kvs_cpu_mla_decode(&r);
-                double e = norm_err(o8.data(), ref.data(), ref.size());
+                double e = kt_norm_err_bf16(o8.data(), ref.data(), ref.size());
                 require(e <= 1e-2, "MLA fp8 vs CPU reference");
                 snprintf(check + strlen(check), sizeof check - strlen(check), ", cpu %.1e", e);
             }
@@ -236,7 +236,7 @@ static void bench_moe(void)
             r.x = hx.data(), r.ids = rt.ids.data(), r.weights = rt.w.data(), r.gate_up = hgu.data();
             r.down = hdn.data(), r.y = ref.data();
             kvs_cpu_moe_experts(&r);
-            double e = norm_err(got.data(), ref.data(), D);
+            double e = kt_norm_err_bf16(got.data(), ref.data(), D);
             require(e <= 1e-2, "MoE experts vs CPU reference");
             snprintf(check, sizeof check, "cpu %.1e", e);
         }
@@ -279,7 +279,7 @@ static void bench_gemm(void)
             auto hw = download<kvs_bf16>(w, (size_t)N * K);
             std::vector<kvs_bf16> ref((size_t)M * N);
             kvs_cpu_linear(hx.data(), hw.data(), ref.data(), M, N, K);
-            double e = norm_err(got.data(), ref.data(), ref.size());
+            double e = kt_norm_err_bf16(got.data(), ref.data(), ref.size());
             require(e <= 1e-2, "gemm vs CPU reference");
             snprintf(check, sizeof check, "cpu %.1e", e);
         }

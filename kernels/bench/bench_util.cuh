@@ -1,12 +1,13 @@
 /* kernels/bench/bench_util.cuh — what kvscope's kernel benchmarks share
  * (bench_kernels.cu, bench_decode.cu): device buffers filled from a hash,
- * downloads, the normalized error, a check that stops before a wrong result
- * is timed, the median of CUDA-event timings after warm-up, and the
+ * downloads, the normalized error (kt_norm_err_bf16, the tests' own), a
+ * check that stops before a wrong result is timed, the median of CUDA-event
+ * timings after warm-up, and the
  * device-to-device copy rate every figure is reported against; the device
  * line each benchmark opens with, and which sections its command line asks for.
  *
  * defines: g_copy_gbps, CK, ST, dmalloc, dfill_fp8, dfill_bf16, download,
- *          norm_err, require, time_us, pct, bench_copy, print_device, wanted,
+ *          require, time_us, pct, bench_copy, print_device, wanted,
  *          struct bench_routing, bench_route, bench_routing_free
  */
 #ifndef KVSCOPE_BENCH_UTIL_CUH
@@ -21,6 +22,7 @@
 #include <string.h>
 #include <vector>
 
+#include "../tests/kvs_kernel_err.h" /* defines: kt_norm_err_bf16, as the tests judge */
 #include "kvscope/die.h"
 #include "kvscope/kernels.h"
 
@@ -79,19 +81,6 @@ template <class T> static std::vector<T> download(const void *d, size_t n)
     CK(cudaDeviceSynchronize());
     CK(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
     return h;
-}
-
-static double norm_err(const kvs_bf16 *a, const kvs_bf16 *b, size_t n)
-{
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        double x = kvs_bf16_to_float(a[i]), y = kvs_bf16_to_float(b[i]);
-        if (isnan(x) || isnan(y))
-            return INFINITY;
-        num += (x - y) * (x - y);
-        den += y * y;
-    }
-    return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
 static void require(bool ok, const char *what)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kvs_kernel_err.h" /* defines: kt_norm_err_bf16 */
 #include "kvs_test.h"
 #include "kvscope/kernels.h"
 
@@ -23,20 +24,6 @@ static double rnd(uint64_t *st) /* uniform in [-1, 1) */
 }
 
 static int nb(int n) { return (n + BLK - 1) / BLK; }
-
-/* ||a - b|| / ||b|| over BF16 values; INFINITY on a NaN */
-static double nerr(const kvs_bf16 *a, const kvs_bf16 *b, size_t n)
-{
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        double x = kvs_bf16_to_float(a[i]), y = kvs_bf16_to_float(b[i]);
-        if (isnan(x) || isnan(y))
-            return INFINITY;
-        num += (x - y) * (x - y);
-        den += y * y;
-    }
-    return den > 0 ? sqrt(num / den) : sqrt(num);
-}
 
 // ----------------------------------------------------------------------------
 // quantiser
@@ -149,7 +136,7 @@ static void test_gemv_ref(void)
         kvs_cpu_linear(xc, deq, ref, m, n, k);
         struct kvs_gemv_fp8w_out o = {q, sc, y, n, n};
         kvs_cpu_gemv_fp8w(x, ldx, m, k, &o, 1, 0);
-        double e = nerr(y, ref, (size_t)m * n);
+        double e = kt_norm_err_bf16(y, ref, (size_t)m * n);
         KVS_CHECK_MSG(e <= 1e-2, "gemv_fp8w ref %d (m=%d n=%d k=%d): %.3g vs kvs_cpu_linear", c, m,
                       n, k, e);
         o.y = yf;
@@ -196,7 +183,7 @@ static void test_moe_ref(void)
         kvs_cpu_moe_experts(&b);
         struct kvs_moe_fp8w_args a = {T, D, I, K, R, x, ids, wts, gu, gus, dn, dns, y, acc};
         kvs_cpu_moe_experts_fp8w(&a);
-        double e = nerr(y, ref, (size_t)T * D);
+        double e = kt_norm_err_bf16(y, ref, (size_t)T * D);
         KVS_CHECK_MSG(e <= 1e-2, "moe_fp8w ref (accumulate %d): %.3g vs kvs_cpu_moe_experts", acc,
                       e);
     }

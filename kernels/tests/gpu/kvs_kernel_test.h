@@ -1,10 +1,9 @@
 /* kernels/tests/gpu/kvs_kernel_test.h — helpers for the kernels' gpu tests:
  * a seed drawn from the clock (printed, and settable with KVS_TEST_SEED so a
- * failure reproduces), device buffers, poisoning, and the normalized error
- * ||out - ref|| / ||ref|| that never lets a NaN pass.
+ * failure reproduces), device buffers, poisoning, and (through
+ * ../kvs_kernel_err.h) the normalized error that never lets a NaN pass.
  *
- * defines: kt_seed, kt_unif, kt_dev, kt_up, kt_down, kt_norm_err_bf16,
- *          kt_norm_err_f
+ * defines: kt_seed, kt_unif, kt_dev, kt_up, kt_down
  */
 #ifndef KVSCOPE_KERNEL_TEST_H
 #define KVSCOPE_KERNEL_TEST_H
@@ -13,6 +12,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "../kvs_kernel_err.h" /* defines: kt_norm_err_bf16, kt_norm_err_f */
 #include "kvs_test_gpu.h"
 #include "kvscope/kernels.h"
 
@@ -55,39 +55,6 @@ static inline void kt_down(void *dst, const void *src, size_t bytes)
 {
     KVS_TEST_CUDA(cudaDeviceSynchronize());
     KVS_TEST_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
-}
-
-/* ||out - ref|| / ||ref|| over n BF16 values; INFINITY if any is not
- * finite on one side only or NaN on either (a NaN never passes). */
-static inline double kt_norm_err_bf16(const kvs_bf16 *out, const kvs_bf16 *ref, size_t n)
-{
-    double num = 0.0, den = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        double o = kvs_bf16_to_float(out[i]), r = kvs_bf16_to_float(ref[i]);
-        if (isnan(o) || isnan(r) || isinf(o) != isinf(r))
-            return INFINITY;
-        num += (o - r) * (o - r);
-        den += r * r;
-    }
-    return den > 0.0 ? sqrt(num / den) : sqrt(num);
-}
-
-static inline double kt_norm_err_f(const float *out, const float *ref, size_t n)
-{
-    double num = 0.0, den = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        double o = out[i], r = ref[i];
-        if (isnan(o) || isnan(r))
-            return INFINITY;
-        if (isinf(o) || isinf(r)) {
-            if (o != r)
-                return INFINITY;
-            continue;
-        }
-        num += (o - r) * (o - r);
-        den += r * r;
-    }
-    return den > 0.0 ? sqrt(num / den) : sqrt(num);
 }
 
 #endif /* KVSCOPE_KERNEL_TEST_H */

@@ -19,14 +19,6 @@ static uint64_t g_seed;
 
 static int nb(int n) { return (n + KVS_FP8_BLOCK - 1) / KVS_FP8_BLOCK; }
 
-static kvs_bf16 *rand_bf16(uint64_t *st, size_t n, float a)
-{
-    kvs_bf16 *h = malloc(n * 2);
-    for (size_t i = 0; i < n; i++)
-        h[i] = kvs_float_to_bf16(kt_unif(st, -a, a));
-    return h;
-}
-
 /* W[n, k] uniform in +-a with each 128-row block band scaled differently
  * (so the scales differ), quantised; codes and scales on the host */
 static void rand_fp8w(uint64_t *st, int n, int k, float a, kvs_fp8 *q, float *sc)
@@ -41,49 +33,39 @@ static void rand_fp8w(uint64_t *st, int n, int k, float a, kvs_fp8 *q, float *sc
     free(w);
 }
 
-static void *to_dev(const void *h, size_t bytes)
-{
-    void *d = kt_dev(bytes);
-    kt_up(d, h, bytes);
-    return d;
-}
-
 // ----------------------------------------------------------------------------
 // GEMV
 
 static void test_gemv(void)
 {
     uint64_t st = kvs_test_rand(&g_seed);
-    /* {m, k, n0, n1, n2, f32}: 6144 = hidden (k split for few rows), 2048 =
-     * q_lora, 1040 / 208 / 48 / 16 are not multiples of 128 (208: 13 chunks
-     * of 16 with 8 lanes a row; 16: one lane a row) */
-    const int cfg[][6] = {{1, 6144, 2048, 576, 0, 0}, {3, 2048, 1000, 96, 0, 0},
-                          {8, 6144, 300, 0, 0, 1},    {1, 1040, 777, 129, 5, 1},
-                          {3, 208, 513, 0, 0, 0},     {8, 48, 40, 3, 0, 0},
-                          {2, 16, 200, 0, 0, 1},      {5, 6144, 24, 0, 0, 0},
-                          {8, 2048, 4100, 0, 0, 0}};
-    for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
-        const int m = cfg[c][0], k = cfg[c][1], f32 = cfg[c][5];
-        const int ldx = k + 8; /* rows of x apart by more than k */
+    /* 6144 = hidden (k split for few rows), 2048 = q_lora, 1040 / 208 / 48 /
+     * 16 are not multiples of 128 (208: 13 chunks of 16 with 8 lanes a row;
+     * 16: one lane a row) */
+    static const struct kt_gemv_case cases[] = {
+        {1, 6144, {2048, 576, 0}, 0}, {3, 2048, {1000, 96, 0}, 0}, {8, 6144, {300, 0, 0}, 1},
+        {1, 1040, {777, 129, 5}, 1},  {3, 208, {513, 0, 0}, 0},    {8, 48, {40, 3, 0}, 0},
+        {2, 16, {200, 0, 0}, 1},      {5, 6144, {24, 0, 0}, 0},    {8, 2048, {4100, 0, 0}, 0}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const int m = cases[c].m, k = cases[c].k, f32 = cases[c].f32;
         const size_t ysz = f32 ? 4 : 2;
-        int nout = 0;
+        int ldx, nout = 0;
         struct kvs_gemv_fp8w_out o[3], h[3];
-        kvs_bf16 *x = rand_bf16(&st, (size_t)m * ldx, 1.0f);
-        kvs_bf16 *dx = to_dev(x, (size_t)m * ldx * 2);
-        for (int i = 0; i < 3 && cfg[c][2 + i]; i++, nout++) {
-            const int n = cfg[c][2 + i];
+        kvs_bf16 *dx, *x = kt_gemv_x(&st, &cases[c], &ldx, &dx);
+        for (int i = 0; i < 3 && cases[c].n[i]; i++, nout++) {
+            const int n = cases[c].n[i];
             kvs_fp8 *q = malloc((size_t)n * k);
             float *sc = malloc((size_t)nb(n) * nb(k) * sizeof *sc);
             rand_fp8w(&st, n, k, 0.05f, q, sc);
-            h[i] = (struct kvs_gemv_fp8w_out){q, sc, malloc((size_t)m * (n + 3) * ysz), n, n + 3};
-            memset(h[i].y, 0xFF, (size_t)m * (n + 3) * ysz);
-            o[i] = (struct kvs_gemv_fp8w_out){to_dev(q, (size_t)n * k),
-                                              to_dev(sc, (size_t)nb(n) * nb(k) * sizeof *sc),
+            /* the reference in float: kt_gemv_err rounds it for BF16 outputs */
+            h[i] = (struct kvs_gemv_fp8w_out){q, sc, calloc((size_t)m * (n + 3), 4), n, n + 3};
+            o[i] = (struct kvs_gemv_fp8w_out){kt_to_dev(q, (size_t)n * k),
+                                              kt_to_dev(sc, (size_t)nb(n) * nb(k) * sizeof *sc),
                                               kt_dev((size_t)m * (n + 3) * ysz), n, n + 3};
             KVS_TEST_CUDA(cudaMemset(o[i].y, 0xFF, (size_t)m * (n + 3) * ysz));
         }
         KVS_CHECK(kvs_cuda_gemv_fp8w_supported(dx, ldx, m, k, o, nout));
-        kvs_cpu_gemv_fp8w(x, ldx, m, k, h, nout, f32);
+        kvs_cpu_gemv_fp8w(x, ldx, m, k, h, nout, 1);
         for (int cf = -1; cf < KVS_GEMV_FP8W_CFGS; cf++) { /* -1: the public entry */
             for (int j = 0; j < nout; j++)
                 KVS_TEST_CUDA(cudaMemset(o[j].y, 0xFF, (size_t)m * o[j].ldy * ysz));
@@ -94,27 +76,8 @@ static void test_gemv(void)
                 const size_t ny = (size_t)m * o[i].ldy;
                 void *got = malloc(ny * ysz);
                 kt_down(got, o[i].y, ny * ysz);
-                double num = 0.0, den = 0.0;
-                int gaps_kept = 1;
-                for (int r = 0; r < m; r++)
-                    for (int j = 0; j < (int)o[i].ldy; j++) {
-                        const size_t at = (size_t)r * o[i].ldy + j;
-                        if (j >= o[i].n) { /* the gap between rows stays poisoned */
-                            gaps_kept &= f32 ? ((uint32_t *)got)[at] == 0xFFFFFFFFu
-                                             : ((kvs_bf16 *)got)[at] == 0xFFFF;
-                            continue;
-                        }
-                        double g = f32 ? ((float *)got)[at] : kvs_bf16_to_float(((kvs_bf16 *)got)[at]);
-                        double e = f32 ? ((float *)h[i].y)[at]
-                                       : kvs_bf16_to_float(((kvs_bf16 *)h[i].y)[at]);
-                        if (!isfinite(g) || !isfinite(e)) {
-                            num = INFINITY;
-                            continue;
-                        }
-                        num += (g - e) * (g - e);
-                        den += e * e;
-                    }
-                const double err = den > 0 ? sqrt(num / den) : INFINITY;
+                int gaps_kept;
+                const double err = kt_gemv_err(got, h[i].y, f32, m, o[i].n, o[i].ldy, &gaps_kept);
                 KVS_CHECK_MSG(err <= (f32 ? TOL_F32 : TOL_BF16) && gaps_kept,
                               "gemv_fp8w %s case %zu out %d (m=%d k=%d n=%d f32=%d): error %.3g, gaps %d",
                               cf < 0 ? "public" : kvs_gemv_fp8w_cfg_name(cf), c, i, m, k, o[i].n, f32,
@@ -170,7 +133,8 @@ static void test_experts(void)
                 rand_fp8w(&st, 2 * I, D, 0.1f, gu + (size_t)e * 2 * I * D, gus + e * sgu);
                 rand_fp8w(&st, D, I, 0.1f, dn + (size_t)e * D * I, dns + e * sdn);
             }
-            kvs_bf16 *x = rand_bf16(&st, (size_t)T * D, 1.0f), *y0 = rand_bf16(&st, (size_t)T * D, 1.0f);
+            kvs_bf16 *x = kt_rand_bf16(&st, (size_t)T * D, -1.0f, 1.0f);
+            kvs_bf16 *y0 = kt_rand_bf16(&st, (size_t)T * D, -1.0f, 1.0f);
             kvs_bf16 *ref = malloc((size_t)T * D * 2);
             memcpy(ref, y0, (size_t)T * D * 2);
             int32_t *ids = malloc((size_t)T * K * sizeof *ids);
@@ -188,14 +152,14 @@ static void test_experts(void)
             struct kvs_moe_fp8w_args a = {T, D, I, K, R, x, ids, wts, gu, gus, dn, dns, ref, acc};
             kvs_cpu_moe_experts_fp8w(&a);
             struct kvs_moe_fp8w_args d = a;
-            d.x = to_dev(x, (size_t)T * D * 2);
-            d.ids = to_dev(ids, (size_t)T * K * sizeof *ids);
-            d.weights = to_dev(wts, (size_t)T * K * sizeof *wts);
-            d.gate_up = to_dev(gu, ngu);
-            d.gate_up_scale = to_dev(gus, R * sgu * 4);
-            d.down = to_dev(dn, ndn);
-            d.down_scale = to_dev(dns, R * sdn * 4);
-            d.y = to_dev(y0, (size_t)T * D * 2);
+            d.x = kt_to_dev(x, (size_t)T * D * 2);
+            d.ids = kt_to_dev(ids, (size_t)T * K * sizeof *ids);
+            d.weights = kt_to_dev(wts, (size_t)T * K * sizeof *wts);
+            d.gate_up = kt_to_dev(gu, ngu);
+            d.gate_up_scale = kt_to_dev(gus, R * sgu * 4);
+            d.down = kt_to_dev(dn, ndn);
+            d.down_scale = kt_to_dev(dns, R * sdn * 4);
+            d.y = kt_to_dev(y0, (size_t)T * D * 2);
             if (!acc)
                 KVS_TEST_CUDA(cudaMemset(d.y, 0xFF, (size_t)T * D * 2));
             const size_t wsb = kvs_cuda_moe_experts_workspace(T, K, I);

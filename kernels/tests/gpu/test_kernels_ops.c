@@ -13,19 +13,9 @@
 
 static uint64_t g_seed;
 
-static kvs_bf16 *rand_bf16(uint64_t *st, size_t n, float lo, float hi)
-{
-    kvs_bf16 *h = malloc(n * 2);
-    for (size_t i = 0; i < n; i++)
-        h[i] = kvs_float_to_bf16(kt_unif(st, lo, hi));
-    return h;
-}
-
 static kvs_bf16 *to_dev_bf16(const kvs_bf16 *h, size_t n)
 {
-    kvs_bf16 *d = kt_dev(n * 2);
-    kt_up(d, h, n * 2);
-    return d;
+    return kt_to_dev(h, n * 2);
 }
 
 static kvs_bf16 *poisoned(size_t n)
@@ -54,7 +44,8 @@ static void test_rmsnorm(void)
                              {3, 136},  {2, 8192},  {2, 8200}};
     for (int s = 0; s < 7; s++) {
         int T = shapes[s][0], D = shapes[s][1];
-        kvs_bf16 *x = rand_bf16(&st, (size_t)T * D, -3, 3), *w = rand_bf16(&st, D, 0.5f, 1.5f);
+        kvs_bf16 *x = kt_rand_bf16(&st, (size_t)T * D, -3, 3),
+                 *w = kt_rand_bf16(&st, D, 0.5f, 1.5f);
         kvs_bf16 *ref = malloc((size_t)T * D * 2);
         kvs_cpu_rmsnorm(x, w, ref, T, D, 1e-5f);
         kvs_bf16 *dx = to_dev_bf16(x, (size_t)T * D), *dw = to_dev_bf16(w, D), *dy = poisoned((size_t)T * D);
@@ -74,8 +65,8 @@ static void test_add_rmsnorm(void)
     for (int s = 0; s < 5; s++) {
         int T = shapes[s][0], D = shapes[s][1], mis = shapes[s][2];
         size_t n = (size_t)T * D;
-        kvs_bf16 *x = rand_bf16(&st, n, -3, 3), *r = rand_bf16(&st, n, -3, 3);
-        kvs_bf16 *w = rand_bf16(&st, D, 0.5f, 1.5f), *ref = malloc(n * 2), *got = malloc(n * 2);
+        kvs_bf16 *x = kt_rand_bf16(&st, n, -3, 3), *r = kt_rand_bf16(&st, n, -3, 3);
+        kvs_bf16 *w = kt_rand_bf16(&st, D, 0.5f, 1.5f), *ref = malloc(n * 2), *got = malloc(n * 2);
         kvs_bf16 *dx = to_dev_bf16(x, n), *dw = to_dev_bf16(w, D), *dy = poisoned(n);
         kvs_bf16 *dr_base = kt_dev(n * 2 + 2), *dr = dr_base + mis;
         kt_up(dr, r, n * 2);
@@ -100,7 +91,7 @@ static void test_rope(void)
     for (int c = 0; c < 6; c++) {
         int T = cfg[c][0], H = cfg[c][1], S = cfg[c][2], off = cfg[c][3];
         size_t n = (size_t)T * H * S;
-        kvs_bf16 *x = rand_bf16(&st, n, -2, 2), *ref = malloc(n * 2);
+        kvs_bf16 *x = kt_rand_bf16(&st, n, -2, 2), *ref = malloc(n * 2);
         int32_t *pos = malloc(T * sizeof *pos);
         for (int t = 0; t < T; t++)
             pos[t] = (int32_t)(kvs_test_rand(&st) % 131072);
@@ -122,7 +113,8 @@ static void test_swiglu_add_embedding(void)
     const int shapes[][2] = {{33, 2048}, {3, 7}};
     for (int s = 0; s < 2; s++) {
         int T = shapes[s][0], I = shapes[s][1];
-        kvs_bf16 *gu = rand_bf16(&st, (size_t)T * 2 * I, -4, 4), *ref = malloc((size_t)T * I * 2);
+        kvs_bf16 *gu = kt_rand_bf16(&st, (size_t)T * 2 * I, -4, 4),
+                 *ref = malloc((size_t)T * I * 2);
         kvs_cpu_swiglu(gu, ref, T, I);
         kvs_bf16 *dg = to_dev_bf16(gu, (size_t)T * 2 * I), *dy = poisoned((size_t)T * I);
         KVS_CHECK_EQ_INT(kvs_cuda_swiglu(dg, dy, T, I, NULL), KVS_STATUS_OK);
@@ -133,7 +125,7 @@ static void test_swiglu_add_embedding(void)
     const size_t sizes[] = {33 * 6144, 6144 + 5};
     for (int s = 0; s < 2; s++) {
         size_t n = sizes[s];
-        kvs_bf16 *x = rand_bf16(&st, n, -8, 8), *y = rand_bf16(&st, n, -8, 8);
+        kvs_bf16 *x = kt_rand_bf16(&st, n, -8, 8), *y = kt_rand_bf16(&st, n, -8, 8);
         kvs_bf16 *dx = to_dev_bf16(x, n), *dy = to_dev_bf16(y, n), *got = malloc(n * 2);
         KVS_CHECK_EQ_INT(kvs_cuda_add(dx, dy, n, NULL), KVS_STATUS_OK);
         kvs_cpu_add(x, y, n);
@@ -145,7 +137,7 @@ static void test_swiglu_add_embedding(void)
     const int dims[] = {6144, 7};
     for (int s = 0; s < 2; s++) {
         int V = 1000, D = dims[s], T = 33;
-        kvs_bf16 *table = rand_bf16(&st, (size_t)V * D, -1, 1), *ref = malloc((size_t)T * D * 2);
+        kvs_bf16 *table = kt_rand_bf16(&st, (size_t)V * D, -1, 1), *ref = malloc((size_t)T * D * 2);
         int32_t ids[33];
         for (int t = 0; t < T; t++)
             ids[t] = (int32_t)(kvs_test_rand(&st) % V);
@@ -265,10 +257,11 @@ static void test_experts(void)
     for (int c = 0; c < 3; c++)
         for (int acc = 0; acc < 2; acc++) {
             int T = cfg[c][0], D = cfg[c][1], I = cfg[c][2], R = cfg[c][3], K = 8;
-            kvs_bf16 *x = rand_bf16(&st, (size_t)T * D, -1, 1);
-            kvs_bf16 *gu = rand_bf16(&st, (size_t)R * 2 * I * D, -0.2f, 0.2f);
-            kvs_bf16 *dn = rand_bf16(&st, (size_t)R * D * I, -0.2f, 0.2f);
-            kvs_bf16 *y0 = rand_bf16(&st, (size_t)T * D, -1, 1), *ref = malloc((size_t)T * D * 2);
+            kvs_bf16 *x = kt_rand_bf16(&st, (size_t)T * D, -1, 1);
+            kvs_bf16 *gu = kt_rand_bf16(&st, (size_t)R * 2 * I * D, -0.2f, 0.2f);
+            kvs_bf16 *dn = kt_rand_bf16(&st, (size_t)R * D * I, -0.2f, 0.2f);
+            kvs_bf16 *y0 = kt_rand_bf16(&st, (size_t)T * D, -1, 1),
+                     *ref = malloc((size_t)T * D * 2);
             memcpy(ref, y0, (size_t)T * D * 2);
             int32_t *ids = malloc((size_t)T * K * sizeof *ids);
             float *wts = malloc((size_t)T * K * sizeof *wts);
@@ -316,7 +309,8 @@ static void test_gemm_mode(struct kvs_gemm *g, uint64_t *stp, enum kvs_gemm_mode
     const int shapes[][3] = {{1, 2048, 6144}, {33, 576, 512}, {7, 13, 9}, {4, 576, 6144}};
     for (int s = 0; s < 4; s++) {
         int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
-        kvs_bf16 *x = rand_bf16(&st, (size_t)M * K, -1, 1), *w = rand_bf16(&st, (size_t)N * K, -1, 1);
+        kvs_bf16 *x = kt_rand_bf16(&st, (size_t)M * K, -1, 1),
+                 *w = kt_rand_bf16(&st, (size_t)N * K, -1, 1);
         kvs_bf16 *ref = malloc((size_t)M * N * 2);
         kvs_cpu_linear(x, w, ref, M, N, K);
         kvs_bf16 *dx = to_dev_bf16(x, (size_t)M * K), *dw = to_dev_bf16(w, (size_t)N * K);
@@ -327,7 +321,8 @@ static void test_gemm_mode(struct kvs_gemm *g, uint64_t *stp, enum kvs_gemm_mode
     }
     /* batched per-head: x rows are heads*K apart (x is [M, heads, K]), y [M, heads, N] */
     const int M = 3, Hh = 4, K = 192, N = 512;
-    kvs_bf16 *x = rand_bf16(&st, (size_t)M * Hh * K, -1, 1), *w = rand_bf16(&st, (size_t)Hh * N * K, -1, 1);
+    kvs_bf16 *x = kt_rand_bf16(&st, (size_t)M * Hh * K, -1, 1),
+             *w = kt_rand_bf16(&st, (size_t)Hh * N * K, -1, 1);
     kvs_bf16 *ref = malloc((size_t)M * Hh * N * 2), *xi = malloc((size_t)M * K * 2), *yi = malloc((size_t)M * N * 2);
     for (int h = 0; h < Hh; h++) {
         for (int m = 0; m < M; m++)
@@ -375,22 +370,21 @@ static void ref_linear_f(const kvs_bf16 *x, int64_t ldx, const kvs_bf16 *w, floa
 static void test_gemv(void)
 {
     uint64_t st = kvs_test_rand(&g_seed);
-    /* {m, k, n0, n1, n2, f32}: 6144 = the hidden size (k split for few rows),
-     * 2048 = q_lora, 192 = nope (8 lanes a row), 64 (4 lanes), 8 (1 lane) */
-    const int cfg[][6] = {{1, 6144, 2048, 512, 64, 0}, {3, 2048, 1000, 96, 0, 0},
-                          {8, 6144, 256, 0, 0, 1},    {5, 192, 512, 0, 0, 0},
-                          {2, 64, 33, 7, 0, 1},       {7, 8, 40, 0, 0, 0},
-                          {4, 6144, 24, 0, 0, 0}};
-    for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
-        const int m = cfg[c][0], k = cfg[c][1], f32 = cfg[c][5];
-        const int ldx = k + 8; /* rows of x apart by more than k */
-        int nout = 0;
+    /* 6144 = the hidden size (k split for few rows), 2048 = q_lora, 192 =
+     * nope (8 lanes a row), 64 (4 lanes), 8 (1 lane) */
+    static const struct kt_gemv_case cases[] = {
+        {1, 6144, {2048, 512, 64}, 0}, {3, 2048, {1000, 96, 0}, 0}, {8, 6144, {256, 0, 0}, 1},
+        {5, 192, {512, 0, 0}, 0},      {2, 64, {33, 7, 0}, 1},      {7, 8, {40, 0, 0}, 0},
+        {4, 6144, {24, 0, 0}, 0}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const int m = cases[c].m, k = cases[c].k, f32 = cases[c].f32;
+        int ldx, nout = 0;
         struct kvs_gemv_out o[3];
         kvs_bf16 *hw[3];
-        kvs_bf16 *x = rand_bf16(&st, (size_t)m * ldx, -1, 1), *dx = to_dev_bf16(x, (size_t)m * ldx);
-        for (int i = 0; i < 3 && cfg[c][2 + i]; i++, nout++) {
-            int n = cfg[c][2 + i];
-            hw[i] = rand_bf16(&st, (size_t)n * k, -0.1f, 0.1f);
+        kvs_bf16 *dx, *x = kt_gemv_x(&st, &cases[c], &ldx, &dx);
+        for (int i = 0; i < 3 && cases[c].n[i]; i++, nout++) {
+            int n = cases[c].n[i];
+            hw[i] = kt_rand_bf16(&st, (size_t)n * k, -0.1f, 0.1f);
             o[i].w = to_dev_bf16(hw[i], (size_t)n * k);
             o[i].n = n;
             o[i].ldy = n + 3;
@@ -405,28 +399,8 @@ static void test_gemv(void)
             float *ref = malloc(ny * 4), *got = malloc(ny * 4);
             ref_linear_f(x, ldx, hw[i], ref, o[i].ldy, m, o[i].n, k);
             kt_down(got, o[i].y, ny * 4);
-            double num = 0.0, den = 0.0;
-            int gaps_kept = 1;
-            for (int r = 0; r < m; r++)
-                for (int j = 0; j < (int)o[i].ldy; j++) {
-                    size_t at = (size_t)r * o[i].ldy + j;
-                    if (j >= o[i].n) { /* the gap between rows stays poisoned */
-                        gaps_kept &= f32 ? ((uint32_t *)got)[at] == 0xFFFFFFFFu
-                                         : ((kvs_bf16 *)got)[at] == 0xFFFF;
-                        continue;
-                    }
-                    double g = f32 ? got[at] : kvs_bf16_to_float(((kvs_bf16 *)got)[at]);
-                    double e = ref[at];
-                    if (!f32) /* the BF16 output of the same float sum */
-                        e = kvs_bf16_to_float(kvs_float_to_bf16(ref[at]));
-                    if (!isfinite(g)) {
-                        num = INFINITY;
-                        continue;
-                    }
-                    num += (g - e) * (g - e);
-                    den += e * e;
-                }
-            double err = sqrt(num / den);
+            int gaps_kept;
+            const double err = kt_gemv_err(got, ref, f32, m, o[i].n, o[i].ldy, &gaps_kept);
             KVS_CHECK_MSG(err <= (f32 ? 1e-5 : TOL_BF16) && gaps_kept,
                           "gemv cfg %zu out %d (m=%d k=%d n=%d f32=%d): error %.3g, gaps %d", c,
                           i, m, k, o[i].n, f32, err, gaps_kept);
@@ -461,9 +435,9 @@ static void test_gemv_rope(void)
     for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
         const int m = cfg[c][0], k = cfg[c][1], n0 = cfg[c][2], heads = cfg[c][3];
         const int nr = heads * 64;
-        kvs_bf16 *x = rand_bf16(&st, (size_t)m * k, -1, 1), *dx = to_dev_bf16(x, (size_t)m * k);
-        kvs_bf16 *w0 = n0 ? rand_bf16(&st, (size_t)n0 * k, -0.1f, 0.1f) : NULL;
-        kvs_bf16 *w1 = rand_bf16(&st, (size_t)nr * k, -0.1f, 0.1f);
+        kvs_bf16 *x = kt_rand_bf16(&st, (size_t)m * k, -1, 1), *dx = to_dev_bf16(x, (size_t)m * k);
+        kvs_bf16 *w0 = n0 ? kt_rand_bf16(&st, (size_t)n0 * k, -0.1f, 0.1f) : NULL;
+        kvs_bf16 *w1 = kt_rand_bf16(&st, (size_t)nr * k, -0.1f, 0.1f);
         int32_t pos[8];
         for (int i = 0; i < m; i++)
             pos[i] = (int32_t)(kvs_test_rand(&st) % 100001);

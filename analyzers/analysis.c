@@ -501,6 +501,11 @@ enum kvs_status kvs_analyze_input(const struct kvs_analyze_input *in,
         kvs_log(c.log, KVS_LOG_INFO,
                 "%s: no step markers (ProfilerStep#N or step ranges%s): figures are trace totals", path,
                 opt->step_regex ? ", or --step-regex matches" : "");
+    if (!c.nsteps && opt->batch > 0) /* asked for, and not silently left out */
+        kvs_log(c.log, KVS_LOG_WARN,
+                "%s: --batch %d gives no tokens/s without step markers (ProfilerStep#N, step "
+                "ranges or --step-regex)",
+                path, opt->batch);
     if (c.t.ngpus == 0 && c.t.n_runtime > 0) /* launches, but no GPU side: a profiler set-up slip */
         kvs_log(c.log, KVS_LOG_WARN,
                 "%s: no GPU activity (kernels, copies, memsets) although the trace has %llu "

@@ -57,6 +57,8 @@ head -c 3000 "$fx/kineto_small.json" > "$tmp/cut.json"
 check 0 "truncated: reported with a warning" "truncated" -- "$kvs" report "$tmp/cut.json"
 check 0 "--quiet keeps warnings" "truncated" -- "$kvs" report "$tmp/cut.json" --quiet
 check 0 "no steps: said so" "no step markers" -- "$kvs" report "$fx/old_schema.json"
+check 0 "--batch without steps: said so, even --quiet" "gives no tokens/s without step markers" -- \
+    "$kvs" report "$fx/old_schema.json" --batch 8 --quiet
 check 0 "--step-regex" "" -- "$kvs" report "$fx/kineto_small.json" --step-regex '^layer_[0-9]+$' --batch 2
 # -o's extension picks the format when --format is not given; --format wins
 check 0 "-o x.html writes HTML" "" -- "$kvs" report "$fx/kineto_small.json" -o "$tmp/r.html" --quiet

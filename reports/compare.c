@@ -407,7 +407,7 @@ static void verdict_time(struct builder *b)
     /* a wall-time change smaller than the steps' own spread is not a measurement */
     double spread = fmax(kvs_finite_or0(x->wall_max_ms - x->wall_min_ms),
                          kvs_finite_or0(y->wall_max_ms - y->wall_min_ms));
-    if (x->count > 0 && y->count > 0 && fabs(saved_wall) < 0.5 * spread) {
+    if (x->count > 0 && y->count > 0 && saved_wall != 0 && fabs(saved_wall) < 0.5 * spread) {
         char a1[KVS_FMT_BUF], a2[KVS_FMT_BUF], c1[KVS_FMT_BUF], c2[KVS_FMT_BUF];
         verdict(b,
                 kvs_fmt_dup(&b->oom,

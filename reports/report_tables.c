@@ -189,14 +189,14 @@ size_t kvs_report_facts(const struct kvs_analysis *a, struct kvs_fact facts[KVS_
     if (s->count > 0) {
         if (t->gpu_devices > 1) /* busy summed over them: a share of each, on average */
             add(x->value, sizeof x->value,
-                "%lld steps, %s ms wall/step, GPU busy %s ms/step over %d GPUs (%s of the step "
+                "%lld %s, %s ms wall/step, GPU busy %s ms/step over %d GPUs (%s of the step "
                 "each, on average)",
-                (long long)s->count, kvs_fmt_ms(b1, s->mean_ms), kvs_fmt_ms(b2, s->gpu_ms_per_step),
+                (long long)s->count, s->count == 1 ? "step" : "steps", kvs_fmt_ms(b1, s->mean_ms), kvs_fmt_ms(b2, s->gpu_ms_per_step),
                 t->gpu_devices, kvs_fmt_pct(b3, s->gpu_busy_fraction));
         else
             add(x->value, sizeof x->value,
-                "%lld steps, %s ms wall/step, GPU busy %s ms/step (%s of the step)",
-                (long long)s->count, kvs_fmt_ms(b1, s->mean_ms), kvs_fmt_ms(b2, s->gpu_ms_per_step),
+                "%lld %s, %s ms wall/step, GPU busy %s ms/step (%s of the step)",
+                (long long)s->count, s->count == 1 ? "step" : "steps", kvs_fmt_ms(b1, s->mean_ms), kvs_fmt_ms(b2, s->gpu_ms_per_step),
                 kvs_fmt_pct(b3, s->gpu_busy_fraction));
         if (s->tokens_per_s > 0)
             add(x->value, sizeof x->value, ", %s tokens/s", kvs_fmt_count(b4, s->tokens_per_s));

@@ -97,6 +97,23 @@ static void test_over_peak_explained(void)
     free(t);
 }
 
+/* "1 step", not "1 steps" (HTA's triton_example has one profiler step) */
+static void test_one_step(void)
+{
+    struct kvs_fixture fx;
+    kvs_fixture_unfixed(&fx);
+    fx.a.steps.count = 1;
+    fx.a.nstep = 1;
+    char *t = render(&fx.a, KVS_FORMAT_TEXT, false);
+    KVS_CHECK_MSG(strstr(t, "  steps   1 step, ") != NULL, "%.400s", t);
+    free(t);
+    fx.a.steps.count = 4;
+    fx.a.nstep = 4;
+    t = render(&fx.a, KVS_FORMAT_TEXT, false);
+    KVS_CHECK(strstr(t, "  steps   4 steps, ") != NULL);
+    free(t);
+}
+
 static void test_color_only_on_request(void)
 {
     struct kvs_fixture fx;
@@ -208,6 +225,7 @@ int main(int argc, char **argv)
         {"color_only_on_request", test_color_only_on_request},
         {"unknown_bytes", test_unknown_bytes},
         {"over_peak_explained", test_over_peak_explained},
+        {"one_step", test_one_step},
         {"columns_align", test_columns_align},
         {"markdown_tables_intact", test_markdown_tables_intact},
         {"empty_analysis_says_so", test_empty_analysis_says_so},

@@ -58,6 +58,7 @@ static void usage(FILE *out)
             "                        intermediate dims split, the latent KV pool replicated\n"
             "                        (NCCL_NVLS_ENABLE=0 unless set; N must divide the heads)\n"
             "  --quiet               no per-step lines\n"
+            "  -h, --help            this help\n"
             "\n"
             "Left out of GLM-5: the DSA sparse indexer (attention is dense over each\n"
             "sequence's context), the MTP layer. Roofline = bytes moved per step (weights\n"

@@ -1,7 +1,7 @@
 /* cli/main.c — `kvscope`: one binary, one subcommand per job.
  *
  *   kvscope --help            list the subcommands
- *   kvscope <cmd> --help      help for one subcommand
+ *   kvscope <cmd> --help      help for one subcommand (or: kvscope help <cmd>)
  *
  * Exit codes: 0 success, 1 the work failed, 2 bad usage or unreadable input.
  */
@@ -17,7 +17,7 @@ static void print_help(FILE *out)
             "kvscope %s — find and prove the bottleneck of LLM decode on NVIDIA GPUs\n"
             "\n"
             "usage: kvscope <command> [options]\n"
-            "       kvscope <command> --help\n"
+            "       kvscope <command> --help   (or: kvscope help <command>)\n"
             "\n"
             "commands:\n",
             KVS_VERSION);
@@ -52,6 +52,23 @@ int main(int argc, char **argv)
         return KVS_EXIT_USAGE;
     }
     const char *name = argv[1];
+    if (!strcmp(name, "help") && argc == 3) {
+        /* `kvscope help report` is `kvscope report --help`, as git does it */
+        for (const struct kvs_cli_cmd *c = kvs_cli_commands; c->name; c++) {
+            if (strcmp(c->name, argv[2]))
+                continue;
+            if (!c->run)
+                break; /* the list below says what this build lacks */
+            static char help_flag[] = "--help";
+            char *sub[] = {argv[2], help_flag, NULL};
+            return c->run(2, sub);
+        }
+        bool known = false;
+        for (const struct kvs_cli_cmd *c = kvs_cli_commands; c->name; c++)
+            known = known || !strcmp(c->name, argv[2]);
+        if (!known)
+            return kvs_cli_usage_error(NULL, "unknown command '%s'", argv[2]);
+    }
     if (!strcmp(name, "-h") || !strcmp(name, "--help") || !strcmp(name, "help")) {
         print_help(stdout);
         return KVS_EXIT_OK;

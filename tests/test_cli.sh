@@ -23,6 +23,12 @@ check 2 "unknown command exits 2" -- "$kvs" frobnicate
 echo "$LAST_OUT" | grep -q "unknown command 'frobnicate'" || { echo "FAIL no message for unknown command"; fail=1; }
 check 2 "unknown option exits 2" -- "$kvs" --frob
 check 2 "bad flag to a subcommand exits 2" -- "$kvs" version --frob
+# `kvscope help CMD` is `kvscope CMD --help`
+check 0 "help report" -- "$kvs" help report
+echo "$LAST_OUT" | grep -q "^usage: kvscope report" || { echo "FAIL help report: $LAST_OUT" | head -3; fail=1; }
+check 0 "help compare" -- "$kvs" help compare
+echo "$LAST_OUT" | grep -q "^usage: kvscope compare" || { echo "FAIL help compare: $LAST_OUT" | head -3; fail=1; }
+check 2 "help for an unknown command exits 2" -- "$kvs" help frobnicate
 check 0 "version" -- "$kvs" version
 echo "$LAST_OUT" | grep -q "^kvscope [0-9]" || { echo "FAIL version output: $LAST_OUT"; fail=1; }
 

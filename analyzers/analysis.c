@@ -396,6 +396,7 @@ static enum kvs_status build_result(struct kvs_ctx *c, const char *path, struct 
     ti->memsets = t->n_memsets;
     ti->gpu_devices = t->ngpus ? c->ndevices : 0;
     ti->gpu_unlinked = c->unlinked;
+    ti->graph_launched = c->graph_launched;
     ti->dropped_records = t->dropped_records;
     a->model = c->have_model ? kvs_arena_strdup(&impl->arena, c->model.name) : NULL;
     a->num_layers = c->have_model ? c->model.layers : 0;
@@ -501,6 +502,13 @@ enum kvs_status kvs_analyze_input(const struct kvs_analyze_input *in,
         kvs_log(c.log, KVS_LOG_INFO,
                 "%s: no step markers (ProfilerStep#N or step ranges%s): figures are trace totals", path,
                 opt->step_regex ? ", or --step-regex matches" : "");
+    if (c.graph_launched)
+        kvs_log(c.log, KVS_LOG_WARN,
+                "%s: %llu of %zu GPU activities were launched from CUDA graphs: PyTorch records "
+                "no op shapes for a graph's kernels, so their copies and casts are neither sized "
+                "nor matched to the KV cache (profile an eager step for that, e.g. vLLM "
+                "--enforce-eager)",
+                path, (unsigned long long)c.graph_launched, c.t.ngpus);
     if (!c.nsteps && opt->batch > 0) /* asked for, and not silently left out */
         kvs_log(c.log, KVS_LOG_WARN,
                 "%s: --batch %d gives no tokens/s without step markers (ProfilerStep#N, step "

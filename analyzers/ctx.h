@@ -72,6 +72,7 @@ struct kvs_ctx {
     uint8_t *gpu_cat;            /* per GPU activity: enum kvs_category */
     int32_t *gpu_step;           /* per GPU activity: step by launch time, -1 outside */
     uint64_t unlinked;
+    uint64_t graph_launched;     /* GPU activities a CUDA/HIP graph launch started */
 
     /* steps */
     struct kvs_step_win *steps;

@@ -26,6 +26,19 @@ static bool intern_span(struct kvs_reader *r, const struct kvs_span *sp, bool ha
     return *id != KVS_INTERN_NONE || oom(r);
 }
 
+/* whether a string value contains needle (runtime call names are short) */
+static bool span_has(const struct kvs_reader *r, const struct kvs_span *sp, bool has, const char *needle)
+{
+    size_t n = strlen(needle);
+    if (!has || sp->len < n)
+        return false;
+    const char *s = r->scan.mark + sp->off;
+    for (size_t i = 0; i + n <= sp->len; i++)
+        if (s[i] == needle[0] && !memcmp(s + i, needle, n))
+            return true;
+    return false;
+}
+
 static bool thread_of(struct kvs_reader *r, const struct kvs_ev *e, uint32_t *id)
 {
     char key[160];
@@ -173,7 +186,7 @@ static bool emit(struct kvs_reader *r, const struct kvs_dec_event *d)
         t->n_runtime++;
         if (d->corr == 0 && d->ext == 0)
             return true;
-        struct kvs_rt_rec rt = {d->ts, d->corr, d->ext, d->thread, d->name};
+        struct kvs_rt_rec rt = {d->ts, d->corr, d->ext, d->thread, d->graph_launch};
         return KVS_VEC_PUSH(t->rts, t->nrts, t->rts_cap, rt) == 0 || oom(r);
     }
     default:
@@ -203,6 +216,8 @@ static bool resolve(struct kvs_reader *r, const struct kvs_ev *e, uint8_t cat, s
     bool gpu = cat == KVS_EV_KERNEL || cat == KVS_EV_MEMCPY || cat == KVS_EV_MEMSET;
     if (cat != KVS_EV_RUNTIME && !intern_span(r, &e->name, e->has_name, &d->name))
         return false;
+    if (cat == KVS_EV_RUNTIME) /* its name is not kept: only whether it launches a graph */
+        d->graph_launch = span_has(r, &e->name, e->has_name, "GraphLaunch");
     if (cat == KVS_EV_OP && !shape_of(r, e, &d->shape))
         return false;
     if (!gpu && !thread_of(r, e, &d->thread))

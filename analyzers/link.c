@@ -242,11 +242,16 @@ enum kvs_status kvs_link(struct kvs_ctx *c)
     struct pending *pend = NULL;
     size_t npend = 0, pend_cap = 0;
     enum kvs_status st = KVS_STATUS_OK;
+    c->graph_launched = 0;
     for (size_t i = 0; i < t->ngpus; i++) {
         const struct kvs_gpu_rec *g = &t->gpus[i];
         uint32_t op, rt;
         FIND_OP(g->ext, op);
         TABLE_FIND(by_corr, t->rts, corr, g->corr, rt);
+        /* a graph launch (cudaGraphLaunch, cuGraphLaunch, hipGraphLaunch)
+         * replays kernels whose ops ran at capture: no shapes for them */
+        if (rt != KVS_NO_OP && t->rts[rt].graph_launch)
+            c->graph_launched++;
         if (op == KVS_NO_OP && rt != KVS_NO_OP && t->rts[rt].ext)
             FIND_OP(t->rts[rt].ext, op);
         c->gpu_op[i] = op;

@@ -13,6 +13,7 @@ struct kvs_dec_event {
     int64_t ts, dur, ext, corr, bytes;
     uint32_t name, shape, thread;
     int32_t device, stream;
+    bool graph_launch;     /* a runtime call that launches a CUDA/HIP graph */
 };
 
 struct kvs_thread_stack {

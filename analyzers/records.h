@@ -42,7 +42,8 @@ struct kvs_rt_rec {
     int64_t corr;          /* correlation id */
     int64_t ext;           /* External id when the call carries one, else 0 */
     uint32_t thread;
-    uint32_t name;
+    uint32_t graph_launch; /* 1: cudaGraphLaunch / cuGraphLaunch / hipGraphLaunch (names are not
+                              kept for runtime calls: the one fact the analysis needs is) */
 };
 
 enum kvs_gpu_kind { KVS_GPU_KERNEL = 0, KVS_GPU_MEMCPY, KVS_GPU_MEMSET };

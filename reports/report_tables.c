@@ -178,6 +178,9 @@ size_t kvs_report_facts(const struct kvs_analysis *a, struct kvs_fact facts[KVS_
     if (t->gpu_unlinked)
         add(x->value, sizeof x->value, "; %s GPU activities linked to no op",
             kvs_fmt_count(b1, (double)t->gpu_unlinked));
+    if (t->graph_launched)
+        add(x->value, sizeof x->value, "; %s from CUDA graphs",
+            kvs_fmt_count(b1, (double)t->graph_launched));
     if (t->dropped_records)
         add(x->value, sizeof x->value, "; %s records dropped at capture",
             kvs_fmt_count(b1, (double)t->dropped_records));

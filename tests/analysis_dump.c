@@ -57,10 +57,12 @@ int main(int argc, char **argv)
     }
     const struct kvs_trace_info *t = &a->trace;
     printf("{\"status\": %d, \"events\": %llu, \"ops\": %llu, \"kernels\": %llu, \"memcpys\": %llu, "
-           "\"memsets\": %llu, \"unlinked\": %llu, \"truncated\": %s, \"peak_gbps\": %.17g, \"device\": ",
+           "\"memsets\": %llu, \"unlinked\": %llu, \"graph_launched\": %llu, \"truncated\": %s, "
+           "\"peak_gbps\": %.17g, \"device\": ",
            (int)st, (unsigned long long)t->events, (unsigned long long)t->ops,
            (unsigned long long)t->kernels, (unsigned long long)t->memcpys,
            (unsigned long long)t->memsets, (unsigned long long)t->gpu_unlinked,
+           (unsigned long long)t->graph_launched,
            t->truncated ? "true" : "false", t->peak_gbps);
     str(t->device);
     printf(", \"steps\": %lld, \"groups\": [", (long long)a->steps.count);

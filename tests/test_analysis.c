@@ -701,6 +701,44 @@ static void test_busy_over_several_devices(void)
     kvs_analysis_free(a);
 }
 
+/* Kernels a cudaGraphLaunch replays (vLLM, SGLang, torch.compile's
+ * reduce-overhead decode) carry the launch's correlation id; their ops ran
+ * at capture, so no shapes describe them: counted, and said, rather than a
+ * report that silently finds no KV cast in a graphed decode. */
+static void test_graph_launched_kernels(void)
+{
+    static const char json[] =
+        "{\"traceEvents\":["
+        "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"CUDAGraph::replay\",\"pid\":1,\"tid\":1,"
+        "\"ts\":100,\"dur\":50,\"args\":{\"External id\":9}},"
+        "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaGraphLaunch\",\"pid\":1,\"tid\":1,"
+        "\"ts\":110,\"dur\":10,\"args\":{\"correlation\":5,\"External id\":9}},"
+        "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,"
+        "\"ts\":130,\"dur\":5,\"args\":{\"correlation\":6}},"
+        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"direct_copy_kernel\",\"pid\":0,\"tid\":7,"
+        "\"ts\":200,\"dur\":10,\"args\":{\"correlation\":5,\"device\":0,\"stream\":7}},"
+        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemv\",\"pid\":0,\"tid\":7,"
+        "\"ts\":210,\"dur\":10,\"args\":{\"correlation\":5,\"device\":0,\"stream\":7}},"
+        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"softmax\",\"pid\":0,\"tid\":7,"
+        "\"ts\":220,\"dur\":10,\"args\":{\"correlation\":5,\"device\":0,\"stream\":7}},"
+        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"eager\",\"pid\":0,\"tid\":7,"
+        "\"ts\":240,\"dur\":10,\"args\":{\"correlation\":6,\"device\":0,\"stream\":7}}]}";
+    char path[256];
+    kvs_tmp_write(path, sizeof path, json, sizeof json - 1, ".json");
+    struct kvs_analysis_options opt;
+    kvs_analysis_options_init(&opt);
+    opt.log = kvs_capture_logger(&cap);
+    struct kvs_analysis *a = NULL;
+    KVS_CHECK_EQ_INT(kvs_analyze_file(path, &opt, &a), KVS_STATUS_OK);
+    unlink(path);
+    KVS_REQUIRE(a);
+    KVS_CHECK_EQ_INT(a->trace.kernels, 4);
+    KVS_CHECK_EQ_INT(a->trace.graph_launched, 3);
+    KVS_CHECK_MSG(strstr(cap.all, "3 of 4 GPU activities were launched from CUDA graphs"), "%s",
+                  cap.all);
+    kvs_analysis_free(a);
+}
+
 static void test_category_names(void)
 {
     for (int c = 0; c < KVS_CAT_COUNT_; c++) {
@@ -733,6 +771,7 @@ int main(int argc, char **argv)
         {"training_has_no_kv_buffer", test_training_has_no_kv_buffer},
         {"mixed_memcpy_and_kernel_calls", test_mixed_memcpy_and_kernel_calls},
         {"busy_over_several_devices", test_busy_over_several_devices},
+        {"graph_launched_kernels", test_graph_launched_kernels},
         {NULL, NULL},
     };
     return kvs_test_main(argc, argv, tests);

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """tests/test_shared_traces.py ANALYSIS_DUMP — every trace in ../shared/traces
 (hta/ included) read by kvscope with the same event, op, kernel, memcpy and
-memset counts as a plain Python json.load computes here, now; and the two MLA
+memset counts, and GPU work started by a cudaGraphLaunch, as a plain Python
+json.load computes here, now; and the two MLA
 traces give the expected cast group, with its numbers computed independently
 from the trace facts (../shared/traces/README.md) and from the JSON itself.
 
@@ -48,9 +49,20 @@ def run(path, *args):
     return json.loads(out.stdout) if out.stdout.strip() else {"status": -1}
 
 
+def graph_launched(ev):
+    corr = {e.get("args", {}).get("correlation") for e in ev
+            if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver", "Runtime")
+            and "GraphLaunch" in e.get("name", "")}
+    corr.discard(None)
+    return sum(1 for e in ev if e.get("ph") == "X"
+               and e.get("cat") in ("kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset")
+               and e.get("args", {}).get("correlation") in corr)
+
+
 traces = sorted(os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs
                 if f.endswith(".json") or f.endswith(".json.gz"))
 check(len(traces) > 0, "no traces found under " + root)
+graph_total = 0
 for path in traces:
     ev = events_of(load(path))
     want = {
@@ -59,7 +71,10 @@ for path in traces:
         "kernels": sum(1 for e in ev if e.get("ph") == "X" and e.get("cat") in ("kernel", "Kernel")),
         "memcpys": sum(1 for e in ev if e.get("ph") == "X" and e.get("cat") in ("gpu_memcpy", "Memcpy")),
         "memsets": sum(1 for e in ev if e.get("ph") == "X" and e.get("cat") in ("gpu_memset", "Memset")),
+        # GPU work a cudaGraphLaunch started: its correlation id (no op shapes describe it)
+        "graph_launched": graph_launched(ev),
     }
+    graph_total += want["graph_launched"]
     got = run(path)
     name = os.path.relpath(path, root)
     if not check(got.get("status") == 0, "%s: status %s" % (name, got.get("status"))):
@@ -67,6 +82,7 @@ for path in traces:
     for k, v in want.items():
         check(got[k] == v, "%s: %s = %d, json.load says %d" % (name, k, got[k], v))
     print("ok   %-75s %7d events %6d ops %6d kernels" % (name, want["events"], want["ops"], want["kernels"]))
+check(graph_total > 0, "no trace has graph-launched GPU work: the graph_launched check proved nothing")
 
 
 def cast_group_facts(path, tokens):

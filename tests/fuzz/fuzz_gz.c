@@ -89,7 +89,7 @@ static const char *same_records(const struct kvs_trace_data *a, const struct kvs
     for (size_t i = 0; i < a->nrts; i++) {
         const struct kvs_rt_rec *x = &a->rts[i], *y = &b->rts[i];
         if (x->ts != y->ts || x->corr != y->corr || x->ext != y->ext || x->thread != y->thread ||
-            x->name != y->name)
+            x->graph_launch != y->graph_launch)
             return "runtime calls";
     }
     for (size_t i = 0; i < a->ngpus; i++) {

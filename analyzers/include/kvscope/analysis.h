@@ -87,6 +87,8 @@ struct kvs_trace_info {
     int gpu_devices;             /* devices with GPU activity; GPU busy ms are summed over them,
                                     busy fractions are per device (of devices x wall time) */
     uint64_t gpu_unlinked;       /* GPU activities linked to no op */
+    uint64_t graph_launched;     /* GPU activities started by a CUDA/HIP graph launch: their ops
+                                    ran at capture, so no shapes describe them */
     uint64_t dropped_records;    /* from a kvscope capture's metadata; 0 otherwise */
 };
 

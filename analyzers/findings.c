@@ -311,11 +311,13 @@ static int gpu_idle(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t
     double per_step = c->nsteps ? (double)acts / (double)c->nsteps : (double)acts;
     double frac = busy_ms / cap_ms, idle_ms = cap_ms - busy_ms;
     char who[32], of[48];
-    snprintf(who, sizeof who, nd > 1 ? "The %d GPUs are" : "The GPU is", nd);
-    if (nd > 1)
+    if (nd > 1) {
+        snprintf(who, sizeof who, "The %d GPUs are", nd);
         snprintf(of, sizeof of, "%d x %.2f", nd, wall_ms);
-    else
+    } else {
+        snprintf(who, sizeof who, "The GPU is");
         snprintf(of, sizeof of, "%.2f", wall_ms);
+    }
     struct kvs_finding fd = {0};
     fd.id = "gpu_idle";
     fd.severity = frac < 0.3 ? KVS_SEV_HIGH : KVS_SEV_WARN;
@@ -327,16 +329,20 @@ static int gpu_idle(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t
      * removes the rest, the CPU is busy with something else between them */
     double idle_us_per_launch = per_step > 0 ? idle_ms * 1e3 / per_step : 0.0;
     bool sparse = per_step <= 0 || idle_us_per_launch > SPARSE_LAUNCH_US;
+    char why[128];
+    if (per_step > 0)
+        snprintf(why, sizeof why, "%s %.0f us per launch, far more than a launch costs (~5-20 us)",
+                 nd > 1 ? "they idle" : "it idles", idle_us_per_launch);
+    else /* GPU work in the trace, none of it inside the steps */
+        snprintf(why, sizeof why, "no GPU activity falls inside the steps");
     if (sparse)
         fd.message = kvs_arena_printf(
             &c->arena,
             "%s busy %.0f%% of %s (%.2f of %s ms) and %s on the CPU, but not on "
-            "kernel launches: %s %.0f us per launch, far more than a launch costs (~5-20 "
-            "us), so CPU-side work between launches (Python, data loading, host "
+            "kernel launches: %s, so CPU-side work between launches (Python, data loading, host "
             "synchronisation, compilation) sets the pace; %.2f ms %s is idle",
             who, 100.0 * frac, c->nsteps ? "each step" : "the traced span", busy_ms, of,
-            nd > 1 ? "wait" : "waits", nd > 1 ? "they idle" : "it idles", idle_us_per_launch,
-            idle_ms, c->nsteps ? "per step" : "of the span");
+            nd > 1 ? "wait" : "waits", why, idle_ms, c->nsteps ? "per step" : "of the span");
     else if (c->nsteps)
         fd.message = kvs_arena_printf(
             &c->arena,
@@ -351,11 +357,15 @@ static int gpu_idle(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t
             "activity): the CPU side sets the pace, so faster kernels alone will not shorten the "
             "run; %.2f ms of the span is idle",
             who, 100.0 * frac, busy_ms, of, idle_ms);
-    fd.evidence = kvs_arena_printf(&c->arena,
-                                   "%.0f GPU activities %s, median %.1f us each; one launch per "
-                                   "%.1f us of %s",
-                                   per_step, c->nsteps ? "per step" : "in the span", median_us,
-                                   us_per_launch, c->nsteps ? "step time" : "the span");
+    if (per_step > 0)
+        fd.evidence = kvs_arena_printf(&c->arena,
+                                       "%.0f GPU activities %s, median %.1f us each; one launch per "
+                                       "%.1f us of %s",
+                                       per_step, c->nsteps ? "per step" : "in the span", median_us,
+                                       us_per_launch, c->nsteps ? "step time" : "the span");
+    else
+        fd.evidence = kvs_arena_printf(&c->arena, "none of the trace's %zu GPU activities runs inside a step",
+                                       t->ngpus);
     fd.fix = kvs_arena_strdup(
         &c->arena,
         sparse ? "Find the CPU work in the gaps between GPU activities (the trace's CPU ops there): "

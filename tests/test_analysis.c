@@ -739,6 +739,34 @@ static void test_graph_launched_kernels(void)
     kvs_analysis_free(a);
 }
 
+/* GPU work in the trace, none inside the steps: gpu_idle says so, not "it
+ * idles 0 us per launch, far more than a launch costs" */
+static void test_gpu_idle_no_work_in_steps(void)
+{
+    static const char json[] =
+        "{\"traceEvents\":["
+        "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\",\"pid\":1,"
+        "\"tid\":1,\"ts\":0,\"dur\":1000},"
+        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":5000,"
+        "\"dur\":100,\"args\":{\"device\":0,\"stream\":7}}]}";
+    char path[256];
+    kvs_tmp_write(path, sizeof path, json, sizeof json - 1, ".json");
+    struct kvs_analysis_options opt;
+    kvs_analysis_options_init(&opt);
+    opt.log = kvs_capture_logger(&cap);
+    struct kvs_analysis *a = NULL;
+    KVS_CHECK_EQ_INT(kvs_analyze_file(path, &opt, &a), KVS_STATUS_OK);
+    unlink(path);
+    KVS_REQUIRE(a);
+    const struct kvs_finding *f = finding(a, "gpu_idle");
+    KVS_REQUIRE(f != NULL);
+    KVS_CHECK_MSG(strstr(f->message, "no GPU activity falls inside the steps") &&
+                      !strstr(f->message, "us per launch"),
+                  "%s", f->message);
+    KVS_CHECK_MSG(!strstr(f->evidence, "one launch per 0.0"), "%s", f->evidence);
+    kvs_analysis_free(a);
+}
+
 static void test_category_names(void)
 {
     for (int c = 0; c < KVS_CAT_COUNT_; c++) {
@@ -772,6 +800,7 @@ int main(int argc, char **argv)
         {"mixed_memcpy_and_kernel_calls", test_mixed_memcpy_and_kernel_calls},
         {"busy_over_several_devices", test_busy_over_several_devices},
         {"graph_launched_kernels", test_graph_launched_kernels},
+        {"gpu_idle_no_work_in_steps", test_gpu_idle_no_work_in_steps},
         {NULL, NULL},
     };
     return kvs_test_main(argc, argv, tests);

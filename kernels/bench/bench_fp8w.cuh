@@ -16,6 +16,7 @@
 #include <string>
 
 #include "../cuda/gemv_fp8w_cfg.h"
+#include "../cuda/moe_fp8w_cfg.h"
 #include "bench_util.cuh"
 
 static int fp8w_nb(int n) { return (n + KVS_FP8_BLOCK - 1) / KVS_FP8_BLOCK; }
@@ -32,6 +33,20 @@ static void fp8w_quantize(const kvs_bf16 *dw, int n, int k, std::vector<kvs_fp8>
     q.resize((size_t)n * k);
     sc.resize((size_t)fp8w_nb(n) * fp8w_nb(k));
     kvs_cpu_quantize_fp8_blocks(f.data(), n, k, q.data(), sc.data());
+}
+
+/* a configurations' table: head (its first `lead` columns), one column a
+ * configuration, then the rows collected while timing */
+static void fp8w_cfg_table(const char *head, int lead, int ncfg, const char *(*name)(int),
+                           const std::string &rows)
+{
+    printf("%s", head);
+    for (int cf = 0; cf < ncfg; cf++)
+        printf(" %s |", name(cf));
+    printf("\n|");
+    for (int c = 0; c < lead + ncfg; c++)
+        printf("---|");
+    printf("\n%s", rows.c_str());
 }
 
 static void bench_fp8w_gemv(void)
@@ -178,16 +193,12 @@ static void bench_fp8w_gemv(void)
     }
     printf("\n## FP8-weight GEMV configurations (gemv_fp8w_cfg.h): median us (%% of copy on the FP8 bytes); default %s\n\n",
            kvs_gemv_fp8w_cfg_name(KVS_GEMV_FP8W_CFG_DEFAULT));
-    printf("| projection | M |");
-    for (int cf = 0; cf < KVS_GEMV_FP8W_CFGS; cf++)
-        printf(" %s |", kvs_gemv_fp8w_cfg_name(cf));
-    printf("\n|---|---|");
-    for (int cf = 0; cf < KVS_GEMV_FP8W_CFGS; cf++)
-        printf("---|");
-    printf("\n%s", cfg_rows.c_str());
+    fp8w_cfg_table("| projection | M |", 2, KVS_GEMV_FP8W_CFGS, kvs_gemv_fp8w_cfg_name, cfg_rows);
 }
 
-/* The MoE layer: 64 resident experts (dim 6144, inter 2048), top-8. */
+/* The MoE layer: 64 resident experts (dim 6144, inter 2048), top-8; then
+ * every internal configuration of the FP8 experts (moe_fp8w_cfg.h), each
+ * checked as the default is before it is timed. */
 static void bench_fp8w_moe(void)
 {
     const int D = 6144, I = 2048, K = 8, R = 64;
@@ -217,6 +228,7 @@ static void bench_fp8w_moe(void)
     printf("\n## FP8-weight MoE experts vs BF16 (dim 6144, inter 2048, top-8, %d resident), GB/s on the distinct experts' weights\n\n", R);
     printf("| tokens | distinct experts | BF16 us | FP8 us | BF16 GB/s | BF16 %% copy | FP8 GB/s | FP8 %% copy | speedup | check bf16 / fp8 vs CPU (tokens 0, T-1) |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|\n");
+    std::string cfg_rows; /* the configurations' table, printed after */
     for (int T : {1, 8}) {
         kvs_bf16 *x = (kvs_bf16 *)dmalloc((size_t)T * D * 2);
         kvs_bf16 *yb = (kvs_bf16 *)dmalloc((size_t)T * D * 2), *y8 = (kvs_bf16 *)dmalloc((size_t)T * D * 2);
@@ -236,6 +248,7 @@ static void bench_fp8w_moe(void)
         auto hx = download<kvs_bf16>(x, (size_t)T * D);
         /* the CPU on one token at a time, its K experts only */
         double eb = 0, e8 = 0;
+        std::vector<kvs_bf16> ref8[2]; /* tokens 0 and T-1 */
         for (int t : {0, T - 1}) {
             std::vector<kvs_bf16> hgu(K * ngu), hdn(K * ndn), rb(D), r8(D);
             std::vector<kvs_fp8> qgu(K * ngu), qdn(K * ndn);
@@ -262,6 +275,9 @@ static void bench_fp8w_moe(void)
             kvs_cpu_moe_experts_fp8w(&rf8);
             eb = std::max(eb, kt_norm_err_bf16(gb.data() + (size_t)t * D, rb.data(), D));
             e8 = std::max(e8, kt_norm_err_bf16(g8.data() + (size_t)t * D, r8.data(), D));
+            ref8[t == 0 ? 0 : 1] = r8;
+            if (T == 1)
+                ref8[1] = r8;
         }
         require(eb <= 1e-2, "BF16 MoE experts vs CPU reference");
         require(e8 <= 1e-2, "FP8-weight MoE experts vs CPU reference");
@@ -274,12 +290,34 @@ static void bench_fp8w_moe(void)
         printf("| %d | %d | %.1f | %.1f | %.0f | %.1f | %.0f | %.1f | %.2fx | %.1e / %.1e |\n", T,
                rt.distinct, ub, u8, gbb, pct(gbb), gb8, pct(gb8), ub / u8, eb, e8);
         fflush(stdout);
+        char row[256];
+        snprintf(row, sizeof row, "| %d | %d | %.1f (%.1f%%) |", T, rt.distinct, ub, pct(gbb));
+        cfg_rows += row;
+        for (int cf = 0; cf < KVS_MOE_FP8W_CFGS; cf++) {
+            CK(cudaMemset(y8, 0xff, (size_t)T * D * 2));
+            ST(kvs_cuda_moe_experts_fp8w_cfg(cf, &a8, ws, wsb, NULL));
+            auto gc = download<kvs_bf16>(y8, (size_t)T * D);
+            double ec = 0;
+            for (int j = 0; j < 2; j++)
+                ec = std::max(ec, kt_norm_err_bf16(gc.data() + (size_t)(j ? T - 1 : 0) * D,
+                                                   ref8[j].data(), D));
+            require(ec <= 1e-2, "FP8-weight MoE experts configuration vs CPU reference");
+            const double u = time_us(
+                [&](int) { ST(kvs_cuda_moe_experts_fp8w_cfg(cf, &a8, ws, wsb, NULL)); }, 5, 30);
+            snprintf(row, sizeof row, " %.1f (%.1f%%) |", u, pct(b8 / u * 1e-3));
+            cfg_rows += row;
+        }
+        cfg_rows += "\n";
         CK(cudaFree(x));
         CK(cudaFree(yb));
         CK(cudaFree(y8));
         bench_routing_free(rt);
         CK(cudaFree(ws));
     }
+    printf("\n## FP8-weight MoE expert configurations (moe_fp8w_cfg.h): median us (%% of copy on the FP8 bytes; BF16 on its bytes); default %s\n\n",
+           kvs_moe_fp8w_cfg_name(KVS_MOE_FP8W_CFG_DEFAULT));
+    fp8w_cfg_table("| tokens | distinct experts | BF16 |", 3, KVS_MOE_FP8W_CFGS,
+                   kvs_moe_fp8w_cfg_name, cfg_rows);
     CK(cudaFree(gu));
     CK(cudaFree(dn));
     CK(cudaFree(gu8));

@@ -21,8 +21,8 @@
  * time the experts again (bench_kernels moe fp8w).
  * Each .cu file names its __global__ kernels with KVS_MOE_KERNELS.
  *
- * defines: kvs_moe::kRows, kvs_moe::bf, kvs_moe::tobf, kvs_moe::warp_sum,
- *          kvs_moe::up, kvs_moe::down, KVS_MOE_KERNELS, kvs_moe::launch
+ * defines: kvs_moe::kRows, kvs_moe::bf, kvs_moe::tobf, kvs_moe::warp_sum, kvs_moe::up,
+ *          kvs_moe::down, KVS_MOE_KERNELS, kvs_moe::launch, kvs_moe::up_rows, down_rows
  */
 #ifndef KVSCOPE_MOE_IMPL_CUH
 #define KVSCOPE_MOE_IMPL_CUH
@@ -157,6 +157,78 @@ static enum kvs_status launch(const typename W::Args *a, void *workspace, size_t
     KVS_CUDA_TRY(NULL, kvs_launch_pdl(down_kernel, g2, dim3(32 * kRows), 0, s, *a,
                                       (const uint16_t *)h, vec_dn));
     return KVS_STATUS_OK;
+}
+
+/* Several weight rows a warp (the FP8 experts' configurations,
+ * moe_fp8w_cfg.h): up and down with their rows' loads in flight together.
+ * W::dots<R, U>(rows, xs, n, vec, out) gives the R dots of rows[j] with
+ * xs[j], U 16-byte chunks of each row in flight a lane, each row's sum in
+ * the order W::dot takes. up_rows: gate and up row i together (one x: the
+ * compiler loads it once). down_rows<KR>: KR of the top-k rows together,
+ * added in k order; a slot past topk or with an id outside [0, n_resident)
+ * reads expert 0's row r (valid memory, its dot dropped), so the loads take
+ * no branch. Written after launch so that up, down and the BF16 kernels'
+ * PTX, line info included, stay as they were. */
+template <class W, int U>
+__device__ __forceinline__ void up_rows(const typename W::Args &a, uint16_t *__restrict__ h,
+                                        bool vec)
+{
+    kvs_pdl_wait();
+    kvs_pdl_launch_dependents();
+    const int pair = blockIdx.y, t = pair / a.topk;
+    const int i = blockIdx.x * kRows + (threadIdx.x >> 5);
+    if (i >= a.inter)
+        return;
+    const int e = a.ids[pair];
+    float d[2] = {0.f, 0.f};
+    if (e >= 0 && e < a.n_resident) {
+        const typename W::GateUp gu(a, e);
+        const uint16_t *x = a.x + (size_t)t * a.dim;
+        const typename W::Row rows[2] = {gu.row(a, i), gu.row(a, a.inter + i)};
+        const uint16_t *xs[2] = {x, x};
+        W::template dots<2, U>(rows, xs, a.dim, vec, d);
+    }
+    const float gb = bf(tobf(d[0])), ub = bf(tobf(d[1]));
+    if ((threadIdx.x & 31) == 0)
+        h[(size_t)pair * a.inter + i] = tobf(gb / (1.0f + expf(-gb)) * ub);
+}
+
+template <class W, int KR, int U>
+__device__ __forceinline__ void down_rows(const typename W::Args &a,
+                                          const uint16_t *__restrict__ h, bool vec)
+{
+    const int t = blockIdx.y;
+    const int r = blockIdx.x * kRows + (threadIdx.x >> 5);
+    kvs_pdl_wait();
+    kvs_pdl_launch_dependents();
+    if (r >= a.dim)
+        return;
+    const typename W::Down dn(a);
+    float acc = 0.f;
+#pragma unroll 1
+    for (int k0 = 0; k0 < a.topk; k0 += KR) {
+        typename W::Row rows[KR];
+        const uint16_t *xs[KR];
+        bool use[KR];
+#pragma unroll
+        for (int j = 0; j < KR; j++) {
+            const int pair = t * a.topk + (k0 + j < a.topk ? k0 + j : 0);
+            const int e = k0 + j < a.topk ? a.ids[pair] : -1;
+            use[j] = e >= 0 && e < a.n_resident;
+            rows[j] = dn.row(a, use[j] ? e : 0, r);
+            xs[j] = h + (size_t)pair * a.inter;
+        }
+        float d[KR];
+        W::template dots<KR, U>(rows, xs, a.inter, vec, d);
+#pragma unroll
+        for (int j = 0; j < KR; j++)
+            if (use[j])
+                acc += a.weights[t * a.topk + k0 + j] * d[j];
+    }
+    if ((threadIdx.x & 31) == 0) {
+        uint16_t *y = a.y + (size_t)t * a.dim + r;
+        *y = tobf(a.accumulate ? bf(*y) + acc : acc);
+    }
 }
 
 } // namespace kvs_moe

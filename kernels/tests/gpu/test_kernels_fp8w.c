@@ -5,11 +5,12 @@
  * outputs, outputs poisoned (NaN bits) beforehand with the gaps between
  * rows checked to stay poisoned; sizes the GEMV refuses answer
  * KVS_STATUS_UNSUPPORTED. Every internal configuration of the GEMV
- * (gemv_fp8w_cfg.h) meets every case. Tolerances: docs/kernels.md "Test tolerances".
+ * (gemv_fp8w_cfg.h) and of the experts (moe_fp8w_cfg.h) meets every case. Tolerances: docs/kernels.md "Test tolerances".
  *
  *   meson test -C build --suite gpu test_kernels_fp8w_gpu
  */
 #include "../../cuda/gemv_fp8w_cfg.h"
+#include "../../cuda/moe_fp8w_cfg.h"
 #include "kvs_kernel_test.h"
 
 #define TOL_BF16 1e-2 /* normalized error, BF16 outputs of float math */
@@ -159,19 +160,28 @@ static void test_experts(void)
             d.gate_up_scale = kt_to_dev(gus, R * sgu * 4);
             d.down = kt_to_dev(dn, ndn);
             d.down_scale = kt_to_dev(dns, R * sdn * 4);
-            d.y = kt_to_dev(y0, (size_t)T * D * 2);
-            if (!acc)
-                KVS_TEST_CUDA(cudaMemset(d.y, 0xFF, (size_t)T * D * 2));
+            d.y = kt_dev((size_t)T * D * 2);
             const size_t wsb = kvs_cuda_moe_experts_workspace(T, K, I);
             void *ws = kt_dev(wsb);
-            KVS_CHECK_EQ_INT(kvs_cuda_moe_experts_fp8w(&d, ws, wsb, NULL), KVS_STATUS_OK);
             kvs_bf16 *got = malloc((size_t)T * D * 2);
-            kt_down(got, d.y, (size_t)T * D * 2);
-            const double e = kt_norm_err_bf16(got, ref, (size_t)T * D);
-            KVS_CHECK_MSG(e <= TOL_BF16, "moe_fp8w cfg %d acc %d (T=%d D=%d I=%d): error %.3g", c,
-                          acc, T, D, I, e);
-            fprintf(stderr, "moe_fp8w cfg %d acc %d (T=%d D=%d I=%d): error %.3g\n", c, acc, T, D,
-                    I, e);
+            for (int cf = -1; cf < KVS_MOE_FP8W_CFGS; cf++) { /* -1: the public entry */
+                if (acc)
+                    KVS_TEST_CUDA(cudaMemcpy(d.y, y0, (size_t)T * D * 2, cudaMemcpyHostToDevice));
+                else
+                    KVS_TEST_CUDA(cudaMemset(d.y, 0xFF, (size_t)T * D * 2));
+                KVS_CHECK_EQ_INT(cf < 0 ? kvs_cuda_moe_experts_fp8w(&d, ws, wsb, NULL)
+                                        : kvs_cuda_moe_experts_fp8w_cfg(cf, &d, ws, wsb, NULL),
+                                 KVS_STATUS_OK);
+                kt_down(got, d.y, (size_t)T * D * 2);
+                const double e = kt_norm_err_bf16(got, ref, (size_t)T * D);
+                const char *name = cf < 0 ? "public" : kvs_moe_fp8w_cfg_name(cf);
+                KVS_CHECK_MSG(e <= TOL_BF16, "moe_fp8w %s case %d acc %d (T=%d D=%d I=%d K=%d): error %.3g",
+                              name, c, acc, T, D, I, K, e);
+                fprintf(stderr, "moe_fp8w %s case %d acc %d (T=%d D=%d I=%d K=%d): error %.3g\n", name,
+                        c, acc, T, D, I, K, e);
+            }
+            KVS_CHECK_EQ_INT(kvs_cuda_moe_experts_fp8w_cfg(KVS_MOE_FP8W_CFGS, &d, ws, wsb, NULL),
+                             KVS_STATUS_INVALID_ARGUMENT);
             cudaFree((void *)d.x), cudaFree((void *)d.ids), cudaFree((void *)d.weights);
             cudaFree((void *)d.gate_up), cudaFree((void *)d.gate_up_scale);
             cudaFree((void *)d.down), cudaFree((void *)d.down_scale), cudaFree(d.y), cudaFree(ws);

@@ -29,7 +29,7 @@ extern "C" {
  * 5 gu2-k4-b3: as 2 capped for 3 blocks an SM (80 registers)
  * 6 gu2u6-k4-b3: as 3 capped for 3 blocks an SM */
 #define KVS_MOE_FP8W_CFGS 7
-#define KVS_MOE_FP8W_CFG_DEFAULT 0
+#define KVS_MOE_FP8W_CFG_DEFAULT 4 /* gu2-k2-b4: docs/benchmarks.md 19:52 UTC */
 
 const char *kvs_moe_fp8w_cfg_name(int cfg);
 enum kvs_status kvs_cuda_moe_experts_fp8w_cfg(int cfg, const struct kvs_moe_fp8w_args *a,

@@ -1,6 +1,7 @@
 /* cli/cli.h — the kvscope command table and helpers shared by subcommands.
  *
- * defines: struct kvs_cli_cmd, kvs_cli_commands, KVS_EXIT_*, kvs_cli_usage_error
+ * defines: struct kvs_cli_cmd, kvs_cli_commands, KVS_EXIT_*, kvs_cli_usage_error,
+ *          kvs_cli_same_file
  *
  * Each subcommand lives in cli/cmd_<name>.c as `int kvs_cmd_<name>(int argc,
  * char **argv)` (argv[0] is the subcommand's name) and is listed once in
@@ -29,6 +30,10 @@ extern const struct kvs_cli_cmd kvs_cli_commands[];
  * return KVS_EXIT_USAGE, so callers can `return kvs_cli_usage_error(...)`. */
 int kvs_cli_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* Whether the existing files a and b are one file (same device and inode):
+ * `-o trace.json` must not overwrite the trace it reads. */
+bool kvs_cli_same_file(const char *a, const char *b);
 
 int kvs_cmd_version(int argc, char **argv);
 int kvs_cmd_report(int argc, char **argv);

@@ -160,6 +160,10 @@ int kvs_cmd_compare(int argc, char **argv)
         return kvs_cli_usage_error("compare", "give --device or --peak-gbps, not both");
     if (!strcmp(paths[0], "-") && !strcmp(paths[1], "-"))
         return kvs_cli_usage_error("compare", "only one of BEFORE and AFTER can be '-' (stdin)");
+    for (int k = 0; output && k < 2; k++)
+        if (kvs_cli_same_file(output, paths[k]))
+            return kvs_cli_usage_error("compare", "-o %s is the trace %s: the comparison would "
+                                                  "overwrite it", output, paths[k]);
     struct kvs_render_options ropt = {.format = KVS_FORMAT_TEXT};
     if (format && kvs_format_parse(format, &ropt.format) != KVS_STATUS_OK)
         return kvs_cli_usage_error("compare", "unknown format '%s' (text, md, json or html)", format);

@@ -60,6 +60,15 @@ check 0 "no steps: said so" "no step markers" -- "$kvs" report "$fx/old_schema.j
 check 0 "--batch without steps: said so, even --quiet" "gives no tokens/s without step markers" -- \
     "$kvs" report "$fx/old_schema.json" --batch 8 --quiet
 check 0 "--step-regex" "" -- "$kvs" report "$fx/kineto_small.json" --step-regex '^layer_[0-9]+$' --batch 2
+# -o naming an input trace is refused before anything is written
+cp "$fx/kineto_small.json" "$tmp/keep.json"
+check 2 "-o onto the trace itself" "would overwrite it" -- "$kvs" report "$tmp/keep.json" -o "$tmp/keep.json"
+cmp -s "$fx/kineto_small.json" "$tmp/keep.json" && echo "ok   the trace is untouched" ||
+    { echo "FAIL -o overwrote the trace"; fail=1; }
+check 2 "compare -o onto AFTER" "would overwrite it" -- "$kvs" compare "$fx/kineto_small.json" "$tmp/keep.json" -o "$tmp/keep.json"
+cmp -s "$fx/kineto_small.json" "$tmp/keep.json" && echo "ok   AFTER is untouched" ||
+    { echo "FAIL compare -o overwrote AFTER"; fail=1; }
+
 # -o's extension picks the format when --format is not given; --format wins
 check 0 "-o x.html writes HTML" "" -- "$kvs" report "$fx/kineto_small.json" -o "$tmp/r.html" --quiet
 head -1 "$tmp/r.html" | grep -q '<!DOCTYPE html>' && echo "ok   -o x.html is HTML" ||

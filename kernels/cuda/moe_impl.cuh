@@ -58,13 +58,30 @@ __device__ __forceinline__ float warp_sum(float acc)
 /* The gate/up kernel: grid (ceil(inter / kRows), tokens * topk), a warp per
  * row i of gate and of up; gate and up are rounded to BF16, SwiGLU to BF16
  * into h (as the CPU reference stores them). */
-template <class W>
-__device__ __forceinline__ void up(const typename W::Args &a, uint16_t *__restrict__ h, bool vec)
+/* what both up kernels do around their dots: (after waiting for the kernel
+ * before) this warp's row i of (token, k) pair `pair`, and lane 0's SwiGLU
+ * of the BF16-rounded gate and up into h */
+template <class A> __device__ __forceinline__ int up_row(const A &a, int &pair, int &t)
 {
     kvs_pdl_wait();
     kvs_pdl_launch_dependents();
-    const int pair = blockIdx.y, t = pair / a.topk;
-    const int i = blockIdx.x * kRows + (threadIdx.x >> 5);
+    pair = blockIdx.y, t = pair / a.topk;
+    return blockIdx.x * kRows + (threadIdx.x >> 5);
+}
+
+template <class A>
+__device__ __forceinline__ void up_store(const A &a, uint16_t *__restrict__ h, int pair, int i,
+                                         float gb, float ub)
+{
+    if ((threadIdx.x & 31) == 0)
+        h[(size_t)pair * a.inter + i] = tobf(gb / (1.0f + expf(-gb)) * ub);
+}
+
+template <class W>
+__device__ __forceinline__ void up(const typename W::Args &a, uint16_t *__restrict__ h, bool vec)
+{
+    int pair, t;
+    const int i = up_row(a, pair, t);
     if (i >= a.inter)
         return;
     const int e = a.ids[pair];
@@ -75,22 +92,38 @@ __device__ __forceinline__ void up(const typename W::Args &a, uint16_t *__restri
         gb = bf(tobf(W::dot(gu.row(a, i), x, a.dim, vec)));
         ub = bf(tobf(W::dot(gu.row(a, a.inter + i), x, a.dim, vec)));
     }
-    if ((threadIdx.x & 31) == 0)
-        h[(size_t)pair * a.inter + i] = tobf(gb / (1.0f + expf(-gb)) * ub);
+    up_store(a, h, pair, i, gb, ub);
 }
 
 /* The down kernel: grid (ceil(dim / kRows), tokens), a warp per output row
  * r: the top-k down dots summed in k order, weighted, rounded once (added to
  * y when accumulating). It does not prefetch its rows before the wait: see
  * moe.cu. */
+/* what both down kernels do around their dots: this warp's output row r of
+ * token t (after waiting for the up kernel), and lane 0's store of the sum */
+__device__ __forceinline__ int down_row(int &t)
+{
+    t = blockIdx.y;
+    const int r = blockIdx.x * kRows + (threadIdx.x >> 5);
+    kvs_pdl_wait();
+    kvs_pdl_launch_dependents();
+    return r;
+}
+
+template <class A> __device__ __forceinline__ void down_store(const A &a, int t, int r, float acc)
+{
+    if ((threadIdx.x & 31) == 0) {
+        uint16_t *y = a.y + (size_t)t * a.dim + r;
+        *y = tobf(a.accumulate ? bf(*y) + acc : acc);
+    }
+}
+
 template <class W>
 __device__ __forceinline__ void down(const typename W::Args &a, const uint16_t *__restrict__ h,
                                      bool vec)
 {
-    const int t = blockIdx.y;
-    const int r = blockIdx.x * kRows + (threadIdx.x >> 5);
-    kvs_pdl_wait();
-    kvs_pdl_launch_dependents();
+    int t;
+    const int r = down_row(t);
     if (r >= a.dim)
         return;
     const typename W::Down dn(a);
@@ -102,10 +135,7 @@ __device__ __forceinline__ void down(const typename W::Args &a, const uint16_t *
         const typename W::Row w = dn.row(a, e, r);
         acc += a.weights[pair] * W::dot(w, h + (size_t)pair * a.inter, a.inter, vec);
     }
-    if ((threadIdx.x & 31) == 0) {
-        uint16_t *y = a.y + (size_t)t * a.dim + r;
-        *y = tobf(a.accumulate ? bf(*y) + acc : acc);
-    }
+    down_store(a, t, r, acc);
 }
 
 /* The two __global__ kernels of weight type W, named by the caller (the
@@ -167,16 +197,15 @@ static enum kvs_status launch(const typename W::Args *a, void *workspace, size_t
  * compiler loads it once). down_rows<KR>: KR of the top-k rows together,
  * added in k order; a slot past topk or with an id outside [0, n_resident)
  * reads expert 0's row r (valid memory, its dot dropped), so the loads take
- * no branch. Written after launch so that up, down and the BF16 kernels'
- * PTX, line info included, stay as they were. */
+ * no branch. The four share their row index and store (up_row, up_store,
+ * down_row, down_store); the BF16 kernels' PTX is the same as before they
+ * did, line info aside. */
 template <class W, int U>
 __device__ __forceinline__ void up_rows(const typename W::Args &a, uint16_t *__restrict__ h,
                                         bool vec)
 {
-    kvs_pdl_wait();
-    kvs_pdl_launch_dependents();
-    const int pair = blockIdx.y, t = pair / a.topk;
-    const int i = blockIdx.x * kRows + (threadIdx.x >> 5);
+    int pair, t;
+    const int i = up_row(a, pair, t);
     if (i >= a.inter)
         return;
     const int e = a.ids[pair];
@@ -188,19 +217,15 @@ __device__ __forceinline__ void up_rows(const typename W::Args &a, uint16_t *__r
         const uint16_t *xs[2] = {x, x};
         W::template dots<2, U>(rows, xs, a.dim, vec, d);
     }
-    const float gb = bf(tobf(d[0])), ub = bf(tobf(d[1]));
-    if ((threadIdx.x & 31) == 0)
-        h[(size_t)pair * a.inter + i] = tobf(gb / (1.0f + expf(-gb)) * ub);
+    up_store(a, h, pair, i, bf(tobf(d[0])), bf(tobf(d[1])));
 }
 
 template <class W, int KR, int U>
 __device__ __forceinline__ void down_rows(const typename W::Args &a,
                                           const uint16_t *__restrict__ h, bool vec)
 {
-    const int t = blockIdx.y;
-    const int r = blockIdx.x * kRows + (threadIdx.x >> 5);
-    kvs_pdl_wait();
-    kvs_pdl_launch_dependents();
+    int t;
+    const int r = down_row(t);
     if (r >= a.dim)
         return;
     const typename W::Down dn(a);
@@ -225,10 +250,7 @@ __device__ __forceinline__ void down_rows(const typename W::Args &a,
             if (use[j])
                 acc += a.weights[t * a.topk + k0 + j] * d[j];
     }
-    if ((threadIdx.x & 31) == 0) {
-        uint16_t *y = a.y + (size_t)t * a.dim + r;
-        *y = tobf(a.accumulate ? bf(*y) + acc : acc);
-    }
+    down_store(a, t, r, acc);
 }
 
 } // namespace kvs_moe

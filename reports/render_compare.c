@@ -86,10 +86,17 @@ bool kvs_cmp_table_groups(struct kvs_table *t, const struct kvs_comparison *c, s
     for (size_t i = 0; i < c->ngroup && i < max_rows; i++) {
         const struct kvs_cmp_group *g = &c->groups[i];
         const struct kvs_cmp_side *x = &g->before, *y = &g->after, *any = x->present ? x : y;
-        char op[40], dims[300], d1[KVS_DIMS_WIDTH + 1], d2[KVS_DIMS_WIDTH + 1],
+        char op[64], dims[300], d1[KVS_DIMS_WIDTH + 1], d2[KVS_DIMS_WIDTH + 1],
             dtypes[KVS_DTYPES_WIDTH + 1], mb[KVS_FMT_BUF], ma[KVS_FMT_BUF], ch[CHANGE_BUF],
             bb[KVS_FMT_BUF], ba[KVS_FMT_BUF], eb[KVS_FMT_BUF], ea[KVS_FMT_BUF];
-        kvs_truncate(op, sizeof op, any->op, 28);
+        if (x->present && y->present && x->op && y->op && strcmp(x->op, y->op)) {
+            /* one role, two ops (the engine's full cast and gather-cast): both */
+            char a[27], b[31];
+            snprintf(op, sizeof op, "%s -> %s", kvs_truncate(a, sizeof a, x->op, 26),
+                     kvs_truncate(b, sizeof b, y->op, 30));
+        } else {
+            kvs_truncate(op, sizeof op, any->op, 28);
+        }
         snprintf(dims, sizeof dims, "%s -> %s",
                  kvs_truncate(d1, sizeof d1, x->present ? x->dims_short : "(none)", KVS_DIMS_WIDTH),
                  kvs_truncate(d2, sizeof d2, y->present ? y->dims_short : "(none)", KVS_DIMS_WIDTH));

@@ -138,6 +138,15 @@ static void test_pairs_by_role(void)
              before_op);
     KVS_CHECK_MSG(strstr(v, both) != NULL, "%s", v);
     cJSON_Delete(root);
+    /* and the groups table's op column */
+    struct kvs_comparison *cmp = NULL;
+    KVS_CHECK_EQ_INT(kvs_compare(&x.a, &y.a, 0, &cmp), KVS_STATUS_OK);
+    KVS_REQUIRE(cmp);
+    char *text = render(cmp, KVS_FORMAT_TEXT);
+    snprintf(both, sizeof both, "%s -> kvs::gather_cast_fp8_to_bf16 ", before_op);
+    KVS_CHECK_MSG(strstr(text, both) != NULL, "%s", text);
+    free(text);
+    kvs_comparison_free(cmp);
 }
 
 static void test_regimes(void)

@@ -521,7 +521,10 @@ enum kvs_status kvs_analyze_input(const struct kvs_analyze_input *in,
                 "add ProfilerActivity.CUDA to activities), so nothing on the GPU can be judged",
                 path, (unsigned long long)c.t.n_runtime);
     else if (c.t.ngpus == 0)
-        kvs_log(c.log, KVS_LOG_INFO, "%s: no GPU activity in the trace (a CPU-only trace)", path);
+        kvs_log(c.log, KVS_LOG_INFO,
+                "%s: no CUDA/ROCm GPU activity in the trace: a CPU-only trace, or another "
+                "accelerator's (MTIA) whose device events kvscope does not analyse",
+                path);
     c.ndevices = count_devices(&c.t);
     struct kvs_finding *findings = NULL;
     size_t nfind = 0;

@@ -49,6 +49,7 @@ struct kvs_group_acc {
     int64_t host_ns;             /* GPU time of its host<->device copies (HtoD, DtoH, ...) */
     int64_t activities;
     int64_t byte_calls;          /* calls whose GPU work had a memcpy/memset with `bytes` */
+    int64_t byte_ns;             /* GPU time of those memcpy/memset activities */
     uint32_t top_kernel;         /* kernel name with the most time */
     int64_t top_kernel_ns;
     struct kvs_shape shape_info;

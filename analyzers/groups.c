@@ -83,14 +83,22 @@ static void bytes_per_call(const struct kvs_trace_data *t, struct kvs_group_acc 
         kvs_shape_parse(key, kvs_intern_len(&t->strings, g->shape), &g->shape_info);
     }
     if (g->activity_bytes > 0 && g->byte_calls > 0 && g->gpu_calls > 0) {
-        /* every call a memcpy/memset: their `bytes` say it. Some calls ran a
-         * kernel instead (aten::copy_ of a strided view: HTA's trace_diff has
-         * 18 DtoD memcpys and 6 copy kernels of [1024,58272] f32): those
-         * moved bytes too, which the activity sum divided by every call
-         * would spread thin; the dims say what each call moves. */
-        int64_t by_shape = g->byte_calls < g->gpu_calls ? shape_bytes(t, g) : -1;
-        g->bytes_per_call = by_shape > 0 ? by_shape
-                          : g->activity_bytes / (g->byte_calls < g->gpu_calls ? g->byte_calls : g->gpu_calls);
+        /* every call a memcpy/memset, most of the time theirs: their `bytes`
+         * say it. Some calls ran a kernel instead (aten::copy_ of a strided
+         * view: HTA's trace_diff has 18 DtoD memcpys and 6 copy kernels of
+         * [1024,58272] f32), or the kernels took most of the time (a
+         * torch.compile region's memsets beside its copy kernels): those
+         * kernels moved bytes too, which the memcpy/memset bytes do not
+         * count; the dims say what each call moves, else nothing does. */
+        bool bytes_cover = g->byte_calls == g->gpu_calls && 2 * g->byte_ns >= g->gpu_ns;
+        if (bytes_cover) {
+            g->bytes_per_call = g->activity_bytes / g->gpu_calls;
+            return;
+        }
+        int64_t by_shape = shape_bytes(t, g);
+        g->bytes_per_call = by_shape > 0                ? by_shape
+                          : 2 * g->byte_ns >= g->gpu_ns ? g->activity_bytes / g->byte_calls
+                                                        : -1;
         return;
     }
     g->bytes_per_call = shape_bytes(t, g);
@@ -158,6 +166,8 @@ enum kvs_status kvs_groups_build(struct kvs_ctx *c)
         a->activities++;
         int64_t moved = activity_bytes(t, g);
         a->activity_bytes += moved;
+        if (moved > 0)
+            a->byte_ns += g->dur;
         if (moved > 0 && bare) {
             a->byte_calls++;
         } else if (moved > 0 && !(byte_seen[op / 8] & (1u << (op % 8)))) {

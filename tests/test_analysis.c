@@ -18,11 +18,11 @@
 
 static struct kvs_log_capture cap;
 
-static struct kvs_analysis *analyze(const char *fixture, struct kvs_analysis_options *opt,
-                                    enum kvs_status want)
+/* the analysis of the trace at path (default options when opt is null),
+ * its log captured in cap; checks the status against want */
+static struct kvs_analysis *analyze_at(const char *path, struct kvs_analysis_options *opt,
+                                       enum kvs_status want)
 {
-    char path[512];
-    kvs_fixture_path(path, sizeof path, fixture);
     struct kvs_analysis_options def;
     if (!opt) {
         kvs_analysis_options_init(&def);
@@ -31,7 +31,26 @@ static struct kvs_analysis *analyze(const char *fixture, struct kvs_analysis_opt
     opt->log = kvs_capture_logger(&cap);
     struct kvs_analysis *a = NULL;
     enum kvs_status st = kvs_analyze_file(path, opt, &a);
-    KVS_CHECK_MSG(st == want, "%s: status %d, want %d (%s)", fixture, st, want, cap.last);
+    KVS_CHECK_MSG(st == want, "%s: status %d, want %d (%s)", path, st, want, cap.last);
+    return a;
+}
+
+static struct kvs_analysis *analyze(const char *fixture, struct kvs_analysis_options *opt,
+                                    enum kvs_status want)
+{
+    char path[512];
+    kvs_fixture_path(path, sizeof path, fixture);
+    return analyze_at(path, opt, want);
+}
+
+/* the same for a trace given as text (written to a temporary file) */
+static struct kvs_analysis *analyze_json(const char *json, size_t n,
+                                         struct kvs_analysis_options *opt)
+{
+    char path[256];
+    kvs_tmp_write(path, sizeof path, json, n, ".json");
+    struct kvs_analysis *a = analyze_at(path, opt, KVS_STATUS_OK);
+    unlink(path);
     return a;
 }
 
@@ -345,14 +364,7 @@ static void test_link_ops_out_of_order(void)
         "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"copy_kernel_b\", \"pid\": 0, \"tid\": 7, \"ts\": 110, \"dur\": 4, \"args\": {\"correlation\": 8}},\n"
         "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm_kernel\", \"pid\": 0, \"tid\": 7, \"ts\": 120, \"dur\": 8, \"args\": {\"correlation\": 9}}\n"
         "]}\n";
-    char tmp[256];
-    kvs_tmp_write(tmp, sizeof tmp, doc, strlen(doc), ".json");
-    struct kvs_analysis_options o;
-    kvs_analysis_options_init(&o);
-    o.log = kvs_capture_logger(&cap);
-    struct kvs_analysis *a = NULL;
-    KVS_CHECK_EQ_INT(kvs_analyze_file(tmp, &o, &a), KVS_STATUS_OK);
-    unlink(tmp);
+    struct kvs_analysis *a = analyze_json(doc, strlen(doc), NULL);
     KVS_REQUIRE(a);
     KVS_CHECK_EQ_INT(a->trace.gpu_unlinked, 0);
     /* correlation 7 -> the call at 25 us on thread 1 -> aten::copy_ [8,8]
@@ -390,17 +402,12 @@ static void test_gqa_match(void)
                                   100 + l * 100, l + 1, shapes[v], 120 + l * 100, l + 1);
         }
         n += (size_t)snprintf(doc + n, cap_bytes - n, "\n]}\n");
-        char tmp[256];
-        kvs_tmp_write(tmp, sizeof tmp, doc, n, ".json");
-        free(doc);
         struct kvs_analysis_options o;
         kvs_analysis_options_init(&o);
-        o.log = kvs_capture_logger(&cap);
         o.model = "llama-3-70b";
         o.kv_capacity = 32768;
-        struct kvs_analysis *a = NULL;
-        KVS_CHECK_EQ_INT(kvs_analyze_file(tmp, &o, &a), KVS_STATUS_OK);
-        unlink(tmp);
+        struct kvs_analysis *a = analyze_json(doc, n, &o);
+        free(doc);
         KVS_REQUIRE(a && a->ngroup == 1);
         const struct kvs_group *g = &a->groups[0];
         KVS_CHECK_EQ_INT(g->calls, 80);
@@ -445,14 +452,7 @@ static void test_two_streams_fraction(void)
         "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"nvjet_gemm\",\"pid\":0,\"tid\":7,"
         "\"ts\":110,\"dur\":50,\"args\":{\"External id\":2,\"device\":0,\"stream\":7}}\n"
         "]}\n";
-    char tmp[256];
-    kvs_tmp_write(tmp, sizeof tmp, doc, sizeof doc - 1, ".json");
-    struct kvs_analysis_options o;
-    kvs_analysis_options_init(&o);
-    o.log = kvs_capture_logger(&cap);
-    struct kvs_analysis *a = NULL;
-    KVS_CHECK_EQ_INT(kvs_analyze_file(tmp, &o, &a), KVS_STATUS_OK);
-    unlink(tmp);
+    struct kvs_analysis *a = analyze_json(doc, sizeof doc - 1, NULL);
     KVS_REQUIRE(a && a->ngroup == 1 && a->nkernel == 2);
     KVS_CHECK_NEAR(a->steps.total_gpu_ms, MS(150), 1e-12);
     KVS_CHECK_NEAR(a->groups[0].gpu_ms, MS(200), 1e-12);
@@ -479,11 +479,8 @@ static void test_host_copies_not_judged_by_hbm(void)
     char path[1024];
     if (!kvs_test_shared_path(path, sizeof path, "traces/hta/trace_diff__test__test.json.gz"))
         KVS_TEST_SKIP("no ../shared/traces/hta");
-    struct kvs_analysis_options opt;
-    kvs_analysis_options_init(&opt);
-    opt.log = kvs_capture_logger(&cap);
-    struct kvs_analysis *a = NULL;
-    KVS_REQUIRE(kvs_analyze_file(path, &opt, &a) == KVS_STATUS_OK && a);
+    struct kvs_analysis *a = analyze_at(path, NULL, KVS_STATUS_OK);
+    KVS_REQUIRE(a);
     KVS_CHECK(a->trace.peak_gbps > 0);
     int host = 0, device = 0;
     for (size_t i = 0; i < a->ngroup; i++) {
@@ -536,11 +533,8 @@ static void test_gpu_idle_sparse_launches(void)
         char path[1024];
         if (!kvs_test_shared_path(path, sizeof path, cases[k].trace))
             KVS_TEST_SKIP("no ../shared/%s", cases[k].trace);
-        struct kvs_analysis_options opt;
-        kvs_analysis_options_init(&opt);
-        opt.log = kvs_capture_logger(&cap);
-        struct kvs_analysis *a = NULL;
-        KVS_REQUIRE(kvs_analyze_file(path, &opt, &a) == KVS_STATUS_OK && a);
+        struct kvs_analysis *a = analyze_at(path, NULL, KVS_STATUS_OK);
+        KVS_REQUIRE(a);
         const struct kvs_finding *f = finding(a, "gpu_idle");
         KVS_CHECK_MSG(f != NULL, "%s: no gpu_idle", cases[k].trace);
         if (f) {
@@ -573,11 +567,8 @@ static void test_launches_without_gpu_side(void)
         char path[1024];
         if (!kvs_test_shared_path(path, sizeof path, cases[k].trace))
             KVS_TEST_SKIP("no ../shared/%s", cases[k].trace);
-        struct kvs_analysis_options opt;
-        kvs_analysis_options_init(&opt);
-        opt.log = kvs_capture_logger(&cap);
-        struct kvs_analysis *a = NULL;
-        KVS_REQUIRE(kvs_analyze_file(path, &opt, &a) == KVS_STATUS_OK && a);
+        struct kvs_analysis *a = analyze_at(path, NULL, KVS_STATUS_OK);
+        KVS_REQUIRE(a);
         KVS_CHECK_EQ_INT(a->trace.kernels + a->trace.memcpys + a->trace.memsets, 0);
         bool said = strstr(cap.all, "ProfilerActivity.CUDA") != NULL;
         KVS_CHECK_MSG(said == cases[k].launches, "%s: %s", cases[k].trace, cap.all);
@@ -604,10 +595,9 @@ static void test_training_has_no_kv_buffer(void)
     for (int given = 0; given < 2; given++) {
         struct kvs_analysis_options opt;
         kvs_analysis_options_init(&opt);
-        opt.log = kvs_capture_logger(&cap);
         opt.kv_capacity = given ? 4096 : 0;
-        struct kvs_analysis *a = NULL;
-        KVS_REQUIRE(kvs_analyze_file(path, &opt, &a) == KVS_STATUS_OK && a);
+        struct kvs_analysis *a = analyze_at(path, &opt, KVS_STATUS_OK);
+        KVS_REQUIRE(a);
         int buffers = 0, batch_copies = 0;
         for (size_t i = 0; i < a->ngroup; i++) {
             const struct kvs_group *g = &a->groups[i];
@@ -636,11 +626,8 @@ static void test_mixed_memcpy_and_kernel_calls(void)
     char path[1024];
     if (!kvs_test_shared_path(path, sizeof path, "traces/hta/trace_diff__test__test.json.gz"))
         KVS_TEST_SKIP("no ../shared/traces/hta");
-    struct kvs_analysis_options opt;
-    kvs_analysis_options_init(&opt);
-    opt.log = kvs_capture_logger(&cap);
-    struct kvs_analysis *a = NULL;
-    KVS_REQUIRE(kvs_analyze_file(path, &opt, &a) == KVS_STATUS_OK && a);
+    struct kvs_analysis *a = analyze_at(path, NULL, KVS_STATUS_OK);
+    KVS_REQUIRE(a);
     const struct kvs_group *g = find_group(a, "aten::copy_", "[[1024,58272],[1024,58272]]");
     KVS_REQUIRE(g != NULL);
     KVS_CHECK_EQ_INT(g->calls, 24);
@@ -669,7 +656,7 @@ static void test_mixed_memcpy_and_kernel_calls(void)
  * (at 30% each it said nothing: 60% "of the step"). */
 static struct kvs_analysis *two_devices(int kernel_us)
 {
-    char json[2048], path[256];
+    char json[2048];
     int n = snprintf(json, sizeof json,
                      "{\"deviceProperties\":[{\"id\":0,\"name\":\"NVIDIA H200\"},"
                      "{\"id\":1,\"name\":\"NVIDIA H200\"}],\"traceEvents\":[");
@@ -685,14 +672,7 @@ static struct kvs_analysis *two_devices(int kernel_us)
                           d, d, s * 1000 + 10, kernel_us, d);
     }
     n += snprintf(json + n, sizeof json - (size_t)n, "]}");
-    kvs_tmp_write(path, sizeof path, json, (size_t)n, ".json");
-    struct kvs_analysis_options opt;
-    kvs_analysis_options_init(&opt);
-    opt.log = kvs_capture_logger(&cap);
-    struct kvs_analysis *a = NULL;
-    KVS_CHECK_EQ_INT(kvs_analyze_file(path, &opt, &a), KVS_STATUS_OK);
-    unlink(path);
-    return a;
+    return analyze_json(json, (size_t)n, NULL);
 }
 
 static void test_busy_over_several_devices(void)
@@ -741,14 +721,7 @@ static void test_graph_launched_kernels(void)
         "\"ts\":220,\"dur\":10,\"args\":{\"correlation\":5,\"device\":0,\"stream\":7}},"
         "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"eager\",\"pid\":0,\"tid\":7,"
         "\"ts\":240,\"dur\":10,\"args\":{\"correlation\":6,\"device\":0,\"stream\":7}}]}";
-    char path[256];
-    kvs_tmp_write(path, sizeof path, json, sizeof json - 1, ".json");
-    struct kvs_analysis_options opt;
-    kvs_analysis_options_init(&opt);
-    opt.log = kvs_capture_logger(&cap);
-    struct kvs_analysis *a = NULL;
-    KVS_CHECK_EQ_INT(kvs_analyze_file(path, &opt, &a), KVS_STATUS_OK);
-    unlink(path);
+    struct kvs_analysis *a = analyze_json(json, sizeof json - 1, NULL);
     KVS_REQUIRE(a);
     KVS_CHECK_EQ_INT(a->trace.kernels, 4);
     KVS_CHECK_EQ_INT(a->trace.graph_launched, 3);
@@ -767,14 +740,7 @@ static void test_gpu_idle_no_work_in_steps(void)
         "\"tid\":1,\"ts\":0,\"dur\":1000},"
         "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":5000,"
         "\"dur\":100,\"args\":{\"device\":0,\"stream\":7}}]}";
-    char path[256];
-    kvs_tmp_write(path, sizeof path, json, sizeof json - 1, ".json");
-    struct kvs_analysis_options opt;
-    kvs_analysis_options_init(&opt);
-    opt.log = kvs_capture_logger(&cap);
-    struct kvs_analysis *a = NULL;
-    KVS_CHECK_EQ_INT(kvs_analyze_file(path, &opt, &a), KVS_STATUS_OK);
-    unlink(path);
+    struct kvs_analysis *a = analyze_json(json, sizeof json - 1, NULL);
     KVS_REQUIRE(a);
     const struct kvs_finding *f = finding(a, "gpu_idle");
     KVS_REQUIRE(f != NULL);

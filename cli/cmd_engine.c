@@ -122,7 +122,7 @@ static int parse_args(int argc, char **argv, struct kvs_engine_opts *o)
         } else if (!strcmp(a, "--batch"))
             rc = parse_ll(a, v, 1, 4096, &o->batch);
         else if (!strcmp(a, "--context"))
-            rc = parse_ll(a, v, 0, 1LL << 30, &o->context);
+            rc = parse_ll(a, v, 0, (1LL << 30) - 1, &o->context); /* the plan's bound */
         else if (!strcmp(a, "--steps"))
             rc = parse_ll(a, v, 1, 100000, &o->steps);
         else if (!strcmp(a, "--warmup"))
@@ -252,16 +252,16 @@ static int engine_run(const struct kvs_engine_opts *o)
     char why[256] = "";
     struct kvs_logger keep = {keep_message, why, KVS_LOG_ERROR};
     kvs_engine_gpu_count(&gpus, &keep);
-    if (o->tp > gpus)
-        return kvs_cli_usage_error(CMD, "--tp %lld needs %lld GPUs; this process sees %d "
-                                        "(CUDA_VISIBLE_DEVICES decides which)",
-                                   o->tp, o->tp, gpus);
-    if (gpus < 1) {
+    if (gpus < 1) { /* with --tp too: "needs 2 GPUs; sees 0" would hide why */
         fprintf(stderr, "kvscope engine: no NVIDIA GPU is usable here (%s); the engine needs one "
                         "(kvscope report and compare do not)\n",
                 why[0] ? why : "CUDA sees no device");
         return KVS_EXIT_FAILURE;
     }
+    if (o->tp > gpus)
+        return kvs_cli_usage_error(CMD, "--tp %lld needs %lld GPUs; this process sees %d "
+                                        "(CUDA_VISIBLE_DEVICES decides which)",
+                                   o->tp, o->tp, gpus);
 
     double copy = o->copy_gbps;
     if (copy <= 0.0) {
@@ -367,6 +367,9 @@ static int engine_run(const struct kvs_engine_opts *o)
 
 int kvs_cmd_engine(int argc, char **argv)
 {
+    /* line by line, so that an error (stderr) comes after the plan and the
+     * header it refers to when both go into one file or pipe */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     struct kvs_engine_opts o = {0};
     o.config = "glm5";
     o.path = KVS_KV_PATH_FULL_CAST;

@@ -70,8 +70,11 @@ enum kvs_status kvs_engine_plan(const struct kvs_engine_params *p, struct kvs_ru
     s.resident_experts = p->resident_experts;
     for (int b = 0; b < p->batch; b++) {
         int64_t n = ctx_of(p, b);
-        if (n < 0 || n > INT32_MAX / 2)
+        if (n < 0 || n > INT32_MAX / 2) {
+            kvs_log(&p->log, KVS_LOG_ERROR, "engine: a context of %lld tokens is outside [0, %d]",
+                    (long long)n, INT32_MAX / 2);
             return KVS_STATUS_INVALID_ARGUMENT;
+        }
         s.context_tokens += n;
         s.max_context = n > s.max_context ? n : s.max_context;
     }

@@ -89,10 +89,10 @@ enum kvs_status kvs_mem_plan_compute(const struct kvs_model_config *c,
     p.active_bound = s->context_tokens + (int64_t)s->batch * s->steps;
     if (p.active_bound > s->kv_capacity) {
         kvs_log(lg, KVS_LOG_ERROR,
-                "KV capacity %lld tokens is too small: %d sequences of up to %lld tokens plus %d "
+                "KV capacity %lld tokens is too small: %d sequence%s of up to %lld tokens plus %d "
                 "decode steps need %lld slots",
-                (long long)s->kv_capacity, s->batch, (long long)s->max_context, s->steps,
-                (long long)p.active_bound);
+                (long long)s->kv_capacity, s->batch, s->batch == 1 ? "" : "s",
+                (long long)s->max_context, s->steps, (long long)p.active_bound);
         return KVS_STATUS_INVALID_ARGUMENT;
     }
 

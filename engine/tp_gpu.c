@@ -182,7 +182,26 @@ enum kvs_status kvs_engine_gpu_count(int *count, const struct kvs_logger *lg)
     cudaError_t err = cudaGetDeviceCount(count);
     if (err != cudaSuccess) {
         *count = 0;
-        kvs_log(lg, KVS_LOG_ERROR, "no CUDA device is visible: %s", cudaGetErrorString(err));
+        /* CUDA says "driver version is insufficient" also where no driver
+         * is installed at all (cudaDriverGetVersion then gives 0): say which,
+         * in words a user can act on */
+        int drv = 0, rt = 0;
+        cudaDriverGetVersion(&drv);
+        cudaRuntimeGetVersion(&rt);
+        const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+        if (err == cudaErrorInsufficientDriver && drv == 0)
+            kvs_log(lg, KVS_LOG_ERROR, "no NVIDIA driver is installed");
+        else if (err == cudaErrorInsufficientDriver)
+            kvs_log(lg, KVS_LOG_ERROR, "the NVIDIA driver supports CUDA %d.%d, older than the "
+                                       "CUDA %d.%d runtime kvscope was built with: update the "
+                                       "driver", drv / 1000, drv % 1000 / 10, rt / 1000,
+                    rt % 1000 / 10);
+        else if (err == cudaErrorNoDevice && vis)
+            kvs_log(lg, KVS_LOG_ERROR, "no GPU is visible with CUDA_VISIBLE_DEVICES=%s", vis);
+        else if (err == cudaErrorNoDevice)
+            kvs_log(lg, KVS_LOG_ERROR, "the NVIDIA driver sees no GPU");
+        else
+            kvs_log(lg, KVS_LOG_ERROR, "no CUDA device is visible: %s", cudaGetErrorString(err));
         return KVS_STATUS_CUDA;
     }
     return KVS_STATUS_OK;

@@ -53,17 +53,35 @@ check 2 "tp 8 over the tiny model's 4 heads" "attention heads (4)" -- \
     "$kvs" engine --config tiny --tp 8 --context 16
 check 2 "tp 0" "--tp wants" -- "$kvs" engine --tp 0
 check 2 "tp with one trace on stdout" "one per rank" -- "$kvs" engine --tp 2 --trace -
-check 2 "tp over more GPUs than visible" "needs 64 GPUs" -- \
-    "$kvs" engine --config glm5 --tp 64 --context 16 --kv-capacity 8192
+check 2 "context above the plan's bound" "--context wants" -- \
+    "$kvs" engine --config tiny --context 1073741824
+check 2 "capacity too small, one sequence" "1 sequence of up to" -- \
+    "$kvs" engine --config tiny --context 16 --kv-capacity 8
+# the plan and header come before the error, also in one file or pipe
+out=$("$kvs" engine --config tiny --context 16 --kv-capacity 8 2>&1)
+first=$(echo "$out" | head -1)
+case $first in
+    "kvscope engine: tiny,"*) echo "ok   header before the error in one pipe" ;;
+    *) echo "FAIL error before the header in one pipe: $out"; fail=1 ;;
+esac
 # no GPU here: one line that says so (exit 1, the work cannot be done), not
 # CUDA's "driver version is insufficient" from a cudaMalloc deep inside
 if ! { command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; }; then
     check 1 "engine without a GPU says so" "no NVIDIA GPU is usable here" -- \
         "$kvs" engine --config tiny --steps 1 --context 16 --quiet
-    echo "$out" | grep -q "insufficient.*cudaMalloc\|at ../engine" &&
-        { echo "FAIL engine without a GPU: CUDA's error from inside: $out"; fail=1; }
+    echo "$out" | grep -q "insufficient\|at ../engine" &&
+        { echo "FAIL engine without a GPU: CUDA's words: $out"; fail=1; }
+    # the plan first, then the one line (not 'needs 2 GPUs; sees 0')
+    check 1 "engine --tp 2 without a GPU says so" "no NVIDIA GPU is usable here" -- \
+        "$kvs" engine --config tiny --tp 2 --steps 1 --context 16 --quiet
+    echo "$out" | tail -1 | grep -q "no NVIDIA GPU is usable here" ||
+        { echo "FAIL engine --tp 2 without a GPU: not the last line: $out"; fail=1; }
+    echo "$out" | grep -q "memory plan" ||
+        { echo "FAIL engine --tp 2 without a GPU: no memory plan first: $out"; fail=1; }
 else
     echo "skip engine without a GPU (this machine has one)"
+    check 2 "tp over more GPUs than visible" "needs 64 GPUs" -- \
+        "$kvs" engine --config glm5 --tp 64 --context 16 --kv-capacity 8192
 fi
 
 # without kvscope-engine beside it, kvscope says which program is missing

@@ -1,7 +1,7 @@
 /* cli/cli.h — the kvscope command table and helpers shared by subcommands.
  *
  * defines: struct kvs_cli_cmd, kvs_cli_commands, KVS_EXIT_*, kvs_cli_usage_error,
- *          kvs_cli_same_file
+ *          kvs_cli_same_file, kvs_cli_output_dir_check
  *
  * Each subcommand lives in cli/cmd_<name>.c as `int kvs_cmd_<name>(int argc,
  * char **argv)` (argv[0] is the subcommand's name) and is listed once in
@@ -34,6 +34,12 @@ int kvs_cli_usage_error(const char *cmd, const char *fmt, ...)
 /* Whether the existing files a and b are one file (same device and inode):
  * `-o trace.json` must not overwrite the trace it reads. */
 bool kvs_cli_same_file(const char *a, const char *b);
+
+/* KVS_EXIT_OK when the folder `path` would be written into exists and is
+ * writable (also for "-", stdout, and a folder with a %p/%r still in it);
+ * otherwise a usage error naming `flag`, the folder and why. Checked before
+ * the work that fills the file runs, not after it. */
+int kvs_cli_output_dir_check(const char *cmd, const char *flag, const char *path);
 
 int kvs_cmd_version(int argc, char **argv);
 int kvs_cmd_report(int argc, char **argv);

@@ -50,13 +50,17 @@ static void usage(FILE *out)
             "                         cudaProfilerStart() and cudaProfilerStop()\n"
             "  --activities LIST      what to record, comma-separated: kernel memcpy memset\n"
             "                         runtime driver sync extcorr overhead nvtx (default all)\n"
-            "  --buffer-mb N          size of one CUPTI buffer (default 4)\n"
-            "  --max-buffers N        CUPTI buffers at most (default 32); beyond them\n"
-            "                         records are dropped and counted in the trace\n"
+            "  --buffer-mb N          size of one CUPTI buffer in MiB, 1..1024 (default 4)\n"
+            "  --max-buffers N        CUPTI buffers at most, 1..65536 (default 32); beyond\n"
+            "                         them records are dropped and counted in the trace\n"
             "  -h, --help             this help\n"
             "\n"
             "CUPTI admits one client per process: turn the PyTorch profiler or Nsight off.\n"
-            "exit code: PROGRAM's (128+N if a signal N ended it); 1 if no trace was written.\n");
+            "exit code: PROGRAM's (128+N if a signal N ended it); 1 if no trace was written;\n"
+            "2 for a bad command line (TRACE's folder is checked before PROGRAM runs).\n"
+            "environment: KVS_INJECT_LIB names libkvscope-inject.so (default: beside kvscope,\n"
+            "then the install); KVS_CAPTURE_LOG=debug logs the capture's steps; RANK and\n"
+            "WORLD_SIZE fill %%r and the trace's rank.\n");
 }
 
 // ----------------------------------------------------------------------------
@@ -195,7 +199,13 @@ static void read_reports(int fd, int *ok, int *failed)
                     nd ? " (some records were dropped: see its \"kvscope\" object)" : "");
         } else {
             (*failed)++;
-            fprintf(stderr, "kvscope capture: a process could not capture: %s\n", line + 16);
+            /* "pid=N status=error what=WORDS path=P" in a sentence */
+            const char *pid = strstr(line, "pid="), *what = strstr(line, " what=");
+            int wlen = what ? (int)(path && path > what ? path - what - 6 : (int)strlen(what + 6))
+                            : 0;
+            fprintf(stderr, "kvscope capture: process %d could not capture (%.*s; the reason "
+                            "is above)\n",
+                    pid ? atoi(pid + 4) : 0, wlen, what ? what + 6 : "");
         }
     }
 }
@@ -236,17 +246,27 @@ int kvs_cmd_capture(int argc, char **argv)
         return kvs_cli_usage_error("capture", "no program to run (put it after --)");
     if (strcmp(window, "all") && strcmp(window, "cudaProfilerStart"))
         return kvs_cli_usage_error("capture", "--window must be all or cudaProfilerStart");
-    const char *nums[2] = {buffer_mb, max_buffers};
+    /* the same bounds as the injection library's (inject.c), which would
+     * otherwise fall back to its defaults inside the program */
+    const char *nums[2] = {buffer_mb, max_buffers}, *flags[2] = {"--buffer-mb", "--max-buffers"};
+    const long hi[2] = {KVS_CAPTURE_BUFFER_MB_MAX, KVS_CAPTURE_MAX_BUFFERS_MAX};
     for (int k = 0; k < 2; k++) {
         char *end;
-        if (nums[k] && (strtol(nums[k], &end, 10) <= 0 || *end))
-            return kvs_cli_usage_error("capture", "'%s' is not a positive number", nums[k]);
+        errno = 0;
+        long v = nums[k] ? strtol(nums[k], &end, 10) : 1;
+        if (nums[k] && (errno || end == nums[k] || *end || v < 1 || v > hi[k]))
+            return kvs_cli_usage_error("capture", "%s wants an integer in [1, %ld], not '%s'",
+                                       flags[k], hi[k], nums[k]);
     }
     unsigned bits;
     if (activities && kvs_trace_parse_activities(activities, &bits) != KVS_STATUS_OK)
         return kvs_cli_usage_error("capture", "--activities: '%s' is not a list of kernel, "
                                    "memcpy, memset, runtime, driver, sync, extcorr, overhead, "
                                    "nvtx, all", activities);
+    /* before the program runs, not when it exits */
+    int rc = kvs_cli_output_dir_check("capture", "-o", out);
+    if (rc != KVS_EXIT_OK)
+        return rc;
     char lib[PATH_MAX], outabs[PATH_MAX];
     if (find_inject_lib(lib, sizeof lib) != 0) {
         fprintf(stderr, "kvscope capture: cannot find libkvscope-inject.so (set KVS_INJECT_LIB)\n");
@@ -303,9 +323,13 @@ int kvs_cmd_capture(int argc, char **argv)
         return 127;
     if (ok == 0) {
         struct stat sb;
-        fprintf(stderr,
-                "kvscope capture: no trace was written%s (did the program use CUDA?)\n",
-                stat(outabs, &sb) == 0 ? " by this run" : "");
+        if (failed) /* the why is the line above, not whether it used CUDA */
+            fprintf(stderr, "kvscope capture: no trace was written: the capture could not "
+                            "start inside the program\n");
+        else
+            fprintf(stderr,
+                    "kvscope capture: no trace was written%s (did the program use CUDA?)\n",
+                    stat(outabs, &sb) == 0 ? " by this run" : "");
         return code ? code : KVS_EXIT_FAILURE;
     }
     return code;

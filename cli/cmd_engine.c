@@ -392,5 +392,8 @@ int kvs_cmd_engine(int argc, char **argv)
         return kvs_cli_usage_error(CMD, "--trace needs libtrace's capture, which this build "
                                         "lacks");
 #endif
+    /* before the run, not after minutes of it */
+    if ((rc = kvs_cli_output_dir_check(CMD, "--trace", o.trace)) != KVS_EXIT_OK)
+        return rc;
     return engine_run(&o);
 }

@@ -1,9 +1,13 @@
 /* cli/usage.c — the usage-error helper every kvscope program shares (the
- * `kvscope` binary and `kvscope-engine`, which `kvscope engine` runs), and
- * the same-file check that keeps -o from overwriting an input. */
+ * `kvscope` binary and `kvscope-engine`, which `kvscope engine` runs), the
+ * same-file check that keeps -o from overwriting an input, and the check
+ * that an output's folder exists before the work that fills it runs. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -23,4 +27,31 @@ bool kvs_cli_same_file(const char *a, const char *b)
     struct stat x, y;
     return a && b && stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev &&
            x.st_ino == y.st_ino;
+}
+
+int kvs_cli_output_dir_check(const char *cmd, const char *flag, const char *path)
+{
+    if (!path || !strcmp(path, "-"))
+        return KVS_EXIT_OK;
+    const char *slash = strrchr(path, '/');
+    char dir[4096];
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    if (strchr(dir, '%'))
+        return KVS_EXIT_OK; /* %p / %r: the folder is only known when written */
+    struct stat st;
+    const char *why = NULL;
+    if (stat(dir, &st) != 0)
+        why = strerror(errno);
+    else if (!S_ISDIR(st.st_mode))
+        why = "not a directory";
+    else if (access(dir, W_OK | X_OK) != 0)
+        why = strerror(errno);
+    if (!why)
+        return KVS_EXIT_OK;
+    return kvs_cli_usage_error(cmd, "%s %s: cannot write into '%s' (%s)", flag, path, dir, why);
 }

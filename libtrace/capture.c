@@ -313,10 +313,21 @@ enum kvs_status kvs_trace_create(const struct kvs_trace_config *cfg, struct kvs_
         return KVS_STATUS_CUPTI;
     }
     if (r != CUPTI_SUCCESS) {
+        /* without a driver CUPTI only says CUPTI_ERROR_UNKNOWN */
+        void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+        if (!drv)
+            drv = dlopen("libcuda.so.1", RTLD_NOW);
         const char *what = NULL;
         cuptiGetResultString(r, &what);
-        kvs_check_fail(lg, KVS_STATUS_CUPTI, "CUPTI", (long)r, what, "cuptiSubscribe", __FILE__,
-                       __LINE__);
+        if (!drv)
+            kvs_log(lg, KVS_LOG_ERROR, "no NVIDIA driver is installed (libcuda.so.1 cannot be "
+                                       "loaded): nothing to capture (CUPTI: %s)",
+                    what ? what : "?");
+        else
+            kvs_check_fail(lg, KVS_STATUS_CUPTI, "CUPTI", (long)r, what, "cuptiSubscribe",
+                           __FILE__, __LINE__);
+        if (drv)
+            dlclose(drv);
         trace_release(t);
         return KVS_STATUS_CUPTI;
     }

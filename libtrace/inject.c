@@ -255,8 +255,21 @@ static void init(void)
     if (lvl && !strcmp(lvl, "debug"))
         cfg.logger.min_level = KVS_LOG_DEBUG;
     g_lg = cfg.logger;
-    cfg.buffer_bytes = (size_t)env_long("KVS_CAPTURE_BUFFER_MB", 4) << 20;
-    cfg.max_buffers = (unsigned)env_long("KVS_CAPTURE_MAX_BUFFERS", 32);
+    /* out of bounds (set by hand: the launcher refuses them): the default,
+     * not a shift that overflows or a count that wraps */
+    long mb = env_long("KVS_CAPTURE_BUFFER_MB", 4), nb = env_long("KVS_CAPTURE_MAX_BUFFERS", 32);
+    if (mb < 1 || mb > KVS_CAPTURE_BUFFER_MB_MAX) {
+        kvs_log(&g_lg, KVS_LOG_WARN, "KVS_CAPTURE_BUFFER_MB outside [1, %d]: 4",
+                KVS_CAPTURE_BUFFER_MB_MAX);
+        mb = 4;
+    }
+    if (nb < 1 || nb > KVS_CAPTURE_MAX_BUFFERS_MAX) {
+        kvs_log(&g_lg, KVS_LOG_WARN, "KVS_CAPTURE_MAX_BUFFERS outside [1, %d]: 32",
+                KVS_CAPTURE_MAX_BUFFERS_MAX);
+        nb = 32;
+    }
+    cfg.buffer_bytes = (size_t)mb << 20;
+    cfg.max_buffers = (unsigned)nb;
     const char *acts = getenv("KVS_CAPTURE_ACTIVITIES");
     if (acts && *acts && kvs_trace_parse_activities(acts, &cfg.activities) != KVS_STATUS_OK)
         kvs_log(&g_lg, KVS_LOG_WARN, "KVS_CAPTURE_ACTIVITIES=%s not understood: recording all",

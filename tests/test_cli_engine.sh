@@ -53,6 +53,11 @@ check 2 "tp 8 over the tiny model's 4 heads" "attention heads (4)" -- \
     "$kvs" engine --config tiny --tp 8 --context 16
 check 2 "tp 0" "--tp wants" -- "$kvs" engine --tp 0
 check 2 "tp with one trace on stdout" "one per rank" -- "$kvs" engine --tp 2 --trace -
+# --trace's folder is checked before the run (it was written only after it)
+check 2 "trace into a missing folder" "cannot write into '/nonexistent-kvs-dir'" -- \
+    "$kvs" engine --config tiny --context 16 --trace /nonexistent-kvs-dir/t.json
+check 2 "trace per rank into a missing folder" "cannot write into" -- \
+    "$kvs" engine --config tiny --tp 2 --context 16 --trace /nonexistent-kvs-dir/t.json.gz
 check 2 "context above the plan's bound" "--context wants" -- \
     "$kvs" engine --config tiny --context 1073741824
 check 2 "capacity too small, one sequence" "1 sequence of up to" -- \

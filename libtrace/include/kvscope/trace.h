@@ -86,6 +86,11 @@ enum kvs_trace_activity {
  * (an unknown or empty list); *bits is left alone then. Needs no CUDA. */
 KVS_API enum kvs_status kvs_trace_parse_activities(const char *list, unsigned *bits);
 
+/* The injected capture's bounds on KVS_CAPTURE_BUFFER_MB and
+ * KVS_CAPTURE_MAX_BUFFERS (`kvscope capture --buffer-mb/--max-buffers`). */
+#define KVS_CAPTURE_BUFFER_MB_MAX 1024
+#define KVS_CAPTURE_MAX_BUFFERS_MAX 65536
+
 struct kvs_trace_config {
     unsigned activities;      /* KVS_TRACE_* bits; init: KVS_TRACE_ALL */
     size_t buffer_bytes;      /* one CUPTI buffer; init: 4 MiB (min 64 KiB) */

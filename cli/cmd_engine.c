@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "engine_cli.h"
@@ -49,7 +50,8 @@ static void usage(FILE *out)
             "  --graph               run each step as one CUDA graph (launch overhead apart)\n"
             "  --scatter             scatter the sequences' KV slots over the pool\n"
             "  --copy-gbps X         device copy rate for the roofline (default: measure)\n"
-            "  --trace OUT.json      capture the timed steps with libtrace (.gz compresses);\n"
+            "  --trace OUT.json      capture the timed steps with libtrace (.gz compresses;\n"
+            "                        - writes it to stdout and everything else to stderr);\n"
             "                        with --tp N > 1 one file per rank, OUT.rank{R}.json\n"
             "                        (or where %%r in the name says); kernels then launch\n"
             "                        without programmatic dependent launch (KVS_PDL=0)\n"
@@ -181,6 +183,21 @@ void kvs_engine_cli_print_bytes(const char *label, const struct kvs_step_bytes *
            label, sb->total / 1e9, sb->weights / 1e9, sb->kv_attention / 1e9, sb->kv_cast / 1e9,
            sb->kv_other / 1e9);
 }
+
+#ifdef KVS_ENGINE_HAVE_TRACE
+enum kvs_status kvs_engine_cli_write_trace(const struct kvs_engine_opts *o, struct kvs_trace *tr,
+                                           const char *path, const struct kvs_trace_part *part)
+{
+    if (strcmp(path, "-") || o->stdout_fd < 0)
+        return kvs_trace_write_part(tr, path, part);
+    fflush(stdout);
+    dup2(o->stdout_fd, STDOUT_FILENO);
+    enum kvs_status st = kvs_trace_write_part(tr, path, part);
+    fflush(stdout);
+    dup2(STDERR_FILENO, STDOUT_FILENO);
+    return st;
+}
+#endif
 
 // ----------------------------------------------------------------------------
 // run
@@ -328,7 +345,7 @@ static int engine_run(const struct kvs_engine_opts *o)
     if (tr && st == KVS_STATUS_OK) {
         st = kvs_trace_stop(tr);
         if (st == KVS_STATUS_OK)
-            st = kvs_trace_write(tr, o->trace);
+            st = kvs_engine_cli_write_trace(o, tr, o->trace, NULL);
         if (st == KVS_STATUS_OK)
             printf("trace: %s (steps are ProfilerStep#N ranges)\n", o->trace);
     }
@@ -379,6 +396,7 @@ int kvs_cmd_engine(int argc, char **argv)
     o.warmup = 2;
     o.capacity = 495552;
     o.seed = 1;
+    o.stdout_fd = -1;
     int rc = parse_args(argc, argv, &o);
     if (rc < 0)
         return KVS_EXIT_OK;
@@ -395,5 +413,15 @@ int kvs_cmd_engine(int argc, char **argv)
     /* before the run, not after minutes of it */
     if ((rc = kvs_cli_output_dir_check(CMD, "--trace", o.trace)) != KVS_EXIT_OK)
         return rc;
+    /* --trace -: the trace alone on stdout (`| kvscope report -`), so the
+     * plan, steps and summary go to stderr */
+    if (o.trace && !strcmp(o.trace, "-")) {
+        fflush(stdout);
+        o.stdout_fd = dup(STDOUT_FILENO);
+        if (o.stdout_fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+            perror("kvscope engine: --trace -");
+            return KVS_EXIT_FAILURE;
+        }
+    }
     return engine_run(&o);
 }

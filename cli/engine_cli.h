@@ -3,7 +3,8 @@
  * and the median. One GPU: cmd_engine.c; --tp N: engine_tp_run.c.
  *
  * defines: struct kvs_engine_opts, kvs_engine_cli_median, struct kvs_engine_cli_figures,
- *          kvs_engine_cli_figures, kvs_engine_cli_print_bytes, kvs_engine_cli_run_tp
+ *          kvs_engine_cli_figures, kvs_engine_cli_print_bytes, kvs_engine_cli_run_tp,
+ *          kvs_engine_cli_write_trace
  */
 #ifndef KVSCOPE_CLI_ENGINE_CLI_H
 #define KVSCOPE_CLI_ENGINE_CLI_H
@@ -17,7 +18,15 @@ struct kvs_engine_opts {
     long long batch, context, steps, warmup, capacity, resident, seed, tp;
     double copy_gbps;
     int graph, scatter, quiet;
+    int stdout_fd; /* --trace -: the real stdout, kept for the trace alone; else -1 */
 };
+
+/* Writes the trace (part NULL: all of it) to path; "-" goes to the real
+ * stdout (o->stdout_fd) while the engine's own lines go to stderr. */
+struct kvs_trace;
+struct kvs_trace_part;
+enum kvs_status kvs_engine_cli_write_trace(const struct kvs_engine_opts *o, struct kvs_trace *tr,
+                                           const char *path, const struct kvs_trace_part *part);
 
 /* Sorts v. */
 double kvs_engine_cli_median(double *v, int n);

@@ -51,7 +51,8 @@ static void series_free(struct series *s)
 
 #ifdef KVS_ENGINE_HAVE_TRACE
 /* One file per rank out of the one capture (CUPTI records the process). */
-static enum kvs_status write_ranks(struct kvs_trace *tr, struct kvs_engine_tp *t, const char *path)
+static enum kvs_status write_ranks(const struct kvs_engine_opts *o, struct kvs_trace *tr,
+                                   struct kvs_engine_tp *t, const char *path)
 {
     const int W = kvs_engine_tp_world(t);
     for (int r = 0; r < W; r++) {
@@ -60,7 +61,7 @@ static enum kvs_status write_ranks(struct kvs_trace *tr, struct kvs_engine_tp *t
             return KVS_STATUS_INVALID_ARGUMENT;
         uint32_t tid = kvs_engine_tp_thread(t, r);
         struct kvs_trace_part part = {kvs_engine_tp_device(t, r), &tid, 1, r == 0, r, W, "nccl"};
-        KVS_TRY(kvs_trace_write_part(tr, out, &part));
+        KVS_TRY(kvs_engine_cli_write_trace(o, tr, out, &part));
         printf("trace: %s (rank %d of %d, GPU %d; steps are ProfilerStep#N ranges)\n", out, r, W,
                part.device);
     }
@@ -188,7 +189,7 @@ int kvs_engine_cli_run_tp(const struct kvs_engine_opts *o, const struct kvs_engi
     if (tr && st == KVS_STATUS_OK) {
         st = kvs_trace_stop(tr);
         if (st == KVS_STATUS_OK)
-            st = write_ranks(tr, t, o->trace);
+            st = write_ranks(o, tr, t, o->trace);
     }
     kvs_trace_free(tr);
 #endif

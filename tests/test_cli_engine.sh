@@ -58,6 +58,14 @@ check 2 "trace into a missing folder" "cannot write into '/nonexistent-kvs-dir'"
     "$kvs" engine --config tiny --context 16 --trace /nonexistent-kvs-dir/t.json
 check 2 "trace per rank into a missing folder" "cannot write into" -- \
     "$kvs" engine --config tiny --tp 2 --context 16 --trace /nonexistent-kvs-dir/t.json.gz
+# --trace -: stdout holds the trace alone (for `| kvscope report -`), the
+# engine's own lines go to stderr
+plan_out=$("$kvs" engine --config tiny --context 16 --steps 1 --quiet --trace - 2>/dev/null)
+if echo "$plan_out" | grep -q "memory plan\|kvscope engine"; then
+    echo "FAIL --trace -: the engine's lines on stdout beside the trace:"; echo "$plan_out" | head -3; fail=1
+else
+    echo "ok   --trace - keeps stdout for the trace"
+fi
 check 2 "context above the plan's bound" "--context wants" -- \
     "$kvs" engine --config tiny --context 1073741824
 check 2 "capacity too small, one sequence" "1 sequence of up to" -- \

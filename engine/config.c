@@ -232,11 +232,13 @@ static enum kvs_status read_file(const char *path, char **text, size_t *len,
         return KVS_STATUS_NO_MEMORY;
     }
     size_t n = fread(buf, 1, KVS_CONFIG_MAX_BYTES + 1, f);
-    int err = ferror(f);
+    int err = ferror(f), e = errno;
     fclose(f);
     if (err) {
         free(buf);
-        kvs_log(lg, KVS_LOG_ERROR, "%s: read error", path);
+        /* fopen opens a folder; reading it fails with EISDIR */
+        kvs_log(lg, KVS_LOG_ERROR, "%s: %s", path,
+                e == EISDIR ? "a folder, not a config.json" : "read error");
         return KVS_STATUS_IO;
     }
     if (n > KVS_CONFIG_MAX_BYTES) {
@@ -275,8 +277,11 @@ enum kvs_status kvs_model_config_load(const char *name_or_path, struct kvs_model
     size_t nl = strlen(name);
     if (nl > 5 && !strcmp(name + nl - 5, ".json"))
         name[nl - 5] = '\0';
-    st = kvs_model_config_parse(text, len, name, out, lg);
+    /* errors name the file as given (a user's path), the config its base name */
+    st = kvs_model_config_parse(text, len, name_or_path, out, lg);
     free(text);
+    if (st == KVS_STATUS_OK)
+        snprintf(out->name, sizeof out->name, "%s", name);
     return st;
 }
 

@@ -42,6 +42,16 @@ check 2 "missing value" "needs a value" -- "$kvs" engine --steps
 check 2 "unknown option" "unknown option" -- "$kvs" engine --frob 1
 check 2 "stray argument" "unexpected" -- "$kvs" engine glm5
 check 2 "unknown config" "neither a bundled config" -- "$kvs" engine --config no-such-model
+# a user's config.json: errors name the file as given
+cfgdir=$(mktemp -d) || exit 99
+printf '{"hidden_size": 12' > "$cfgdir/bad.json"
+check 2 "malformed config.json names its path" "$cfgdir/bad.json: malformed JSON" -- \
+    "$kvs" engine --config "$cfgdir/bad.json"
+printf '{}' > "$cfgdir/empty.json"
+check 2 "config.json without a field names its path" "$cfgdir/empty.json: required field" -- \
+    "$kvs" engine --config "$cfgdir/empty.json"
+check 2 "a folder as config" "a folder, not a config.json" -- "$kvs" engine --config "$cfgdir"
+rm -rf "$cfgdir"
 check 2 "capacity below the run's tokens" "too small" -- \
     "$kvs" engine --config tiny --batch 4 --context 1000 --kv-capacity 2048
 check 2 "resident experts below top-k" "resident" -- \

@@ -280,6 +280,13 @@ static int engine_run(const struct kvs_engine_opts *o)
                                         "(CUDA_VISIBLE_DEVICES decides which)",
                                    o->tp, o->tp, gpus);
 
+    /* the plan against each GPU it needs before the copy-rate probe's 2 GiB
+     * (issue 7: a misfit is said before any allocation); the engine checks
+     * again when it allocates */
+    for (int d = 0; d < (o->tp ? (int)o->tp : 1); d++)
+        if (kvs_engine_check_fit(&plan, &shape, d, &p.log) != KVS_STATUS_OK)
+            return KVS_EXIT_FAILURE;
+
     double copy = o->copy_gbps;
     if (copy <= 0.0) {
         if (kvs_engine_copy_rate(1ull << 30, 9, &copy, &p.log) != KVS_STATUS_OK)

@@ -92,29 +92,50 @@ enum kvs_status kvs_engine_plan(const struct kvs_engine_params *p, struct kvs_ru
 // ----------------------------------------------------------------------------
 // create
 
-static enum kvs_status check_fit(struct kvs_engine *e)
+/* the plan against the current device's free memory */
+static enum kvs_status fit_here(const struct kvs_mem_plan *plan, const struct kvs_run_shape *shape,
+                                const struct kvs_logger *lg)
 {
     size_t free_b = 0, total_b = 0;
-    KVS_CUDA_TRY(&e->lg, cudaMemGetInfo(&free_b, &total_b));
+    KVS_CUDA_TRY(lg, cudaMemGetInfo(&free_b, &total_b));
     uint64_t budget = free_b > KVS_ENGINE_MARGIN_BYTES ? free_b - KVS_ENGINE_MARGIN_BYTES : 0;
-    if (e->plan.total <= budget)
+    if (plan->total <= budget)
         return KVS_STATUS_OK;
-    int64_t fit = kvs_mem_plan_max_capacity(&e->plan, e->shape.kv_capacity, budget);
-    kvs_log(&e->lg, KVS_LOG_ERROR,
+    int64_t fit = kvs_mem_plan_max_capacity(plan, shape->kv_capacity, budget);
+    kvs_log(lg, KVS_LOG_ERROR,
             "the plan needs %.2f GB but the GPU has %.2f GB free (of %.2f GB; %.1f GB kept for "
             "the CUDA context and libraries); nothing was allocated",
-            (double)e->plan.total / 1e9, (double)free_b / 1e9, (double)total_b / 1e9,
+            (double)plan->total / 1e9, (double)free_b / 1e9, (double)total_b / 1e9,
             (double)KVS_ENGINE_MARGIN_BYTES / 1e9);
-    if (fit >= e->plan.active_bound)
-        kvs_log(&e->lg, KVS_LOG_ERROR,
+    if (fit >= plan->active_bound)
+        kvs_log(lg, KVS_LOG_ERROR,
                 "the largest KV capacity that fits is %lld tokens (--kv-capacity %lld)",
                 (long long)fit, (long long)fit);
     else
-        kvs_log(&e->lg, KVS_LOG_ERROR,
+        kvs_log(lg, KVS_LOG_ERROR,
                 "the largest KV capacity that fits, %lld tokens, is below the %lld this run "
                 "needs: lower the batch, context or steps",
-                (long long)fit, (long long)e->plan.active_bound);
+                (long long)fit, (long long)plan->active_bound);
     return KVS_STATUS_LIMIT;
+}
+
+static enum kvs_status check_fit(struct kvs_engine *e)
+{
+    return fit_here(&e->plan, &e->shape, &e->lg);
+}
+
+enum kvs_status kvs_engine_check_fit(const struct kvs_mem_plan *plan,
+                                     const struct kvs_run_shape *shape, int device,
+                                     const struct kvs_logger *lg)
+{
+    if (!plan || !shape || device < 0)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    int prev = 0;
+    KVS_CUDA_TRY(lg, cudaGetDevice(&prev));
+    KVS_CUDA_TRY(lg, cudaSetDevice(device));
+    enum kvs_status st = fit_here(plan, shape, lg);
+    cudaSetDevice(prev);
+    return st;
 }
 
 /* Each tensor is this rank's slice of the full model's (engine/shard.h):

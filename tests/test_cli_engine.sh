@@ -103,6 +103,11 @@ if ! { command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '
         { echo "FAIL engine --tp 2 without a GPU: no memory plan first: $out"; fail=1; }
 else
     echo "skip engine without a GPU (this machine has one)"
+    # a plan that cannot fit: said before the copy-rate probe allocates anything
+    check 1 "misfit said before any allocation" "largest KV capacity that fits" -- \
+        "$kvs" engine --config glm5 --context 16 --kv-capacity 2000000000 --quiet
+    echo "$out" | grep -q "copy rate" &&
+        { echo "FAIL misfit: the copy-rate probe ran first: $out"; fail=1; }
     check 2 "tp over more GPUs than visible" "needs 64 GPUs" -- \
         "$kvs" engine --config glm5 --tp 64 --context 16 --kv-capacity 8192
 fi

@@ -70,6 +70,14 @@ KVS_API void kvs_engine_params_init(struct kvs_engine_params *p);
 KVS_API enum kvs_status kvs_engine_plan(const struct kvs_engine_params *p,
                                         struct kvs_run_shape *shape, struct kvs_mem_plan *plan);
 
+/* The plan against `device`'s free memory (minus the margin) without
+ * allocating: KVS_STATUS_LIMIT and the largest KV capacity that would fit
+ * in the log, as kvs_engine_create does. The current device is restored.
+ * For a check before other device work (kvscope engine's copy-rate probe). */
+KVS_API enum kvs_status kvs_engine_check_fit(const struct kvs_mem_plan *plan,
+                                             const struct kvs_run_shape *shape, int device,
+                                             const struct kvs_logger *lg);
+
 struct kvs_engine;
 
 /* Plan, check the plan against free device memory (minus a margin for the

@@ -37,7 +37,8 @@ bool kvs_cli_same_file(const char *a, const char *b);
 
 /* KVS_EXIT_OK when the folder `path` would be written into exists and is
  * writable (also for "-", stdout, and a folder with a %p/%r still in it);
- * otherwise a usage error naming `flag`, the folder and why. Checked before
+ * otherwise (or when path is empty or itself a folder) a usage error naming
+ * `flag`, the folder and why. Checked before
  * the work that fills the file runs, not after it. */
 int kvs_cli_output_dir_check(const char *cmd, const char *flag, const char *path);
 

@@ -33,6 +33,11 @@ int kvs_cli_output_dir_check(const char *cmd, const char *flag, const char *path
 {
     if (!path || !strcmp(path, "-"))
         return KVS_EXIT_OK;
+    struct stat st;
+    size_t n = strlen(path);
+    if (n == 0 || path[n - 1] == '/' || (stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
+        return kvs_cli_usage_error(cmd, "%s '%s': %s, not a file name", flag, path,
+                                   n ? "a folder" : "empty");
     const char *slash = strrchr(path, '/');
     char dir[4096];
     if (!slash)
@@ -43,7 +48,6 @@ int kvs_cli_output_dir_check(const char *cmd, const char *flag, const char *path
         snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
     if (strchr(dir, '%'))
         return KVS_EXIT_OK; /* %p / %r: the folder is only known when written */
-    struct stat st;
     const char *why = NULL;
     if (stat(dir, &st) != 0)
         why = strerror(errno);

@@ -76,6 +76,8 @@ if echo "$plan_out" | grep -q "memory plan\|kvscope engine"; then
 else
     echo "ok   --trace - keeps stdout for the trace"
 fi
+check 2 "trace into a folder" "a folder, not a file name" -- \
+    "$kvs" engine --config tiny --context 16 --trace /tmp/
 check 2 "context above the plan's bound" "--context wants" -- \
     "$kvs" engine --config tiny --context 1073741824
 check 2 "capacity too small, one sequence" "1 sequence of up to" -- \

@@ -107,6 +107,8 @@ static int parse_args(int argc, char **argv, struct kvs_engine_opts *o)
             o->quiet = 1;
             continue;
         }
+        if (a[0] == '-' && a[1] != '-' && a[1])
+            return kvs_cli_usage_error(CMD, "unknown option '%s'", a);
         if (a[0] != '-' || a[1] != '-')
             return kvs_cli_usage_error(CMD, "unexpected argument '%s'", a);
         if (i + 1 >= argc)

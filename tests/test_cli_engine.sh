@@ -41,6 +41,7 @@ check 2 "batch not a number" "--batch" -- "$kvs" engine --batch 3x
 check 2 "missing value" "needs a value" -- "$kvs" engine --steps
 check 2 "unknown option" "unknown option" -- "$kvs" engine --frob 1
 check 2 "stray argument" "unexpected" -- "$kvs" engine glm5
+check 2 "short option" "unknown option '-q'" -- "$kvs" engine -q
 check 2 "unknown config" "neither a bundled config" -- "$kvs" engine --config no-such-model
 # a user's config.json: errors name the file as given
 cfgdir=$(mktemp -d) || exit 99

@@ -263,6 +263,10 @@ int kvs_cmd_capture(int argc, char **argv)
         return kvs_cli_usage_error("capture", "--activities: '%s' is not a list of kernel, "
                                    "memcpy, memset, runtime, driver, sync, extcorr, overhead, "
                                    "nvtx, all", activities);
+    /* the program's stdout is its own: "-" would be a file named "-" */
+    if (!strcmp(out, "-"))
+        return kvs_cli_usage_error("capture", "-o -: the trace cannot share the program's "
+                                              "stdout; give a file name");
     /* before the program runs, not when it exits */
     int rc = kvs_cli_output_dir_check("capture", "-o", out);
     if (rc != KVS_EXIT_OK)

@@ -32,6 +32,7 @@ check 2 "capture -o into a missing folder" "cannot write into" -- \
 [ -e "$tmp/ran" ] && { echo "FAIL capture -o into a missing folder ran the program"; fail=1; }
 check 2 "capture -o under a file" "not a directory" -- \
     "$kvs" capture -o /etc/passwd/t.json -- true
+check 2 "capture -o - (stdout is the program's)" "give a file name" -- "$kvs" capture -o - -- true
 check 2 "capture -o empty" "empty, not a file name" -- "$kvs" capture -o "" -- true
 check 2 "capture -o a folder" "a folder, not a file name" -- "$kvs" capture -o "$tmp" -- true
 check 2 "capture --buffer-mb 0" "--buffer-mb wants" -- "$kvs" capture -o "$tmp/t.json" --buffer-mb 0 -- true

@@ -12,17 +12,7 @@ target=$2
 fail=0
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
-check() { # check WANT_RC DESCRIPTION PATTERN -- CMD...
-    want=$1; what=$2; pat=$3; shift 4
-    out=$("$@" 2>&1); rc=$?
-    if [ "$rc" -ne "$want" ]; then
-        echo "FAIL $what: exit $rc, wanted $want; output:"; echo "$out"; fail=1
-    elif [ -n "$pat" ] && ! echo "$out" | grep -q -- "$pat"; then
-        echo "FAIL $what: output lacks '$pat':"; echo "$out"; fail=1
-    else
-        echo "ok   $what"
-    fi
-}
+. "$(dirname "$0")/cli_check.sh"
 check 0 "capture --help" "KVS_INJECT_LIB" -- "$kvs" capture --help
 check 2 "capture without -o" "-o TRACE is required" -- "$kvs" capture -- true
 check 2 "capture without a program" "no program" -- "$kvs" capture -o "$tmp/t.json"

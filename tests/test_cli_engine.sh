@@ -9,17 +9,7 @@
 set -u
 kvs=$1
 fail=0
-check() { # check WANT_RC DESCRIPTION PATTERN -- CMD...
-    want=$1; what=$2; pat=$3; shift 4
-    out=$("$@" 2>&1); rc=$?
-    if [ "$rc" -ne "$want" ]; then
-        echo "FAIL $what: exit $rc, wanted $want; output:"; echo "$out"; fail=1
-    elif [ -n "$pat" ] && ! echo "$out" | grep -q -- "$pat"; then
-        echo "FAIL $what: output lacks '$pat':"; echo "$out"; fail=1
-    else
-        echo "ok   $what"
-    fi
-}
+. "$(dirname "$0")/cli_check.sh"
 # every subcommand pays for what kvscope links at start-up: no CUDA library there
 if command -v readelf >/dev/null; then
     cuda_needed=$(readelf -d "$kvs" | grep NEEDED | grep -Ei 'cuda|cublas|cupti|nccl|nvrtc|nvToolsExt' || true)

@@ -11,17 +11,7 @@ fx=${KVS_SOURCE_ROOT:?run through meson test}/tests/fixtures
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
-check() { # check WANT_RC DESCRIPTION PATTERN -- CMD...
-    want=$1; what=$2; pat=$3; shift 4
-    out=$("$@" 2>&1); rc=$?
-    if [ "$rc" -ne "$want" ]; then
-        echo "FAIL $what: exit $rc, wanted $want; output:"; echo "$out" | head -20; fail=1
-    elif [ -n "$pat" ] && ! echo "$out" | grep -q -- "$pat"; then
-        echo "FAIL $what: output lacks '$pat':"; echo "$out" | head -20; fail=1
-    else
-        echo "ok   $what"
-    fi
-}
+. "$(dirname "$0")/cli_check.sh"
 check 0 "report --help" "--kv-capacity" -- "$kvs" report --help
 check 2 "no trace" "which trace" -- "$kvs" report
 check 2 "several traces, one missing: named" "none.json" -- "$kvs" report "$fx/kineto_small.json" "$tmp/none.json"

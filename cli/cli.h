@@ -1,7 +1,7 @@
 /* cli/cli.h — the kvscope command table and helpers shared by subcommands.
  *
  * defines: struct kvs_cli_cmd, kvs_cli_commands, KVS_EXIT_*, kvs_cli_usage_error,
- *          kvs_cli_same_file, kvs_cli_output_dir_check
+ *          kvs_cli_same_file, kvs_cli_output_not_input, kvs_cli_output_dir_check
  *
  * Each subcommand lives in cli/cmd_<name>.c as `int kvs_cmd_<name>(int argc,
  * char **argv)` (argv[0] is the subcommand's name) and is listed once in
@@ -34,6 +34,11 @@ int kvs_cli_usage_error(const char *cmd, const char *fmt, ...)
 /* Whether the existing files a and b are one file (same device and inode):
  * `-o trace.json` must not overwrite the trace it reads. */
 bool kvs_cli_same_file(const char *a, const char *b);
+/* A usage error when `output` (-o) is one of the n input traces, which `what`
+ * ("report", "comparison") would overwrite once they are read; else
+ * KVS_EXIT_OK. */
+int kvs_cli_output_not_input(const char *cmd, const char *output, const char *const *inputs, int n,
+                             const char *what);
 
 /* KVS_EXIT_OK when the folder `path` would be written into exists and is
  * writable (also for "-", stdout, and a folder with a %p/%r still in it);

@@ -160,10 +160,9 @@ int kvs_cmd_compare(int argc, char **argv)
         return kvs_cli_usage_error("compare", "give --device or --peak-gbps, not both");
     if (!strcmp(paths[0], "-") && !strcmp(paths[1], "-"))
         return kvs_cli_usage_error("compare", "only one of BEFORE and AFTER can be '-' (stdin)");
-    for (int k = 0; output && k < 2; k++)
-        if (kvs_cli_same_file(output, paths[k]))
-            return kvs_cli_usage_error("compare", "-o %s is the trace %s: the comparison would "
-                                                  "overwrite it", output, paths[k]);
+    int rc = kvs_cli_output_not_input("compare", output, paths, 2, "comparison");
+    if (rc != KVS_EXIT_OK)
+        return rc;
     struct kvs_render_options ropt = {.format = KVS_FORMAT_TEXT};
     if (format && kvs_format_parse(format, &ropt.format) != KVS_STATUS_OK)
         return kvs_cli_usage_error("compare", "unknown format '%s' (text, md, json or html)", format);
@@ -176,7 +175,7 @@ int kvs_cmd_compare(int argc, char **argv)
     ropt.top_kernels = (int)top;
 
     struct kvs_analysis *an[2] = {NULL, NULL};
-    int rc = KVS_EXIT_OK;
+    rc = KVS_EXIT_OK;
     bool tty_err = !quiet && isatty(STDERR_FILENO);
     for (int k = 0; k < 2 && rc == KVS_EXIT_OK; k++) {
         struct progress p = {k ? "AFTER" : "BEFORE", -1};

@@ -225,10 +225,9 @@ int kvs_cmd_report(int argc, char **argv)
         kvs_format_from_path(output, &ropt.format);
     if (opt.device && opt.peak_gbps > 0)
         return kvs_cli_usage_error(CMD, "give --device or --peak-gbps, not both");
-    for (int i = 0; output && i < ntrace; i++)
-        if (kvs_cli_same_file(output, traces[i]))
-            return kvs_cli_usage_error(CMD, "-o %s is the trace %s: the report would overwrite it",
-                                       output, traces[i]);
+    int rc = kvs_cli_output_not_input(CMD, output, traces, ntrace, "report");
+    if (rc != KVS_EXIT_OK)
+        return rc;
 
     if (quiet)
         opt.log.min_level = KVS_LOG_WARN;

@@ -29,6 +29,16 @@ bool kvs_cli_same_file(const char *a, const char *b)
            x.st_ino == y.st_ino;
 }
 
+int kvs_cli_output_not_input(const char *cmd, const char *output, const char *const *inputs, int n,
+                             const char *what)
+{
+    for (int i = 0; output && i < n; i++)
+        if (kvs_cli_same_file(output, inputs[i]))
+            return kvs_cli_usage_error(cmd, "-o %s is the trace %s: the %s would overwrite it",
+                                       output, inputs[i], what);
+    return KVS_EXIT_OK;
+}
+
 int kvs_cli_output_dir_check(const char *cmd, const char *flag, const char *path)
 {
     if (!path || !strcmp(path, "-"))

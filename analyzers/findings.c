@@ -294,7 +294,7 @@ static int gpu_idle(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t
     }
     /* busy is summed over the devices: of devices x the step (a model split
      * over 2 GPUs, each busy 90%, is 180% of the step, and idle neither) */
-    int nd = c->ndevices > 0 ? c->ndevices : 1;
+    const int nd = c->ndevices; /* at least 1 (count_devices) */
     double cap_ms = wall_ms * nd;
     if (wall_ms <= 0 || busy_ms / cap_ms >= IDLE_BUSY)
         return 0;

@@ -13,7 +13,6 @@
 
 #define LOW_EFFICIENCY 0.5     /* below this fraction of peak a group is flagged */
 #define GOOD_EFFICIENCY 0.8    /* what a good copy/cast kernel reaches */
-#define IDLE_BUSY 0.6          /* GPU busy below this fraction of the step */
 #define SPARSE_LAUNCH_US 100.0 /* idle GPU time per GPU activity above which the idle time is
                                   CPU work between launches: a launch costs ~5-20 us, an eager
                                   framework op ~10-50 us (the MLA traces: 24 us) */
@@ -296,7 +295,7 @@ static int gpu_idle(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t
      * over 2 GPUs, each busy 90%, is 180% of the step, and idle neither) */
     const int nd = c->ndevices; /* at least 1 (count_devices) */
     double cap_ms = wall_ms * nd;
-    if (wall_ms <= 0 || busy_ms / cap_ms >= IDLE_BUSY)
+    if (wall_ms <= 0 || busy_ms / cap_ms >= KVS_LAUNCH_BOUND_BUSY)
         return 0;
     int64_t *durs = malloc(t->ngpus * sizeof *durs);
     if (!durs)

@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "kvscope/analysis.h"
+#include "kvscope/compare.h"
 #include "kvscope/report.h"
 
 static void usage(FILE *out)

@@ -21,6 +21,7 @@
 
 #include "cli.h"
 #include "kvscope/analysis.h"
+#include "kvscope/multirank.h"
 #include "kvscope/report.h"
 
 #define CMD "report"

@@ -311,3 +311,71 @@ enum kvs_status kvs_render_json_multirank(FILE *out, const struct kvs_multirank 
     kvs_jw_obj_end(&w);
     return KVS_STATUS_OK;
 }
+
+// ----------------------------------------------------------------------------
+// tables shared by the text, markdown and HTML pages
+
+bool kvs_mr_table_ranks(struct kvs_table *t, const struct kvs_multirank *m)
+{
+    static const char *const hdr[] = {"rank", "steps", "step ms", "GPU busy ms", "busy",
+                                      "compute ms", "comm ms", "overlap ms", "exposed comm ms",
+                                      "comm % of busy", "findings", "device"};
+    static const enum kvs_col kind[] = {KVS_COL_NUM, KVS_COL_NUM, KVS_COL_NUM, KVS_COL_NUM,
+                                        KVS_COL_NUM, KVS_COL_NUM, KVS_COL_NUM, KVS_COL_NUM,
+                                        KVS_COL_NUM, KVS_COL_NUM, KVS_COL_TEXT, KVS_COL_TEXT};
+    kvs_table_init(t, 12, hdr, kind);
+    bool totals = false;
+    for (size_t i = 0; i < m->n; i++) {
+        const struct kvs_rank_row *r = &m->rows[i];
+        char rk[24], st[24], sm[KVS_FMT_BUF], g[KVS_FMT_BUF], bf[KVS_FMT_BUF], cp[KVS_FMT_BUF],
+            cm[KVS_FMT_BUF], ov[KVS_FMT_BUF], ex[KVS_FMT_BUF], cf[KVS_FMT_BUF], ids[200];
+        snprintf(rk, sizeof rk, "%d%s", r->rank, (int)i == m->straggler && m->straggler_stands_out ? " *" : "");
+        snprintf(st, sizeof st, "%lld", (long long)r->steps);
+        totals = totals || r->steps == 0;
+        kvs_fmt_ms(sm, r->step_ms);
+        kvs_fmt_ms(g, r->gpu_ms);
+        kvs_fmt_pct(bf, r->busy_fraction);
+        kvs_fmt_ms(cp, r->compute_ms);
+        kvs_fmt_ms(cm, r->comm_ms);
+        kvs_fmt_ms(ov, r->overlap_ms);
+        kvs_fmt_ms(ex, r->exposed_comm_ms);
+        kvs_fmt_pct(cf, r->comm_fraction);
+        size_t len = 0;
+        ids[0] = 0;
+        for (size_t k = 0; r->a->findings && k < r->a->nfinding && len + 40 < sizeof ids; k++)
+            len += (size_t)snprintf(ids + len, sizeof ids - len, "%s%s", k ? ", " : "",
+                                    r->a->findings[k].id ? r->a->findings[k].id : "?");
+        if (!len)
+            snprintf(ids, sizeof ids, "none");
+        const char *row[] = {rk, st, sm, g, bf, cp, cm, ov, ex, cf, ids,
+                             r->a->trace.device ? r->a->trace.device : "-"};
+        kvs_table_add(t, row);
+    }
+    if (m->straggler_stands_out || totals) {
+        snprintf(t->note_buf, sizeof t->note_buf, "%s%s%s",
+                 m->straggler_stands_out ? "* the straggler" : "",
+                 m->straggler_stands_out && totals ? "; " : "",
+                 totals ? "ranks with 0 steps show whole-trace totals" : "");
+        t->note = t->note_buf;
+    }
+    return !t->failed;
+}
+
+bool kvs_mr_table_findings(struct kvs_table *t, const struct kvs_multirank *m)
+{
+    static const char *const hdr[] = {"finding", "ranks", "of", "max recoverable ms/step", "on rank"};
+    static const enum kvs_col kind[] = {KVS_COL_CODE, KVS_COL_TEXT, KVS_COL_NUM, KVS_COL_NUM,
+                                        KVS_COL_NUM};
+    kvs_table_init(t, 5, hdr, kind);
+    for (size_t i = 0; i < m->nfinding; i++) {
+        const struct kvs_rank_finding *f = &m->findings[i];
+        char ranks[256], of[48], ms[KVS_FMT_BUF], on[24];
+        kvs_rank_list(ranks, sizeof ranks, f->ranks, f->nranks);
+        snprintf(of, sizeof of, "%zu of %zu", f->nranks, m->n);
+        kvs_fmt_ms(ms, f->max_gpu_ms_per_step);
+        snprintf(on, sizeof on, "%d", f->max_rank);
+        const char *row[] = {f->id, ranks, of, ms, on};
+        kvs_table_add(t, row);
+    }
+    return !t->failed;
+}

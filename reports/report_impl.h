@@ -2,9 +2,9 @@
  * name formatting shared by the renderers, and the per-format entry points
  * that render.c dispatches to.
  *
- * defines: struct kvs_jw (+ kvs_jw_*), kvs_fmt_* (human units), kvs_short_*,
- *          kvs_fmt_dup, kvs_strv_push (strings a result owns),
- *          kvs_put_html, kvs_put_md, kvs_put_{text,md,html}_items, kvs_render_{json,text,md,html}_report,
+ * defines: struct kvs_jw (+ kvs_jw_*), kvs_truncate, kvs_severity_name,
+ *          kvs_cat_label, kvs_put_text, kvs_put_wrapped, kvs_put_html, kvs_put_md,
+ *          kvs_put_{text,md,html}_items, kvs_render_{json,text,md,html}_report,
  *          kvs_render_{json,text,md,html}_compare, kvs_render_{json,text,md,html}_multirank
  *
  * Formatting helpers write into caller buffers (no static storage), so the
@@ -20,6 +20,7 @@
 
 #include "kvscope/kernel_name.h"
 #include "kvscope/report.h"
+#include "kvscope/units.h"
 
 // ----------------------------------------------------------------------------
 // JSON writer (json_writer.c): pretty-printed, two-space indent, keys in the
@@ -60,25 +61,8 @@ bool kvs_jw_json_text(struct kvs_jw *w, const char *json);
 void kvs_fmt_double_exact(char *buf, size_t size, double v);
 
 // ----------------------------------------------------------------------------
-// human units (fmt.c). Each returns buf. Non-finite values print as "-".
-
-enum { KVS_FMT_BUF = 48 };
-char *kvs_fmt_bytes(char *buf, double bytes);     /* "856.3 MB", "66.8 GB", "512 B" */
-char *kvs_fmt_gbps(char *buf, double gbps);       /* "985 GB/s", "12.4 GB/s" */
-char *kvs_fmt_ms(char *buf, double ms);           /* "52.40", "0.861", "120.3" (no unit) */
-char *kvs_fmt_pct(char *buf, double fraction);    /* "20.5%" */
-char *kvs_fmt_count(char *buf, double n);         /* "1,234,567"; fractional: "61.0" */
-char *kvs_fmt_signed_pct(char *buf, double frac); /* "+29.1%", "-64.0%" */
-
-/* Strings a result owns (kvs_compare, kvs_multirank build sentences): when
- * memory runs out they set *oom and carry on (kvs_fmt_dup yields NULL,
- * kvs_strv_push skips NULL), so a builder checks *oom once at the end. */
-char *kvs_fmt_dup(bool *oom, const char *fmt, ...) KVS_PRINTF(2, 3); /* malloc'ed */
-/* Append s (owned: freed when it cannot be kept) to a growing string array. */
-void kvs_strv_push(bool *oom, char ***arr, size_t *n, char *s);
-
-/* "c10::BFloat16" -> "bf16", "c10::Float8_e4m3fn" -> "fp8_e4m3fn", "float" -> "f32". */
-const char *kvs_short_dtype(const char *name);
+// text for cells and terminals (fmt.c); numbers with units, short dtype and
+// dims names: kvscope/units.h
 
 /* kvs_short_kernel: kvscope/kernel_name.h (shared with the analyzer) */
 
@@ -93,12 +77,6 @@ const char *kvs_no_findings_text(const struct kvs_analysis *a);
  * of its table past 300 columns; JSON keeps them whole */
 #define KVS_DIMS_WIDTH 40
 #define KVS_DTYPES_WIDTH 32
-
-/* The group's dims in a short form: "[131072,1,576] x2" when all tensors
- * share them, else "[a,b] [c]". Falls back to the group's dims text. */
-char *kvs_short_dims(char *buf, size_t size, const struct kvs_group *g);
-/* "bf16, fp8_e4m3fn" in the op's order (for copy_: destination first). */
-char *kvs_short_dtypes(char *buf, size_t size, const struct kvs_group *g);
 
 const char *kvs_severity_name(enum kvs_severity s); /* "info", "warn", "high" */
 const char *kvs_cat_label(int cat);                 /* "copy/cast", ..., "idle" for COUNT_ */
@@ -128,12 +106,6 @@ void kvs_put_md(FILE *f, const char *s);
 void kvs_put_text_items(FILE *f, char *const *items, size_t n);
 void kvs_put_md_items(FILE *f, char *const *items, size_t n);
 void kvs_put_html_items(FILE *f, char *const *items, size_t n);
-
-/* Finite, else 0: for arithmetic on values a trace may have left undefined. */
-static inline double kvs_finite_or0(double v)
-{
-    return (v == v && v - v == 0) ? v : 0;
-}
 
 // ----------------------------------------------------------------------------
 // renderers (one file each); the caller checked arguments.

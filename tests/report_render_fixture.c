@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kvscope/compare.h"
 #include "kvscope/report.h"
 #include "report_fixture.h"
 

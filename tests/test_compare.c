@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "kvs_test.h"
+#include "kvscope/compare.h"
 #include "kvscope/report.h"
 #include "report_fixture.h"
 

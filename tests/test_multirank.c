@@ -31,6 +31,7 @@
 #include "analyzer_test_util.h"
 #include "kvs_test.h"
 #include "kvscope/analysis.h"
+#include "kvscope/multirank.h"
 #include "kvscope/report.h"
 
 #define NCCL_KERNEL "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"

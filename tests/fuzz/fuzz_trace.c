@@ -20,6 +20,7 @@
 #include "analyze_input.h"
 #include "fuzz_common.h"
 #include "kvscope/analysis.h"
+#include "kvscope/compare.h"
 #include "kvscope/report.h"
 
 /* Tags the HTML renderer writes; anything else after a '<' came from a trace. */

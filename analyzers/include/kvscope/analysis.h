@@ -4,7 +4,7 @@
  * defines: struct kvs_analysis (and its parts), struct kvs_analysis_options,
  *          kvs_analysis_options_init, kvs_analyze_file, kvs_analyze_memory,
  *          kvs_analysis_free,
- *          kvs_category_name
+ *          kvs_category_name, KVS_LAUNCH_BOUND_BUSY
  *
  * kvs_analyze_file() streams a Chrome-trace JSON file (PyTorch/Kineto's or
  * kvscope's own; plain, .gz, or "-" for stdin), links GPU activity to the ops
@@ -91,6 +91,11 @@ struct kvs_trace_info {
                                     ran at capture, so no shapes describe them */
     uint64_t dropped_records;    /* from a kvscope capture's metadata; 0 otherwise */
 };
+
+/* Below this GPU busy fraction of the step, the CPU issuing work, not the
+ * GPU doing it, sets the step's length (launch-bound): the gpu_idle finding
+ * fires below it and compare's verdict calls such a step launch-bound. */
+#define KVS_LAUNCH_BOUND_BUSY 0.6
 
 struct kvs_steps {
     int64_t count;               /* 0: no step markers (figures are trace totals) */

@@ -1,4 +1,4 @@
-/* reports/multirank.c — kvs_multirank(): the analyses of several ranks of one
+/* analyzers/multirank.c — kvs_multirank(): the analyses of several ranks of one
  * run (one trace per rank) into one summary: each rank's step time, GPU busy
  * time, computation and communication (NCCL) time and their overlap; the
  * straggler rank; which findings each rank has; and notes in plain words.
@@ -11,11 +11,12 @@
  * tests/test_multirank_hta.py (the HTA rank traces of ../shared).
  */
 #include <math.h>
-#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "multirank_impl.h"
+#include "kvscope/multirank.h"
+#include "kvscope/units.h"
 
 /* Exposed communication differing across ranks by more than this share of
  * the mean step is worth a sentence. */
@@ -43,8 +44,7 @@ static int cmp_double(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-/* "0-3, 5, 7" from ascending rank numbers */
-static void rank_list(char *buf, size_t size, const int *r, size_t n)
+void kvs_rank_list(char *buf, size_t size, const int *r, size_t n)
 {
     size_t len = 0;
     buf[0] = 0;
@@ -296,7 +296,7 @@ static void finding_notes(struct builder *b)
     for (size_t i = 0; i < m->nfinding; i++) {
         const struct kvs_rank_finding *f = &m->findings[i];
         char ranks[256];
-        rank_list(ranks, sizeof ranks, f->ranks, f->nranks);
+        kvs_rank_list(ranks, sizeof ranks, f->ranks, f->nranks);
         char where[320];
         if (f->nranks == m->n && m->n > 1)
             snprintf(where, sizeof where, "on every rank (%zu of %zu)", f->nranks, m->n);
@@ -398,72 +398,4 @@ void kvs_multirank_free(struct kvs_multirank *m)
     free(m->notes);
     free(m->rows);
     free(m);
-}
-
-// ----------------------------------------------------------------------------
-// tables shared by the text, markdown and HTML pages
-
-bool kvs_mr_table_ranks(struct kvs_table *t, const struct kvs_multirank *m)
-{
-    static const char *const hdr[] = {"rank", "steps", "step ms", "GPU busy ms", "busy",
-                                      "compute ms", "comm ms", "overlap ms", "exposed comm ms",
-                                      "comm % of busy", "findings", "device"};
-    static const enum kvs_col kind[] = {KVS_COL_NUM, KVS_COL_NUM, KVS_COL_NUM, KVS_COL_NUM,
-                                        KVS_COL_NUM, KVS_COL_NUM, KVS_COL_NUM, KVS_COL_NUM,
-                                        KVS_COL_NUM, KVS_COL_NUM, KVS_COL_TEXT, KVS_COL_TEXT};
-    kvs_table_init(t, 12, hdr, kind);
-    bool totals = false;
-    for (size_t i = 0; i < m->n; i++) {
-        const struct kvs_rank_row *r = &m->rows[i];
-        char rk[24], st[24], sm[KVS_FMT_BUF], g[KVS_FMT_BUF], bf[KVS_FMT_BUF], cp[KVS_FMT_BUF],
-            cm[KVS_FMT_BUF], ov[KVS_FMT_BUF], ex[KVS_FMT_BUF], cf[KVS_FMT_BUF], ids[200];
-        snprintf(rk, sizeof rk, "%d%s", r->rank, (int)i == m->straggler && m->straggler_stands_out ? " *" : "");
-        snprintf(st, sizeof st, "%lld", (long long)r->steps);
-        totals = totals || r->steps == 0;
-        kvs_fmt_ms(sm, r->step_ms);
-        kvs_fmt_ms(g, r->gpu_ms);
-        kvs_fmt_pct(bf, r->busy_fraction);
-        kvs_fmt_ms(cp, r->compute_ms);
-        kvs_fmt_ms(cm, r->comm_ms);
-        kvs_fmt_ms(ov, r->overlap_ms);
-        kvs_fmt_ms(ex, r->exposed_comm_ms);
-        kvs_fmt_pct(cf, r->comm_fraction);
-        size_t len = 0;
-        ids[0] = 0;
-        for (size_t k = 0; r->a->findings && k < r->a->nfinding && len + 40 < sizeof ids; k++)
-            len += (size_t)snprintf(ids + len, sizeof ids - len, "%s%s", k ? ", " : "",
-                                    r->a->findings[k].id ? r->a->findings[k].id : "?");
-        if (!len)
-            snprintf(ids, sizeof ids, "none");
-        const char *row[] = {rk, st, sm, g, bf, cp, cm, ov, ex, cf, ids,
-                             r->a->trace.device ? r->a->trace.device : "-"};
-        kvs_table_add(t, row);
-    }
-    if (m->straggler_stands_out || totals) {
-        snprintf(t->note_buf, sizeof t->note_buf, "%s%s%s",
-                 m->straggler_stands_out ? "* the straggler" : "",
-                 m->straggler_stands_out && totals ? "; " : "",
-                 totals ? "ranks with 0 steps show whole-trace totals" : "");
-        t->note = t->note_buf;
-    }
-    return !t->failed;
-}
-
-bool kvs_mr_table_findings(struct kvs_table *t, const struct kvs_multirank *m)
-{
-    static const char *const hdr[] = {"finding", "ranks", "of", "max recoverable ms/step", "on rank"};
-    static const enum kvs_col kind[] = {KVS_COL_CODE, KVS_COL_TEXT, KVS_COL_NUM, KVS_COL_NUM,
-                                        KVS_COL_NUM};
-    kvs_table_init(t, 5, hdr, kind);
-    for (size_t i = 0; i < m->nfinding; i++) {
-        const struct kvs_rank_finding *f = &m->findings[i];
-        char ranks[256], of[48], ms[KVS_FMT_BUF], on[24];
-        rank_list(ranks, sizeof ranks, f->ranks, f->nranks);
-        snprintf(of, sizeof of, "%zu of %zu", f->nranks, m->n);
-        kvs_fmt_ms(ms, f->max_gpu_ms_per_step);
-        snprintf(on, sizeof on, "%d", f->max_rank);
-        const char *row[] = {f->id, ranks, of, ms, on};
-        kvs_table_add(t, row);
-    }
-    return !t->failed;
 }

@@ -1,4 +1,4 @@
-/* reports/compare.c — kvs_compare(): two analyses (before and after a fix)
+/* analyzers/compare.c — kvs_compare(): two analyses (before and after a fix)
  * into one comparison: step figures side by side, copy/cast groups paired by
  * role (the full-buffer cast [131072,1,576] before and the active-token cast
  * [1024,1,576] after share a role), findings resolved and new by id, and a
@@ -11,15 +11,12 @@
  * tests/test_compare_mla.sh (the two real MLA traces).
  */
 #include <math.h>
-#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "compare_impl.h"
-
-/* Below this busy fraction a step is launch-bound: the CPU issuing work, not
- * the GPU doing it, sets the step's length. */
-#define LAUNCH_BOUND_BUSY 0.6
+#include "kvscope/compare.h"
+#include "kvscope/units.h"
 
 struct builder {
     struct kvs_comparison *c;
@@ -331,7 +328,7 @@ static void verdict_time(struct builder *b)
 
     double saved_gpu = kvs_finite_or0(x->gpu_ms_per_step) - kvs_finite_or0(y->gpu_ms_per_step);
     double saved_wall = kvs_finite_or0(x->mean_ms) - kvs_finite_or0(y->mean_ms);
-    bool launch_bound = y->gpu_busy_fraction < LAUNCH_BOUND_BUSY;
+    bool launch_bound = y->gpu_busy_fraction < KVS_LAUNCH_BOUND_BUSY;
     kvs_fmt_ms(s1, saved_wall);
     kvs_fmt_ms(s2, saved_gpu);
     kvs_fmt_pct(f1, x->gpu_busy_fraction);

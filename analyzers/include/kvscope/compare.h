@@ -1,0 +1,93 @@
+/* kvscope/compare.h — two analyses (before and after a fix) judged against
+ * each other: step figures side by side, copy/cast groups paired by role,
+ * findings resolved and new, and a verdict in plain words. kvs_compare()
+ * computes everything; the renderers (kvscope/report.h,
+ * kvs_render_compare) only format it.
+ *
+ * defines: struct kvs_comparison, struct kvs_cmp_steps, struct kvs_cmp_side,
+ *          struct kvs_cmp_group, kvs_compare, kvs_comparison_free, kvs_cmp_rel
+ *
+ * Everything is copied out of the analyses, so a comparison outlives them.
+ * Thread safety: one comparison per call; comparisons are independent.
+ */
+#ifndef KVSCOPE_COMPARE_H
+#define KVSCOPE_COMPARE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kvscope/analysis.h"
+#include "kvscope/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One trace's step figures (per step; whole-trace totals when count is 0). */
+struct kvs_cmp_steps {
+    char *path;
+    char *device;
+    double peak_gbps;        /* 0: unknown */
+    int64_t count;
+    double mean_ms;
+    double gpu_ms_per_step;
+    double gpu_busy_fraction;
+    double tokens_per_s;     /* 0: unknown (no batch) */
+    double wall_min_ms;      /* shortest and longest step; NAN without steps */
+    double wall_max_ms;
+};
+
+/* One side of a role: the groups of one trace that share the role, summed. */
+struct kvs_cmp_side {
+    bool present;
+    int ngroups;             /* groups merged (usually 1) */
+    char *op;                /* of the largest group */
+    char *dims;              /* JSON text of the largest group's dims */
+    char *dtypes;            /* JSON text of its dtypes */
+    char *dims_short;        /* "[131072,1,576] x2" */
+    char *dtypes_short;      /* "bf16, fp8_e4m3fn" */
+    char *match;             /* match label of the largest group, or NULL */
+    double calls_per_step;
+    double gpu_ms_per_step;
+    double bytes_per_step;
+    double achieved_gbps;    /* of the merged groups: bytes / GPU time */
+    double efficiency;       /* achieved / peak; NAN when the peak is unknown */
+};
+
+struct kvs_cmp_group {
+    char *role;
+    struct kvs_cmp_side before, after;
+};
+
+struct kvs_comparison {
+    struct kvs_cmp_steps before, after;
+    int batch;                          /* as given to kvs_compare; 0 = unknown */
+    size_t ngroup;
+    struct kvs_cmp_group *groups;       /* largest GPU time (either side) first */
+    size_t nresolved, nnew, nkept;
+    char **resolved;                    /* finding ids in before only */
+    char **resolved_msg;                /* their messages (before's) */
+    char **new_ids;                     /* finding ids in after only */
+    char **new_msg;
+    char **kept;                        /* ids in both */
+    size_t nverdict;
+    char **verdict;                     /* sentences, most important first */
+};
+
+/* batch: sequences per step for tokens/s (0 = unknown; then the analyses'
+ * own steps.tokens_per_s is used if set). */
+KVS_API enum kvs_status kvs_compare(const struct kvs_analysis *before,
+                                    const struct kvs_analysis *after, int batch,
+                                    struct kvs_comparison **out);
+KVS_API void kvs_comparison_free(struct kvs_comparison *c);
+
+/* Change of before -> after as a fraction of before; NAN when before is 0
+ * or either is not finite. */
+KVS_API double kvs_cmp_rel(double before, double after);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KVSCOPE_COMPARE_H */

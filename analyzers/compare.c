@@ -173,6 +173,32 @@ static int cmp_groups(const void *x, const void *y)
     return strcmp(a->role, b->role);
 }
 
+static struct kvs_cmp_change change_of(double before, double after)
+{
+    struct kvs_cmp_change ch = {kvs_finite_or0(after) - kvs_finite_or0(before),
+                                kvs_cmp_rel(before, after)};
+    return ch;
+}
+
+static void group_changes(struct kvs_cmp_group *g)
+{
+    const struct kvs_cmp_side *x = &g->before, *y = &g->after;
+    g->gpu_ms_per_step = change_of(x->present ? x->gpu_ms_per_step : 0,
+                                   y->present ? y->gpu_ms_per_step : 0);
+    g->bytes_per_step = change_of(x->present ? x->bytes_per_step : 0,
+                                  y->present ? y->bytes_per_step : 0);
+    g->efficiency_diff = x->present && y->present ? y->efficiency - x->efficiency : NAN;
+}
+
+static void step_changes(struct kvs_comparison *c)
+{
+    const struct kvs_cmp_steps *x = &c->before, *y = &c->after;
+    c->change.mean_ms = change_of(x->mean_ms, y->mean_ms);
+    c->change.gpu_ms_per_step = change_of(x->gpu_ms_per_step, y->gpu_ms_per_step);
+    c->change.gpu_busy_fraction = change_of(x->gpu_busy_fraction, y->gpu_busy_fraction);
+    c->change.tokens_per_s = change_of(x->tokens_per_s, y->tokens_per_s);
+}
+
 static void pair_groups(struct builder *b, const struct kvs_analysis *before,
                         const struct kvs_analysis *after)
 {
@@ -184,6 +210,8 @@ static void pair_groups(struct builder *b, const struct kvs_analysis *before,
                 add_to_side(b, side ? &g->after : &g->before, &a->groups[i], a->trace.peak_gbps);
         }
     }
+    for (size_t i = 0; i < b->c->ngroup; i++)
+        group_changes(&b->c->groups[i]);
     if (b->c->ngroup > 1)
         qsort(b->c->groups, b->c->ngroup, sizeof *b->c->groups, cmp_groups);
 }
@@ -456,6 +484,7 @@ enum kvs_status kvs_compare(const struct kvs_analysis *before, const struct kvs_
     c->batch = batch;
     fill_steps(&b, &c->before, before, batch);
     fill_steps(&b, &c->after, after, batch);
+    step_changes(c);
     pair_groups(&b, before, after);
     diff_findings(&b, before, after, &c->resolved, &c->resolved_msg, &c->nresolved, &c->kept,
                   &c->nkept);

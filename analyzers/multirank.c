@@ -74,6 +74,8 @@ static void fill_row(struct kvs_rank_row *r, const struct kvs_analysis *a, int r
     r->comm_ms = kvs_finite_or0(s->comm_ms_per_step);
     r->overlap_ms = kvs_finite_or0(s->overlap_ms_per_step);
     r->exposed_comm_ms = r->comm_ms > r->overlap_ms ? r->comm_ms - r->overlap_ms : 0;
+    r->compute_only_ms = fmax(0, r->compute_ms - r->overlap_ms);
+    r->idle_ms = isfinite(r->step_ms) ? fmax(0, r->step_ms - r->gpu_ms) : 0;
     r->comm_fraction = r->gpu_ms > 0 ? r->comm_ms / r->gpu_ms : 0;
 }
 

@@ -17,16 +17,14 @@
 
 #define CHANGE_BUF 112
 
-static void change_ms(char *buf, double before, double after)
+static void change_ms(char *buf, const struct kvs_cmp_change *ch)
 {
     char d[KVS_FMT_BUF], p[KVS_FMT_BUF];
-    double diff = kvs_finite_or0(after) - kvs_finite_or0(before);
-    double rel = kvs_cmp_rel(before, after);
-    kvs_fmt_ms(d, diff);
+    kvs_fmt_ms(d, ch->diff);
     /* a sign only when the rounded number shows a change */
-    const char *sign = diff > 0 && strspn(d, "0.") != strlen(d) ? "+" : "";
-    if (isfinite(rel))
-        snprintf(buf, CHANGE_BUF, "%s%s (%s)", sign, d, kvs_fmt_signed_pct(p, rel));
+    const char *sign = ch->diff > 0 && strspn(d, "0.") != strlen(d) ? "+" : "";
+    if (isfinite(ch->rel))
+        snprintf(buf, CHANGE_BUF, "%s%s (%s)", sign, d, kvs_fmt_signed_pct(p, ch->rel));
     else
         snprintf(buf, CHANGE_BUF, "%s%s", sign, d);
 }
@@ -42,16 +40,15 @@ bool kvs_cmp_table_steps(struct kvs_table *t, const struct kvs_comparison *c)
     row[1] = b, row[2] = a, row[3] = d;
 
     row[0] = "wall ms";
-    kvs_fmt_ms(b, x->mean_ms), kvs_fmt_ms(a, y->mean_ms), change_ms(d, x->mean_ms, y->mean_ms);
+    kvs_fmt_ms(b, x->mean_ms), kvs_fmt_ms(a, y->mean_ms), change_ms(d, &c->change.mean_ms);
     kvs_table_add(t, row);
     row[0] = "GPU busy ms";
     kvs_fmt_ms(b, x->gpu_ms_per_step), kvs_fmt_ms(a, y->gpu_ms_per_step);
-    change_ms(d, x->gpu_ms_per_step, y->gpu_ms_per_step);
+    change_ms(d, &c->change.gpu_ms_per_step);
     kvs_table_add(t, row);
     row[0] = "GPU busy fraction";
     kvs_fmt_pct(b, x->gpu_busy_fraction), kvs_fmt_pct(a, y->gpu_busy_fraction);
-    snprintf(d, sizeof d, "%+.1f pts",
-             (kvs_finite_or0(y->gpu_busy_fraction) - kvs_finite_or0(x->gpu_busy_fraction)) * 100);
+    snprintf(d, sizeof d, "%+.1f pts", c->change.gpu_busy_fraction.diff * 100);
     kvs_table_add(t, row);
     if (x->tokens_per_s > 0 || y->tokens_per_s > 0) {
         row[0] = "tokens/s";
@@ -63,7 +60,7 @@ bool kvs_cmp_table_steps(struct kvs_table *t, const struct kvs_comparison *c)
             kvs_fmt_count(a, y->tokens_per_s);
         else
             strcpy(a, "-");
-        kvs_fmt_signed_pct(d, kvs_cmp_rel(x->tokens_per_s, y->tokens_per_s));
+        kvs_fmt_signed_pct(d, c->change.tokens_per_s.rel);
         kvs_table_add(t, row);
     }
     row[0] = "steps in trace";
@@ -115,7 +112,7 @@ bool kvs_cmp_table_groups(struct kvs_table *t, const struct kvs_comparison *c, s
             if (isfinite(y->efficiency))
                 kvs_fmt_pct(ea, y->efficiency);
         }
-        change_ms(ch, x->present ? x->gpu_ms_per_step : 0, y->present ? y->gpu_ms_per_step : 0);
+        change_ms(ch, &g->gpu_ms_per_step);
         const char *row[] = {op, dtypes, dims, mb, ma, ch, bb, ba, eb, ea};
         kvs_table_add(t, row);
     }

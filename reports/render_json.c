@@ -252,20 +252,14 @@ enum kvs_status kvs_render_json_compare(FILE *out, const struct kvs_comparison *
         write_cmp_side(&w, &g->before);
         kvs_jw_key(&w, "after");
         write_cmp_side(&w, &g->after);
-        /* a side that is absent counts as no work: the group went away (or came) */
-        double mb = g->before.present ? g->before.gpu_ms_per_step : 0;
-        double ma = g->after.present ? g->after.gpu_ms_per_step : 0;
-        double bb = g->before.present ? g->before.bytes_per_step : 0;
-        double ba = g->after.present ? g->after.bytes_per_step : 0;
         kvs_jw_key(&w, "delta");
         kvs_jw_obj(&w);
         kvs_jw_key(&w, "gpu_ms_per_step");
-        kvs_jw_num(&w, ma - mb);
+        kvs_jw_num(&w, g->gpu_ms_per_step.diff);
         kvs_jw_key(&w, "bytes_per_step");
-        kvs_jw_num(&w, ba - bb);
+        kvs_jw_num(&w, g->bytes_per_step.diff);
         kvs_jw_key(&w, "efficiency");
-        kvs_jw_num_or_null(&w, g->after.efficiency - g->before.efficiency,
-                           g->before.present && g->after.present);
+        kvs_jw_num(&w, g->efficiency_diff); /* NAN -> null */
         kvs_jw_obj_end(&w);
         kvs_jw_obj_end(&w);
     }

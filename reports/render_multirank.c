@@ -152,10 +152,10 @@ enum kvs_status kvs_render_html_multirank(FILE *out, const struct kvs_multirank 
             const struct kvs_rank_row *r = &m->rows[i];
             snprintf(labels[i], sizeof labels[i], "rank %d", r->rank);
             rows[i].label = labels[i];
-            rows[i].v[0] = fmax(0, r->compute_ms - r->overlap_ms);
+            rows[i].v[0] = r->compute_only_ms;
             rows[i].v[1] = r->overlap_ms;
             rows[i].v[2] = r->exposed_comm_ms;
-            rows[i].v[3] = isfinite(r->step_ms) ? fmax(0, r->step_ms - r->gpu_ms) : 0;
+            rows[i].v[3] = r->idle_ms;
         }
         static const char *const names[KVS_SVG_STACK_PARTS] = {"compute", "overlap",
                                                                "exposed comm", "idle"};

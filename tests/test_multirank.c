@@ -203,6 +203,11 @@ static void test_straggler_and_ranks(void)
         KVS_CHECK_NEAR(num(x, "rank"), i, 0);
         KVS_CHECK_NEAR(num(x, "exposed_comm_ms"), i == 2 ? 0.1 : 0.2, 1e-12);
         KVS_CHECK_NEAR(num(x, "comm_fraction"), i == 2 ? 200.0 / 650 : 300.0 / 570, 1e-12);
+        /* the HTML chart's parts come computed: rank 0/1 busy 100-600 and 650-720 us of a
+         * 1000 us step, compute 370 us of which 100 under the all-reduce; rank 2 busy 100-700
+         * and 750-800 us of 1200, compute 550 us of which 100 under the all-reduce */
+        KVS_CHECK_NEAR(m->rows[i].compute_only_ms, i == 2 ? 0.45 : 0.27, 1e-9);
+        KVS_CHECK_NEAR(m->rows[i].idle_ms, i == 2 ? 0.55 : 0.43, 1e-9);
     }
     /* the cast on ranks 0 and 1 only; the reports in rank order */
     const cJSON *fs = cJSON_GetObjectItem(r, "findings");

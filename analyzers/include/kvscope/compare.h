@@ -5,7 +5,7 @@
  * kvs_render_compare) only format it.
  *
  * defines: struct kvs_comparison, struct kvs_cmp_steps, struct kvs_cmp_side,
- *          struct kvs_cmp_group, kvs_compare, kvs_comparison_free, kvs_cmp_rel
+ *          struct kvs_cmp_group, struct kvs_cmp_change, kvs_compare, kvs_comparison_free, kvs_cmp_rel
  *
  * Everything is copied out of the analyses, so a comparison outlives them.
  * Thread safety: one comparison per call; comparisons are independent.
@@ -55,13 +55,26 @@ struct kvs_cmp_side {
     double efficiency;       /* achieved / peak; NAN when the peak is unknown */
 };
 
+/* One figure before -> after: diff = after - before (a side that is
+ * absent or not finite counts as 0), rel = kvs_cmp_rel(before, after). */
+struct kvs_cmp_change {
+    double diff;
+    double rel;
+};
+
 struct kvs_cmp_group {
     char *role;
     struct kvs_cmp_side before, after;
+    /* an absent side counts as no work: the group went away (or came) */
+    struct kvs_cmp_change gpu_ms_per_step, bytes_per_step;
+    double efficiency_diff;  /* after - before; NAN unless both sides have one */
 };
 
 struct kvs_comparison {
     struct kvs_cmp_steps before, after;
+    struct {
+        struct kvs_cmp_change mean_ms, gpu_ms_per_step, gpu_busy_fraction, tokens_per_s;
+    } change;                           /* after against before, per step */
     int batch;                          /* as given to kvs_compare; 0 = unknown */
     size_t ngroup;
     struct kvs_cmp_group *groups;       /* largest GPU time (either side) first */

@@ -40,6 +40,8 @@ struct kvs_rank_row {
     double comm_ms;              /* union of communication activity */
     double overlap_ms;           /* both at once: comm hidden under compute */
     double exposed_comm_ms;      /* comm_ms - overlap_ms */
+    double compute_only_ms;      /* compute_ms - overlap_ms: computation with no comm beside it */
+    double idle_ms;              /* step_ms - gpu_ms (not below 0); 0 without steps */
     double comm_fraction;        /* comm_ms / gpu_ms; 0 without GPU work */
 };
 

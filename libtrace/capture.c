@@ -247,6 +247,10 @@ static void trace_release(struct kvs_trace *t)
     kvs_host_store_free(&t->host);
     pthread_mutex_destroy(&t->dev_mu);
     free(t->devices);
+    for (int i = 0; i < t->nextra; i++) {
+        free((void *)(uintptr_t)t->extra[i].key);
+        free((void *)(uintptr_t)t->extra[i].json);
+    }
     for (size_t i = 0; i < t->demangled.cap; i++)
         if (t->demangled.used[i])
             free((void *)(uintptr_t)t->demangled.vals[i]);

@@ -35,6 +35,8 @@ struct kvs_trace {
     int64_t clock_offset_ns;         /* CUPTI clock - CLOCK_MONOTONIC; 0 with our callback */
     int64_t base_time_ns;            /* CLOCK_REALTIME - CLOCK_MONOTONIC at create */
     const char *window;              /* "api", "all", "cudaProfilerStart" */
+    struct kvs_trace_extra extra[KVS_TRACE_MAX_EXTRA]; /* kvs_trace_set_extra: owned copies */
+    int nextra;
 
     struct kvs_pool pool;
     struct kvs_host_store host;

@@ -206,6 +206,45 @@ int kvs_capture_query_devices(struct kvs_trace *t, int init_driver)
 // ----------------------------------------------------------------------------
 // write
 
+enum kvs_status kvs_trace_set_extra(struct kvs_trace *t, const char *key, const char *json)
+{
+    if (!t || !key)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    int at = 0;
+    while (at < t->nextra && strcmp(t->extra[at].key, key))
+        at++;
+    if (!json) { /* remove */
+        if (at == t->nextra)
+            return KVS_STATUS_OK;
+        free((void *)(uintptr_t)t->extra[at].key);
+        free((void *)(uintptr_t)t->extra[at].json);
+        memmove(&t->extra[at], &t->extra[at + 1], (size_t)(t->nextra - at - 1) * sizeof t->extra[0]);
+        t->nextra--;
+        return KVS_STATUS_OK;
+    }
+    struct kvs_trace_extra one = {key, json};
+    KVS_TRY(kvs_trace_check_extra(&one, 1, &t->lg));
+    if (at == KVS_TRACE_MAX_EXTRA) {
+        kvs_log(&t->lg, KVS_LOG_ERROR, "kvs_trace_set_extra: more than %d extra objects",
+                KVS_TRACE_MAX_EXTRA);
+        return KVS_STATUS_LIMIT;
+    }
+    char *j = strdup(json), *k = at < t->nextra ? NULL : strdup(key);
+    if (!j || (at == t->nextra && !k)) {
+        free(j);
+        free(k);
+        return KVS_STATUS_NO_MEMORY;
+    }
+    if (at < t->nextra) {
+        free((void *)(uintptr_t)t->extra[at].json);
+    } else {
+        t->extra[at].key = k;
+        t->nextra++;
+    }
+    t->extra[at].json = j;
+    return KVS_STATUS_OK;
+}
+
 enum kvs_status kvs_trace_write(struct kvs_trace *t, const char *path)
 {
     return kvs_trace_write_part(t, path, NULL);
@@ -276,6 +315,8 @@ enum kvs_status kvs_trace_write_part(struct kvs_trace *t, const char *path,
     if (load_driver(&drv, 0) == 0 && drv.version(&version) == CUDA_SUCCESS)
         m.cuda_driver_version = version;
     m.window = t->window;
+    m.extra = t->extra;
+    m.nextra = t->nextra;
     m.window_start_ns = t->window_start_ns;
     m.window_end_ns = end;
     if (!t->ndevices)

@@ -326,6 +326,100 @@ static void write_kvscope(struct kvs_out *o, const struct kvs_trace_meta *m, siz
                 (unsigned long long)s->flush_ns);
 }
 
+/* The writer's own top-level keys: a caller's object may not take one. */
+static const char *const own_keys[] = {
+    "schemaVersion", "deviceProperties", "distributedInfo", "cupti_version",
+    "cuda_driver_version", "cuda_runtime_version", "kvscope", "displayTimeUnit",
+    "baseTimeNanoseconds", "traceEvents", "traceName",
+};
+
+/* One JSON object whose brackets pair up and whose strings close, nothing
+ * after it (nesting deeper than 64 is refused). */
+static int balanced_object(const char *s)
+{
+    while (*s == ' ' || *s == '\n' || *s == '\t' || *s == '\r')
+        s++;
+    if (*s != '{')
+        return 0;
+    char open[64];
+    int depth = 0, in_str = 0;
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (in_str) {
+            if (c == '\\' && s[1])
+                s++;
+            else if (c == '"')
+                in_str = 0;
+            else if (c < 0x20)
+                return 0;
+            continue;
+        }
+        if (c == '"') {
+            in_str = 1;
+        } else if (c == '{' || c == '[') {
+            if (depth == (int)sizeof open)
+                return 0;
+            open[depth++] = (char)c;
+        } else if (c == '}' || c == ']') {
+            if (depth == 0 || open[depth - 1] != (c == '}' ? '{' : '['))
+                return 0;
+            if (--depth == 0) {
+                s++;
+                break;
+            }
+        }
+    }
+    if (depth != 0 || in_str)
+        return 0;
+    while (*s == ' ' || *s == '\n' || *s == '\t' || *s == '\r')
+        s++;
+    return *s == '\0';
+}
+
+enum kvs_status kvs_trace_check_extra(const struct kvs_trace_extra *extra, int n,
+                                      const struct kvs_logger *lg)
+{
+    if (n < 0 || (n > 0 && !extra)) {
+        kvs_log(lg, KVS_LOG_ERROR, "trace writer: %d extra objects and no array of them", n);
+        return KVS_STATUS_INVALID_ARGUMENT;
+    }
+    for (int i = 0; i < n; i++) {
+        const struct kvs_trace_extra *e = &extra[i];
+        if (!e->key || !*e->key) {
+            kvs_log(lg, KVS_LOG_ERROR, "trace writer: extra object %d has no key", i);
+            return KVS_STATUS_INVALID_ARGUMENT;
+        }
+        for (size_t k = 0; k < sizeof own_keys / sizeof own_keys[0]; k++)
+            if (!strcmp(e->key, own_keys[k])) {
+                kvs_log(lg, KVS_LOG_ERROR, "trace writer: \"%s\" is the writer's own key",
+                        e->key);
+                return KVS_STATUS_INVALID_ARGUMENT;
+            }
+        for (int j = 0; j < i; j++)
+            if (!strcmp(e->key, extra[j].key)) {
+                kvs_log(lg, KVS_LOG_ERROR, "trace writer: extra key \"%s\" given twice", e->key);
+                return KVS_STATUS_INVALID_ARGUMENT;
+            }
+        if (!e->json || !balanced_object(e->json)) {
+            kvs_log(lg, KVS_LOG_ERROR, "trace writer: extra \"%s\" is not one JSON object",
+                    e->key);
+            return KVS_STATUS_INVALID_ARGUMENT;
+        }
+    }
+    return KVS_STATUS_OK;
+}
+
+static void write_extras(struct kvs_out *o, const struct kvs_trace_meta *m)
+{
+    for (int i = 0; i < m->nextra; i++) {
+        kvs_out_str(o, "  ");
+        kvs_out_json_string(o, m->extra[i].key);
+        kvs_out_str(o, ": ");
+        kvs_out_str(o, m->extra[i].json);
+        kvs_out_str(o, ",\n");
+    }
+}
+
 static void meta_event(struct kvs_out *o, const char *what, int64_t pid, int64_t tid, int64_t ts,
                        const char *key, const char *sval, long long ival)
 {
@@ -401,6 +495,7 @@ static void write_doc(struct kvs_out *o, const struct kvs_trace_meta *m,
     if (m->cuda_runtime_version)
         kvs_out_fmt(o, "  \"cuda_runtime_version\": %d,\n", m->cuda_runtime_version);
     write_kvscope(o, m, n);
+    write_extras(o, m);
     kvs_out_fmt(o, "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": %lld,\n",
                 (long long)m->base_time_ns);
     kvs_out_str(o, "  \"traceEvents\": [\n");
@@ -457,6 +552,9 @@ enum kvs_status kvs_trace_write_json_stream(const struct kvs_trace_meta *meta,
                                             const struct kvs_trace_rec *recs, size_t nrecs,
                                             FILE *out, const struct kvs_logger *lg)
 {
+    enum kvs_status bad = kvs_trace_check_extra(meta->extra, meta->nextra, lg);
+    if (bad != KVS_STATUS_OK)
+        return bad;
     struct kvs_out *o = malloc(sizeof *o);
     if (!o)
         return KVS_STATUS_NO_MEMORY;
@@ -482,6 +580,9 @@ enum kvs_status kvs_trace_write_json(const struct kvs_trace_meta *meta,
 {
     if (!path || !*path)
         return KVS_STATUS_INVALID_ARGUMENT;
+    enum kvs_status bad = kvs_trace_check_extra(meta->extra, meta->nextra, lg);
+    if (bad != KVS_STATUS_OK)
+        return bad;
     if (strcmp(path, "-") == 0)
         return kvs_trace_write_json_stream(meta, recs, nrecs, stdout, lg);
     size_t plen = strlen(path) + 32;

@@ -5,6 +5,7 @@
  *   meson test -C build test_trace_writer
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -447,6 +448,106 @@ static void test_write_errors(void)
     }
 }
 
+/* The engine's run facts, as kvscope engine --trace writes them (the agreed
+ * schema, docs/report-json.md), beside "deviceProperties" at the top. */
+static const char engine_json[] =
+    "{\"schema\": \"kvscope.engine/1\", \"config\": \"glm5\", \"kv_path\": \"full-cast\", "
+    "\"batch\": 1, \"context\": 4096, \"kv_capacity\": 495552, \"layers\": 78, \"tp\": 1, "
+    "\"graph\": false, \"steps\": 4, \"bytes_per_step\": 147367000000, "
+    "\"weight_bytes_per_step\": 80567000000, \"kv_bytes_per_step\": 66800000000, "
+    "\"copy_gbps\": 4227.1, \"step_ms\": 96.67, \"note\": \"a } and a \\\" in a string\"}";
+
+static void test_extra_object(void)
+{
+    struct kvs_trace_rec recs[32];
+    size_t n = make_records(recs);
+    struct kvs_trace_device dev = h200();
+    struct kvs_trace_meta m;
+    make_meta(&m, &dev);
+    const struct kvs_trace_extra extra[] = {{"kvscope.engine", engine_json},
+                                            {"other", " { \"a\": [1, {\"b\": 2}] }\n"}};
+    m.extra = extra, m.nextra = 2;
+    char path[] = "/tmp/kvs_writer_extraXXXXXX";
+    int fd = mkstemp(path);
+    KVS_REQUIRE(fd >= 0);
+    close(fd);
+    KVS_REQUIRE(kvs_trace_write_json(&m, recs, n, path, NULL) == KVS_STATUS_OK);
+    size_t len;
+    char *text = slurp(path, &len);
+    KVS_REQUIRE(text);
+    cJSON *doc = cJSON_Parse(text);
+    free(text);
+    KVS_REQUIRE(doc);
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(doc, "kvscope.engine");
+    KVS_REQUIRE(cJSON_IsObject(e));
+    KVS_CHECK_EQ_STR(cJSON_GetObjectItemCaseSensitive(e, "schema")->valuestring,
+                     "kvscope.engine/1");
+    KVS_CHECK_EQ_STR(cJSON_GetObjectItemCaseSensitive(e, "kv_path")->valuestring, "full-cast");
+    KVS_CHECK_EQ_INT(kvs_summary_int(e, "kv_capacity", 0), 495552);
+    KVS_CHECK_EQ_INT(kvs_summary_int(e, "bytes_per_step", 0), 147367000000LL);
+    KVS_CHECK(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(e, "graph")));
+    KVS_CHECK_NEAR(cJSON_GetObjectItemCaseSensitive(e, "copy_gbps")->valuedouble, 4227.1, 1e-9);
+    KVS_CHECK_EQ_STR(cJSON_GetObjectItemCaseSensitive(e, "note")->valuestring,
+                     "a } and a \" in a string");
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(doc, "other");
+    KVS_CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(o, "a")), 2);
+    /* the writer's own keys are all still there */
+    KVS_CHECK(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "deviceProperties")));
+    KVS_CHECK(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "traceEvents")));
+    KVS_CHECK(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(doc, "kvscope")));
+    cJSON_Delete(doc);
+    char keep[sizeof path + 8];
+    snprintf(keep, sizeof keep, "%s.good", path);
+    KVS_REQUIRE(rename(path, keep) == 0);
+    fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0600);
+    KVS_REQUIRE(fd >= 0);
+    close(fd);
+
+    /* refused before anything is written: the file stays as it was (empty) */
+    static const struct {
+        const char *key, *json;
+    } bad[] = {
+        {"kvscope", "{}"},              /* the writer's own key */
+        {"traceEvents", "{}"},
+        {"", "{}"},                     /* no key */
+        {"x", NULL},
+        {"x", "[1, 2]"},                /* not an object */
+        {"x", "{\"a\": 1"},             /* unbalanced */
+        {"x", "{\"a\": 1}}"},
+        {"x", "{\"a\": 1} {}"},         /* two values */
+        {"x", "{\"a\": \"open}"},       /* string never closed */
+        {"x", "{\"a\": \"line\nbreak\"}"}, /* raw control character in a string */
+        {"x", "{\"a\": [1}]"},       /* brackets that do not pair */
+        {"x", "{\"a\": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}"}, /* 70 deep */
+    };
+    struct kvs_logger quiet = {NULL, NULL, KVS_LOG_ERROR + 1};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct kvs_trace_extra one = {bad[i].key, bad[i].json};
+        m.extra = &one, m.nextra = 1;
+        KVS_CHECK_MSG(kvs_trace_write_json(&m, recs, n, path, &quiet) ==
+                          KVS_STATUS_INVALID_ARGUMENT,
+                      "accepted extra %zu", i);
+        FILE *devnull = fopen("/dev/null", "w");
+        KVS_REQUIRE(devnull);
+        KVS_CHECK(kvs_trace_write_json_stream(&m, recs, n, devnull, &quiet) ==
+                  KVS_STATUS_INVALID_ARGUMENT);
+        fclose(devnull);
+    }
+    const struct kvs_trace_extra twice[] = {{"k", "{}"}, {"k", "{}"}};
+    m.extra = twice, m.nextra = 2;
+    KVS_CHECK_EQ_INT(kvs_trace_write_json(&m, recs, n, path, &quiet), KVS_STATUS_INVALID_ARGUMENT);
+    m.extra = NULL, m.nextra = 1;
+    KVS_CHECK_EQ_INT(kvs_trace_write_json(&m, recs, n, path, &quiet), KVS_STATUS_INVALID_ARGUMENT);
+    text = slurp(path, &len);
+    KVS_CHECK(text && len == 0); /* nothing was written by any refused call */
+    free(text);
+    unlink(path);
+    cJSON *sum;
+    kvs_check_trace_valid(keep, &sum); /* and tests/check_trace.py reads the good one */
+    cJSON_Delete(sum);
+    unlink(keep);
+}
+
 static void test_parse_activities(void)
 {
     unsigned bits = 12345;
@@ -477,6 +578,7 @@ int main(int argc, char **argv)
         {"many_records", test_many_records},
         {"check_script_can_fail", test_check_script_can_fail},
         {"write_errors", test_write_errors},
+        {"extra_object", test_extra_object},
         {"parse_activities", test_parse_activities},
         {NULL, NULL},
     };

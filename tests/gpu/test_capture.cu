@@ -11,6 +11,7 @@
 #include <cupti.h>
 #include <nvtx3/nvToolsExt.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <vector>
 
@@ -203,7 +204,26 @@ static void test_capture_workload(void)
 
     char path[128];
     tmp_trace(path, sizeof path, "linked");
+    /* a caller's top-level object (the engine's "kvscope.engine"): checked
+     * when set (the two refusals log), replaced by key, written into the file */
+    KVS_CHECK(kvs_trace_set_extra(t, "test.extra", "{\"v\": 1") == KVS_STATUS_INVALID_ARGUMENT);
+    KVS_CHECK(kvs_trace_set_extra(t, "kvscope", "{}") == KVS_STATUS_INVALID_ARGUMENT);
+    KVS_CHECK(kvs_trace_set_extra(t, "test.extra", "{\"v\": 1}") == KVS_STATUS_OK);
+    KVS_CHECK(kvs_trace_set_extra(t, "test.extra", "{\"v\": 2}") == KVS_STATUS_OK);
+    KVS_CHECK(kvs_trace_set_extra(t, "test.gone", "{}") == KVS_STATUS_OK);
+    KVS_CHECK(kvs_trace_set_extra(t, "test.gone", NULL) == KVS_STATUS_OK);
     KVS_REQUIRE(kvs_trace_write(t, path) == KVS_STATUS_OK);
+    {
+        gzFile z = gzopen(path, "rb");
+        KVS_REQUIRE(z);
+        std::vector<char> text(1 << 16); /* the top-level keys come before the events */
+        int n = gzread(z, text.data(), (unsigned)text.size() - 1);
+        gzclose(z);
+        KVS_REQUIRE(n > 0);
+        text[(size_t)n] = '\0';
+        KVS_CHECK(strstr(text.data(), "\"test.extra\": {\"v\": 2},") != NULL);
+        KVS_CHECK(strstr(text.data(), "test.gone") == NULL);
+    }
     struct kvs_trace_stats stats;
     kvs_trace_get_stats(t, &stats);
     kvs_trace_free(t);

@@ -4,7 +4,8 @@
  *
  * defines: struct kvs_trace, enum kvs_trace_activity, struct kvs_trace_config,
  *          kvs_trace_config_init, kvs_trace_create, kvs_trace_start,
- *          kvs_trace_stop, kvs_trace_write, kvs_trace_write_part, kvs_trace_get_stats,
+ *          kvs_trace_stop, kvs_trace_write, kvs_trace_write_part, kvs_trace_set_extra,
+ *          kvs_trace_get_stats,
  *          kvs_trace_free,
  *          kvs_trace_parse_activities
  *
@@ -129,6 +130,17 @@ KVS_API enum kvs_status kvs_trace_write(struct kvs_trace *t, const char *path);
  * capture's. part NULL: everything, as kvs_trace_write. */
 KVS_API enum kvs_status kvs_trace_write_part(struct kvs_trace *t, const char *path,
                                              const struct kvs_trace_part *part);
+
+/* A top-level object of the caller's own (struct kvs_trace_extra in
+ * kvscope/trace_writer.h: a key and one JSON object, both copied) written
+ * into every later kvs_trace_write / kvs_trace_write_part file of this
+ * capture, after "kvscope". Setting a key again replaces its object; json
+ * NULL removes it. KVS_STATUS_INVALID_ARGUMENT (logged) for what the writer
+ * would refuse, KVS_STATUS_LIMIT beyond KVS_TRACE_MAX_EXTRA keys. Call it
+ * from the thread that writes. */
+#define KVS_TRACE_MAX_EXTRA 4
+KVS_API enum kvs_status kvs_trace_set_extra(struct kvs_trace *t, const char *key,
+                                            const char *json);
 
 /* Counts so far (records are counted when written). */
 KVS_API void kvs_trace_get_stats(const struct kvs_trace *t, struct kvs_trace_stats *out);

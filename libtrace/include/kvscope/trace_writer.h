@@ -4,13 +4,15 @@
  *
  * defines: enum kvs_trace_rec_kind, struct kvs_trace_rec (and its parts),
  *          struct kvs_trace_device, struct kvs_trace_stats,
- *          struct kvs_trace_meta, kvs_trace_meta_init, kvs_trace_write_json,
+ *          struct kvs_trace_extra, kvs_trace_check_extra, struct kvs_trace_meta,
+ *          kvs_trace_meta_init, kvs_trace_write_json,
  *          kvs_trace_write_json_stream, kvs_trace_format_us, KVS_TRACE_US_BUF,
  *          struct kvs_trace_part, kvs_trace_select, kvs_trace_rank_path
  *
  * What is written (the field names and layout of PyTorch's profiler/Kineto):
  *   { "schemaVersion": 1, "deviceProperties": [...], "distributedInfo": {...},
  *     "cupti_version": N, "cuda_driver_version": N, "kvscope": {...},
+ *     "<extra key>": {...}, (the caller's objects: struct kvs_trace_extra)
  *     "displayTimeUnit": "ms", "baseTimeNanoseconds": N,
  *     "traceEvents": [ ... ], "traceName": "..." }
  * with events of category cpu_op, user_annotation, gpu_user_annotation,
@@ -136,6 +138,24 @@ struct kvs_trace_stats {
     uint64_t flush_ns;               /* time of the final flush */
 };
 
+/* A caller's own top-level object, written as given after "kvscope" (the
+ * engine's "kvscope.engine": its run and byte model, docs/report-json.md).
+ * `json` is one JSON object, "{...}"; the writer checks that it is one
+ * object whose brackets pair up (up to 64 deep) and whose strings close
+ * (not that every number is well formed), and that `key` is none of the
+ * writer's own keys nor repeated: anything else is
+ * KVS_STATUS_INVALID_ARGUMENT before a byte is written. */
+struct kvs_trace_extra {
+    const char *key;
+    const char *json;
+};
+
+/* The writer's check of n extra objects (KVS_STATUS_OK, or
+ * KVS_STATUS_INVALID_ARGUMENT with the reason logged), for callers that
+ * keep one to write later. */
+KVS_API enum kvs_status kvs_trace_check_extra(const struct kvs_trace_extra *extra, int n,
+                                              const struct kvs_logger *lg);
+
 struct kvs_trace_meta {
     int64_t base_time_ns;            /* wall clock (Unix ns) at CPU-clock 0 */
     uint32_t pid;                    /* the captured process */
@@ -151,6 +171,8 @@ struct kvs_trace_meta {
     int ndevices;
     struct kvs_trace_stats stats;
     const char *backend;             /* distributedInfo "backend" ("nccl"); NULL: omitted */
+    const struct kvs_trace_extra *extra; /* nextra top-level objects; NULL: none */
+    int nextra;
 };
 
 /* Zero everything, rank -1. */
@@ -158,7 +180,8 @@ KVS_API void kvs_trace_meta_init(struct kvs_trace_meta *meta);
 
 /* Write the trace to `path`: gzip-compressed when it ends in ".gz", "-" for
  * stdout. The file appears complete or not at all (written to a temporary
- * name in the same folder, then renamed). */
+ * name in the same folder, then renamed). KVS_STATUS_INVALID_ARGUMENT (logged,
+ * nothing written) when an extra object is refused (struct kvs_trace_extra). */
 KVS_API enum kvs_status kvs_trace_write_json(const struct kvs_trace_meta *meta,
                                              const struct kvs_trace_rec *recs, size_t nrecs,
                                              const char *path, const struct kvs_logger *lg);

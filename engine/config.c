@@ -1,6 +1,6 @@
 /* engine/config.c — read a GLM-5 / DeepSeek-V3 style config.json (cJSON: a
  * small document) into struct kvs_model_config, by bundled name or path.
- * Tested by tests/test_engine_host.c (meson test -C build test_engine_host). */
+ * Tested by tests/test_engine_config.c (meson test -C build test_engine_config). */
 #include "kvscope/engine.h"
 #include "kvscope/check.h"
 

@@ -1,7 +1,7 @@
 /* engine/experts.c — mapping GLM-5's 256 logical routed experts onto the
  * experts kept resident per layer, so that a token reads as many expert
  * weights as in the real model (kvscope/engine.h says how). The CUDA version
- * of kvs_expert_map_token shares its code (engine/expert_map_impl.h). Tested by tests/test_engine_host.c. */
+ * of kvs_expert_map_token shares its code (engine/expert_map_impl.h). Tested by tests/test_engine_plan.c. */
 #include "kvscope/engine.h"
 
 #include <math.h>

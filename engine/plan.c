@@ -1,6 +1,6 @@
 /* engine/plan.c — the memory plan (printed before anything is allocated), the
  * largest KV capacity that fits, the activation layout, and the bytes a
- * decode step moves. Host only; tested by tests/test_engine_host.c. */
+ * decode step moves. Host only; tested by tests/test_engine_plan.c. */
 #include "kvscope/engine.h"
 
 #include <stdio.h>

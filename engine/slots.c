@@ -1,7 +1,7 @@
 /* engine/slots.c — the KV slot allocator (a free list of token slots) and
  * the sequences that hold slots (kvscope/engine.h). Host only; the GPU engine
  * mirrors the sequence table on the device and appends there.
- * Tested by tests/test_engine_host.c. */
+ * Tested by tests/test_engine_plan.c. */
 #include "kvscope/engine.h"
 #include "kvscope/check.h"
 

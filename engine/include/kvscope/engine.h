@@ -1,8 +1,9 @@
 /* kvscope/engine.h — the host side of kvscope's reference GLM-5 decode
  * engine: model config, memory plan, KV slot allocator and sequences, the
  * expert mapping and the bytes a decode step moves. Plain C, no CUDA: all of
- * it is unit-tested on CPU (tests/test_engine_host.c). The GPU engine that
- * uses it is in kvscope/engine_gpu.h.
+ * it is unit-tested on CPU (tests/test_engine_config.c, test_engine_plan.c,
+ * test_engine_tp_plan.c). The GPU engine that uses it is in
+ * kvscope/engine_gpu.h.
  *
  * defines: struct kvs_model_config, kvs_model_config_load, kvs_model_config_parse,
  *          kvs_model_config_bundled, enum kvs_kv_path, kvs_kv_path_name, kvs_kv_path_parse,

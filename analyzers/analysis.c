@@ -67,6 +67,8 @@ static void ctx_free(struct kvs_ctx *c)
     free(c->gpu_step);
     free(c->steps);
     free(c->step_busy_ns);
+    free(c->step_gpu_first);
+    free(c->step_gpu_last);
     free(c->step_cat_ns);
     free(c->step_comm_ns);
     free(c->step_compute_ns);
@@ -311,41 +313,156 @@ static enum kvs_status build_kernels(struct kvs_ctx *c, struct kvs_analysis_impl
     return KVS_STATUS_OK;
 }
 
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* Marks steps whose time is over OUTLIER_RATIO x the median of their kind
+ * (kinds of 3+ steps): the first of its kind is called a warm-up. */
+#define OUTLIER_RATIO 1.5
+static enum kvs_status mark_outliers(struct kvs_step *st, size_t n)
+{
+    double *v = malloc((n ? n : 1) * sizeof *v);
+    if (!v)
+        return KVS_STATUS_NO_MEMORY;
+    for (int kind = 0; kind < KVS_STEP_KIND_COUNT_; kind++) {
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+            if ((int)st[i].kind == kind)
+                v[m++] = st[i].time_ms;
+        if (m < 3)
+            continue;
+        qsort(v, m, sizeof *v, cmp_double);
+        double median = m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2;
+        bool first = true;
+        for (size_t i = 0; i < n; i++) {
+            if ((int)st[i].kind != kind)
+                continue;
+            if (st[i].time_ms > OUTLIER_RATIO * median)
+                st[i].outlier = first ? "warm-up" : "outlier";
+            first = false;
+        }
+    }
+    free(v);
+    return KVS_STATUS_OK;
+}
+
+static enum kvs_status build_kinds(struct kvs_ctx *c, struct kvs_analysis_impl *impl)
+{
+    struct kvs_analysis *a = &impl->pub;
+    struct kvs_step_kind_stat acc[KVS_STEP_KIND_COUNT_];
+    double tok_time[KVS_STEP_KIND_COUNT_] = {0}, batch_n[KVS_STEP_KIND_COUNT_] = {0};
+    double tok_n[KVS_STEP_KIND_COUNT_] = {0};
+    memset(acc, 0, sizeof acc);
+    for (size_t i = 0; i < a->nstep; i++) {
+        const struct kvs_step *s = &a->step[i];
+        struct kvs_step_kind_stat *k = &acc[s->kind];
+        k->kind = s->kind;
+        k->count++;
+        if (s->outlier) {
+            k->outliers++;
+            continue;
+        }
+        k->mean_ms += s->time_ms;
+        k->gpu_ms_per_step += s->gpu_busy_ms;
+        if (s->batch > 0) {
+            k->batch += (double)s->batch;
+            batch_n[s->kind]++;
+        }
+        if (s->tokens > 0) {
+            k->tokens_per_step += (double)s->tokens;
+            tok_n[s->kind]++;
+            tok_time[s->kind] += s->time_ms;
+        }
+    }
+    size_t n = 0;
+    for (int i = 0; i < KVS_STEP_KIND_COUNT_; i++)
+        n += acc[i].count > 0;
+    struct kvs_step_kind_stat *out = kvs_arena_alloc(&impl->arena, (n ? n : 1) * sizeof *out);
+    if (!out)
+        return KVS_STATUS_NO_MEMORY;
+    n = 0;
+    for (int i = 0; i < KVS_STEP_KIND_COUNT_; i++) {
+        struct kvs_step_kind_stat *k = &acc[i];
+        if (!k->count)
+            continue;
+        double used = (double)(k->count - k->outliers);
+        if (used > 0) {
+            double tokens = k->tokens_per_step;
+            k->mean_ms /= used;
+            k->gpu_ms_per_step /= used;
+            k->busy_fraction = k->mean_ms > 0 ? k->gpu_ms_per_step / (k->mean_ms * c->ndevices) : 0;
+            k->batch = batch_n[i] > 0 ? k->batch / batch_n[i] : 0;
+            k->tokens_per_step = tok_n[i] > 0 ? tokens / tok_n[i] : 0;
+            k->tokens_per_s = tok_time[i] > 0 ? tokens * 1000.0 / tok_time[i] : 0;
+        }
+        out[n++] = *k;
+    }
+    a->kinds = out;
+    a->nkind = n;
+    return KVS_STATUS_OK;
+}
+
 static enum kvs_status build_steps(struct kvs_ctx *c, struct kvs_analysis_impl *impl)
 {
     struct kvs_analysis *a = &impl->pub;
     struct kvs_step *st = kvs_arena_alloc(&impl->arena, (c->nsteps ? c->nsteps : 1) * sizeof *st);
     if (!st)
         return KVS_STATUS_NO_MEMORY;
-    double wall = 0, busy = 0, comm = 0, compute = 0;
+    double wall = 0, time = 0, busy = 0, comm = 0, compute = 0, tokens = 0, token_time = 0;
+    bool all_tokens = c->nsteps > 0;
     for (size_t i = 0; i < c->nsteps; i++) {
         const struct kvs_step_win *w = &c->steps[i];
         st[i].index = w->index;
         st[i].name = kvs_intern_str(&impl->strings, w->name);
+        st[i].kind = w->desc.kind;
+        st[i].batch = w->desc.batch;
+        st[i].tokens = w->desc.tokens;
         st[i].start_us = (double)w->start / 1e3;
         st[i].wall_ms = (double)(w->end - w->start) / 1e6;
+        st[i].gpu_span_ms = c->step_gpu_last[i] > c->step_gpu_first[i]
+                                ? (double)(c->step_gpu_last[i] - c->step_gpu_first[i]) / 1e6
+                                : 0;
+        st[i].time_ms = st[i].gpu_span_ms > st[i].wall_ms ? st[i].gpu_span_ms : st[i].wall_ms;
         st[i].gpu_busy_ms = c->step_busy_ns[i] / 1e6;
         st[i].comm_busy_ms = c->step_comm_ns[i] / 1e6;
         st[i].compute_busy_ms = c->step_compute_ns[i] / 1e6;
         comm += st[i].comm_busy_ms;
         compute += st[i].compute_busy_ms;
-        st[i].busy_fraction = st[i].wall_ms > 0 ? st[i].gpu_busy_ms / (st[i].wall_ms * c->ndevices) : 0;
+        st[i].busy_fraction = st[i].time_ms > 0 ? st[i].gpu_busy_ms / (st[i].time_ms * c->ndevices) : 0;
         for (int k = 0; k < KVS_CAT_COUNT_; k++)
             st[i].category_ms[k] = c->step_cat_ns[i][k] / 1e6;
         wall += st[i].wall_ms;
+        time += st[i].time_ms;
         busy += st[i].gpu_busy_ms;
+        if (st[i].tokens > 0) {
+            tokens += (double)st[i].tokens;
+            token_time += st[i].time_ms;
+        } else {
+            all_tokens = false;
+        }
     }
+    enum kvs_status rc = mark_outliers(st, c->nsteps);
+    if (rc != KVS_STATUS_OK)
+        return rc;
     a->step = st;
     a->nstep = c->nsteps;
     a->steps.count = (int64_t)c->nsteps;
+    a->steps.source = c->step_source;
     if (c->nsteps) {
         a->steps.mean_ms = wall / (double)c->nsteps;
+        a->steps.mean_time_ms = time / (double)c->nsteps;
         a->steps.gpu_ms_per_step = busy / (double)c->nsteps;
         a->steps.gpu_busy_fraction =
-            a->steps.mean_ms > 0 ? a->steps.gpu_ms_per_step / (a->steps.mean_ms * c->ndevices) : 0;
+            a->steps.mean_time_ms > 0 ? a->steps.gpu_ms_per_step / (a->steps.mean_time_ms * c->ndevices) : 0;
         a->steps.total_gpu_ms = busy;
-        if (c->opt->batch > 0 && a->steps.mean_ms > 0)
-            a->steps.tokens_per_s = c->opt->batch * 1000.0 / a->steps.mean_ms;
+        /* the trace's own token counts win over --batch */
+        if (all_tokens && token_time > 0)
+            a->steps.tokens_per_s = tokens * 1000.0 / token_time;
+        else if (c->opt->batch > 0 && a->steps.mean_time_ms > 0)
+            a->steps.tokens_per_s = c->opt->batch * 1000.0 / a->steps.mean_time_ms;
         a->steps.comm_ms_per_step = comm / (double)c->nsteps;
         a->steps.compute_ms_per_step = compute / (double)c->nsteps;
     } else {
@@ -360,7 +477,7 @@ static enum kvs_status build_steps(struct kvs_ctx *c, struct kvs_analysis_impl *
     a->steps.overlap_ms_per_step = both > 0 && a->steps.comm_ms_per_step > 0 ? both : 0;
     for (int k = 0; k < KVS_CAT_COUNT_; k++)
         a->category_ms[k] = c->cat_ns[k] / 1e6;
-    return KVS_STATUS_OK;
+    return build_kinds(c, impl);
 }
 
 static enum kvs_status build_result(struct kvs_ctx *c, const char *path, struct kvs_analysis **out)
@@ -500,7 +617,7 @@ enum kvs_status kvs_analyze_input(const struct kvs_analyze_input *in,
         goto done;
     if (!c.nsteps)
         kvs_log(c.log, KVS_LOG_INFO,
-                "%s: no step markers (ProfilerStep#N or step ranges%s): figures are trace totals", path,
+                "%s: no step markers (vLLM/SGLang step ranges, ProfilerStep#N or step ranges%s): figures are trace totals", path,
                 opt->step_regex ? ", or --step-regex matches" : "");
     if (c.graph_launched)
         kvs_log(c.log, KVS_LOG_WARN,

@@ -16,6 +16,13 @@
 #include "records.h"
 #include "shapes.h"
 
+/* what a serving engine's step range says (steps.c) */
+struct kvs_step_desc {
+    enum kvs_step_kind kind;
+    int64_t batch;             /* requests in the step, 0 unknown */
+    int64_t tokens;            /* tokens the step computes, 0 unknown */
+};
+
 #define KVS_NO_OP UINT32_MAX
 
 /* strings and arrays owned by the result, freed all at once */
@@ -33,6 +40,7 @@ struct kvs_step_win {
     int64_t start, end;          /* ns */
     int64_t index;
     uint32_t name;
+    struct kvs_step_desc desc;   /* kind, batch, tokens where the name says them */
 };
 
 /* one copy/cast group while it is being built */
@@ -79,7 +87,9 @@ struct kvs_ctx {
     struct kvs_step_win *steps;
     size_t nsteps;
     const char *step_source;     /* how steps were found (for messages) */
-    double *step_busy_ns;        /* per step */
+    double *step_busy_ns;        /* per step: union of the GPU work it launched */
+    int64_t *step_gpu_first;     /* per step: first start / last end of that work (ns); */
+    int64_t *step_gpu_last;      /*   INT64_MAX / INT64_MIN when it launched none */
     double (*step_cat_ns)[KVS_CAT_COUNT_];
     double trace_busy_ns;        /* union of all GPU activity over the trace */
     int ndevices;                /* devices with GPU activity, at least 1 (busy is summed over them) */

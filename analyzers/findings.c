@@ -10,6 +10,7 @@
 #include "kvscope/kernel_name.h"
 #include "dtypes.h"
 #include "match.h"
+#include "steps.h"
 
 #define LOW_EFFICIENCY 0.5     /* below this fraction of peak a group is flagged */
 #define GOOD_EFFICIENCY 0.8    /* what a good copy/cast kernel reaches */
@@ -276,8 +277,8 @@ static int gpu_idle(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t
     size_t acts = 0;
     if (c->nsteps) {
         double w = 0;
-        for (size_t i = 0; i < c->nsteps; i++)
-            w += (double)(c->steps[i].end - c->steps[i].start);
+        for (size_t i = 0; i < c->nsteps; i++) /* the GPU work's span when it outlasts the CPU range */
+            w += (double)kvs_step_time_ns(c, i);
         wall_ms = w / 1e6 / (double)c->nsteps;
         busy_ms = step_busy_ms(c);
     } else {

@@ -36,12 +36,121 @@ static bool is_profiler_step(const char *name)
     return !strncmp(name, "ProfilerStep#", 13);
 }
 
+/* digits at *p as a count (at most 18 of them), advancing *p; -1 when none */
+static int64_t read_count(const char **p)
+{
+    const char *s = *p;
+    int64_t v = 0;
+    int n = 0;
+    while (*s >= '0' && *s <= '9' && n < 18) {
+        v = v * 10 + (*s++ - '0');
+        n++;
+    }
+    if (!n || (*s >= '0' && *s <= '9'))
+        return -1;
+    *p = s;
+    return v;
+}
+
+static bool eat(const char **p, const char *word)
+{
+    size_t n = strlen(word);
+    if (strncmp(*p, word, n))
+        return false;
+    *p += n;
+    return true;
+}
+
+/* vLLM's model-runner range, two spellings:
+ *   execute_context_N(T_SQ)_generation_M(T...)       context N requests of T tokens, M decoding
+ *   execute_NT_context_N(...)_generation_M(...)      NT tokens scheduled in all
+ * (the parenthesised sums are vLLM's own; only the counts matter here) */
+static bool parse_vllm(const char *s, struct kvs_step_desc *d)
+{
+    if (!eat(&s, "execute_"))
+        return false;
+    int64_t total = -1;
+    if (*s >= '0' && *s <= '9') {
+        if ((total = read_count(&s)) < 0 || !eat(&s, "_"))
+            return false;
+    }
+    if (!eat(&s, "context_"))
+        return false;
+    int64_t nctx = read_count(&s);
+    if (nctx < 0 || !eat(&s, "("))
+        return false;
+    int64_t ctx_tokens = total < 0 ? read_count(&s) : 0;
+    const char *close = strchr(s, ')');
+    if (!close || (total < 0 && ctx_tokens < 0))
+        return false;
+    s = close + 1;
+    if (!eat(&s, "_generation_"))
+        return false;
+    int64_t ngen = read_count(&s);
+    if (ngen < 0 || !eat(&s, "(") || !strchr(s, ')'))
+        return false;
+    d->kind = nctx && ngen ? KVS_STEP_MIXED : nctx ? KVS_STEP_PREFILL : ngen ? KVS_STEP_DECODE
+                                                                          : KVS_STEP_UNKNOWN;
+    d->batch = nctx + ngen;
+    /* one new token per decoding request */
+    d->tokens = total >= 0 ? total : ctx_tokens + ngen;
+    return true;
+}
+
+/* SGLang's scheduler range: step[DECODE bs=32], step[EXTEND bs=15 toks=15360] */
+static bool parse_sglang(const char *s, struct kvs_step_desc *d)
+{
+    if (!eat(&s, "step["))
+        return false;
+    static const struct {
+        const char *word;
+        enum kvs_step_kind kind;
+    } kinds[] = {{"DECODE", KVS_STEP_DECODE}, {"EXTEND", KVS_STEP_PREFILL},
+                 {"PREFILL", KVS_STEP_PREFILL}, {"MIXED", KVS_STEP_MIXED},
+                 {"IDLE", KVS_STEP_UNKNOWN}};
+    size_t k = 0;
+    while (k < sizeof kinds / sizeof kinds[0] && !eat(&s, kinds[k].word))
+        k++;
+    if (k == sizeof kinds / sizeof kinds[0] || (*s != ' ' && *s != ']'))
+        return false;
+    d->kind = kinds[k].kind;
+    d->batch = d->tokens = 0;
+    while (*s == ' ') {
+        s++;
+        int64_t *dst = eat(&s, "bs=") ? &d->batch : eat(&s, "toks=") ? &d->tokens : NULL;
+        if (!dst) { /* a field this reader does not know: skip it */
+            while (*s && *s != ' ' && *s != ']')
+                s++;
+            continue;
+        }
+        if ((*dst = read_count(&s)) < 0)
+            return false;
+    }
+    if (!eat(&s, "]"))
+        return false;
+    if (!d->tokens && d->kind == KVS_STEP_DECODE)
+        d->tokens = d->batch; /* one new token per sequence */
+    return true;
+}
+
+bool kvs_step_name_parse(const char *name, struct kvs_step_desc *d)
+{
+    memset(d, 0, sizeof *d);
+    return parse_vllm(name, d) || parse_sglang(name, d);
+}
+
+static bool is_serving_step(const char *name)
+{
+    struct kvs_step_desc d;
+    return kvs_step_name_parse(name, &d);
+}
+
 bool kvs_step_matcher_is_op_step(void *matcher, const char *name)
 {
     struct kvs_step_matcher *m = matcher;
     if (m->user)
         return regexec(&m->re, name, 0, NULL, 0) == 0;
-    return is_profiler_step(name);
+    return is_profiler_step(name) || is_serving_step(name);
 }
 
 static int cmp_step(const void *a, const void *b)
@@ -83,23 +192,27 @@ enum kvs_status kvs_steps_find(struct kvs_ctx *c, struct kvs_step_matcher *m)
         free(verdict);
         return KVS_STATUS_NO_MEMORY;
     }
-    for (int pass = 0; pass < 2 && c->nsteps == 0; pass++) {
-        /* pass 0: the user's regex, or ProfilerStep#N; pass 1: "step" ranges */
-        if (pass == 1 && m->user)
+    static const char *const sources[] = {"serving-engine step ranges", "ProfilerStep#N",
+                                           "step ranges"};
+    for (int pass = 0; pass < 3 && c->nsteps == 0; pass++) {
+        /* pass 0: the user's regex, or vLLM/SGLang step ranges (they say the
+         * step's kind and batch); pass 1: ProfilerStep#N; pass 2: "step" ranges */
+        if (pass > 0 && m->user)
             break;
         memset(verdict, 0, nstr ? nstr : 1);
         for (size_t i = 0; i < t->nranges; i++) {
             const struct kvs_range_rec *g = &t->ranges[i];
             if (!verdict[g->name]) {
                 const char *name = kvs_intern_str(&t->strings, g->name);
-                bool yes = pass == 0 && !m->user ? is_profiler_step(name)
-                                                 : regexec(&m->re, name, 0, NULL, 0) == 0;
+                bool yes = m->user || pass == 2 ? regexec(&m->re, name, 0, NULL, 0) == 0
+                           : pass == 0        ? is_serving_step(name)
+                                              : is_profiler_step(name);
                 verdict[g->name] = yes ? 1 : 2;
             }
             if (verdict[g->name] == 1)
-                c->steps[c->nsteps++] = (struct kvs_step_win){g->ts, g->ts + g->dur, 0, g->name};
+                c->steps[c->nsteps++] = (struct kvs_step_win){g->ts, g->ts + g->dur, 0, g->name, {0}};
         }
-        c->step_source = m->user ? "--step-regex" : pass == 0 ? "ProfilerStep#N" : "step ranges";
+        c->step_source = m->user ? "--step-regex" : sources[pass];
     }
     free(verdict);
     if (c->nsteps == 0) {
@@ -116,9 +229,22 @@ enum kvs_status kvs_steps_find(struct kvs_ctx *c, struct kvs_step_matcher *m)
         c->steps[k++] = c->steps[i];
     }
     c->nsteps = k;
-    for (size_t i = 0; i < c->nsteps; i++)
-        c->steps[i].index = index_of(kvs_intern_str(&t->strings, c->steps[i].name), (int64_t)i);
+    for (size_t i = 0; i < c->nsteps; i++) {
+        struct kvs_step_win *w = &c->steps[i];
+        const char *name = kvs_intern_str(&t->strings, w->name);
+        if (kvs_step_name_parse(name, &w->desc))
+            w->index = (int64_t)i; /* the digits in such a name are counts, not an index */
+        else
+            w->index = index_of(name, (int64_t)i);
+    }
     return KVS_STATUS_OK;
+}
+
+int64_t kvs_step_time_ns(const struct kvs_ctx *c, size_t k)
+{
+    int64_t wall = c->steps[k].end - c->steps[k].start;
+    int64_t span = c->step_gpu_last[k] > c->step_gpu_first[k] ? c->step_gpu_last[k] - c->step_gpu_first[k] : 0;
+    return span > wall ? span : wall;
 }
 
 int32_t kvs_step_at(const struct kvs_ctx *c, int64_t ts)
@@ -155,54 +281,37 @@ static int cmp_ival(const void *a, const void *b)
     return 0;
 }
 
-/* overlap of [a0,a1) with [b0,b1) */
-static inline int64_t overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1)
-{
-    int64_t lo = a0 > b0 ? a0 : b0, hi = a1 < b1 ? a1 : b1;
-    return hi > lo ? hi - lo : 0;
-}
-
-/* Sorts iv[0..n), merges it into its union per device (in place) and adds
- * each step's share of the union to step_out[k]; returns the union's
- * measure over the whole trace. */
-static double merge_clip(const struct kvs_ctx *c, struct ival *iv, size_t n, double *step_out)
+/* Sorts iv[0..n) and returns the measure of its union per device, summed
+ * over devices. */
+static double merge_union(struct ival *iv, size_t n)
 {
     if (!n)
         return 0;
     qsort(iv, n, sizeof *iv, cmp_ival);
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (m && iv[m - 1].device == iv[i].device && iv[i].start <= iv[m - 1].end) {
-            if (iv[i].end > iv[m - 1].end)
-                iv[m - 1].end = iv[i].end;
-            continue;
-        }
-        iv[m++] = iv[i];
-    }
     double total = 0;
-    for (size_t i = 0; i < m; i++) {
-        total += (double)(iv[i].end - iv[i].start);
-        if (!c->nsteps)
+    struct ival cur = iv[0];
+    for (size_t i = 1; i <= n; i++) {
+        if (i < n && iv[i].device == cur.device && iv[i].start <= cur.end) {
+            if (iv[i].end > cur.end)
+                cur.end = iv[i].end;
             continue;
-        int32_t j = kvs_step_at(c, iv[i].start);
-        size_t k = 0;
-        if (j >= 0) {
-            k = (size_t)j;
-        } else {
-            size_t lo = 0, hi = c->nsteps;
-            while (lo < hi) {
-                size_t mid = (lo + hi) / 2;
-                if (c->steps[mid].start <= iv[i].start)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            k = lo;
         }
-        for (; k < c->nsteps && c->steps[k].start < iv[i].end; k++)
-            step_out[k] += (double)overlap(iv[i].start, iv[i].end, c->steps[k].start, c->steps[k].end);
+        total += (double)(cur.end - cur.start);
+        if (i < n)
+            cur = iv[i];
     }
     return total;
+}
+
+/* Each step's share of the union of the activities it launched: iv[0..n)
+ * keyed by step, merged per device, into out[step] (busy: nsteps scratch). */
+static void busy_by_step(struct kvs_keyed_ival *iv, size_t n, double *out, size_t nsteps,
+                         int64_t *busy)
+{
+    memset(busy, 0, nsteps * sizeof *busy);
+    kvs_busy_by_key(iv, n, busy);
+    for (size_t k = 0; k < nsteps; k++)
+        out[k] = (double)busy[k];
 }
 
 enum kvs_status kvs_steps_measure(struct kvs_ctx *c)
@@ -214,45 +323,51 @@ enum kvs_status kvs_steps_measure(struct kvs_ctx *c)
     c->step_cat_ns = calloc(ns, sizeof *c->step_cat_ns);
     c->step_comm_ns = calloc(ns, sizeof *c->step_comm_ns);
     c->step_compute_ns = calloc(ns, sizeof *c->step_compute_ns);
+    c->step_gpu_first = malloc(ns * sizeof *c->step_gpu_first);
+    c->step_gpu_last = malloc(ns * sizeof *c->step_gpu_last);
     struct ival *iv = malloc((t->ngpus ? t->ngpus : 1) * sizeof *iv);
-    if (!c->gpu_step || !c->step_busy_ns || !c->step_cat_ns || !c->step_comm_ns ||
-        !c->step_compute_ns || !iv) {
+    struct kvs_keyed_ival *kv = malloc((t->ngpus ? t->ngpus : 1) * sizeof *kv);
+    int64_t *scratch = malloc(ns * sizeof *scratch);
+    if (!scratch || !c->gpu_step || !c->step_busy_ns || !c->step_cat_ns || !c->step_comm_ns ||
+        !c->step_compute_ns || !c->step_gpu_first || !c->step_gpu_last || !iv || !kv) {
         free(iv);
+        free(kv);
+        free(scratch);
         return KVS_STATUS_NO_MEMORY;
     }
+    for (size_t k = 0; k < ns; k++) {
+        c->step_gpu_first[k] = INT64_MAX;
+        c->step_gpu_last[k] = INT64_MIN;
+    }
     memset(c->cat_ns, 0, sizeof c->cat_ns);
+    /* GPU work belongs to the step that launched it (the runtime call, or the
+     * graph launch, inside the step's CPU range), however late it runs: with
+     * CUDA graphs the CPU is often a whole step ahead of the GPU */
+    size_t nkv = 0;
     for (size_t i = 0; i < t->ngpus; i++) {
         const struct kvs_gpu_rec *g = &t->gpus[i];
-        c->gpu_step[i] = c->nsteps ? kvs_step_at(c, c->gpu_launch[i]) : -1;
+        int32_t k = c->nsteps ? kvs_step_at(c, c->gpu_launch[i]) : -1;
+        c->gpu_step[i] = k;
         iv[i] = (struct ival){g->ts, g->ts + g->dur, g->device};
         int cat = c->gpu_cat[i];
         if (!c->nsteps) {
             c->cat_ns[cat] += (double)g->dur;
             continue;
         }
-        /* clip to every step window the activity overlaps */
-        int32_t j = kvs_step_at(c, g->ts);
-        if (j < 0) {
-            size_t lo = 0, hi = c->nsteps;
-            while (lo < hi) {
-                size_t mid = (lo + hi) / 2;
-                if (c->steps[mid].start <= g->ts)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            j = (int32_t)lo;
-        }
-        for (size_t k = (size_t)j; k < c->nsteps && c->steps[k].start < g->ts + g->dur; k++) {
-            int64_t ov = overlap(g->ts, g->ts + g->dur, c->steps[k].start, c->steps[k].end);
-            c->step_cat_ns[k][cat] += (double)ov;
-            c->cat_ns[cat] += (double)ov;
-        }
+        if (k < 0)
+            continue;
+        c->step_cat_ns[k][cat] += (double)g->dur;
+        c->cat_ns[cat] += (double)g->dur;
+        if (g->ts < c->step_gpu_first[k])
+            c->step_gpu_first[k] = g->ts;
+        if (g->ts + g->dur > c->step_gpu_last[k])
+            c->step_gpu_last[k] = g->ts + g->dur;
+        kv[nkv++] = (struct kvs_keyed_ival){(uint32_t)k, g->device, g->ts, g->ts + g->dur};
     }
-    /* union per device, then each step's share of it; then the same for
-     * communication alone and for everything else, when the trace has any
-     * communication (their overlap is comm + compute - busy) */
-    c->trace_busy_ns = merge_clip(c, iv, t->ngpus, c->step_busy_ns);
+    busy_by_step(kv, nkv, c->step_busy_ns, c->nsteps, scratch);
+    c->trace_busy_ns = merge_union(iv, t->ngpus);
+    /* the same for communication alone and for everything else, when the
+     * trace has any communication (their overlap is comm + compute - busy) */
     size_t ncomm = 0;
     for (size_t i = 0; i < t->ngpus; i++)
         ncomm += c->gpu_cat[i] == KVS_CAT_COMM;
@@ -262,17 +377,23 @@ enum kvs_status kvs_steps_measure(struct kvs_ctx *c)
         memcpy(c->step_compute_ns, c->step_busy_ns, ns * sizeof *c->step_busy_ns);
     } else {
         for (int comm = 1; comm >= 0; comm--) {
-            size_t m = 0;
+            size_t m = 0, mk = 0;
             for (size_t i = 0; i < t->ngpus; i++) {
                 const struct kvs_gpu_rec *g = &t->gpus[i];
-                if ((c->gpu_cat[i] == KVS_CAT_COMM) == (comm == 1))
-                    iv[m++] = (struct ival){g->ts, g->ts + g->dur, g->device};
+                if ((c->gpu_cat[i] == KVS_CAT_COMM) != (comm == 1))
+                    continue;
+                iv[m++] = (struct ival){g->ts, g->ts + g->dur, g->device};
+                if (c->gpu_step[i] >= 0)
+                    kv[mk++] = (struct kvs_keyed_ival){(uint32_t)c->gpu_step[i], g->device, g->ts,
+                                                       g->ts + g->dur};
             }
-            double total = merge_clip(c, iv, m, comm ? c->step_comm_ns : c->step_compute_ns);
-            *(comm ? &c->trace_comm_ns : &c->trace_compute_ns) = total;
+            busy_by_step(kv, mk, comm ? c->step_comm_ns : c->step_compute_ns, c->nsteps, scratch);
+            *(comm ? &c->trace_comm_ns : &c->trace_compute_ns) = merge_union(iv, m);
         }
     }
     free(iv);
+    free(kv);
+    free(scratch);
     return KVS_STATUS_OK;
 }
 

@@ -1,16 +1,19 @@
 /* steps.h — find the steps of a trace and measure each one.
  *
- * defines: struct kvs_step_matcher, kvs_step_matcher_init, kvs_step_matcher_free,
+ * defines: kvs_step_name_parse, kvs_step_time_ns, struct kvs_step_matcher, kvs_step_matcher_init, kvs_step_matcher_free,
  *          kvs_step_matcher_is_op_step, kvs_steps_find, kvs_steps_measure,
  *          struct kvs_keyed_ival, kvs_busy_by_key
  *
- * Steps are ranges on the CPU timeline: `ProfilerStep#N` (cpu_op or
- * user_annotation), else user/NVTX ranges named like "step", "decode_step 3",
- * "iteration 7"; --step-regex replaces both. Overlapping or nested matches
- * keep the outermost. Per step: wall time, GPU busy time (the union of GPU
- * activity intervals clipped to the step's window, per device, summed over
- * devices), GPU time by category; each activity also gets the step in which
- * it was launched. kvs_busy_by_key measures the same union for subsets of
+ * Steps are ranges on the CPU timeline: serving engines' step ranges (vLLM
+ * `execute_..._context_N(..)_generation_M(..)`, SGLang `step[DECODE bs=32]`:
+ * they carry the step's kind, batch and tokens), else `ProfilerStep#N`
+ * (cpu_op or user_annotation), else user/NVTX ranges named like "step",
+ * "decode_step 3", "iteration 7"; --step-regex replaces all three.
+ * Overlapping or nested matches keep the outermost. GPU work belongs to the
+ * step in which it was launched (its runtime call, or its graph launch, lies
+ * in the step's CPU range), wherever it runs. Per step: wall time, GPU busy
+ * time (the union of its activities' intervals per device, summed over
+ * devices), the span of its GPU work, GPU time by category. kvs_busy_by_key measures the same union for subsets of
  * the activities (a group's, a kernel's). Private to analyzers/.
  */
 #ifndef KVS_ANALYZERS_STEPS_H
@@ -20,6 +23,9 @@
 #include <stdbool.h>
 
 #include "ctx.h"
+
+/* true when name is a vLLM or SGLang step range; *d then says what it holds */
+bool kvs_step_name_parse(const char *name, struct kvs_step_desc *d);
 
 struct kvs_step_matcher {
     bool user;                 /* --step-regex given */
@@ -38,9 +44,13 @@ bool kvs_step_matcher_is_op_step(void *matcher, const char *name);
 enum kvs_status kvs_steps_find(struct kvs_ctx *c, struct kvs_step_matcher *m);
 
 /* needs gpu_launch and gpu_cat; fills gpu_step, step_busy_ns, step_cat_ns,
- * trace_busy_ns, cat_ns, and the busy time of communication and of the
+ * step_gpu_first/last, trace_busy_ns, cat_ns, and the busy time of communication and of the
  * rest (step_comm_ns, step_compute_ns, trace_comm_ns, trace_compute_ns) */
 enum kvs_status kvs_steps_measure(struct kvs_ctx *c);
+
+/* step k's time (after kvs_steps_measure): the larger of its CPU range and
+ * the span of the GPU work it launched */
+int64_t kvs_step_time_ns(const struct kvs_ctx *c, size_t k);
 
 /* the step containing time ts (ns), or -1 */
 int32_t kvs_step_at(const struct kvs_ctx *c, int64_t ts);

@@ -251,3 +251,18 @@ char *kvs_short_dtypes(char *buf, size_t size, const struct kvs_group *g)
         append(buf, size, &len, "-");
     return buf;
 }
+
+// ----------------------------------------------------------------------------
+// names
+
+const char *kvs_step_kind_name(enum kvs_step_kind k)
+{
+    switch (k) {
+    case KVS_STEP_DECODE: return "decode";
+    case KVS_STEP_PREFILL: return "prefill";
+    case KVS_STEP_MIXED: return "mixed";
+    case KVS_STEP_UNKNOWN:
+    case KVS_STEP_KIND_COUNT_: break;
+    }
+    return "unknown";
+}

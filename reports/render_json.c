@@ -55,6 +55,72 @@ static void write_match(struct kvs_jw *w, const struct kvs_group *g)
     kvs_jw_obj_end(w);
 }
 
+/* GPU ms by category: {"copy/cast": ms, "GEMM": ms, ...} */
+static void write_categories(struct kvs_jw *w, const double *ms)
+{
+    kvs_jw_obj(w);
+    for (int c = 0; c < KVS_CAT_COUNT_; c++) {
+        kvs_jw_key(w, kvs_cat_label(c));
+        kvs_jw_num(w, ms[c]);
+    }
+    kvs_jw_obj_end(w);
+}
+
+static void write_kind(struct kvs_jw *w, const struct kvs_step_kind_stat *k)
+{
+    bool used = k->count > k->outliers;
+    kvs_jw_obj(w);
+    kvs_jw_key(w, "kind");
+    kvs_jw_str(w, kvs_step_kind_name(k->kind));
+    kvs_jw_key(w, "count");
+    kvs_jw_int(w, k->count);
+    kvs_jw_key(w, "outliers");
+    kvs_jw_int(w, k->outliers);
+    kvs_jw_key(w, "mean_ms");
+    kvs_jw_num_or_null(w, k->mean_ms, used);
+    kvs_jw_key(w, "gpu_ms_per_step");
+    kvs_jw_num_or_null(w, k->gpu_ms_per_step, used);
+    kvs_jw_key(w, "gpu_busy_fraction");
+    kvs_jw_num_or_null(w, k->busy_fraction, used);
+    kvs_jw_key(w, "batch");
+    kvs_jw_num_or_null(w, k->batch, k->batch > 0);
+    kvs_jw_key(w, "tokens_per_step");
+    kvs_jw_num_or_null(w, k->tokens_per_step, k->tokens_per_step > 0);
+    kvs_jw_key(w, "tokens_per_s");
+    kvs_jw_num_or_null(w, k->tokens_per_s, k->tokens_per_s > 0);
+    kvs_jw_obj_end(w);
+}
+
+static void write_step(struct kvs_jw *w, const struct kvs_step *s)
+{
+    kvs_jw_obj(w);
+    kvs_jw_key(w, "index");
+    kvs_jw_int(w, s->index);
+    kvs_jw_key(w, "name");
+    kvs_jw_str(w, s->name);
+    kvs_jw_key(w, "kind");
+    kvs_jw_str(w, kvs_step_kind_name(s->kind));
+    kvs_jw_key(w, "batch");
+    kvs_jw_int_or_null(w, s->batch, s->batch > 0);
+    kvs_jw_key(w, "tokens");
+    kvs_jw_int_or_null(w, s->tokens, s->tokens > 0);
+    kvs_jw_key(w, "wall_ms");
+    kvs_jw_num(w, s->wall_ms);
+    kvs_jw_key(w, "gpu_span_ms");
+    kvs_jw_num(w, s->gpu_span_ms);
+    kvs_jw_key(w, "time_ms");
+    kvs_jw_num(w, s->time_ms);
+    kvs_jw_key(w, "gpu_busy_ms");
+    kvs_jw_num(w, s->gpu_busy_ms);
+    kvs_jw_key(w, "gpu_busy_fraction");
+    kvs_jw_num(w, s->busy_fraction);
+    kvs_jw_key(w, "outlier");
+    kvs_jw_str(w, s->outlier);
+    kvs_jw_key(w, "category_ms");
+    write_categories(w, s->category_ms);
+    kvs_jw_obj_end(w);
+}
+
 static void write_group(struct kvs_jw *w, const struct kvs_group *g, bool have_peak)
 {
     kvs_jw_obj(w);
@@ -126,6 +192,24 @@ void kvs_json_write_report(struct kvs_jw *w, const struct kvs_analysis *a)
     kvs_jw_num(w, a->steps.gpu_ms_per_step);
     kvs_jw_key(w, "gpu_busy_fraction");
     kvs_jw_num(w, a->steps.gpu_busy_fraction);
+    kvs_jw_key(w, "source");
+    kvs_jw_str(w, a->steps.source);
+    kvs_jw_key(w, "mean_time_ms");
+    kvs_jw_num(w, a->steps.mean_time_ms);
+    kvs_jw_key(w, "tokens_per_s");
+    kvs_jw_num_or_null(w, a->steps.tokens_per_s, a->steps.tokens_per_s > 0);
+    kvs_jw_key(w, "category_ms");
+    write_categories(w, a->category_ms);
+    kvs_jw_key(w, "by_kind");
+    kvs_jw_arr(w);
+    for (size_t i = 0; a->kinds && i < a->nkind; i++)
+        write_kind(w, &a->kinds[i]);
+    kvs_jw_arr_end(w);
+    kvs_jw_key(w, "items");
+    kvs_jw_arr(w);
+    for (size_t i = 0; a->step && i < a->nstep; i++)
+        write_step(w, &a->step[i]);
+    kvs_jw_arr_end(w);
     kvs_jw_obj_end(w);
 
     kvs_jw_key(w, "groups");
@@ -166,6 +250,10 @@ void kvs_json_write_report(struct kvs_jw *w, const struct kvs_analysis *a)
         kvs_jw_num(w, f->gpu_ms_per_step);
         kvs_jw_key(w, "bytes_per_step"); /* the struct's 0 means "not applicable" */
         kvs_jw_num_or_null(w, f->bytes_per_step, f->bytes_per_step > 0);
+        kvs_jw_key(w, "evidence");
+        kvs_jw_str(w, f->evidence);
+        kvs_jw_key(w, "fix");
+        kvs_jw_str(w, f->fix);
         kvs_jw_obj_end(w);
     }
     kvs_jw_arr_end(w);

@@ -123,7 +123,7 @@ enum kvs_status kvs_render_text_report(FILE *out, const struct kvs_analysis *a,
     heading(out, &st, "STEPS (GPU ms by category)");
     print_categories(out, a);
     if (!a->step || a->nstep == 0) {
-        fputs("  no step markers (ProfilerStep#N or --step-regex ranges) in this trace\n", out);
+        fputs("  no step markers (vLLM/SGLang step ranges, ProfilerStep#N or --step-regex ranges) in this trace\n", out);
     } else {
         ok = kvs_table_steps(&t, a, STEP_ROWS) && ok;
         kvs_table_print_text(out, &t, st.color);

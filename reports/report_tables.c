@@ -97,6 +97,8 @@ bool kvs_table_kernels(struct kvs_table *t, const struct kvs_analysis *a, size_t
     return !t->failed;
 }
 
+static void add(char *buf, size_t size, const char *fmt, ...) KVS_PRINTF(3, 4);
+
 bool kvs_table_steps(struct kvs_table *t, const struct kvs_analysis *a, size_t max_rows)
 {
     static const char *const hdr[] = {"step", "wall ms", "GPU ms", "busy", "copy/cast", "GEMM",
@@ -110,10 +112,18 @@ bool kvs_table_steps(struct kvs_table *t, const struct kvs_analysis *a, size_t m
         const struct kvs_step *s = &a->step[i];
         char name[96], wall[KVS_FMT_BUF], gpu[KVS_FMT_BUF], busy[KVS_FMT_BUF];
         char cat[KVS_CAT_COUNT_][KVS_FMT_BUF];
-        if (s->name && *s->name)
+        if (s->kind != KVS_STEP_UNKNOWN) /* a serving engine's long range name says these */
+            snprintf(name, sizeof name, "#%lld %s", (long long)s->index, kvs_step_kind_name(s->kind));
+        else if (s->name && *s->name)
             snprintf(name, sizeof name, "%s", s->name);
         else
             snprintf(name, sizeof name, "#%lld", (long long)s->index);
+        if (s->batch > 0)
+            add(name, sizeof name, " bs=%lld", (long long)s->batch);
+        if (s->tokens > 0 && s->tokens != s->batch)
+            add(name, sizeof name, " toks=%lld", (long long)s->tokens);
+        if (s->outlier)
+            add(name, sizeof name, " (%s)", s->outlier);
         kvs_fmt_ms(wall, s->wall_ms);
         kvs_fmt_ms(gpu, s->gpu_busy_ms);
         kvs_fmt_pct(busy, s->busy_fraction);
@@ -134,7 +144,6 @@ bool kvs_table_steps(struct kvs_table *t, const struct kvs_analysis *a, size_t m
 // header facts
 
 /* snprintf that appends at buf+strlen(buf) and never overruns. */
-static void add(char *buf, size_t size, const char *fmt, ...) KVS_PRINTF(3, 4);
 static void add(char *buf, size_t size, const char *fmt, ...)
 {
     size_t len = strlen(buf);
@@ -190,16 +199,25 @@ size_t kvs_report_facts(const struct kvs_analysis *a, struct kvs_fact facts[KVS_
     x->label = "steps";
     x->value[0] = 0;
     if (s->count > 0) {
+        /* the GPU work outlasts the CPU ranges (it runs behind the CPU): the
+         * step takes as long as its GPU work */
+        bool lag = s->mean_time_ms > s->mean_ms * 1.001;
+        char per[96];
+        if (lag)
+            snprintf(per, sizeof per, "%s ms/step (GPU work; the CPU range is %s ms)",
+                     kvs_fmt_ms(b1, s->mean_time_ms), kvs_fmt_ms(b4, s->mean_ms));
+        else
+            snprintf(per, sizeof per, "%s ms wall/step", kvs_fmt_ms(b1, s->mean_ms));
         if (t->gpu_devices > 1) /* busy summed over them: a share of each, on average */
             add(x->value, sizeof x->value,
-                "%lld %s, %s ms wall/step, GPU busy %s ms/step over %d GPUs (%s of the step "
+                "%lld %s, %s, GPU busy %s ms/step over %d GPUs (%s of the step "
                 "each, on average)",
-                (long long)s->count, s->count == 1 ? "step" : "steps", kvs_fmt_ms(b1, s->mean_ms), kvs_fmt_ms(b2, s->gpu_ms_per_step),
+                (long long)s->count, s->count == 1 ? "step" : "steps", per, kvs_fmt_ms(b2, s->gpu_ms_per_step),
                 t->gpu_devices, kvs_fmt_pct(b3, s->gpu_busy_fraction));
         else
             add(x->value, sizeof x->value,
-                "%lld %s, %s ms wall/step, GPU busy %s ms/step (%s of the step)",
-                (long long)s->count, s->count == 1 ? "step" : "steps", kvs_fmt_ms(b1, s->mean_ms), kvs_fmt_ms(b2, s->gpu_ms_per_step),
+                "%lld %s, %s, GPU busy %s ms/step (%s of the step)",
+                (long long)s->count, s->count == 1 ? "step" : "steps", per, kvs_fmt_ms(b2, s->gpu_ms_per_step),
                 kvs_fmt_pct(b3, s->gpu_busy_fraction));
         if (s->tokens_per_s > 0)
             add(x->value, sizeof x->value, ", %s tokens/s", kvs_fmt_count(b4, s->tokens_per_s));
@@ -207,6 +225,44 @@ size_t kvs_report_facts(const struct kvs_analysis *a, struct kvs_fact facts[KVS_
         add(x->value, sizeof x->value,
             "no step markers found: figures are trace totals (GPU busy %s ms)",
             kvs_fmt_ms(b1, s->total_gpu_ms));
+    }
+    /* steps of each kind apart, when the trace says their kinds or a step
+     * stands out (a decode step is not averaged with a prefill) */
+    int64_t outliers = 0;
+    for (size_t i = 0; a->kinds && i < a->nkind; i++)
+        outliers += a->kinds[i].outliers;
+    if (a->nkind && (a->nkind > 1 || a->kinds[0].kind != KVS_STEP_UNKNOWN || outliers)) {
+        x = &facts[n++];
+        x->label = "by kind";
+        x->value[0] = 0;
+        for (size_t i = 0; i < a->nkind; i++) {
+            const struct kvs_step_kind_stat *k = &a->kinds[i];
+            add(x->value, sizeof x->value, "%s%s: %lld %s", i ? "; " : "", kvs_step_kind_name(k->kind),
+                (long long)k->count, k->count == 1 ? "step" : "steps");
+            if (k->count > k->outliers)
+                add(x->value, sizeof x->value, ", %s ms/step, GPU busy %s", kvs_fmt_ms(b1, k->mean_ms),
+                    kvs_fmt_pct(b2, k->busy_fraction));
+            if (k->batch > 0)
+                add(x->value, sizeof x->value, ", batch %s", kvs_fmt_count(b1, k->batch));
+            if (k->tokens_per_step > 0)
+                add(x->value, sizeof x->value, ", %s tokens/step", kvs_fmt_count(b1, k->tokens_per_step));
+            if (k->tokens_per_s > 0)
+                add(x->value, sizeof x->value, ", %s tokens/s", kvs_fmt_count(b1, k->tokens_per_s));
+            if (k->outliers)
+                add(x->value, sizeof x->value, " (%lld left out:", (long long)k->outliers);
+            for (size_t j = 0; k->outliers && j < a->nstep; j++) {
+                const struct kvs_step *st = &a->step[j];
+                if (st->kind == k->kind && st->outlier)
+                    add(x->value, sizeof x->value, " step %lld, %s, %s ms;", (long long)st->index,
+                        st->outlier, kvs_fmt_ms(b1, st->time_ms));
+            }
+            if (k->outliers) {
+                size_t len = strlen(x->value);
+                if (len && x->value[len - 1] == ';')
+                    x->value[len - 1] = 0;
+                add(x->value, sizeof x->value, ")");
+            }
+        }
     }
 
     if (a->model) {

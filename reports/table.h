@@ -63,7 +63,7 @@ bool kvs_table_kernels(struct kvs_table *t, const struct kvs_analysis *a, size_t
                        size_t name_width);
 bool kvs_table_steps(struct kvs_table *t, const struct kvs_analysis *a, size_t max_rows);
 
-/* The report's header facts ("device", "trace", "steps", "model",
+/* The report's header facts ("device", "trace", "steps", "by kind", "model",
  * "warning"), as label/value lines shared by the human formats. */
 #define KVS_MAX_FACTS 6
 struct kvs_fact {

@@ -134,12 +134,16 @@ static void timing(struct kvs_fixture *fx, double mean_ms, double spread)
         fx->groups[i].gpu_fraction = fx->groups[i].gpu_ms / total;
     a->steps.count = 4;
     a->steps.mean_ms = mean_ms;
+    a->steps.mean_time_ms = mean_ms; /* the GPU work ends inside each step */
+    a->steps.source = "ProfilerStep#N";
     a->steps.gpu_ms_per_step = total / 4;
     a->steps.gpu_busy_fraction = a->steps.gpu_ms_per_step / a->steps.mean_ms;
     a->steps.total_gpu_ms = total;
     for (int i = 0; i < 4; i++) {
         struct kvs_step *s = &fx->step[i];
         s->wall_ms = mean_ms + (i - 1.5) * spread;
+        s->time_ms = s->wall_ms;
+        s->gpu_span_ms = s->wall_ms * 0.9;
         s->gpu_busy_ms = total / 4;
         s->busy_fraction = s->gpu_busy_ms / s->wall_ms;
         s->category_ms[KVS_CAT_COPY_CAST] = (cast + 0.08 + 0.488) / 4;

@@ -80,7 +80,13 @@ static void test_schema_and_values(void)
                                       NULL};
     static const char *const trace[] = {"path", "bytes", "events", "device", "peak_gbps", NULL};
     static const char *const steps[] = {"count", "mean_ms", "gpu_ms_per_step", "gpu_busy_fraction",
-                                        NULL};
+                                        "source", "mean_time_ms", "tokens_per_s", "category_ms",
+                                        "by_kind", "items", NULL};
+    static const char *const step[] = {"index", "name", "kind", "batch", "tokens", "wall_ms",
+                                       "gpu_span_ms", "time_ms", "gpu_busy_ms", "gpu_busy_fraction",
+                                       "outlier", "category_ms", NULL};
+    static const char *const cats[] = {"copy/cast", "GEMM", "attention", "communication", "other",
+                                       NULL};
     static const char *const group[] = {"op", "kernel", "dims", "dtypes", "calls",
                                         "calls_per_step", "gpu_ms", "gpu_fraction",
                                         "bytes_per_call", "achieved_gbps", "efficiency", "match",
@@ -88,7 +94,7 @@ static void test_schema_and_values(void)
     static const char *const match[] = {"label", "capacity_tokens", "row_dim", "per_layer", NULL};
     static const char *const kernel[] = {"name", "calls", "gpu_ms", "gpu_fraction", NULL};
     static const char *const finding[] = {"id", "severity", "message", "gpu_ms_per_step",
-                                          "bytes_per_step", NULL};
+                                          "bytes_per_step", "evidence", "fix", NULL};
     KVS_CHECK(keys_are(root, top));
     KVS_CHECK_EQ_STR(str(root, "schema"), "kvscope.report/1");
     const cJSON *t = cJSON_GetObjectItem(root, "trace");
@@ -106,6 +112,27 @@ static void test_schema_and_values(void)
     KVS_CHECK(num(s, "mean_ms") == fx.a.steps.mean_ms);
     KVS_CHECK(num(s, "gpu_ms_per_step") == fx.a.steps.gpu_ms_per_step);
     KVS_CHECK(num(s, "gpu_busy_fraction") == fx.a.steps.gpu_busy_fraction);
+    KVS_CHECK_EQ_STR(str(s, "source"), "ProfilerStep#N");
+    KVS_CHECK(num(s, "mean_time_ms") == fx.a.steps.mean_time_ms);
+    KVS_CHECK(is_null(s, "tokens_per_s")); /* no tokens, no --batch */
+    KVS_CHECK(keys_are(cJSON_GetObjectItem(s, "category_ms"), cats));
+    KVS_CHECK(num(cJSON_GetObjectItem(s, "category_ms"), "GEMM") == fx.a.category_ms[KVS_CAT_GEMM]);
+    KVS_CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(s, "by_kind")), 0);
+    const cJSON *items = cJSON_GetObjectItem(s, "items");
+    KVS_REQUIRE(cJSON_GetArraySize(items) == 4);
+    for (int i = 0; i < 4; i++) {
+        const cJSON *it = cJSON_GetArrayItem(items, i);
+        KVS_CHECK(keys_are(it, step));
+        KVS_CHECK_EQ_INT(num(it, "index"), fx.step[i].index);
+        KVS_CHECK_EQ_STR(str(it, "kind"), "unknown");
+        KVS_CHECK(is_null(it, "batch") && is_null(it, "outlier"));
+        KVS_CHECK(num(it, "wall_ms") == fx.step[i].wall_ms);
+        KVS_CHECK(num(it, "gpu_span_ms") == fx.step[i].gpu_span_ms);
+        KVS_CHECK(num(it, "time_ms") == fx.step[i].time_ms);
+        KVS_CHECK(num(it, "gpu_busy_ms") == fx.step[i].gpu_busy_ms);
+        KVS_CHECK(num(cJSON_GetObjectItem(it, "category_ms"), "communication") ==
+                  fx.step[i].category_ms[KVS_CAT_COMM]);
+    }
 
     const cJSON *groups = cJSON_GetObjectItem(root, "groups");
     KVS_REQUIRE(cJSON_GetArraySize(groups) == 3);
@@ -172,6 +199,8 @@ static void test_schema_and_values(void)
     KVS_CHECK_EQ_STR(str(f0, "id"), "kv_full_buffer_cast");
     KVS_CHECK_EQ_STR(str(f0, "severity"), "high");
     KVS_CHECK(num(f0, "bytes_per_step") == fx.findings[0].bytes_per_step);
+    KVS_CHECK_EQ_STR(str(f0, "evidence"), fx.findings[0].evidence);
+    KVS_CHECK_EQ_STR(str(f0, "fix"), fx.findings[0].fix);
     const cJSON *f1 = cJSON_GetArrayItem(findings, 1);
     KVS_CHECK_EQ_STR(str(f1, "severity"), "warn");
     KVS_CHECK(is_null(f1, "bytes_per_step"));

@@ -4,7 +4,7 @@
  * defines: struct kvs_analysis (and its parts), struct kvs_analysis_options,
  *          kvs_analysis_options_init, kvs_analyze_file, kvs_analyze_memory,
  *          kvs_analysis_free,
- *          kvs_category_name, KVS_LAUNCH_BOUND_BUSY
+ *          kvs_category_name, KVS_LAUNCH_BOUND_BUSY, enum kvs_step_kind
  *
  * kvs_analyze_file() streams a Chrome-trace JSON file (PyTorch/Kineto's or
  * kvscope's own; plain, .gz, or "-" for stdin), links GPU activity to the ops
@@ -68,6 +68,16 @@ enum kvs_category {
 };
 KVS_API const char *kvs_category_name(enum kvs_category cat); /* "copy/cast", "GEMM", ... */
 
+/* What a step computes, where its range's name says it (vLLM, SGLang). */
+enum kvs_step_kind {
+    KVS_STEP_UNKNOWN = 0,
+    KVS_STEP_DECODE,       /* every request generates one token */
+    KVS_STEP_PREFILL,      /* prompts only (SGLang EXTEND, vLLM context requests alone) */
+    KVS_STEP_MIXED,        /* prompts and decoding requests in one step */
+    KVS_STEP_KIND_COUNT_
+};
+/* its name: kvs_step_kind_name() in kvscope/units.h */
+
 struct kvs_trace_info {
     const char *path;            /* as given ("-" for stdin) */
     uint64_t bytes;              /* bytes of JSON read (uncompressed) */
@@ -99,10 +109,14 @@ struct kvs_trace_info {
 
 struct kvs_steps {
     int64_t count;               /* 0: no step markers (figures are trace totals) */
-    double mean_ms;              /* mean step wall time */
+    const char *source;          /* how they were found: "serving-engine step ranges",
+                                    "ProfilerStep#N", "step ranges", "--step-regex"; NULL */
+    double mean_ms;              /* mean step wall time (the CPU range) */
+    double mean_time_ms;         /* mean step time (kvs_step.time_ms) */
     double gpu_ms_per_step;      /* mean GPU busy time (union of activity intervals) */
-    double gpu_busy_fraction;    /* gpu_ms_per_step / mean_ms */
-    double tokens_per_s;         /* batch * 1000 / mean_ms when batch is known, else 0 */
+    double gpu_busy_fraction;    /* gpu_ms_per_step / mean_time_ms (per device) */
+    double tokens_per_s;         /* the steps' tokens (from their names) over their time; else
+                                    batch * 1000 / mean_time_ms when --batch is given; else 0 */
     double total_gpu_ms;         /* busy time over the whole trace (or all steps) */
     /* communication (NCCL/RCCL kernels, category comm) against the rest, per
      * step (trace totals without steps); each is the union of its activity
@@ -116,13 +130,34 @@ struct kvs_steps {
 struct kvs_step {
     int64_t index;               /* N of ProfilerStep#N, or the ordinal */
     const char *name;
+    enum kvs_step_kind kind;     /* from the name (vLLM, SGLang ranges); else unknown */
+    int64_t batch;               /* requests, from the name; 0 unknown */
+    int64_t tokens;              /* tokens computed, from the name; 0 unknown */
     double start_us;             /* trace clock */
-    double wall_ms;
-    double gpu_busy_ms;          /* summed over the trace's GPU devices */
-    double busy_fraction;        /* gpu_busy_ms / (wall_ms x trace.gpu_devices) */
-    double category_ms[KVS_CAT_COUNT_]; /* GPU time by category within the step */
+    double wall_ms;              /* the step's CPU range */
+    double gpu_span_ms;          /* first start to last end of the GPU work it launched; 0 none */
+    double time_ms;              /* the larger of wall_ms and gpu_span_ms: when the GPU lags the
+                                    CPU (CUDA graphs) the step takes as long as its GPU work */
+    double gpu_busy_ms;          /* union of the GPU work the step launched, summed over devices */
+    double busy_fraction;        /* gpu_busy_ms / (time_ms x trace.gpu_devices) */
+    const char *outlier;         /* "warm-up" (the first of its kind) or "outlier": its time is
+                                    over 1.5 x the median of its kind (3+ steps); else NULL */
+    double category_ms[KVS_CAT_COUNT_]; /* GPU time by category of the work it launched */
     double comm_busy_ms;         /* union of communication activity within the step */
     double compute_busy_ms;      /* union of all other activity within the step */
+};
+
+/* The steps of one kind, outliers (kvs_step.outlier) left out of the means. */
+struct kvs_step_kind_stat {
+    enum kvs_step_kind kind;
+    int64_t count;               /* steps of this kind, outliers included */
+    int64_t outliers;            /* left out of the figures below */
+    double mean_ms;              /* mean step time (time_ms) */
+    double gpu_ms_per_step;
+    double busy_fraction;        /* per device */
+    double batch;                /* mean requests per step, 0 unknown */
+    double tokens_per_step;      /* 0 unknown */
+    double tokens_per_s;         /* tokens over time, 0 unknown */
 };
 
 /* What a group's shape was matched to. */
@@ -194,6 +229,8 @@ struct kvs_analysis {
     struct kvs_steps steps;
     size_t nstep;
     const struct kvs_step *step;         /* nstep entries */
+    size_t nkind;
+    const struct kvs_step_kind_stat *kinds; /* one per kind present, in enum order */
     size_t ngroup;
     const struct kvs_group *groups;      /* sorted by gpu_ms, descending */
     size_t nkernel;

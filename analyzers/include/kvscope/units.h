@@ -5,7 +5,8 @@
  *
  * defines: KVS_FMT_BUF, kvs_fmt_bytes, kvs_fmt_gbps, kvs_fmt_ms, kvs_fmt_pct,
  *          kvs_fmt_count, kvs_fmt_signed_pct, kvs_fmt_dup, kvs_strv_push,
- *          kvs_short_dtype, kvs_short_dims, kvs_short_dtypes, kvs_finite_or0
+ *          kvs_short_dtype, kvs_short_dims, kvs_short_dtypes, kvs_finite_or0,
+ *          kvs_step_kind_name
  *
  * Thread safety: reentrant (callers' buffers, no static storage).
  */
@@ -52,6 +53,9 @@ static inline double kvs_finite_or0(double v)
 {
     return (v == v && v - v == 0) ? v : 0;
 }
+
+/* "decode", "prefill", "mixed", "unknown" */
+KVS_API const char *kvs_step_kind_name(enum kvs_step_kind kind);
 
 #ifdef __cplusplus
 }

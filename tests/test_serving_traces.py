@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""tests/test_serving_traces.py KVSCOPE — `kvscope report --format json` on
+every trace in ../shared/traces/serving/ (vLLM, SGLang, HF, torch.compile,
+old-schema ResNet) held against an independent reading of the same JSON
+here (json.load): the steps (their kind, batch and tokens, written down
+below from the traces' README and range names), the GPU work each step
+launched (a kernel's correlation id -> its runtime call -> the step whose CPU
+range holds the call; graph launches included), its busy time (the union per
+device) and its time (CPU range, or the span of its GPU work when longer),
+within 1%.
+
+Exit 0 pass, 1 fail, 77 when ../shared/traces/serving is absent (meson: skipped).
+"""
+import gzip
+import json
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kvs_test import check, finish, union  # noqa: E402
+
+kvscope = sys.argv[1]
+shared = os.environ.get("KVS_SHARED_DIR", "")
+root = os.path.join(shared, "traces", "serving")
+if not shared or not os.path.isdir(root):
+    print("skip: no ../shared/traces/serving")
+    sys.exit(77)
+
+# What each trace's steps are, from its README row and its range names:
+# (kind, batch, tokens) per step; None = no step markers.
+EXPECT_STEPS = {
+    # step[DECODE bs=32] inside execute_32_context_0(...)_generation_32(...)
+    "tracelens__inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz": [("decode", 32, 32)],
+    # ProfilerStep#134 around the graph capture (capture_32_DECODE is no step)
+    "tracelens__inference__sglang_decode__capture_traces__bs_32_rank0.json.gz": [("unknown", None, None)],
+    "tracelens__inference__vllm_decode_full__graph_execution.json.gz": [("decode", 32, 32)],
+    "tracelens__inference__vllm_decode_full__capture_traces__graph_capture_rank_0."
+    "1773709742341309550.pt.trace.json.gz": None,
+    # 8192 tokens, 9 context + 37 generation requests
+    "tracelens__inference__vllm_prefilldecode_piecewise__graph_execution.json.gz": [("mixed", 46, 8192)],
+    # execute_context_1(888_788544)_generation_0(0): one 888-token prefill
+    "tracelens__b200__eager_trace.json.gz": [("prefill", 1, 888)],
+    "tracelens__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz": [("unknown", None, None)],
+    "tracelens__torch_compile_triton__trace.json.gz": None,
+    "resnet50_num_workers_0__worker0.1623143566756.pt.trace.json.gz": [("unknown", None, None)] * 6,
+    "resnet50_num_workers_4__worker0.1623213129365.pt.trace.json.gz": [("unknown", None, None)] * 6,
+}
+
+GPU_CATS = ("kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset")
+RT_CATS = ("cuda_runtime", "cuda_driver", "Runtime")
+VLLM = re.compile(r"^execute_(?:\d+_)?context_(\d+)\((\d+)?[^)]*\)_generation_(\d+)\(")
+VLLM_TOTAL = re.compile(r"^execute_(\d+)_context_")
+SGLANG = re.compile(r"^step\[(DECODE|EXTEND|PREFILL|MIXED|IDLE)((?: \w+=\d+)*)\]$")
+
+
+def load(path):
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        doc = json.load(f)
+    return doc if isinstance(doc, list) else doc.get("traceEvents", [])
+
+
+def ns(us):
+    """the reader's integer nanoseconds"""
+    return int(round(float(us) * 1000))
+
+
+def step_ranges(ev):
+    """the step ranges kvscope should pick: serving-engine ranges, else
+    ProfilerStep#N (outermost of overlapping ones), as (start, end) in ns"""
+    cpu = [e for e in ev if e.get("ph") == "X" and e.get("cat") in
+           ("user_annotation", "cpu_op", "Operator")]
+    serving = [e for e in cpu if e.get("cat") == "user_annotation" and
+               (VLLM.match(e["name"]) or SGLANG.match(e["name"]))]
+    chosen = serving or [e for e in cpu if e["name"].startswith("ProfilerStep#")]
+    wins = sorted(((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]), e["name"]) for e in chosen),
+                  key=lambda w: (w[0], -w[1]))
+    kept = []
+    for w in wins:
+        if kept and w[0] < kept[-1][1]:
+            continue
+        kept.append(w)
+    return kept
+
+
+def describe(name):
+    m = VLLM.match(name)
+    if m:
+        nctx, ctx_tokens, ngen = int(m.group(1)), int(m.group(2) or 0), int(m.group(3))
+        total = VLLM_TOTAL.match(name)
+        tokens = int(total.group(1)) if total else ctx_tokens + ngen
+        kind = "mixed" if nctx and ngen else "prefill" if nctx else "decode"
+        return kind, nctx + ngen, tokens
+    m = SGLANG.match(name)
+    if m:
+        fields = dict(f.split("=") for f in m.group(2).split())
+        kind = {"DECODE": "decode", "EXTEND": "prefill", "PREFILL": "prefill",
+                "MIXED": "mixed"}.get(m.group(1), "unknown")
+        bs = int(fields["bs"]) if "bs" in fields else None
+        toks = int(fields["toks"]) if "toks" in fields else (bs if kind == "decode" else None)
+        return kind, bs, toks
+    return "unknown", None, None
+
+
+def attributed(ev, wins):
+    """per step: the GPU activities it launched, as (start, end, device)"""
+    rt = {}
+    for e in ev:
+        if e.get("ph") == "X" and e.get("cat") in RT_CATS:
+            c = e.get("args", {}).get("correlation")
+            if c is not None and c not in rt:
+                rt[c] = ns(e["ts"])
+    ops = {}
+    for e in ev:
+        if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "Operator"):
+            x = e.get("args", {}).get("External id")
+            if x and x not in ops:
+                ops[x] = ns(e["ts"])
+    per = [[] for _ in wins]
+    for e in ev:
+        if e.get("ph") != "X" or e.get("cat") not in GPU_CATS:
+            continue
+        a = e.get("args", {})
+        launch = rt.get(a.get("correlation")) if a.get("correlation") else None
+        if launch is None:
+            launch = ops.get(a.get("External id")) if a.get("External id") else None
+        if launch is None:
+            launch = ns(e["ts"])
+        for k, (s, t, _) in enumerate(wins):
+            if s <= launch < t:
+                per[k].append((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]), a.get("device", 0)))
+                break
+    return per
+
+
+def near(a, b, rel=0.01, absolute=1e-6):
+    return a is not None and b is not None and abs(a - b) <= max(rel * abs(b), absolute)
+
+
+def report(path):
+    out = subprocess.run([kvscope, "report", path, "--format", "json"], capture_output=True,
+                         text=True)
+    check(out.returncode == 0, "%s: kvscope report exits 0 (%d: %s)"
+          % (os.path.basename(path), out.returncode, out.stderr.strip()[-300:]))
+    return json.loads(out.stdout) if out.stdout.strip() else {}
+
+
+seen = 0
+for name in sorted(os.listdir(root)):
+    if not name.endswith(".json.gz"):
+        continue
+    seen += 1
+    check(name in EXPECT_STEPS, "%s: its expected steps are written in this test" % name)
+    path = os.path.join(root, name)
+    ev = load(path)
+    rep = report(path)
+    steps = rep.get("steps", {})
+    items = steps.get("items", [])
+    want = EXPECT_STEPS.get(name)
+    wins = step_ranges(ev)
+    if want is None:
+        check(steps.get("count") == 0 and not wins,
+              "%s: no step markers (kvscope %s, here %d)" % (name, steps.get("count"), len(wins)))
+        continue
+    check(len(wins) == len(want), "%s: %d step ranges here, %d expected" % (name, len(wins), len(want)))
+    check(steps.get("count") == len(want) and len(items) == len(want),
+          "%s: kvscope finds %s steps, %d expected" % (name, steps.get("count"), len(want)))
+    check([describe(w[2]) for w in wins] == want,
+          "%s: the range names say %s" % (name, [describe(w[2]) for w in wins]))
+    got = [(s.get("kind"), s.get("batch"), s.get("tokens")) for s in items]
+    check(got == want, "%s: kvscope's (kind, batch, tokens) %s, expected %s" % (name, got, want))
+    per = attributed(ev, wins)
+    tokens = time_sum = 0.0
+    for k, (w, s) in enumerate(zip(wins, items)):
+        busy = 0.0
+        for dev in {d for _, _, d in per[k]}:
+            busy += union([(a, b) for a, b, d in per[k] if d == dev])
+        wall = w[1] - w[0]
+        span = (max(b for _, b, _ in per[k]) - min(a for a, _, _ in per[k])) if per[k] else 0
+        time = max(wall, span)
+        check(near(s["gpu_busy_ms"], busy / 1e6),
+              "%s step %d: GPU busy %.4f ms (the work it launched), json.load says %.4f"
+              % (name, k, s["gpu_busy_ms"], busy / 1e6))
+        check(near(s["time_ms"], time / 1e6) and near(s["wall_ms"], wall / 1e6),
+              "%s step %d: time %.4f ms (CPU range %.4f), json.load says %.4f (%.4f)"
+              % (name, k, s["time_ms"], s["wall_ms"], time / 1e6, wall / 1e6))
+        cat_sum = sum(s["category_ms"].values())
+        dur_sum = sum(b - a for a, b, _ in per[k]) / 1e6
+        check(near(cat_sum, dur_sum),
+              "%s step %d: GPU time by category adds up to %.4f ms, the launched work's %.4f"
+              % (name, k, cat_sum, dur_sum))
+        if s.get("tokens"):
+            tokens += s["tokens"]
+            time_sum += time / 1e6
+    if time_sum:
+        check(near(steps.get("tokens_per_s"), tokens * 1000 / time_sum),
+              "%s: %.1f tokens/s, json.load says %.1f" % (name, steps.get("tokens_per_s") or 0,
+                                                          tokens * 1000 / time_sum))
+
+check(seen == len(EXPECT_STEPS), "%d traces in %s, %d written down here" % (seen, root, len(EXPECT_STEPS)))
+
+# the GPU runs behind the CPU in vLLM's graph steps: a 2.4 ms CPU range whose
+# graph's kernels run 10.7 ms later is busy, not idle (clipping to the CPU
+# range called it 0.3% busy)
+for name in ("tracelens__inference__vllm_decode_full__graph_execution.json.gz",
+             "tracelens__inference__vllm_prefilldecode_piecewise__graph_execution.json.gz"):
+    rep = report(os.path.join(root, name))
+    frac = rep.get("steps", {}).get("gpu_busy_fraction", 0)
+    check(frac > 0.95, "%s: GPU busy %.1f%% of the step" % (name, 100 * frac))
+    ids = [f["id"] for f in rep.get("findings", [])]
+    check("gpu_idle" not in ids, "%s: no gpu_idle finding (findings: %s)" % (name, ids))
+
+sys.exit(finish())

@@ -1,0 +1,190 @@
+/* tests/test_steps.c — the step model (analyzers/steps.c) on traces written
+ * here: serving engines' step names parsed into kind, batch and tokens;
+ * steps of different kinds reported apart; a warm-up step said and left out
+ * of its kind's mean; GPU work that runs after its step's CPU range still
+ * belongs to the step that launched it.
+ *
+ *   meson test -C build test_steps
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "kvs_test.h"
+#include "kvscope/analysis.h"
+#include "steps.h"
+
+#define TOL 1e-9
+
+static struct kvs_analysis *analyze_text(const char *json, size_t n)
+{
+    struct kvs_analysis_options opt;
+    kvs_analysis_options_init(&opt);
+    struct kvs_analysis *a = NULL;
+    enum kvs_status st = kvs_analyze_memory(json, n, "steps.json", &opt, &a);
+    KVS_CHECK_EQ_INT(st, KVS_STATUS_OK);
+    return a;
+}
+
+static void test_names(void)
+{
+    struct kvs_step_desc d;
+    KVS_REQUIRE(kvs_step_name_parse("step[DECODE bs=32]", &d));
+    KVS_CHECK(d.kind == KVS_STEP_DECODE && d.batch == 32 && d.tokens == 32);
+    KVS_REQUIRE(kvs_step_name_parse("step[EXTEND bs=15 toks=15360]", &d));
+    KVS_CHECK(d.kind == KVS_STEP_PREFILL && d.batch == 15 && d.tokens == 15360);
+    KVS_REQUIRE(kvs_step_name_parse("step[MIXED bs=4 toks=900 extra=1]", &d));
+    KVS_CHECK(d.kind == KVS_STEP_MIXED && d.batch == 4 && d.tokens == 900);
+    KVS_REQUIRE(kvs_step_name_parse(
+        "execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk32785sqsq32sqsk32785)", &d));
+    KVS_CHECK(d.kind == KVS_STEP_DECODE && d.batch == 32 && d.tokens == 32);
+    KVS_REQUIRE(kvs_step_name_parse(
+        "execute_8192_context_9(sq8155sk8430sqsq7475785sqsk7671310)_generation_37(sq37sk34489sqsq37sqsk34489)",
+        &d));
+    KVS_CHECK(d.kind == KVS_STEP_MIXED && d.batch == 46 && d.tokens == 8192);
+    /* the older spelling: context requests' tokens in the parentheses */
+    KVS_REQUIRE(kvs_step_name_parse("execute_context_1(888_788544)_generation_0(0)", &d));
+    KVS_CHECK(d.kind == KVS_STEP_PREFILL && d.batch == 1 && d.tokens == 888);
+    KVS_REQUIRE(kvs_step_name_parse("execute_context_0(0_0)_generation_8(8)", &d));
+    KVS_CHECK(d.kind == KVS_STEP_DECODE && d.batch == 8 && d.tokens == 8);
+    /* not steps: other ranges, and the names cut short */
+    KVS_CHECK(!kvs_step_name_parse("ProfilerStep#3", &d));
+    KVS_CHECK(!kvs_step_name_parse("step[DECODE bs=32", &d));
+    KVS_CHECK(!kvs_step_name_parse("step[DECODER bs=32]", &d));
+    KVS_CHECK(!kvs_step_name_parse("step[DECODE bs=]", &d));
+    KVS_CHECK(!kvs_step_name_parse("execute_32_context_", &d));
+    KVS_CHECK(!kvs_step_name_parse("execute_model", &d));
+    KVS_CHECK(!kvs_step_name_parse("capture_32_DECODE", &d));
+    KVS_CHECK(!kvs_step_name_parse("execute_99999999999999999999_context_0()_generation_1()", &d));
+}
+
+/* One SGLang prefill of 1000 tokens, then four decode steps of batch 4: the
+ * first decode step is a slow warm-up (3 ms against 1 ms). Each step
+ * launches one kernel through a graph launch 100 us into its CPU range; the
+ * kernel runs 2 ms after the launch, past the step's CPU end, for `busy` us.
+ * A ProfilerStep#1 around everything is not the step: the engine's ranges
+ * are finer and say more. */
+static size_t serving_trace(char *buf, size_t cap)
+{
+    static const struct {
+        const char *name;
+        double start, dur, busy;
+    } steps[] = {
+        {"step[EXTEND bs=2 toks=1000]", 0, 5000, 4000},
+        {"step[DECODE bs=4]", 10000, 3000, 300},
+        {"step[DECODE bs=4]", 20000, 1000, 300},
+        {"step[DECODE bs=4]", 30000, 1000, 300},
+        {"step[DECODE bs=4]", 40000, 1000, 300},
+    };
+    size_t n = (size_t)snprintf(buf, cap,
+                                "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"user_annotation\","
+                                "\"name\":\"ProfilerStep#1\",\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":50000}");
+    for (int i = 0; i < 5; i++) {
+        double launch = steps[i].start + 100;
+        n += (size_t)snprintf(
+            buf + n, cap - n,
+            ",{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"%s\",\"pid\":1,\"tid\":1,"
+            "\"ts\":%.0f,\"dur\":%.0f}"
+            ",{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaGraphLaunch\",\"pid\":1,"
+            "\"tid\":1,\"ts\":%.0f,\"dur\":10,\"args\":{\"correlation\":%d}}"
+            ",{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm_kernel\",\"pid\":0,\"tid\":7,"
+            "\"ts\":%.0f,\"dur\":%.0f,\"args\":{\"correlation\":%d,\"device\":0,\"stream\":7}}",
+            steps[i].name, steps[i].start, steps[i].dur, launch, 100 + i,
+            launch + 2000 + (i == 0 ? 3000 : 0), steps[i].busy, 100 + i);
+    }
+    n += (size_t)snprintf(buf + n, cap - n, "]}");
+    return n;
+}
+
+static void test_serving_steps(void)
+{
+    char json[8192];
+    size_t n = serving_trace(json, sizeof json);
+    KVS_REQUIRE(n < sizeof json);
+    struct kvs_analysis *a = analyze_text(json, n);
+    KVS_REQUIRE(a);
+    KVS_REQUIRE(a->nstep == 5);
+    KVS_CHECK_EQ_STR(a->steps.source, "serving-engine step ranges");
+    KVS_CHECK_EQ_INT(a->step[0].kind, KVS_STEP_PREFILL);
+    KVS_CHECK_EQ_INT(a->step[0].batch, 2);
+    KVS_CHECK_EQ_INT(a->step[0].tokens, 1000);
+    for (int i = 1; i < 5; i++) {
+        KVS_CHECK_EQ_INT(a->step[i].kind, KVS_STEP_DECODE);
+        KVS_CHECK_EQ_INT(a->step[i].batch, 4);
+        KVS_CHECK_EQ_INT(a->step[i].tokens, 4);
+        KVS_CHECK_EQ_INT(a->step[i].index, i); /* "bs=4" is a batch, not an index */
+    }
+    /* the prefill's kernel runs 5.1 to 9.1 ms into the step: all 4 ms its,
+     * the step's time runs to the kernel's end */
+    KVS_CHECK_NEAR(a->step[0].gpu_busy_ms, 4.0, TOL);
+    KVS_CHECK_NEAR(a->step[0].wall_ms, 5.0, TOL);
+    KVS_CHECK_NEAR(a->step[0].gpu_span_ms, 4.0, TOL);
+    KVS_CHECK_NEAR(a->step[0].time_ms, 5.0, TOL);
+    /* a decode kernel starts 2.1 ms in and ends after the 1 ms CPU range:
+     * still the step's own 0.3 ms (clipping to the range gave 0) */
+    KVS_CHECK_NEAR(a->step[2].gpu_busy_ms, 0.3, TOL);
+    KVS_CHECK_NEAR(a->step[2].category_ms[KVS_CAT_GEMM], 0.3, TOL);
+    KVS_CHECK_NEAR(a->step[2].time_ms, 1.0, TOL);
+    /* the warm-up: 3 ms against a 1 ms median of the decode steps */
+    KVS_CHECK_EQ_STR(a->step[1].outlier, "warm-up");
+    for (int i = 2; i < 5; i++)
+        KVS_CHECK(a->step[i].outlier == NULL);
+    KVS_CHECK(a->step[0].outlier == NULL); /* the only prefill: no median to judge it by */
+    /* kinds apart; the warm-up left out of the decode figures */
+    KVS_REQUIRE(a->nkind == 2);
+    const struct kvs_step_kind_stat *dec = &a->kinds[0], *pre = &a->kinds[1];
+    KVS_CHECK_EQ_INT(dec->kind, KVS_STEP_DECODE);
+    KVS_CHECK_EQ_INT(dec->count, 4);
+    KVS_CHECK_EQ_INT(dec->outliers, 1);
+    KVS_CHECK_NEAR(dec->mean_ms, 1.0, TOL);
+    KVS_CHECK_NEAR(dec->gpu_ms_per_step, 0.3, TOL);
+    KVS_CHECK_NEAR(dec->busy_fraction, 0.3, TOL);
+    KVS_CHECK_NEAR(dec->batch, 4, TOL);
+    KVS_CHECK_NEAR(dec->tokens_per_s, 4000.0, 1e-6);
+    KVS_CHECK_EQ_INT(pre->kind, KVS_STEP_PREFILL);
+    KVS_CHECK_NEAR(pre->tokens_per_s, 1000 * 1000.0 / 5.0, 1e-6);
+    /* all steps: (1000 + 16) tokens over 5 + 3 + 1 + 1 + 1 ms */
+    KVS_CHECK_NEAR(a->steps.tokens_per_s, 1016 * 1000.0 / 11.0, 1e-6);
+    KVS_CHECK_NEAR(a->steps.mean_time_ms, 11.0 / 5, TOL);
+    kvs_analysis_free(a);
+}
+
+/* A vLLM-style graph step: 0.5 ms on the CPU, its graph's kernels 9.8 ms on
+ * the GPU, 1 ms later. The step takes 9.8 ms, busy all of it. */
+static void test_gpu_behind_cpu(void)
+{
+    char json[4096];
+    size_t n = (size_t)snprintf(
+        json, sizeof json,
+        "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"user_annotation\","
+        "\"name\":\"execute_32_context_0(sq0)_generation_32(sq32)\",\"pid\":1,\"tid\":1,\"ts\":0,"
+        "\"dur\":500},"
+        "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaGraphLaunch\",\"pid\":1,\"tid\":1,"
+        "\"ts\":100,\"dur\":50,\"args\":{\"correlation\":7}},"
+        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"nvjet_tst_64x8\",\"pid\":0,\"tid\":7,"
+        "\"ts\":1500,\"dur\":4900,\"args\":{\"correlation\":7,\"device\":0,\"stream\":7}},"
+        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"nvjet_tst_64x8\",\"pid\":0,\"tid\":7,"
+        "\"ts\":6400,\"dur\":4900,\"args\":{\"correlation\":7,\"device\":0,\"stream\":7}}]}");
+    struct kvs_analysis *a = analyze_text(json, n);
+    KVS_REQUIRE(a);
+    KVS_REQUIRE(a->nstep == 1);
+    KVS_CHECK_EQ_INT(a->step[0].kind, KVS_STEP_DECODE);
+    KVS_CHECK_NEAR(a->step[0].wall_ms, 0.5, TOL);
+    KVS_CHECK_NEAR(a->step[0].gpu_busy_ms, 9.8, TOL);
+    KVS_CHECK_NEAR(a->step[0].time_ms, 9.8, TOL);
+    KVS_CHECK_NEAR(a->steps.gpu_busy_fraction, 1.0, TOL);
+    KVS_CHECK_NEAR(a->steps.tokens_per_s, 32 * 1000.0 / 9.8, 1e-6);
+    for (size_t i = 0; i < a->nfinding; i++)
+        KVS_CHECK_MSG(strcmp(a->findings[i].id, "gpu_idle"), "%s", a->findings[i].message);
+    kvs_analysis_free(a);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct kvs_test tests[] = {
+        {"names", test_names},
+        {"serving_steps", test_serving_steps},
+        {"gpu_behind_cpu", test_gpu_behind_cpu},
+        {NULL, NULL},
+    };
+    return kvs_test_main(argc, argv, tests);
+}

@@ -41,8 +41,9 @@ missing_packages() {
     if command -v pkg-config >/dev/null; then
         pkg-config --exists libcjson || pk+=(libcjson-dev)
         pkg-config --exists zlib || pk+=(zlib1g-dev)
+        pkg-config --exists sqlite3 || pk+=(libsqlite3-dev)
     else
-        pk+=(libcjson-dev zlib1g-dev)
+        pk+=(libcjson-dev zlib1g-dev libsqlite3-dev)
     fi
     echo "${pk[@]}"
 }

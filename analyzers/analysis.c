@@ -19,6 +19,7 @@
 #include "groups.h"
 #include "link.h"
 #include "match.h"
+#include "nsys.h"
 #include "reader.h"
 #include "steps.h"
 
@@ -504,7 +505,10 @@ static enum kvs_status build_result(struct kvs_ctx *c, const char *path, struct 
     ti->peak_gbps = c->peak_gbps;
     ti->peak_source = c->peak_source;
     ti->copy_gbps = c->copy_gbps;
-    ti->producer = t->has_kvscope_meta ? "kvscope" : (t->has_kineto_meta || t->n_ops) ? "pytorch-kineto" : "unknown";
+    ti->producer = t->from_nsys          ? "nsight-systems"
+                 : t->has_kvscope_meta ? "kvscope"
+                 : (t->has_kineto_meta || t->n_ops) ? "pytorch-kineto"
+                                                    : "unknown";
     ti->rank = t->rank;
     ti->world_size = t->world_size;
     ti->ops = t->n_ops;
@@ -546,6 +550,37 @@ static int count_devices(const struct kvs_trace_data *t)
             seen[n++] = t->gpus[i].device;
     }
     return n ? n : 1;
+}
+
+/* The input's reader by its content: an Nsight Systems SQLite export
+ * (nsys.c), else Chrome-trace JSON (reader.c). *read_st: the reader's
+ * outcome; the return value is an error found before any reader ran. */
+static enum kvs_status kvs_read_any(const struct kvs_analyze_input *in, const struct kvs_read_opts *ro,
+                                    struct kvs_trace_data *t, enum kvs_status *read_st)
+{
+    static const char sqlite_magic[16] = "SQLite format 3";
+    if (in->in_memory) {
+        if (in->len >= 16 && !memcmp(in->data, sqlite_magic, 16)) {
+            kvs_log(ro->log, KVS_LOG_ERROR,
+                    "%s: an Nsight Systems / SQLite export is read from its file, not from memory or stdin",
+                    in->path);
+            return KVS_STATUS_UNSUPPORTED;
+        }
+        *read_st = kvs_read_trace_memory(in->data, in->len, in->path, ro, t);
+        return KVS_STATUS_OK;
+    }
+    switch (kvs_nsys_sniff(in->path)) {
+    case KVS_NSYS_REPORT:
+        kvs_log(ro->log, KVS_LOG_ERROR,
+                "%s: an Nsight Systems report is not read directly: export it to SQLite first with "
+                "nsys export --type sqlite --output FILE.sqlite %s, then give FILE.sqlite",
+                in->path, in->path);
+        return KVS_STATUS_UNSUPPORTED;
+    case KVS_NSYS_SQLITE: *read_st = kvs_read_nsys(in->path, ro, t); return KVS_STATUS_OK;
+    case KVS_NSYS_NOT: break;
+    }
+    *read_st = kvs_read_trace(in->path, ro, t);
+    return KVS_STATUS_OK;
 }
 
 enum kvs_status kvs_analyze_input(const struct kvs_analyze_input *in,
@@ -594,13 +629,17 @@ enum kvs_status kvs_analyze_input(const struct kvs_analyze_input *in,
     ro.step_user = &sm;
     ro.bufsize = in->read_bufsize;
     ro.source_chunk = in->source_chunk;
-    enum kvs_status read_st = in->in_memory ? kvs_read_trace_memory(in->data, in->len, path, &ro, &c.t)
-                                            : kvs_read_trace(path, &ro, &c.t);
+    enum kvs_status read_st;
+    if ((st = kvs_read_any(in, &ro, &c.t, &read_st)) != KVS_STATUS_OK)
+        goto done;
     if (read_st != KVS_STATUS_OK && read_st != KVS_STATUS_TRUNCATED) {
         st = read_st;
         goto done;
     }
     if (c.t.events == 0) {
+        st = KVS_STATUS_EMPTY;
+        if (c.t.from_nsys) /* the nsys reader said which tables were absent */
+            goto done;
         kvs_log(c.log, KVS_LOG_ERROR,
                 c.t.bytes == 0 ? "%s: the file is empty: no trace to analyse"
                 : read_st == KVS_STATUS_TRUNCATED

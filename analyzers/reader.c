@@ -255,8 +255,7 @@ static enum kvs_status read_source(struct kvs_source *src, uint64_t total_bytes,
     return st;
 }
 
-/* Zero *t and give it its tables; false when memory ran out. */
-static bool trace_data_init(struct kvs_trace_data *t)
+bool kvs_trace_data_init(struct kvs_trace_data *t)
 {
     memset(t, 0, sizeof *t);
     t->rank = -1;
@@ -270,7 +269,7 @@ enum kvs_status kvs_read_trace(const char *path, const struct kvs_read_opts *opt
     struct kvs_read_opts defaults = {0};
     if (!opt)
         opt = &defaults;
-    if (!trace_data_init(t))
+    if (!kvs_trace_data_init(t))
         return KVS_STATUS_NO_MEMORY;
     struct kvs_source *src;
     uint64_t total = 0;
@@ -288,7 +287,7 @@ enum kvs_status kvs_read_trace_memory(const void *data, size_t len, const char *
         opt = &defaults;
     if (!name)
         name = "(memory)";
-    if (!trace_data_init(t))
+    if (!kvs_trace_data_init(t))
         return KVS_STATUS_NO_MEMORY;
     struct kvs_source *src;
     enum kvs_status st = kvs_source_open_memory(data, len, name, opt->source_chunk, opt->log, &src);

@@ -2,7 +2,8 @@
  * (interned strings, integer nanoseconds) and the header facts.
  *
  * defines: struct kvs_op_rec, struct kvs_rt_rec, struct kvs_gpu_rec,
- *          struct kvs_range_rec, struct kvs_trace_data, kvs_trace_data_free,
+ *          struct kvs_range_rec, struct kvs_trace_data, kvs_trace_data_init,
+ *          kvs_trace_data_free,
  *          KVS_VEC_PUSH, enum kvs_gpu_kind
  *
  * Memory is proportional to the number of retained records (ops, runtime
@@ -97,11 +98,15 @@ struct kvs_trace_data {
     /* header facts */
     bool has_kvscope_meta;
     bool has_kineto_meta;         /* schemaVersion / deviceProperties / traceName */
+    bool from_nsys;               /* read from an Nsight Systems SQLite export (nsys.c) */
     uint64_t dropped_records;
     int rank, world_size;         /* -1 / 0 when not recorded */
     char *device_names[KVS_MAX_DEVICES]; /* by device id (deviceProperties "id") */
 };
 
+/* Zero *t and give it its tables (no rank, ops assumed sorted until one is
+ * not); false when memory ran out. Readers (reader.c, nsys.c) start here. */
+bool kvs_trace_data_init(struct kvs_trace_data *t);
 void kvs_trace_data_free(struct kvs_trace_data *t);
 
 static inline uint32_t kvs_op_name(const struct kvs_trace_data *t, const struct kvs_op_rec *o)

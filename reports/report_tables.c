@@ -177,7 +177,9 @@ size_t kvs_report_facts(const struct kvs_analysis *a, struct kvs_fact facts[KVS_
     x = &facts[n++];
     x->label = "trace";
     x->value[0] = 0;
-    add(x->value, sizeof x->value, "%s of JSON, %s events (%s ops, %s kernels",
+    bool nsys = t->producer && !strcmp(t->producer, "nsight-systems");
+    add(x->value, sizeof x->value, nsys ? "%s Nsight Systems export, %s rows (%s ops, %s kernels"
+                                        : "%s of JSON, %s events (%s ops, %s kernels",
         kvs_fmt_bytes(b1, (double)t->bytes), kvs_fmt_count(b2, (double)t->events),
         kvs_fmt_count(b3, (double)t->ops), kvs_fmt_count(b4, (double)t->kernels));
     if (t->memcpys || t->memsets)

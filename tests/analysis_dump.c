@@ -65,7 +65,16 @@ int main(int argc, char **argv)
            (unsigned long long)t->graph_launched,
            t->truncated ? "true" : "false", t->peak_gbps);
     str(t->device);
-    printf(", \"steps\": %lld, \"groups\": [", (long long)a->steps.count);
+    printf(", \"producer\": ");
+    str(t->producer);
+    printf(", \"gpu_devices\": %d, \"total_gpu_ms\": %.17g, \"kernel_calls\": [", t->gpu_devices,
+           a->steps.total_gpu_ms);
+    for (size_t i = 0; i < a->nkernel; i++) {
+        printf("%s[", i ? ", " : "");
+        str(a->kernels[i].name);
+        printf(", %lld]", (long long)a->kernels[i].calls);
+    }
+    printf("], \"steps\": %lld, \"groups\": [", (long long)a->steps.count);
     for (size_t i = 0; i < a->ngroup; i++) {
         const struct kvs_group *g = &a->groups[i];
         printf("%s\n {\"op\": ", i ? "," : "");

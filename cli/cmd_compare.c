@@ -24,6 +24,7 @@ static void usage(FILE *out)
     fputs("usage: kvscope compare BEFORE AFTER [options]\n"
           "\n"
           "Analyse two Chrome-trace JSON files (plain, .gz, or - for stdin; at most one -)\n"
+          "or Nsight Systems SQLite exports (nsys export --type sqlite)\n"
           "and compare them: step wall time, GPU time and busy fraction, tokens/s, copy/cast\n"
           "groups paired by role, findings resolved and new, and a verdict in plain words.\n"
           "\n"

@@ -134,52 +134,6 @@ static enum kvs_status pick_device(struct kvs_ctx *c)
 // ----------------------------------------------------------------------------
 // the result
 
-static char *json_dims(struct kvs_arena *a, const struct kvs_shape *s)
-{
-    size_t cap = 16 + (size_t)s->n * (KVS_SHAPE_MAX_RANK * 21 + 4);
-    char *buf = kvs_arena_alloc(a, cap);
-    if (!buf)
-        return NULL;
-    size_t n = 0;
-    buf[n++] = '[';
-    for (int k = 0; k < s->n; k++) {
-        n += (size_t)snprintf(buf + n, cap - n, "%s[", k ? "," : "");
-        int rank = s->rank[k] < KVS_SHAPE_MAX_RANK ? s->rank[k] : KVS_SHAPE_MAX_RANK;
-        for (int i = 0; i < rank; i++)
-            n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? "," : "", (long long)s->dims[k][i]);
-        n += (size_t)snprintf(buf + n, cap - n, "]");
-    }
-    snprintf(buf + n, cap - n, "]");
-    return buf;
-}
-
-static char *json_dtypes(struct kvs_arena *a, const struct kvs_shape *s)
-{
-    size_t cap = 4;
-    for (int k = 0; k < s->n; k++)
-        cap += s->dtype_len[k] * 2 + 4;
-    char *buf = kvs_arena_alloc(a, cap);
-    if (!buf)
-        return NULL;
-    size_t n = 0;
-    buf[n++] = '[';
-    for (int k = 0; k < s->n; k++) {
-        if (k)
-            buf[n++] = ',';
-        buf[n++] = '"';
-        for (size_t i = 0; i < s->dtype_len[k]; i++) {
-            char ch = s->dtype[k][i];
-            if (ch == '"' || ch == '\\')
-                buf[n++] = '\\';
-            buf[n++] = ch;
-        }
-        buf[n++] = '"';
-    }
-    buf[n++] = ']';
-    buf[n] = 0;
-    return buf;
-}
-
 static enum kvs_status build_groups(struct kvs_ctx *c, struct kvs_analysis_impl *impl)
 {
     struct kvs_analysis *a = &impl->pub;
@@ -195,12 +149,10 @@ static enum kvs_status build_groups(struct kvs_ctx *c, struct kvs_analysis_impl 
         kvs_group_figures(c, g, &f);
         o->op = kvs_intern_str(&impl->strings, g->op_name);
         o->kernel = g->top_kernel ? kvs_intern_str(&impl->strings, g->top_kernel) : NULL;
-        o->dims = json_dims(ar, s);
-        o->dtypes = json_dtypes(ar, s);
         o->ntensors = s->n;
         struct kvs_dims *td = kvs_arena_alloc(ar, (size_t)(s->n ? s->n : 1) * sizeof *td);
         const char **tt = kvs_arena_alloc(ar, (size_t)(s->n ? s->n : 1) * sizeof *tt);
-        if (!o->dims || !o->dtypes || !td || !tt)
+        if (!td || !tt)
             return KVS_STATUS_NO_MEMORY;
         for (int k = 0; k < s->n; k++) {
             td[k].rank = s->rank[k] < 8 ? s->rank[k] : 8;

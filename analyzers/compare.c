@@ -79,28 +79,27 @@ static char *role_of(struct builder *b, const struct kvs_group *g)
 {
     if (g->role && *g->role)
         return dup_or_null(b, g->role);
-    return kvs_fmt_dup(&b->oom, "%s|%s", g->op ? g->op : "?", g->dtypes ? g->dtypes : "");
+    char types[256];
+    return kvs_fmt_dup(&b->oom, "%s|%s", g->op ? g->op : "?",
+                       kvs_short_dtypes(types, sizeof types, g));
 }
 
-/* dims/dtypes as JSON text, from the group's text or its parsed tensors. */
-static char *dims_json(struct builder *b, const struct kvs_group *g)
+/* the group's dims and dtypes, copied out of the analysis */
+static void copy_tensors(struct builder *b, struct kvs_cmp_side *s, const struct kvs_group *g)
 {
-    if (g->dims)
-        return dup_or_null(b, g->dims);
-    char buf[1024];
-    size_t len = 0;
-    buf[len++] = '[';
-    for (int i = 0; g->tensor_dims && i < g->ntensors && len < sizeof buf - 200; i++) {
-        const struct kvs_dims *d = &g->tensor_dims[i];
-        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s[", i ? ", " : "");
-        for (int k = 0; k < d->rank && k < 8; k++)
-            len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%lld", k ? ", " : "",
-                                    (long long)d->d[k]);
-        buf[len++] = ']';
+    int n = g->tensor_dims && g->tensor_dtypes && g->ntensors > 0 ? g->ntensors : 0;
+    if (n == 0)
+        return;
+    s->tensor_dims = malloc((size_t)n * sizeof *s->tensor_dims);
+    s->tensor_dtypes = calloc((size_t)n, sizeof *s->tensor_dtypes);
+    if (!s->tensor_dims || !s->tensor_dtypes) {
+        b->oom = true;
+        return;
     }
-    buf[len++] = ']';
-    buf[len] = 0;
-    return dup_or_null(b, buf);
+    s->ntensors = n;
+    memcpy(s->tensor_dims, g->tensor_dims, (size_t)n * sizeof *s->tensor_dims);
+    for (int i = 0; i < n; i++)
+        s->tensor_dtypes[i] = dup_or_null(b, g->tensor_dtypes[i] ? g->tensor_dtypes[i] : "");
 }
 
 static void add_to_side(struct builder *b, struct kvs_cmp_side *s, const struct kvs_group *g,
@@ -112,8 +111,7 @@ static void add_to_side(struct builder *b, struct kvs_cmp_side *s, const struct 
         s->present = true;
         s->ngroups = 1;
         s->op = dup_or_null(b, g->op);
-        s->dims = dims_json(b, g);
-        s->dtypes = g->dtypes ? dup_or_null(b, g->dtypes) : dup_or_null(b, "[]");
+        copy_tensors(b, s, g);
         s->dims_short = dup_or_null(b, kvs_short_dims(buf, sizeof buf, g));
         s->dtypes_short = dup_or_null(b, kvs_short_dtypes(buf, sizeof buf, g));
         s->match = g->has_match ? dup_or_null(b, g->match.label) : NULL;
@@ -503,8 +501,10 @@ enum kvs_status kvs_compare(const struct kvs_analysis *before, const struct kvs_
 static void free_side(struct kvs_cmp_side *s)
 {
     free(s->op);
-    free(s->dims);
-    free(s->dtypes);
+    for (int i = 0; s->tensor_dtypes && i < s->ntensors; i++)
+        free(s->tensor_dtypes[i]);
+    free(s->tensor_dims);
+    free(s->tensor_dtypes);
     free(s->dims_short);
     free(s->dtypes_short);
     free(s->match);

@@ -208,7 +208,7 @@ char *kvs_short_dims(char *buf, size_t size, const struct kvs_group *g)
     size_t len = 0;
     buf[0] = 0;
     if (g->ntensors <= 0 || !g->tensor_dims) {
-        append(buf, size, &len, g->dims ? g->dims : "-");
+        append(buf, size, &len, "-");
         return buf;
     }
     bool all_same = true;
@@ -228,6 +228,27 @@ char *kvs_short_dims(char *buf, size_t size, const struct kvs_group *g)
             append(buf, size, &len, " ");
         append_dims(buf, size, &len, &g->tensor_dims[i]);
     }
+    return buf;
+}
+
+char *kvs_dims_json(char *buf, size_t size, const struct kvs_group *g)
+{
+    size_t len = 0;
+    buf[0] = 0;
+    append(buf, size, &len, "[");
+    for (int i = 0; g->tensor_dims && i < g->ntensors; i++) {
+        char num[32];
+        const struct kvs_dims *d = &g->tensor_dims[i];
+        append(buf, size, &len, i ? ",[" : "[");
+        for (int k = 0; k < d->rank && k < 8; k++) {
+            snprintf(num, sizeof num, "%s%lld", k ? "," : "", (long long)d->d[k]);
+            append(buf, size, &len, num);
+        }
+        append(buf, size, &len, "]");
+    }
+    append(buf, size, &len, "]");
+    if (len + 1 >= size && size > 4)
+        memcpy(buf + size - 4, "...", 4);
     return buf;
 }
 

@@ -108,7 +108,7 @@ void kvs_svg_roofline(FILE *f, const struct kvs_analysis *a, size_t max_groups)
         fputs("<title>", f);
         kvs_put_html(f, g->op);
         fputs(" ", f);
-        kvs_put_html(f, g->dims ? g->dims : "");
+        kvs_put_html(f, kvs_dims_json(full, sizeof full, g));
         fprintf(f, ": %s, %s ms/step</title>\n", kvs_fmt_gbps(b1, v), kvs_fmt_ms(b2, g->gpu_ms_per_step));
         put_svg_text(f, left - 8, y + row / 2 + 4, "end", "lbl", label);
         fprintf(f, "<rect class=\"bar\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>\n",

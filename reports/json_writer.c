@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
 #include "report_impl.h"
 
 void kvs_jw_init(struct kvs_jw *w, FILE *f)
@@ -197,45 +195,4 @@ void kvs_jw_strs(struct kvs_jw *w, char *const *v, size_t n, bool compact)
     for (size_t i = 0; i < n; i++)
         kvs_jw_str(w, v[i]);
     kvs_jw_arr_end(w);
-}
-
-static void write_node(struct kvs_jw *w, const cJSON *n)
-{
-    if (cJSON_IsObject(n)) {
-        kvs_jw_obj(w);
-        for (const cJSON *c = n->child; c; c = c->next) {
-            kvs_jw_key(w, c->string ? c->string : "");
-            write_node(w, c);
-        }
-        kvs_jw_obj_end(w);
-    } else if (cJSON_IsArray(n)) {
-        kvs_jw_arr_compact(w);
-        for (const cJSON *c = n->child; c; c = c->next)
-            write_node(w, c);
-        kvs_jw_arr_end(w);
-    } else if (cJSON_IsString(n)) {
-        kvs_jw_str(w, n->valuestring);
-    } else if (cJSON_IsNumber(n)) {
-        double v = n->valuedouble;
-        if (v == floor(v) && fabs(v) < 9007199254740992.0)
-            kvs_jw_int(w, (int64_t)v);
-        else
-            kvs_jw_num(w, v);
-    } else if (cJSON_IsBool(n)) {
-        kvs_jw_bool(w, cJSON_IsTrue(n));
-    } else {
-        kvs_jw_null(w);
-    }
-}
-
-bool kvs_jw_json_text(struct kvs_jw *w, const char *json)
-{
-    if (!json)
-        return false;
-    cJSON *root = cJSON_Parse(json);
-    if (!root)
-        return false;
-    write_node(w, root);
-    cJSON_Delete(root);
-    return true;
 }

@@ -11,28 +11,24 @@
 #include "compare_impl.h"
 #include "multirank_impl.h"
 
-static void write_dims(struct kvs_jw *w, const struct kvs_group *g)
+/* dims and dtypes of n tensors, each array on one line */
+static void write_dims(struct kvs_jw *w, int n, const struct kvs_dims *dims)
 {
-    if (kvs_jw_json_text(w, g->dims))
-        return;
     kvs_jw_arr_compact(w);
-    for (int i = 0; g->tensor_dims && i < g->ntensors; i++) {
-        const struct kvs_dims *d = &g->tensor_dims[i];
+    for (int i = 0; dims && i < n; i++) {
         kvs_jw_arr_compact(w);
-        for (int k = 0; k < d->rank && k < 8; k++)
-            kvs_jw_int(w, d->d[k]);
+        for (int k = 0; k < dims[i].rank && k < 8; k++)
+            kvs_jw_int(w, dims[i].d[k]);
         kvs_jw_arr_end(w);
     }
     kvs_jw_arr_end(w);
 }
 
-static void write_dtypes(struct kvs_jw *w, const struct kvs_group *g)
+static void write_dtypes(struct kvs_jw *w, int n, const char *const *dtypes)
 {
-    if (kvs_jw_json_text(w, g->dtypes))
-        return;
     kvs_jw_arr_compact(w);
-    for (int i = 0; g->tensor_dtypes && i < g->ntensors; i++)
-        kvs_jw_str(w, g->tensor_dtypes[i] ? g->tensor_dtypes[i] : "");
+    for (int i = 0; dtypes && i < n; i++)
+        kvs_jw_str(w, dtypes[i] ? dtypes[i] : "");
     kvs_jw_arr_end(w);
 }
 
@@ -129,9 +125,9 @@ static void write_group(struct kvs_jw *w, const struct kvs_group *g, bool have_p
     kvs_jw_key(w, "kernel");
     kvs_jw_str(w, g->kernel);
     kvs_jw_key(w, "dims");
-    write_dims(w, g);
+    write_dims(w, g->ntensors, g->tensor_dims);
     kvs_jw_key(w, "dtypes");
-    write_dtypes(w, g);
+    write_dtypes(w, g->ntensors, g->tensor_dtypes);
     kvs_jw_key(w, "calls");
     kvs_jw_int(w, g->calls);
     kvs_jw_key(w, "calls_per_step");
@@ -296,11 +292,9 @@ static void write_cmp_side(struct kvs_jw *w, const struct kvs_cmp_side *s)
     kvs_jw_key(w, "op");
     kvs_jw_str(w, s->op);
     kvs_jw_key(w, "dims");
-    if (!kvs_jw_json_text(w, s->dims))
-        kvs_jw_null(w);
+    write_dims(w, s->ntensors, s->tensor_dims);
     kvs_jw_key(w, "dtypes");
-    if (!kvs_jw_json_text(w, s->dtypes))
-        kvs_jw_null(w);
+    write_dtypes(w, s->ntensors, (const char *const *)s->tensor_dtypes);
     kvs_jw_key(w, "groups");
     kvs_jw_int(w, s->ngroups);
     kvs_jw_key(w, "calls_per_step");

@@ -53,9 +53,6 @@ void kvs_jw_num_or_null(struct kvs_jw *w, double v, bool known);
 void kvs_jw_int_or_null(struct kvs_jw *w, int64_t v, bool known);
 /* An array of n strings; compact: on one line. */
 void kvs_jw_strs(struct kvs_jw *w, char *const *v, size_t n, bool compact);
-/* Write `json` (JSON text) re-formatted through the writer; false (and
- * nothing written) when it does not parse. */
-bool kvs_jw_json_text(struct kvs_jw *w, const char *json);
 
 /* Shortest "%.*g" text of v that reads back exactly (<= 17 digits). */
 void kvs_fmt_double_exact(char *buf, size_t size, double v);

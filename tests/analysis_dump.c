@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "kvscope/analysis.h"
+#include "kvscope/units.h"
 
 static void str(const char *s)
 {
@@ -79,7 +80,13 @@ int main(int argc, char **argv)
         const struct kvs_group *g = &a->groups[i];
         printf("%s\n {\"op\": ", i ? "," : "");
         str(g->op);
-        printf(", \"dims\": %s, \"dtypes\": %s, \"role\": ", g->dims, g->dtypes);
+        char dims[4096];
+        printf(", \"dims\": %s, \"dtypes\": [", kvs_dims_json(dims, sizeof dims, g));
+        for (int k = 0; k < g->ntensors; k++) {
+            printf("%s", k ? "," : "");
+            str(g->tensor_dtypes[k]);
+        }
+        printf("], \"role\": ");
         str(g->role);
         printf(", \"calls\": %lld, \"calls_per_step\": %.17g, \"gpu_ms\": %.17g, "
                "\"bytes_per_call\": %lld, \"achieved_gbps\": %.17g, \"efficiency\": %.17g, \"match\": ",

@@ -47,8 +47,6 @@ static void kv_group(struct kvs_fixture *fx, int64_t tokens, double ms_per_call,
     g->kernel = "void at::native::elementwise_kernel<128, 4, "
                 "at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}>(int, "
                 "at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3})";
-    g->dims = full ? "[[131072, 1, 576], [131072, 1, 576]]" : "[[1024, 1, 576], [1024, 1, 576]]";
-    g->dtypes = "[\"c10::BFloat16\", \"c10::Float8_e4m3fn\"]";
     g->ntensors = 2;
     g->tensor_dims = fx->dims[0];
     g->tensor_dtypes = fx->dtypes[0];
@@ -74,8 +72,6 @@ static void other_groups(struct kvs_fixture *fx)
     struct kvs_group *g = &fx->groups[1];
     g->op = "Memcpy HtoD (Pageable -> Device)";
     g->kernel = "Memcpy HtoD (Pageable -> Device)";
-    g->dims = NULL;
-    g->dtypes = NULL;
     g->role = "Memcpy HtoD";
     g->calls = 8;
     g->calls_per_step = 2;
@@ -86,15 +82,19 @@ static void other_groups(struct kvs_fixture *fx)
     g->efficiency = g->achieved_gbps / 4800;
 
     g = &fx->groups[2];
+    /* aten::_to_copy's seven inputs as PyTorch records them: the tensor,
+     * then scalars and empty slots */
+    static const char *const to_copy_types[7] = {"float", "Scalar", "", "", "", "Scalar", ""};
+    for (int t = 0; t < 7; t++) {
+        fx->dims[2][t].rank = 0;
+        fx->dtypes[2][t] = to_copy_types[t];
+    }
     fx->dims[2][0].rank = 2;
     fx->dims[2][0].d[0] = 1;
     fx->dims[2][0].d[1] = 6144;
-    fx->dtypes[2][0] = "float";
     g->op = "aten::_to_copy";
     g->kernel = "void at::native::unrolled_elementwise_kernel<float, c10::BFloat16>(int)";
-    g->dims = "[[1, 6144], [], [], [], [], [], []]";
-    g->dtypes = "[\"float\", \"Scalar\", \"\", \"\", \"\", \"Scalar\", \"\"]";
-    g->ntensors = 1;
+    g->ntensors = 7;
     g->tensor_dims = fx->dims[2];
     g->tensor_dtypes = fx->dtypes[2];
     g->role = "aten::_to_copy|float->bf16";

@@ -14,8 +14,8 @@ struct kvs_fixture {
     struct kvs_analysis a;
     struct kvs_step step[4];
     struct kvs_group groups[3];
-    struct kvs_dims dims[3][2];
-    const char *dtypes[3][2];
+    struct kvs_dims dims[3][7];   /* group 2 (aten::_to_copy) has seven inputs */
+    const char *dtypes[3][7];
     struct kvs_kernel_stat kernels[4];
     struct kvs_finding findings[3];
 };

@@ -15,6 +15,7 @@
 #include "analyzer_test_util.h"
 #include "kvs_test.h"
 #include "kvscope/analysis.h"
+#include "kvscope/units.h"
 
 static struct kvs_log_capture cap;
 
@@ -54,10 +55,31 @@ static struct kvs_analysis *analyze_json(const char *json, size_t n,
     return a;
 }
 
+/* a group's dims as JSON text (kvs_dims_json), in one of four buffers so a
+ * check can hold two at once */
+static const char *dims_of(const struct kvs_group *g)
+{
+    static char buf[4][512];
+    static int next;
+    next = (next + 1) % 4;
+    return kvs_dims_json(buf[next], sizeof buf[next], g);
+}
+
+/* a group's dtypes joined with "," */
+static const char *dtypes_of(const struct kvs_group *g)
+{
+    static char buf[512];
+    size_t n = 0;
+    buf[0] = 0;
+    for (int k = 0; k < g->ntensors && n < sizeof buf; k++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", k ? "," : "", g->tensor_dtypes[k]);
+    return buf;
+}
+
 static const struct kvs_group *find_group(const struct kvs_analysis *a, const char *op, const char *dims)
 {
     for (size_t i = 0; i < a->ngroup; i++)
-        if (!strcmp(a->groups[i].op, op) && (!dims || !strcmp(a->groups[i].dims, dims)))
+        if (!strcmp(a->groups[i].op, op) && (!dims || !strcmp(dims_of(&a->groups[i]), dims)))
             return &a->groups[i];
     return NULL;
 }
@@ -131,8 +153,8 @@ static void test_kineto_groups(void)
     KVS_CHECK_EQ_INT(a->ngroup, 3);
     const struct kvs_group *g = &a->groups[0];
     KVS_CHECK_EQ_STR(g->op, "aten::copy_");
-    KVS_CHECK_EQ_STR(g->dims, "[[16384,1,576],[16384,1,576]]");
-    KVS_CHECK_EQ_STR(g->dtypes, "[\"c10::BFloat16\",\"c10::Float8_e4m3fn\"]");
+    KVS_CHECK_EQ_STR(dims_of(g), "[[16384,1,576],[16384,1,576]]");
+    KVS_CHECK_EQ_STR(dtypes_of(g), "c10::BFloat16,c10::Float8_e4m3fn");
     KVS_CHECK_EQ_INT(g->ntensors, 2);
     KVS_CHECK_EQ_INT(g->tensor_dims[1].rank, 3);
     KVS_CHECK_EQ_INT(g->tensor_dims[1].d[0], 16384);
@@ -160,7 +182,8 @@ static void test_kineto_groups(void)
     KVS_REQUIRE(z);
     KVS_CHECK_EQ_INT(z->calls, 1);
     KVS_CHECK_EQ_INT(z->bytes_per_call, 4096);
-    KVS_CHECK_EQ_STR(z->dims, "[]");
+    KVS_CHECK_EQ_STR(dims_of(z), "[]");
+    KVS_CHECK_EQ_INT(z->ntensors, 0);
     KVS_CHECK(!z->has_match);
     kvs_analysis_free(a);
 }
@@ -323,8 +346,8 @@ static void test_old_schema_linking(void)
     KVS_CHECK_EQ_INT(a->trace.world_size, 8);
     KVS_REQUIRE(a->ngroup == 1);
     const struct kvs_group *g = &a->groups[0];
-    KVS_CHECK_EQ_STR(g->dims, "[[8,128],[8,128]]");
-    KVS_CHECK_EQ_STR(g->dtypes, "[\"c10::Half\",\"float\"]");
+    KVS_CHECK_EQ_STR(dims_of(g), "[[8,128],[8,128]]");
+    KVS_CHECK_EQ_STR(dtypes_of(g), "c10::Half,float");
     KVS_CHECK_EQ_INT(g->bytes_per_call, 8 * 128 * (2 + 4));
     KVS_CHECK_NEAR(g->achieved_gbps, 6144.0 / 4000.0, 1e-12);
     KVS_CHECK_NEAR(g->gpu_fraction, 4.0 / 14.0, 1e-12);
@@ -345,7 +368,7 @@ static void test_array_begin_end(void)
     KVS_CHECK_NEAR(a->step[0].gpu_busy_ms, MS(8), TOL);
     KVS_CHECK_EQ_INT(a->trace.gpu_unlinked, 0);
     KVS_REQUIRE(a->ngroup == 1);
-    KVS_CHECK_EQ_STR(a->groups[0].dims, "[[100,64],[100,64]]");
+    KVS_CHECK_EQ_STR(dims_of(&a->groups[0]), "[[100,64],[100,64]]");
     KVS_CHECK_EQ_INT(a->groups[0].bytes_per_call, 100 * 64 * 2 * 2);
     KVS_CHECK_NEAR(a->groups[0].calls_per_step, 1, TOL);
     KVS_CHECK_EQ_STR(a->trace.producer, "pytorch-kineto");
@@ -494,7 +517,7 @@ static void test_host_copies_not_judged_by_hbm(void)
         if (names_host_copy(g->kernel)) {
             host++;
             KVS_CHECK_MSG(g->host_link && g->efficiency == 0, "%s %s (%s): efficiency %g against HBM",
-                          g->op, g->dims ? g->dims : "", g->kernel, g->efficiency);
+                          g->op, dims_of(g), g->kernel, g->efficiency);
             KVS_CHECK(g->achieved_gbps > 0); /* the rate itself is still reported */
         } else if (g->kernel && strstr(g->kernel, "DtoD") && g->bytes_per_call > 0) {
             device++;

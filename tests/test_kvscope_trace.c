@@ -12,6 +12,7 @@
 #include "analyzer_test_util.h"
 #include "kvs_test.h"
 #include "kvscope/analysis.h"
+#include "kvscope/units.h"
 #include "kvscope/trace_writer.h"
 
 #define T0 5000000000LL /* ns on the CPU clock */
@@ -111,7 +112,8 @@ static void test_capture_trace_reads(void)
     KVS_REQUIRE(a->ngroup == 1);
     const struct kvs_group *g = &a->groups[0];
     KVS_CHECK_EQ_STR(g->op, "kvs::kv_cast");
-    KVS_CHECK_EQ_STR(g->dims, "[[65536,1,576],[65536,1,576]]");
+    char dims[128];
+    KVS_CHECK_EQ_STR(kvs_dims_json(dims, sizeof dims, g), "[[65536,1,576],[65536,1,576]]");
     KVS_CHECK_EQ_INT(g->bytes_per_call, (int64_t)TOKENS * 576 * 3);
     KVS_CHECK_NEAR(g->calls_per_step, 1, 1e-9);
     KVS_CHECK_NEAR(g->achieved_gbps, (double)TOKENS * 576 * 3 / 100000.0, 1e-9);

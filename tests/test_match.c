@@ -23,6 +23,7 @@
 #include "analyzer_test_util.h"
 #include "kvs_test.h"
 #include "kvscope/analysis.h"
+#include "kvscope/units.h"
 
 #define CAP 495552
 #define CTX 4099
@@ -193,8 +194,9 @@ static void check_no_buffer(const struct kvs_analysis *a, const char *what)
                   what, kvs_test_finding(a, "kv_full_buffer_cast")->message);
     for (size_t i = 0; i < a->ngroup; i++) {
         const struct kvs_group *g = &a->groups[i];
+        char dims[256];
         KVS_CHECK_MSG(!g->has_match || g->match.capacity_tokens == 0, "%s: %s %s matched as %s", what,
-                      g->op, g->dims, g->match.label);
+                      g->op, kvs_dims_json(dims, sizeof dims, g), g->match.label);
     }
 }
 

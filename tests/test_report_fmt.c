@@ -96,7 +96,6 @@ static void test_group_dims(void)
     d[1].d[0] = 1024;
     KVS_CHECK_EQ_STR(kvs_short_dims(b, sizeof b, &g), "[131072,1,576] [1024,1,576]");
     struct kvs_group bare = {0};
-    bare.dims = NULL;
     KVS_CHECK_EQ_STR(kvs_short_dims(b, sizeof b, &bare), "-");
     KVS_CHECK_EQ_STR(kvs_short_dtypes(b, sizeof b, &bare), "-");
     char small[10];

@@ -261,12 +261,14 @@ static void test_empty_analysis(void)
     free(text);
 }
 
-static void test_bad_dims_text_falls_back(void)
+/* a group's dims and dtypes in JSON are its parsed tensors (the one form a
+ * group carries), each tensor on its own: the second tensor changed shows */
+static void test_dims_from_tensors(void)
 {
     struct kvs_fixture fx;
     kvs_fixture_unfixed(&fx);
-    fx.groups[0].dims = "[[131072, 1, 576], [131072"; /* cut short */
-    fx.groups[0].dtypes = "not json";
+    fx.dims[0][1].d[0] = 4096;
+    fx.dtypes[0][1] = "c10::Float8_e5m2";
     enum kvs_status st;
     char *text = render_json(&fx.a, &st);
     KVS_CHECK_EQ_INT(st, KVS_STATUS_OK);
@@ -275,9 +277,12 @@ static void test_bad_dims_text_falls_back(void)
     const cJSON *g0 = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "groups"), 0);
     const cJSON *dims = cJSON_GetObjectItem(g0, "dims");
     KVS_CHECK_EQ_INT(cJSON_GetArraySize(dims), 2);
-    KVS_CHECK_EQ_INT(cJSON_GetArrayItem(cJSON_GetArrayItem(dims, 1), 0)->valuedouble, 131072);
+    KVS_CHECK_EQ_INT(cJSON_GetArrayItem(cJSON_GetArrayItem(dims, 0), 0)->valuedouble, 131072);
+    KVS_CHECK_EQ_INT(cJSON_GetArrayItem(cJSON_GetArrayItem(dims, 1), 0)->valuedouble, 4096);
+    KVS_CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetArrayItem(dims, 1)), 3);
     const cJSON *dt = cJSON_GetObjectItem(g0, "dtypes");
-    KVS_CHECK_EQ_STR(cJSON_GetArrayItem(dt, 1)->valuestring, "c10::Float8_e4m3fn");
+    KVS_CHECK_EQ_STR(cJSON_GetArrayItem(dt, 0)->valuestring, "c10::BFloat16");
+    KVS_CHECK_EQ_STR(cJSON_GetArrayItem(dt, 1)->valuestring, "c10::Float8_e5m2");
     cJSON_Delete(root);
     free(text);
 }
@@ -325,7 +330,7 @@ int main(int argc, char **argv)
         {"schema_and_values", test_schema_and_values},
         {"nonfinite_and_unknown_peak", test_nonfinite_and_unknown_peak},
         {"empty_analysis", test_empty_analysis},
-        {"bad_dims_text_falls_back", test_bad_dims_text_falls_back},
+        {"dims_from_tensors", test_dims_from_tensors},
         {"write_error", test_write_error},
         {"format_parse", test_format_parse},
         {NULL, NULL},

@@ -163,9 +163,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(a->trace.truncated == (st == KVS_STATUS_TRUNCATED), "truncated %d, status %d",
                (int)a->trace.truncated, (int)st);
     FUZZ_CHECK(a->trace.events > 0, "a result with no events");
-    for (size_t i = 0; i < a->ngroup; i++)
-        FUZZ_CHECK(a->groups[i].op && a->groups[i].dims && a->groups[i].dtypes && a->groups[i].role,
-                   "group %zu has a NULL string", i);
+    for (size_t i = 0; i < a->ngroup; i++) {
+        const struct kvs_group *g = &a->groups[i];
+        FUZZ_CHECK(g->op && g->role && g->ntensors >= 0 &&
+                       (g->ntensors == 0 || (g->tensor_dims && g->tensor_dtypes)),
+                   "group %zu has a NULL string or tensor list", i);
+        for (int k = 0; k < g->ntensors; k++)
+            FUZZ_CHECK(g->tensor_dtypes[k] && g->tensor_dims[k].rank >= 0 && g->tensor_dims[k].rank <= 8,
+                       "group %zu tensor %d: NULL dtype or rank %d", i, k, g->tensor_dims[k].rank);
+    }
     for (size_t i = 0; i < a->nfinding; i++)
         FUZZ_CHECK(a->findings[i].group < (int)a->ngroup, "finding %zu names group %d of %zu", i,
                    a->findings[i].group, a->ngroup);

@@ -178,10 +178,8 @@ struct kvs_dims {
 struct kvs_group {
     const char *op;              /* "aten::copy_", or the activity name for bare memcpy/memset */
     const char *kernel;          /* the kernel with the most GPU time in the group */
-    const char *dims;            /* as JSON text, op's own order: "[[131072,1,576],[131072,1,576]]" */
-    const char *dtypes;          /* as JSON text: "[\"c10::BFloat16\",\"c10::Float8_e4m3fn\"]" */
-    int ntensors;
-    const struct kvs_dims *tensor_dims;  /* ntensors entries */
+    int ntensors;                /* the op's inputs, in its own order (copy_: destination first) */
+    const struct kvs_dims *tensor_dims;  /* ntensors entries (as text: kvs_dims_json, kvscope/units.h) */
     const char *const *tensor_dtypes;    /* ntensors entries, "" where none */
     const char *role;            /* pairing key for compare: copy/cast kind + dtype pair + the
                                     rows' matched meaning ("cast BFloat16<-Float8_e4m3fn

@@ -43,8 +43,9 @@ struct kvs_cmp_side {
     bool present;
     int ngroups;             /* groups merged (usually 1) */
     char *op;                /* of the largest group */
-    char *dims;              /* JSON text of the largest group's dims */
-    char *dtypes;            /* JSON text of its dtypes */
+    int ntensors;            /* the largest group's inputs: */
+    struct kvs_dims *tensor_dims;  /* ntensors entries */
+    char **tensor_dtypes;    /* ntensors entries, "" where none */
     char *dims_short;        /* "[131072,1,576] x2" */
     char *dtypes_short;      /* "bf16, fp8_e4m3fn" */
     char *match;             /* match label of the largest group, or NULL */

@@ -5,8 +5,8 @@
  *
  * defines: KVS_FMT_BUF, kvs_fmt_bytes, kvs_fmt_gbps, kvs_fmt_ms, kvs_fmt_pct,
  *          kvs_fmt_count, kvs_fmt_signed_pct, kvs_fmt_dup, kvs_strv_push,
- *          kvs_short_dtype, kvs_short_dims, kvs_short_dtypes, kvs_finite_or0,
- *          kvs_step_kind_name
+ *          kvs_short_dtype, kvs_short_dims, kvs_dims_json, kvs_short_dtypes,
+ *          kvs_finite_or0, kvs_step_kind_name
  *
  * Thread safety: reentrant (callers' buffers, no static storage).
  */
@@ -43,8 +43,12 @@ KVS_API void kvs_strv_push(bool *oom, char ***arr, size_t *n, char *s);
 /* "c10::BFloat16" -> "bf16", "c10::Float8_e4m3fn" -> "fp8_e4m3fn", "float" -> "f32". */
 KVS_API const char *kvs_short_dtype(const char *name);
 /* The group's dims in a short form: "[131072,1,576] x2" when all tensors
- * share them, else "[a,b] [c]". Falls back to the group's dims text. */
+ * share them, else "[a,b] [c]"; "-" without recorded dims. */
 KVS_API char *kvs_short_dims(char *buf, size_t size, const struct kvs_group *g);
+/* The group's dims as compact JSON text, every tensor in the op's order:
+ * "[[131072,1,576],[131072,1,576]]", "[]" without any; cut short (the text
+ * ends "...") when it does not fit in size bytes. Returns buf. */
+KVS_API char *kvs_dims_json(char *buf, size_t size, const struct kvs_group *g);
 /* "bf16, fp8_e4m3fn" in the op's order (for copy_: destination first). */
 KVS_API char *kvs_short_dtypes(char *buf, size_t size, const struct kvs_group *g);
 

@@ -17,6 +17,7 @@
 #include "analyze_input.h"
 #include "findings.h"
 #include "groups.h"
+#include "launch_size.h"
 #include "link.h"
 #include "match.h"
 #include "nsys.h"
@@ -172,6 +173,10 @@ static enum kvs_status build_groups(struct kvs_ctx *c, struct kvs_analysis_impl 
         o->gpu_ms_per_step = f.gpu_ms_per_step;
         o->gpu_fraction = f.gpu_fraction;
         o->bytes_per_call = g->bytes_per_call > 0 ? g->bytes_per_call : 0;
+        o->sized_from = g->bytes_per_call > 0 ? g->sized_from : NULL;
+        o->bytes_bound = g->bytes_per_call > 0 ? g->bytes_bound : 0;
+        o->launch_elements_min = g->launch_sized ? g->launch_lo : 0;
+        o->launch_elements_max = g->launch_sized ? g->launch_hi : 0;
         o->achieved_gbps = f.achieved_gbps;
         o->efficiency = f.efficiency;
         o->host_link = f.host_link;
@@ -552,6 +557,13 @@ enum kvs_status kvs_analyze_input(const struct kvs_analyze_input *in,
         kvs_log(&opt->log, KVS_LOG_ERROR, "kvs_analyze: invalid arguments");
         return KVS_STATUS_INVALID_ARGUMENT;
     }
+    if (opt->kv_dtype && !kvs_kv_dtype_name(opt->kv_dtype)) {
+        kvs_log(&opt->log, KVS_LOG_ERROR,
+                "KV dtype '%s' is not one kvscope knows: fp8 (e4m3), e5m2, bf16, fp16, fp32, or a "
+                "PyTorch name (float8_e4m3fn, bfloat16, ...)",
+                opt->kv_dtype);
+        return KVS_STATUS_INVALID_ARGUMENT;
+    }
     struct kvs_ctx c;
     memset(&c, 0, sizeof c);
     c.opt = opt;
@@ -610,13 +622,25 @@ enum kvs_status kvs_analyze_input(const struct kvs_analyze_input *in,
         kvs_log(c.log, KVS_LOG_INFO,
                 "%s: no step markers (vLLM/SGLang step ranges, ProfilerStep#N or step ranges%s): figures are trace totals", path,
                 opt->step_regex ? ", or --step-regex matches" : "");
-    if (c.graph_launched)
-        kvs_log(c.log, KVS_LOG_WARN,
-                "%s: %llu of %zu GPU activities were launched from CUDA graphs: PyTorch records "
-                "no op shapes for a graph's kernels, so their copies and casts are neither sized "
-                "nor matched to the KV cache (profile an eager step for that, e.g. vLLM "
-                "--enforce-eager)",
-                path, (unsigned long long)c.graph_launched, c.t.ngpus);
+    if (c.graph_launched) {
+        size_t sized = 0;
+        for (size_t i = 0; i < c.ngroups; i++)
+            sized += c.groups[i].launch_sized;
+        if (sized)
+            kvs_log(c.log, KVS_LOG_WARN,
+                    "%s: %llu of %zu GPU activities were launched from CUDA graphs: PyTorch records "
+                    "no op shapes for a graph's kernels; %zu copy/cast groups were sized from their "
+                    "launches instead (grid x block and the kernel's name; docs/analysis.md says "
+                    "the bounds)",
+                    path, (unsigned long long)c.graph_launched, c.t.ngpus, sized);
+        else
+            kvs_log(c.log, KVS_LOG_WARN,
+                    "%s: %llu of %zu GPU activities were launched from CUDA graphs: PyTorch records "
+                    "no op shapes for a graph's kernels, so their copies and casts are neither sized "
+                    "nor matched to the KV cache (profile an eager step for that, e.g. vLLM "
+                    "--enforce-eager)",
+                    path, (unsigned long long)c.graph_launched, c.t.ngpus);
+    }
     if (!c.nsteps && opt->batch > 0) /* asked for, and not silently left out */
         kvs_log(c.log, KVS_LOG_WARN,
                 "%s: --batch %d gives no tokens/s without step markers (ProfilerStep#N, step "

@@ -12,6 +12,7 @@
 #define KVS_ANALYZERS_CTX_H
 
 #include "kvscope/analysis.h"
+#include "launch_size.h"
 #include "models.h"
 #include "records.h"
 #include "shapes.h"
@@ -62,6 +63,12 @@ struct kvs_group_acc {
     int64_t top_kernel_ns;
     struct kvs_shape shape_info;
     int64_t bytes_per_call;      /* -1 unknown */
+    const char *sized_from;      /* "dims", "activity bytes", "launch" (static), NULL unknown */
+    /* sizing from launches (launch_size.h), for groups no dims size */
+    struct kvs_launch_acc launch;
+    bool launch_sized;           /* bytes (and shape_info, where rows x row factor) from grid x block */
+    int64_t launch_lo, launch_hi;/* elements per call the launches allow */
+    int bytes_bound;             /* 0 bytes_per_call exact, -1 a lower bound, 1 an upper bound */
     /* match */
     bool has_match;
     struct kvs_match match;      /* label in the arena */

@@ -8,6 +8,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "reader_impl.h"
@@ -165,6 +166,37 @@ static bool dims_within_limits(struct kvs_scan *s, const struct kvs_span *sp)
     return true;
 }
 
+/* "grid": [x, y, z] / "block": [x, y, z] -> x*y*z; anything else (or a
+ * product that is not a sensible launch: a dim <= 0, above 2^31) leaves 0 */
+static bool launch_dims_value(struct kvs_scan *s, int c, int64_t *out)
+{
+    if (c != '[')
+        return kvs_scan_skip(s);
+    const char *start;
+    size_t len;
+    if (!kvs_scan_capture(s, &start, &len))
+        return false;
+    int64_t prod = 1;
+    int dims = 0;
+    const char *p = start + 1, *end = start + len;
+    while (p < end && dims < 4) {
+        while (p < end && (*p == ' ' || *p == ',' || *p == '\n' || *p == '\t' || *p == '\r'))
+            p++;
+        if (p >= end || *p == ']')
+            break;
+        char *q;
+        long long v = strtoll(p, &q, 10);
+        if (q == p || v <= 0 || v > ((int64_t)1 << 31))
+            return true;
+        if (__builtin_mul_overflow(prod, (int64_t)v, &prod))
+            return true;
+        dims++;
+        p = q;
+    }
+    *out = dims >= 1 && dims <= 3 ? prod : 0;
+    return true;
+}
+
 static bool parse_args(struct kvs_scan *s, struct kvs_ev *e)
 {
     if (kvs_scan_peek(s) != '{')
@@ -179,7 +211,8 @@ static bool parse_args(struct kvs_scan *s, struct kvs_ev *e)
         /* decide before the next scanner call: k may move on a refill */
         int which = 0;
         switch (k_len) {
-        case 5: which = KEY(k, "bytes") ? 1 : 0; break;
+        case 4: which = KEY(k, "grid") ? 8 : 0; break;
+        case 5: which = KEY(k, "bytes") ? 1 : KEY(k, "block") ? 9 : 0; break;
         case 6: which = KEY(k, "device") ? 2 : KEY(k, "stream") ? 3 : 0; break;
         case 10: which = KEY(k, "Input Dims") ? 4 : KEY(k, "Input type") ? 5 : 0; break;
         case 11:
@@ -201,6 +234,8 @@ static bool parse_args(struct kvs_scan *s, struct kvs_ev *e)
         case 5: ok = capture_span(s, &e->types, &e->has_types); break;
         case 6: ok = int_value(s, c, &e->ext, NULL); break;
         case 7: ok = int_value(s, c, &e->corr, NULL); break;
+        case 8: ok = launch_dims_value(s, c, &e->grid_blocks); break;
+        case 9: ok = launch_dims_value(s, c, &e->block_threads); break;
         default: ok = kvs_scan_skip(s); break;
         }
         if (!ok)

@@ -62,10 +62,31 @@ static const char *human_bytes(char *buf, size_t n, double b)
     return buf;
 }
 
-static const char *group_desc(struct kvs_ctx *c, const struct kvs_group_acc *g)
+/* a group's name in a sentence: its op, or for an activity no op launched
+ * the kernel's short name (a C++ name runs to hundreds of characters) */
+static const char *group_name(struct kvs_ctx *c, const struct kvs_group_acc *g)
 {
     const char *op = kvs_intern_str(&c->t.strings, g->op_name);
+    if (!g->bare)
+        return op;
+    char buf[KVS_EVIDENCE_KERNEL_WIDTH + 1];
+    kvs_short_kernel(buf, sizeof buf, op, KVS_EVIDENCE_KERNEL_WIDTH);
+    const char *r = kvs_arena_strdup(&c->arena, buf);
+    return r ? r : op;
+}
+
+static const char *group_desc(struct kvs_ctx *c, const struct kvs_group_acc *g)
+{
+    const char *op = group_name(c, g);
     const struct kvs_shape *s = &g->shape_info;
+    if (g->launch_sized && s->n > 0) {
+        size_t a, b;
+        const char *x = kvs_dtype_short(s->dtype[0], s->dtype_len[0], &a);
+        const char *y = kvs_dtype_short(s->dtype[1], s->dtype_len[1], &b);
+        return kvs_arena_printf(&c->arena, "%s [%lld x %lld elements, from grid x block] %.*s<-%.*s", op,
+                                (long long)s->dims[0][0], (long long)s->dims[0][1], (int)a, x,
+                                b ? (int)b : 1, b ? y : "?");
+    }
     if (g->bare || s->n == 0)
         return op;
     char dims[200];
@@ -123,6 +144,7 @@ static int full_buffer(struct kvs_ctx *c, size_t gi, struct kvs_finding **v, siz
     double saving = needed > 0 ? f.gpu_ms_per_step * (1.0 - needed / bytes_step) : f.gpu_ms_per_step;
     double busy = step_busy_ms(c);
     const char *what = is_cast(&g->shape_info) ? "casts" : "copies";
+    const char *atleast = g->bytes_bound < 0 ? "at least " : "";
     char b1[32], b2[32], b3[32];
     char layer[96] = "";
     if (g->match.per_layer)
@@ -135,29 +157,32 @@ static int full_buffer(struct kvs_ctx *c, size_t gi, struct kvs_finding **v, siz
     fd.bytes_per_step = bytes_step;
     fd.needed_bytes_per_step = needed;
     fd.group = (int)gi;
-    const char *op = kvs_intern_str(&c->t.strings, g->op_name);
+    const char *op = group_name(c, g);
     if (needed > 0)
         fd.message = kvs_arena_printf(
             &c->arena,
-            "%s %s the whole KV buffer (%.0f tokens) %.1f times per step%s: %s per step moved "
+            "%s %s the whole KV buffer (%.0f tokens) %.1f times per step%s: %s%s per step moved "
             "where the %lld active tokens need %s; %.2f ms of GPU time per step, about %.2f ms "
             "recoverable",
-            op, what, tokens, f.calls_per_step, layer, human_bytes(b1, sizeof b1, bytes_step),
+            op, what, tokens, f.calls_per_step, layer, atleast, human_bytes(b1, sizeof b1, bytes_step),
             (long long)g->active_tokens, human_bytes(b2, sizeof b2, needed), f.gpu_ms_per_step, saving);
     else
         fd.message = kvs_arena_printf(
             &c->arena,
-            "%s %s the whole KV buffer (%.0f tokens) %.1f times per step%s: %s per step moved; "
+            "%s %s the whole KV buffer (%.0f tokens) %.1f times per step%s: %s%s per step moved; "
             "%.2f ms of GPU time per step (the active token count is unknown: pass the capacity "
             "and context to size the saving)",
-            op, what, tokens, f.calls_per_step, layer, human_bytes(b1, sizeof b1, bytes_step),
+            op, what, tokens, f.calls_per_step, layer, atleast, human_bytes(b1, sizeof b1, bytes_step),
             f.gpu_ms_per_step);
     fd.evidence = kvs_arena_printf(
         &c->arena,
-        "group %s: %lld calls (%.1f per step), %s per call (read + written), %.3f ms per call, "
+        "group %s: %lld calls (%.1f per step), %s%s per call (read + written%s), %.3f ms per call, "
         "%.0f GB/s; %s%s; %.1f%% of GPU busy time",
-        group_desc(c, g), (long long)g->calls, f.calls_per_step,
+        group_desc(c, g), (long long)g->calls, f.calls_per_step, atleast,
         human_bytes(b3, sizeof b3, (double)g->bytes_per_call),
+        g->bytes_bound < 0 ? "; the source dtype is not in the kernel's name: 1 byte per element "
+                             "counted, give --kv-dtype"
+                           : "",
         g->gpu_calls ? (double)g->gpu_ns / 1e6 / (double)g->gpu_calls : 0.0, f.achieved_gbps,
         g->match.label ? g->match.label : "",
         g->active_tokens > 0 ? kvs_arena_printf(&c->arena, "; %lld active tokens seen with the same rows",
@@ -166,7 +191,7 @@ static int full_buffer(struct kvs_ctx *c, size_t gi, struct kvs_finding **v, siz
         100.0 * f.gpu_fraction);
     size_t src_len = 2;
     const char *src = "KV";
-    if (g->shape_info.n > 1)
+    if (g->shape_info.n > 1 && g->shape_info.dtype_len[1] > 0)
         src = kvs_dtype_short(g->shape_info.dtype[1], g->shape_info.dtype_len[1], &src_len);
     fd.fix = kvs_arena_printf(
         &c->arena,
@@ -189,6 +214,8 @@ static int low_efficiency(struct kvs_ctx *c, size_t gi, struct kvs_finding **v, 
     const struct kvs_group_acc *g = &c->groups[gi];
     if (c->peak_gbps <= 0 || g->bytes_per_call < MEMORY_BOUND_BYTES)
         return 0; /* small copies are bound by launch latency, not bandwidth */
+    if (g->bytes_bound < 0)
+        return 0; /* bytes only known from below: so is the rate, which proves nothing low */
     struct kvs_group_figs f;
     kvs_group_figures(c, g, &f);
     double busy = step_busy_ms(c);
@@ -211,7 +238,7 @@ static int low_efficiency(struct kvs_ctx *c, size_t gi, struct kvs_finding **v, 
         &c->arena,
         "%s moves memory at %.0f GB/s, %.0f%% of the %s's %.0f GB/s peak%s: %.2f ms per step, "
         "about %.2f ms recoverable at %.0f%% of peak",
-        kvs_intern_str(&c->t.strings, g->op_name), f.achieved_gbps, 100.0 * f.efficiency,
+        group_name(c, g), f.achieved_gbps, 100.0 * f.efficiency,
         c->device ? c->device : "device", c->peak_gbps, copy, f.gpu_ms_per_step, saving,
         100.0 * GOOD_EFFICIENCY);
     /* the kernel's short name: a C++ name runs to hundreds of characters

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "classify.h"
+#include "launch_size.h"
 #include "steps.h"
 #include "u64map.h"
 
@@ -93,15 +94,28 @@ static void bytes_per_call(const struct kvs_trace_data *t, struct kvs_group_acc 
         bool bytes_cover = g->byte_calls == g->gpu_calls && 2 * g->byte_ns >= g->gpu_ns;
         if (bytes_cover) {
             g->bytes_per_call = g->activity_bytes / g->gpu_calls;
+            g->sized_from = "activity bytes";
             return;
         }
         int64_t by_shape = shape_bytes(t, g);
         g->bytes_per_call = by_shape > 0                ? by_shape
                           : 2 * g->byte_ns >= g->gpu_ns ? g->activity_bytes / g->byte_calls
                                                         : -1;
+        g->sized_from = by_shape > 0 ? "dims" : g->bytes_per_call > 0 ? "activity bytes" : NULL;
         return;
     }
     g->bytes_per_call = shape_bytes(t, g);
+    g->sized_from = g->bytes_per_call > 0 ? "dims" : NULL;
+}
+
+/* no dims and no activity bytes size the group: its launches may */
+static void size_from_launches(const struct kvs_ctx *c, struct kvs_group_acc *g)
+{
+    if (g->bytes_per_call < 0 && g->activity_bytes == 0 && g->shape_info.n == 0) {
+        kvs_launch_size_group(c, g);
+        if (g->launch_sized && g->bytes_per_call > 0)
+            g->sized_from = "launch";
+    }
 }
 
 /* the group an activity joins: its op's key, or a bare group named after
@@ -123,6 +137,7 @@ enum kvs_status kvs_groups_build(struct kvs_ctx *c)
     uint8_t *byte_seen = calloc(t->nops / 8 + 1, 1); /* ops whose work had a memcpy/memset's bytes */
     uint32_t *group_of_key = calloc(t->nopkeys ? t->nopkeys : 1, sizeof *group_of_key);
     uint8_t *key_is_copy = calloc(t->nopkeys ? t->nopkeys : 1, 1); /* 1 + verdict */
+    struct kvs_launch_cache *lcache = NULL;
     if (!seen || !byte_seen || !group_of_key || !key_is_copy)
         goto out;
 
@@ -176,6 +191,8 @@ enum kvs_status kvs_groups_build(struct kvs_ctx *c)
         }
         if (is_host_copy(t, g))
             a->host_ns += g->dur;
+        if (kvs_launch_acc_add(&lcache, c, &a->launch, g) < 0)
+            goto out;
         if (c->gpu_step[i] >= 0)
             a->gpu_ns_in_steps += g->dur;
         if (bare) {
@@ -243,6 +260,7 @@ enum kvs_status kvs_groups_build(struct kvs_ctx *c)
     for (size_t gi = 0; gi < nacc; gi++) {
         acc[gi].gpu_busy_ns = busy[gi];
         bytes_per_call(t, &acc[gi]);
+        size_from_launches(c, &acc[gi]);
     }
     if (nacc) /* acc is NULL when no group formed: qsort's pointer must not be */
         qsort(acc, nacc, sizeof *acc, cmp_group);
@@ -259,6 +277,7 @@ out:
     free(byte_seen);
     free(group_of_key);
     free(key_is_copy);
+    kvs_launch_cache_free(lcache);
     kvs_u64map_free(&bare_groups);
     kvs_u64map_free(&ktime);
     kvs_u64map_free(&step_seen);

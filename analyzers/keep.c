@@ -178,15 +178,16 @@ static bool emit(struct kvs_reader *r, const struct kvs_dec_event *d)
             t->n_memcpys++;
         else
             t->n_memsets++;
-        struct kvs_gpu_rec g = {d->ts,   d->dur,    d->ext,    d->corr, d->bytes,
-                                d->name, d->device, d->stream, kind};
+        struct kvs_gpu_rec g = {d->ts,   d->dur,    d->ext,    d->corr,          d->bytes,
+                                d->name, d->device, d->stream, kind, d->block_threads,
+                                d->grid_blocks};
         return KVS_VEC_PUSH(t->gpus, t->ngpus, t->gpus_cap, g) == 0 || oom(r);
     }
     case KVS_EV_RUNTIME: {
         t->n_runtime++;
         if (d->corr == 0 && d->ext == 0)
             return true;
-        struct kvs_rt_rec rt = {d->ts, d->corr, d->ext, d->thread, d->graph_launch};
+        struct kvs_rt_rec rt = {d->ts, d->corr, d->ext, d->thread, d->graph_launch, d->kernel_launch};
         return KVS_VEC_PUSH(t->rts, t->nrts, t->rts_cap, rt) == 0 || oom(r);
     }
     default:
@@ -216,8 +217,11 @@ static bool resolve(struct kvs_reader *r, const struct kvs_ev *e, uint8_t cat, s
     bool gpu = cat == KVS_EV_KERNEL || cat == KVS_EV_MEMCPY || cat == KVS_EV_MEMSET;
     if (cat != KVS_EV_RUNTIME && !intern_span(r, &e->name, e->has_name, &d->name))
         return false;
-    if (cat == KVS_EV_RUNTIME) /* its name is not kept: only whether it launches a graph */
+    if (cat == KVS_EV_RUNTIME) { /* its name is not kept: only whether it launches a graph or a kernel */
         d->graph_launch = span_has(r, &e->name, e->has_name, "GraphLaunch");
+        d->kernel_launch = span_has(r, &e->name, e->has_name, "LaunchKernel") ||
+                           span_has(r, &e->name, e->has_name, "LaunchCooperativeKernel");
+    }
     if (cat == KVS_EV_OP && !shape_of(r, e, &d->shape))
         return false;
     if (!gpu && !thread_of(r, e, &d->thread))
@@ -225,6 +229,8 @@ static bool resolve(struct kvs_reader *r, const struct kvs_ev *e, uint8_t cat, s
     if (gpu) {
         d->device = (int32_t)(e->has_device ? e->device : span_int(r, &e->pid, e->has_pid));
         d->stream = (int32_t)(e->has_stream ? e->stream : span_int(r, &e->tid, e->has_tid));
+        d->grid_blocks = e->grid_blocks;
+        d->block_threads = (int32_t)e->block_threads;
     }
     return true;
 }

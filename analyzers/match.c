@@ -269,7 +269,7 @@ static void make_role(struct kvs_ctx *c, struct kvs_group_acc *g)
     const struct kvs_trace_data *t = &c->t;
     const char *op = kvs_intern_str(&t->strings, g->op_name);
     const struct kvs_shape *s = &g->shape_info;
-    if (g->bare || s->n == 0) {
+    if ((g->bare && !g->launch_sized) || s->n == 0) {
         g->role = kvs_arena_strdup(&c->arena, op);
         return;
     }
@@ -307,7 +307,7 @@ static void make_role(struct kvs_ctx *c, struct kvs_group_acc *g)
 static void match_one(struct kvs_ctx *c, struct kvs_group_acc *g, const struct token_dim *td, size_t ntd)
 {
     const struct kvs_shape *s = &g->shape_info;
-    if (g->bare || s->n == 0 || s->rank[0] < 2 || s->rank[0] > KVS_SHAPE_MAX_RANK)
+    if ((g->bare && !g->launch_sized) || s->n == 0 || s->rank[0] < 2 || s->rank[0] > KVS_SHAPE_MAX_RANK)
         return;
     const int64_t *dims = s->dims[0];
     int rank = s->rank[0];
@@ -344,6 +344,12 @@ static void match_one(struct kvs_ctx *c, struct kvs_group_acc *g, const struct t
         if (active > 0 && tokens / BUFFER_RATIO >= active) /* tokens >= 8 x active, without overflow */
             inferred = true;
         else if (active == 0 && tokens >= 16 * BUFFER_MIN_TOKENS && per_layer)
+            inferred = true;
+        /* sized from its launches (a graph replay records no shapes, so no
+         * active-token count can be seen): a cast of the model's own KV rows,
+         * of at least 64K of them, in every step */
+        else if (active == 0 && tokens >= 16 * BUFFER_MIN_TOKENS && g->launch_sized && row_ok &&
+                 (g->launch.k.load_cast || g->launch.k.src_dtype != g->launch.k.dst_dtype))
             inferred = true;
     }
     if (capacity)

@@ -13,7 +13,10 @@ struct kvs_dec_event {
     int64_t ts, dur, ext, corr, bytes;
     uint32_t name, shape, thread;
     int32_t device, stream;
+    int64_t grid_blocks;   /* kernels: grid x*y*z, 0 when not recorded */
+    int32_t block_threads; /* kernels: block x*y*z, 0 when not recorded */
     bool graph_launch;     /* a runtime call that launches a CUDA/HIP graph */
+    bool kernel_launch;    /* a runtime/driver call that launches a kernel */
 };
 
 struct kvs_thread_stack {
@@ -74,6 +77,7 @@ struct kvs_ev {
     struct kvs_span cat, name, pid, tid, dims, types;
     int64_t ts, dur;
     int64_t ext, corr, bytes, device, stream;
+    int64_t grid_blocks, block_threads; /* products of args "grid" / "block", 0 when absent */
 };
 
 

@@ -43,8 +43,9 @@ struct kvs_rt_rec {
     int64_t corr;          /* correlation id */
     int64_t ext;           /* External id when the call carries one, else 0 */
     uint32_t thread;
-    uint32_t graph_launch; /* 1: cudaGraphLaunch / cuGraphLaunch / hipGraphLaunch (names are not
-                              kept for runtime calls: the one fact the analysis needs is) */
+    /* names are not kept for runtime calls: the facts the analysis needs are */
+    uint32_t graph_launch : 1;  /* cudaGraphLaunch / cuGraphLaunch / hipGraphLaunch */
+    uint32_t kernel_launch : 1; /* cudaLaunchKernel[ExC], cuLaunchKernel[Ex], hipLaunchKernel, ... */
 };
 
 enum kvs_gpu_kind { KVS_GPU_KERNEL = 0, KVS_GPU_MEMCPY, KVS_GPU_MEMSET };
@@ -59,6 +60,8 @@ struct kvs_gpu_rec {
     int32_t device;
     int32_t stream;
     uint8_t kind;          /* enum kvs_gpu_kind */
+    int32_t block_threads; /* kernels: block x*y*z from args "block", 0 when not recorded */
+    int64_t grid_blocks;   /* kernels: grid x*y*z from args "grid", 0 when not recorded */
 };
 
 /* A CPU-side range that may delimit steps: user_annotation (NVTX) events,

@@ -52,6 +52,9 @@ static void usage(FILE *out)
             "                       qwen3-235b-a22b (default: infer from the trace)\n"
             "  --kv-capacity N      KV cache capacity in tokens (names the full-buffer dim;\n"
             "                       given, no other dim is guessed to be a buffer)\n"
+            "  --kv-dtype T         the KV cache's dtype (fp8, e5m2, bf16, fp16, fp32): the\n"
+            "                       source of a cast kernel sized from its launch (graph\n"
+            "                       replays, no shapes) whose name does not say it\n"
             "  --device NAME        device for the peak bandwidth (default: the trace's),\n"
             "                       e.g. H200, \"H100 SXM\", B200, \"RTX PRO 6000\", MI300X\n"
             "  --peak-gbps X        peak memory bandwidth in GB/s (overrides the table)\n"
@@ -183,7 +186,7 @@ int kvs_cmd_report(int argc, char **argv)
             snprintf(name, sizeof name, "%s", eq ? "" : a);
         }
         a = name;
-        bool known = !strcmp(a, "--model") || !strcmp(a, "--kv-capacity") ||
+        bool known = !strcmp(a, "--model") || !strcmp(a, "--kv-capacity") || !strcmp(a, "--kv-dtype") ||
                      !strcmp(a, "--device") || !strcmp(a, "--peak-gbps") ||
                      !strcmp(a, "--step-regex") || !strcmp(a, "--batch") || !strcmp(a, "--format") ||
                      !strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--top");
@@ -200,6 +203,8 @@ int kvs_cmd_report(int argc, char **argv)
         } else if (!strcmp(a, "--kv-capacity")) {
             rc = parse_int(a, v, 1, (long long)1 << 40, &n);
             opt.kv_capacity = n;
+        } else if (!strcmp(a, "--kv-dtype")) {
+            opt.kv_dtype = v;
         } else if (!strcmp(a, "--device")) {
             opt.device = v;
         } else if (!strcmp(a, "--peak-gbps")) {

@@ -138,6 +138,19 @@ static void write_group(struct kvs_jw *w, const struct kvs_group *g, bool have_p
     kvs_jw_num(w, g->gpu_fraction);
     kvs_jw_key(w, "bytes_per_call");
     kvs_jw_int(w, g->bytes_per_call);
+    kvs_jw_key(w, "sized_from");
+    kvs_jw_str(w, g->sized_from);
+    kvs_jw_key(w, "bytes_bound");
+    kvs_jw_str(w, g->bytes_bound < 0 ? "at_least" : g->bytes_bound > 0 ? "at_most" : "exact");
+    kvs_jw_key(w, "launch_elements");
+    if (g->launch_elements_max > 0) {
+        kvs_jw_arr_compact(w);
+        kvs_jw_int(w, g->launch_elements_min);
+        kvs_jw_int(w, g->launch_elements_max);
+        kvs_jw_arr_end(w);
+    } else {
+        kvs_jw_null(w);
+    }
     kvs_jw_key(w, "achieved_gbps");
     kvs_jw_num(w, g->achieved_gbps);
     kvs_jw_key(w, "efficiency");

@@ -39,6 +39,11 @@ bool kvs_table_groups(struct kvs_table *t, const struct kvs_analysis *a, size_t 
         kvs_fmt_ms(ms, g->gpu_ms_per_step);
         kvs_fmt_pct(frac, g->gpu_fraction);
         kvs_fmt_bytes(bpc, (double)g->bytes_per_call);
+        if (g->bytes_bound) { /* sized from a launch: at least / at most */
+            char b[KVS_FMT_BUF];
+            memcpy(b, bpc, sizeof b);
+            snprintf(bpc, sizeof bpc, "%s%.*s", g->bytes_bound < 0 ? ">=" : "<=", (int)sizeof b - 3, b);
+        }
         kvs_fmt_gbps(gbps, g->achieved_gbps);
         char *unit = strstr(gbps, " GB/s"); /* the column header carries the unit */
         if (unit)

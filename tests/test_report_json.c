@@ -89,7 +89,8 @@ static void test_schema_and_values(void)
                                        NULL};
     static const char *const group[] = {"op", "kernel", "dims", "dtypes", "calls",
                                         "calls_per_step", "gpu_ms", "gpu_fraction",
-                                        "bytes_per_call", "achieved_gbps", "efficiency", "match",
+                                        "bytes_per_call", "sized_from", "bytes_bound",
+                                        "launch_elements", "achieved_gbps", "efficiency", "match",
                                         NULL};
     static const char *const match[] = {"label", "capacity_tokens", "row_dim", "per_layer", NULL};
     static const char *const kernel[] = {"name", "calls", "gpu_ms", "gpu_fraction", NULL};
@@ -147,6 +148,8 @@ static void test_schema_and_values(void)
         KVS_CHECK(num(g, "gpu_ms") == want->gpu_ms);
         KVS_CHECK(num(g, "gpu_fraction") == want->gpu_fraction);
         KVS_CHECK_EQ_INT(num(g, "bytes_per_call"), want->bytes_per_call);
+        KVS_CHECK_EQ_STR(str(g, "bytes_bound"), "exact");
+        KVS_CHECK(cJSON_IsNull(cJSON_GetObjectItem(g, "launch_elements")));
         KVS_CHECK(num(g, "achieved_gbps") == want->achieved_gbps);
         KVS_CHECK(num(g, "efficiency") == want->efficiency);
         KVS_CHECK(cJSON_IsArray(cJSON_GetObjectItem(g, "dims")));

@@ -45,6 +45,9 @@ struct kvs_analysis_options {
     double peak_gbps;        /* overrides the device table when > 0 */
     const char *step_regex;  /* step ranges; NULL: "ProfilerStep#N", then NVTX/user "step" ranges */
     int batch;               /* sequences per step, for tokens/s; 0: unknown */
+    const char *kv_dtype;    /* the KV cache's dtype ("fp8", "bf16", "c10::Float8_e4m3fn", ...):
+                                the source of a cast kernel sized from its launch whose name does
+                                not say it; NULL: unknown (its bytes are then a lower bound) */
     struct kvs_logger log;   /* warnings (truncation, unknown device, ...) go here */
     kvs_progress_fn progress;
     void *progress_user;
@@ -190,7 +193,15 @@ struct kvs_group {
     double gpu_ms_per_step;
     double gpu_fraction;         /* the union of its activities' intervals over the total GPU
                                     busy time (overlap on several streams counts once): <= 1 */
-    int64_t bytes_per_call;      /* bytes read + written */
+    int64_t bytes_per_call;      /* bytes read + written; <= 0 unknown */
+    const char *sized_from;      /* what bytes_per_call comes from: "dims" (the op's recorded
+                                    shapes), "activity bytes" (memcpy/memset), "launch" (grid x
+                                    block and the kernel's name: no shapes recorded), NULL unknown */
+    int bytes_bound;             /* 0: bytes_per_call is exact; -1: a lower bound (a cast whose
+                                    source dtype is not known: 1 byte per element counted);
+                                    1: an upper bound (the element count known to a range) */
+    int64_t launch_elements_min; /* sized_from "launch": elements per call the grid x block allow */
+    int64_t launch_elements_max; /* (min == max when rows x row factor it exactly), else 0 */
     double achieved_gbps;        /* bytes / GPU time */
     double efficiency;           /* achieved / peak; 0 when the peak is unknown or host_link */
     bool host_link;              /* its GPU time is mostly host<->device copies (HtoD, DtoH):

@@ -54,13 +54,21 @@ static void usage(FILE *out)
             "                        - writes it to stdout and everything else to stderr);\n"
             "                        with --tp N > 1 one file per rank, OUT.rank{R}.json\n"
             "                        (or where %%r in the name says); kernels then launch\n"
-            "                        without programmatic dependent launch (KVS_PDL=0)\n"
+            "                        without programmatic dependent launch (as KVS_PDL=0)\n"
             "  --tp N                tensor parallel over GPUs 0..N-1 of this machine: one\n"
             "                        thread per GPU, NCCL all-reduce; heads and the MLPs'\n"
             "                        intermediate dims split, the latent KV pool replicated\n"
             "                        (NCCL_NVLS_ENABLE=0 unless set; N must divide the heads)\n"
             "  --quiet               no per-step lines\n"
             "  -h, --help            this help\n"
+            "\n"
+            "environment (A/B switches of the kernels' launch; anything else is refused):\n"
+            "  KVS_PDL=0|1           0: no programmatic dependent launch (default 1)\n"
+            "  KVS_MLA_HG=32|64      FP8 MLA decode's head group (default: by KV rows per SM)\n"
+            "  KVS_MLA_WAVES=1|2     blocks per SM the MLA split aims at with 32-head groups\n"
+            "  KVS_MLA_WG=1|0        FP8 64-head MLA decode on wgmma on or off (default: by size)\n"
+            "  NCCL_NVLS_ENABLE      with --tp: kept as set, else 0 (NVLink multicast off)\n"
+            "  CUDA_VISIBLE_DEVICES  which GPUs --tp N uses (the first N visible)\n"
             "\n"
             "Left out of GLM-5: the DSA sparse indexer (attention is dense over each\n"
             "sequence's context), the MTP layer. Roofline = bytes moved per step (weights\n"
@@ -217,15 +225,19 @@ static void print_header(const struct kvs_engine_opts *o, const struct kvs_model
 
 static int engine_run(const struct kvs_engine_opts *o)
 {
+    struct kvs_engine_params p;
+    kvs_engine_params_init(&p);
+    /* the kernels' A/B switches come from the environment here, never
+     * inside the kernels (engine --help lists them) */
+    if (kvs_kernel_opts_parse(&p.kernels, getenv, &p.log) != KVS_STATUS_OK)
+        return kvs_cli_usage_error(CMD, "a kernel switch in the environment has a value it "
+                                        "does not take (see above; engine --help lists them)");
     /* A captured run launches every kernel plainly: with programmatic
      * dependent launch (kernels/src/pdl_impl.cuh) a kernel starts early and
      * waits inside for the one before it, so its trace record would span
-     * that wait too and the report would charge it to the wrong op. Set
-     * before the first launch (the kernels read it once). */
+     * that wait too and the report would charge it to the wrong op. */
     if (o->trace)
-        setenv("KVS_PDL", "0", 1);
-    struct kvs_engine_params p;
-    kvs_engine_params_init(&p);
+        p.kernels.no_pdl = 1;
     if (kvs_model_config_load(o->config, &p.model, &p.log) != KVS_STATUS_OK)
         return KVS_EXIT_USAGE;
     p.path = o->path;

@@ -79,11 +79,11 @@ enum kvs_status kvs_engine_plan(const struct kvs_engine_params *p, struct kvs_ru
         s.max_context = n > s.max_context ? n : s.max_context;
     }
     int max_len = (int)(s.max_context + p->steps);
-    s.workspace_bytes = kvs_cuda_mla_decode_workspace(p->batch, c->heads, max_len) +
-                        kvs_cuda_moe_experts_workspace(p->batch, c->topk + c->n_shared_experts,
-                                                       c->moe_inter > c->inter ? c->moe_inter
-                                                                               : c->inter) +
-                        kvs_eng_blas_workspace_bytes();
+    s.workspace_bytes =
+        kvs_cuda_mla_decode_workspace(p->batch, c->heads, max_len, &p->kernels) +
+        kvs_cuda_moe_experts_workspace(p->batch, c->topk + c->n_shared_experts,
+                                       c->moe_inter > c->inter ? c->moe_inter : c->inter) +
+        kvs_eng_blas_workspace_bytes();
     KVS_TRY(kvs_mem_plan_compute(c, &s, plan, &p->log));
     *shape = s;
     return KVS_STATUS_OK;
@@ -221,7 +221,7 @@ static enum kvs_status make_buffers(struct kvs_engine *e)
     KVS_CUDA_TRY(&e->lg, cudaMalloc((void **)&e->act, e->lay.total));
     KVS_CUDA_TRY(&e->lg, cudaMemsetAsync(e->act, 0, e->lay.total, e->stream));
     int max_len = e->seqs.max_len;
-    e->mla_ws_bytes = kvs_cuda_mla_decode_workspace(B, e->c.heads, max_len);
+    e->mla_ws_bytes = kvs_cuda_mla_decode_workspace(B, e->c.heads, max_len, &e->p.kernels);
     e->moe_ws_bytes = kvs_cuda_moe_experts_workspace(
         B, e->c.topk + e->c.n_shared_experts,
         e->c.moe_inter > e->c.inter ? e->c.moe_inter : e->c.inter);
@@ -287,6 +287,8 @@ enum kvs_status kvs_engine_create(const struct kvs_engine_params *p, struct kvs_
         st = KVS_CUDA_STATUS(&e->lg, cudaStreamCreateWithFlags(&e->stream, cudaStreamNonBlocking));
     if (st == KVS_STATUS_OK)
         st = kvs_gemm_init(&e->gemm, e->stream, &e->lg);
+    if (st == KVS_STATUS_OK)
+        kvs_gemm_set_opts(e->gemm, &e->p.kernels);
     if (st == KVS_STATUS_OK)
         st = kvs_eng_blas_init(&e->blas, e->stream, &e->lg);
     if (st == KVS_STATUS_OK)

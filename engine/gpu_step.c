@@ -82,8 +82,8 @@ static enum kvs_status linear(struct kvs_engine *e, const kvs_bf16 *x, const kvs
 static enum kvs_status rmsnorm(struct kvs_engine *e, const kvs_bf16 *x, const kvs_bf16 *w,
                                kvs_bf16 *y, int rows, int dim)
 {
-    OP(kvs_cuda_rmsnorm(x, w, y, rows, dim, e->c.rms_eps, e->stream), "kvs::rms_norm",
-       td(BF16, 2, rows, dim, 0), td(BF16, 1, dim, 0, 0));
+    OP(kvs_cuda_rmsnorm(x, w, y, rows, dim, e->c.rms_eps, &e->p.kernels, e->stream),
+       "kvs::rms_norm", td(BF16, 2, rows, dim, 0), td(BF16, 1, dim, 0, 0));
     return KVS_STATUS_OK;
 }
 
@@ -95,8 +95,8 @@ static enum kvs_status residual_norm(struct kvs_engine *e, const kvs_bf16 *w, in
     kvs_bf16 *x = ACT(x, kvs_bf16), *h = ACT(h, kvs_bf16), *o = ACT(o, kvs_bf16);
     if (!pending)
         return rmsnorm(e, x, w, h, B, D);
-    OP(kvs_cuda_add_rmsnorm(x, o, w, h, B, D, e->c.rms_eps, e->stream), "kvs::add_rms_norm",
-       td(BF16, 2, B, D, 0), td(BF16, 2, B, D, 0), td(BF16, 1, D, 0, 0));
+    OP(kvs_cuda_add_rmsnorm(x, o, w, h, B, D, e->c.rms_eps, &e->p.kernels, e->stream),
+       "kvs::add_rms_norm", td(BF16, 2, B, D, 0), td(BF16, 2, B, D, 0), td(BF16, 1, D, 0, 0));
     return KVS_STATUS_OK;
 }
 
@@ -104,7 +104,7 @@ static enum kvs_status rope(struct kvs_engine *e, kvs_bf16 *x, int heads)
 {
     const int B = e->p.batch;
     OP(kvs_cuda_rope_interleaved(x, ACT(pos, int32_t), B, heads, KVS_MLA_ROPE, 0, KVS_MLA_ROPE,
-                                 e->c.rope_theta, e->stream),
+                                 e->c.rope_theta, &e->p.kernels, e->stream),
        "kvs::rope_interleaved", td(BF16, 3, B, heads, KVS_MLA_ROPE), td(I32, 1, B, 0, 0));
     return KVS_STATUS_OK;
 }
@@ -132,8 +132,8 @@ static enum kvs_status linears(struct kvs_engine *e, const kvs_bf16 *x, int k,
             t[1 + n] = td(I32, 1, B, 0, 0);
         kvs_op_begin(fused ? "kvs::linear_multi_rope" : "kvs::linear_multi", 1 + n + fused, t);
         enum kvs_status st =
-            fused ? kvs_cuda_gemv_bf16_rope(x, k, B, k, o, n, &r, e->stream)
-                  : kvs_cuda_gemv_bf16(x, k, B, k, o, n, 0, 1, 0, 0, 0, e->stream);
+            fused ? kvs_cuda_gemv_bf16_rope(x, k, B, k, o, n, &r, &e->p.kernels, e->stream)
+                  : kvs_cuda_gemv_bf16(x, k, B, k, o, n, 0, 1, 0, 0, 0, &e->p.kernels, e->stream);
         kvs_op_end();
         return st;
     }
@@ -224,8 +224,8 @@ static enum kvs_status attention(struct kvs_engine *e, int l, int64_t gather_row
         KVS_TRY(rmsnorm(e, q_a, q_a_w, q_an, B, c->q_lora_rank));
     OP(kvs_eng_cuda_kv_finish_qnorm(pool, ACT(new_slot, int32_t), ACT(kv_raw, kvs_bf16),
                                     WL(KVS_W_KV_A_NORM), ACT(kv_rope, kvs_bf16), ACT(pos, int32_t),
-                                    B, c->rms_eps, c->rope_theta, qfused ? q_a : NULL, q_a_w,
-                                    q_an, c->q_lora_rank, e->stream),
+                                    B, c->rms_eps, c->rope_theta, qfused ? q_a : NULL, q_a_w, q_an,
+                                    c->q_lora_rank, &e->p.kernels, e->stream),
        "kvs::kv_append_cast", td(FP8, 3, B, 1, KVS_MLA_ROW), td(BF16, 3, B, 1, KVS_MLA_ROW),
        td(I32, 1, B, 0, 0));
 
@@ -253,7 +253,8 @@ static enum kvs_status attention(struct kvs_engine *e, int l, int64_t gather_row
         .scale = kvs_model_softmax_scale(c), .out = ACT(attn, kvs_bf16), .lse = NULL,
     };
     int64_t kv_rows = e->p.path == KVS_KV_PATH_ACTIVE_CAST ? gather_rows : e->shape.kv_capacity;
-    OP(kvs_cuda_mla_decode(&a, e->seqs.max_len, e->mla_ws, e->mla_ws_bytes, e->stream),
+    OP(kvs_cuda_mla_decode(&a, e->seqs.max_len, e->mla_ws, e->mla_ws_bytes, &e->p.kernels,
+                           e->stream),
        "kvs::mla_decode", td(BF16, 3, B, H, lat), td(BF16, 3, B, H, KVS_MLA_ROPE),
        td(bf16_kv ? BF16 : FP8, 3, kv_rows, 1, KVS_MLA_ROW), td(I32, 1, B + 1, 0, 0),
        /* the token list: tells a trace reader how many rows are active */
@@ -281,7 +282,8 @@ static enum kvs_status mlp(struct kvs_engine *e, int l)
     if (l < c->dense_layers) {
         KVS_TRY(linear(e, h, WL(KVS_W_MLP_GATE_UP), ACT(gate_up, kvs_bf16), B, 2 * c->inter,
                        c->hidden));
-        OP(kvs_cuda_swiglu(ACT(gate_up, kvs_bf16), ACT(act, kvs_bf16), B, c->inter, e->stream),
+        OP(kvs_cuda_swiglu(ACT(gate_up, kvs_bf16), ACT(act, kvs_bf16), B, c->inter, &e->p.kernels,
+                           e->stream),
            "kvs::swiglu", td(BF16, 2, B, 2 * c->inter, 0));
         KVS_TRY(linear(e, ACT(act, kvs_bf16), WL(KVS_W_MLP_DOWN), o, B, c->hidden, c->inter));
         return all_reduce(e, o, l, 1); /* the residual add waits for the next norm */
@@ -290,7 +292,8 @@ static enum kvs_status mlp(struct kvs_engine *e, int l)
     const struct kvs_gemv_out ro = {WL(KVS_W_ROUTER), ACT(router, float), E, E};
     const int gemv = B <= KVS_GEMV_AUTO_MAX_M &&
                      kvs_cuda_gemv_supported(h, c->hidden, B, c->hidden, &ro, 1, 1, 0, 0);
-    OP(gemv ? kvs_cuda_gemv_bf16(h, c->hidden, B, c->hidden, &ro, 1, 1, 1, 0, 0, 0, e->stream)
+    OP(gemv ? kvs_cuda_gemv_bf16(h, c->hidden, B, c->hidden, &ro, 1, 1, 1, 0, 0, 0, &e->p.kernels,
+                                 e->stream)
             : kvs_eng_cuda_linear_f32(e->blas, h, WL(KVS_W_ROUTER), ACT(router, float), B, E,
                                       c->hidden),
        "kvs::router_linear", td(BF16, 2, B, c->hidden, 0), td(BF16, 2, E, c->hidden, 0));
@@ -299,12 +302,12 @@ static enum kvs_status mlp(struct kvs_engine *e, int l)
         /* top-k and the expert map in one launch */
         OP(kvs_eng_cuda_route_map(&e->em, ACT(router, float), bias, B, c->norm_topk,
                                   c->routed_scale, ACT(exp_ids, int32_t), ACT(exp_w, float),
-                                  e->stream),
+                                  &e->p.kernels, e->stream),
            "kvs::moe_route", td(F32, 2, B, E, 0), td(F32, 1, E, 0, 0));
     } else {
         OP(kvs_cuda_moe_route(ACT(router, float), bias, B, E, c->topk, c->norm_topk,
                               c->routed_scale, ACT(topk_ids, int32_t), ACT(topk_w, float),
-                              e->stream),
+                              &e->p.kernels, e->stream),
            "kvs::moe_route", td(F32, 2, B, E, 0), td(F32, 1, E, 0, 0));
         OP(kvs_eng_cuda_map_experts(&e->em, ACT(topk_ids, int32_t), ACT(topk_w, float), B,
                                     ACT(exp_ids, int32_t), ACT(exp_w, float), e->stream),
@@ -316,8 +319,8 @@ static enum kvs_status mlp(struct kvs_engine *e, int l)
         .weights = ACT(exp_w, float), .gate_up = WL(KVS_W_EXP_GATE_UP), .down = WL(KVS_W_EXP_DOWN),
         .y = o, .accumulate = 0,
     };
-    OP(kvs_cuda_moe_experts(&m, e->moe_ws, e->moe_ws_bytes, e->stream), "kvs::moe_experts",
-       td(BF16, 2, B, c->hidden, 0), td(I32, 2, B, ke, 0),
+    OP(kvs_cuda_moe_experts(&m, e->moe_ws, e->moe_ws_bytes, &e->p.kernels, e->stream),
+       "kvs::moe_experts", td(BF16, 2, B, c->hidden, 0), td(I32, 2, B, ke, 0),
        td(BF16, 3, m.n_resident, 2 * c->moe_inter, c->hidden),
        td(BF16, 3, m.n_resident, c->hidden, c->moe_inter));
     return all_reduce(e, o, l, 1); /* the residual add waits for the next norm */
@@ -355,7 +358,8 @@ enum kvs_status kvs_engine_run_body(struct kvs_engine *e, int64_t gather_rows, i
     OP(kvs_eng_cuda_linear_f32(e->blas, ACT(h, kvs_bf16), WL(KVS_W_LM_HEAD), ACT(logits, float), B,
                                c->vocab, c->hidden),
        "kvs::lm_head", td(BF16, 2, B, c->hidden, 0), td(BF16, 2, c->vocab, c->hidden, 0));
-    OP(kvs_cuda_argmax(ACT(logits, float), B, c->vocab, ACT(ids, int32_t), e->stream),
+    OP(kvs_cuda_argmax(ACT(logits, float), B, c->vocab, ACT(ids, int32_t), &e->p.kernels,
+                       e->stream),
        "kvs::argmax", td(F32, 2, B, c->vocab, 0));
     return KVS_STATUS_OK;
 }

@@ -10,8 +10,10 @@
  *          kvs_eng_cuda_seq_step (device-side sequence append + token list)
  *
  * Launchers take device pointers and a stream (cudaStream_t as void *), and
- * never synchronise, so a decode step built from them can be captured in a
- * CUDA graph.
+ * never synchronise; those launched with programmatic dependent launch
+ * (kv_finish, route_map) take the kernels' launch options too
+ * (struct kvs_kernel_opts, kvscope/kernels.h). So a decode step built from
+ * them can be captured in a CUDA graph.
  */
 #ifndef KVSCOPE_ENGINE_OPS_H
 #define KVSCOPE_ENGINE_OPS_H
@@ -85,7 +87,8 @@ KVS_API enum kvs_status kvs_eng_cuda_kv_append(kvs_fp8 *pool, const int32_t *slo
 KVS_API enum kvs_status kvs_eng_cuda_kv_finish(kvs_fp8 *pool, const int32_t *slot,
                                                const kvs_bf16 *kv_raw, const kvs_bf16 *norm_w,
                                                const kvs_bf16 *kv_rope, const int32_t *pos,
-                                               int batch, float eps, float theta, void *stream);
+                                               int batch, float eps, float theta,
+                                               const struct kvs_kernel_opts *opts, void *stream);
 /* kvs_eng_cuda_kv_finish and, in the same launch, q_out[b] = rmsnorm(q[b],
  * q_w) for b < batch (q [batch, q_dim], as kvs_cpu_rmsnorm): the decode
  * step's two norms of kv_a's and q_a's outputs in one launch. q = NULL: only
@@ -94,13 +97,12 @@ KVS_API enum kvs_status kvs_eng_cuda_kv_finish(kvs_fp8 *pool, const int32_t *slo
  * the three q pointers 16-byte aligned) and kv_finish's own alignment. */
 KVS_API int kvs_eng_cuda_kv_finish_qnorm_supported(const kvs_bf16 *q, const kvs_bf16 *q_w,
                                                    const kvs_bf16 *q_out, int q_dim);
-KVS_API enum kvs_status kvs_eng_cuda_kv_finish_qnorm(kvs_fp8 *pool, const int32_t *slot,
-                                                     const kvs_bf16 *kv_raw,
-                                                     const kvs_bf16 *norm_w,
-                                                     const kvs_bf16 *kv_rope, const int32_t *pos,
-                                                     int batch, float eps, float theta,
-                                                     const kvs_bf16 *q, const kvs_bf16 *q_w,
-                                                     kvs_bf16 *q_out, int q_dim, void *stream);
+KVS_API enum kvs_status
+kvs_eng_cuda_kv_finish_qnorm(kvs_fp8 *pool, const int32_t *slot, const kvs_bf16 *kv_raw,
+                             const kvs_bf16 *norm_w, const kvs_bf16 *kv_rope, const int32_t *pos,
+                             int batch, float eps, float theta, const kvs_bf16 *q,
+                             const kvs_bf16 *q_w, kvs_bf16 *q_out, int q_dim,
+                             const struct kvs_kernel_opts *opts, void *stream);
 KVS_API enum kvs_status kvs_eng_cuda_map_experts(const struct kvs_expert_map *m,
                                                  const int32_t *ids, const float *w, int tokens,
                                                  int32_t *out_ids, float *out_w, void *stream);
@@ -113,10 +115,10 @@ KVS_API enum kvs_status kvs_eng_cuda_map_experts(const struct kvs_expert_map *m,
  * KVS_ENG_ROUTE_MAP_MAX_TOPK choices (use the two ops). */
 #define KVS_ENG_ROUTE_MAP_MAX_EXPERTS 256
 #define KVS_ENG_ROUTE_MAP_MAX_TOPK 32
-KVS_API enum kvs_status kvs_eng_cuda_route_map(const struct kvs_expert_map *m,
-                                               const float *logits, const float *bias, int tokens,
-                                               int norm, float scale, int32_t *out_ids,
-                                               float *out_w, void *stream);
+KVS_API enum kvs_status kvs_eng_cuda_route_map(const struct kvs_expert_map *m, const float *logits,
+                                               const float *bias, int tokens, int norm, float scale,
+                                               int32_t *out_ids, float *out_w,
+                                               const struct kvs_kernel_opts *opts, void *stream);
 
 /* The device half of kvs_seqs_append + kvs_seqs_csr, so that a step needs
  * from the host only this step's new slots: for each sequence b,

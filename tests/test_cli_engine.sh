@@ -26,6 +26,11 @@ if ! "$kvs" engine --help >/dev/null 2>&1; then
 fi
 check 0 "engine --help" "full-cast" -- "$kvs" engine --help
 check 2 "unknown kv path" "fp8-direct" -- "$kvs" engine --kv-path fast
+# the kernels' A/B switches are read here, in the CLI, and a bad one refused
+check 0 "engine --help lists the environment it honours" "KVS_MLA_WAVES=1|2" -- "$kvs" engine --help
+check 2 "a bad KVS_MLA_HG" "KVS_MLA_HG is 32 or 64, not '48'" -- \
+    env KVS_MLA_HG=48 "$kvs" engine --config tiny --context 16
+check 2 "a bad KVS_PDL" "KVS_PDL is 0 or 1, not 'off'" -- env KVS_PDL=off "$kvs" engine --config tiny
 check 2 "batch 0" "--batch" -- "$kvs" engine --batch 0
 check 2 "batch not a number" "--batch" -- "$kvs" engine --batch 3x
 check 2 "missing value" "needs a value" -- "$kvs" engine --steps

@@ -310,13 +310,12 @@ extern "C" int kvs_eng_cuda_kv_finish_qnorm_supported(const kvs_bf16 *q, const k
            !(((uintptr_t)q | (uintptr_t)q_w | (uintptr_t)q_out) & 15u);
 }
 
-extern "C" enum kvs_status kvs_eng_cuda_kv_finish_qnorm(kvs_fp8 *pool, const int32_t *slot,
-                                                        const kvs_bf16 *kv_raw,
-                                                        const kvs_bf16 *norm_w,
-                                                        const kvs_bf16 *kv_rope, const int32_t *pos,
-                                                        int batch, float eps, float theta,
-                                                        const kvs_bf16 *q, const kvs_bf16 *q_w,
-                                                        kvs_bf16 *q_out, int q_dim, void *stream)
+extern "C" enum kvs_status
+kvs_eng_cuda_kv_finish_qnorm(kvs_fp8 *pool, const int32_t *slot, const kvs_bf16 *kv_raw,
+                             const kvs_bf16 *norm_w, const kvs_bf16 *kv_rope, const int32_t *pos,
+                             int batch, float eps, float theta, const kvs_bf16 *q,
+                             const kvs_bf16 *q_w, kvs_bf16 *q_out, int q_dim,
+                             const struct kvs_kernel_opts *opts, void *stream)
 {
     if (batch < 1 || batch > 65535 || !pool || !slot || !kv_raw || !norm_w || !kv_rope || !pos ||
         !(theta > 0.f))
@@ -326,19 +325,20 @@ extern "C" enum kvs_status kvs_eng_cuda_kv_finish_qnorm(kvs_fp8 *pool, const int
     if (q && !kvs_eng_cuda_kv_finish_qnorm_supported(q, q_w, q_out, q_dim))
         return KVS_STATUS_UNSUPPORTED;
     dim3 grid((unsigned)batch, q ? 2u : 1u);
-    KVS_CUDA_TRY(NULL, kvs_launch_pdl(kv_finish_kernel, grid, dim3(64), 0, (cudaStream_t)stream,
-                                      pool, slot, kv_raw, norm_w, kv_rope, pos, eps,
-                                      log((double)theta), q, q_w, q_out, q ? q_dim : 0));
+    KVS_CUDA_TRY(NULL, kvs_launch_pdl(opts, kv_finish_kernel, grid, dim3(64), 0,
+                                      (cudaStream_t)stream, pool, slot, kv_raw, norm_w, kv_rope,
+                                      pos, eps, log((double)theta), q, q_w, q_out, q ? q_dim : 0));
     return KVS_STATUS_OK;
 }
 
 extern "C" enum kvs_status kvs_eng_cuda_kv_finish(kvs_fp8 *pool, const int32_t *slot,
                                                   const kvs_bf16 *kv_raw, const kvs_bf16 *norm_w,
                                                   const kvs_bf16 *kv_rope, const int32_t *pos,
-                                                  int batch, float eps, float theta, void *stream)
+                                                  int batch, float eps, float theta,
+                                                  const struct kvs_kernel_opts *opts, void *stream)
 {
-    return kvs_eng_cuda_kv_finish_qnorm(pool, slot, kv_raw, norm_w, kv_rope, pos, batch, eps,
-                                        theta, NULL, NULL, NULL, 0, stream);
+    return kvs_eng_cuda_kv_finish_qnorm(pool, slot, kv_raw, norm_w, kv_rope, pos, batch, eps, theta,
+                                        NULL, NULL, NULL, 0, opts, stream);
 }
 
 // ----------------------------------------------------------------------------
@@ -450,7 +450,8 @@ route_map_kernel(const float *__restrict__ logits, const float *__restrict__ bia
 extern "C" enum kvs_status kvs_eng_cuda_route_map(const struct kvs_expert_map *m,
                                                   const float *logits, const float *bias,
                                                   int tokens, int norm, float scale,
-                                                  int32_t *out_ids, float *out_w, void *stream)
+                                                  int32_t *out_ids, float *out_w,
+                                                  const struct kvs_kernel_opts *opts, void *stream)
 {
     if (tokens < 1 || !m || !logits || !out_ids || !out_w || m->topk < 1 ||
         m->topk > m->resident || m->resident > KVS_EXPERT_MAP_MAX_RESIDENT || m->shared < 0)
@@ -458,10 +459,10 @@ extern "C" enum kvs_status kvs_eng_cuda_route_map(const struct kvs_expert_map *m
     if (m->n_logical > KVS_ENG_ROUTE_MAP_MAX_EXPERTS || m->topk > KVS_ENG_ROUTE_MAP_MAX_TOPK ||
         m->topk > m->n_logical)
         return KVS_STATUS_UNSUPPORTED;
-    KVS_CUDA_TRY(NULL, kvs_launch_pdl(route_map_kernel, dim3((unsigned)((tokens + 3) / 4)),
+    KVS_CUDA_TRY(NULL, kvs_launch_pdl(opts, route_map_kernel, dim3((unsigned)((tokens + 3) / 4)),
                                       dim3(128), 0, (cudaStream_t)stream, logits, bias, tokens,
-                                      m->n_logical, m->topk, norm, scale, m->n_logical,
-                                      m->resident, m->shared, out_ids, out_w));
+                                      m->n_logical, m->topk, norm, scale, m->n_logical, m->resident,
+                                      m->shared, out_ids, out_w));
     return KVS_STATUS_OK;
 }
 

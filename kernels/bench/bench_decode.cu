@@ -102,9 +102,9 @@ static void row_ops(void)
                 kvs_cpu_rmsnorm(hx.data(), hw.data(), ref.data(), 1, D, 1e-5f);
             CK(cudaMemset(y, 0xff, D * 2));
             if (add)
-                ST(kvs_cuda_add_rmsnorm(x, r, w, y, 1, D, 1e-5f, NULL));
+                ST(kvs_cuda_add_rmsnorm(x, r, w, y, 1, D, 1e-5f, bench_opts(), NULL));
             else
-                ST(kvs_cuda_rmsnorm(x, w, y, 1, D, 1e-5f, NULL));
+                ST(kvs_cuda_rmsnorm(x, w, y, 1, D, 1e-5f, bench_opts(), NULL));
             auto got = download<kvs_bf16>(y, D);
             double e = kt_norm_err_bf16(got.data(), ref.data(), D);
             require(e <= 1e-2, "rmsnorm vs CPU");
@@ -113,9 +113,9 @@ static void row_ops(void)
             time_op(
                 [&]() {
                     if (add)
-                        ST(kvs_cuda_add_rmsnorm(x, r, w, y, 1, D, 1e-5f, g_stream));
+                        ST(kvs_cuda_add_rmsnorm(x, r, w, y, 1, D, 1e-5f, bench_opts(), g_stream));
                     else
-                        ST(kvs_cuda_rmsnorm(x, w, y, 1, D, 1e-5f, g_stream));
+                        ST(kvs_cuda_rmsnorm(x, w, y, 1, D, 1e-5f, bench_opts(), g_stream));
                 },
                 &cold, &graph);
             printf("| %s | [1, %d] | %.2f | %.2f | cpu %.1e |\n", add ? "add_rmsnorm" : "rmsnorm",
@@ -135,13 +135,16 @@ static void row_ops(void)
         CK(cudaMemcpy(dp, &p, 4, cudaMemcpyHostToDevice));
         auto ref = download<kvs_bf16>(x, n);
         kvs_cpu_rope_interleaved(ref.data(), &p, 1, H, 64, 0, 64, 1e6f);
-        ST(kvs_cuda_rope_interleaved(x, dp, 1, H, 64, 0, 64, 1e6f, NULL));
+        ST(kvs_cuda_rope_interleaved(x, dp, 1, H, 64, 0, 64, 1e6f, bench_opts(), NULL));
         auto got = download<kvs_bf16>(x, n);
         double e = kt_norm_err_bf16(got.data(), ref.data(), n);
         require(e <= 1e-2, "rope vs CPU");
         double cold, graph;
-        time_op([&]() { ST(kvs_cuda_rope_interleaved(x, dp, 1, H, 64, 0, 64, 1e6f, g_stream)); },
-                &cold, &graph);
+        time_op(
+            [&]() {
+                ST(kvs_cuda_rope_interleaved(x, dp, 1, H, 64, 0, 64, 1e6f, bench_opts(), g_stream));
+            },
+            &cold, &graph);
         printf("| rope | [1, %d, 64] | %.2f | %.2f | cpu %.1e |\n", H, cold, graph, e);
         CK(cudaFree(x));
         CK(cudaFree(dp));
@@ -162,7 +165,7 @@ static void row_ops(void)
         int32_t *di = (int32_t *)dmalloc(K * 4);
         CK(cudaMemcpy(dl, hl.data(), E * 4, cudaMemcpyHostToDevice));
         CK(cudaMemcpy(db, hb.data(), E * 4, cudaMemcpyHostToDevice));
-        ST(kvs_cuda_moe_route(dl, db, 1, E, K, 1, 2.5f, di, dw, NULL));
+        ST(kvs_cuda_moe_route(dl, db, 1, E, K, 1, 2.5f, di, dw, bench_opts(), NULL));
         gid = download<int32_t>(di, K);
         gw = download<float>(dw, K);
         bool ok = true;
@@ -170,8 +173,11 @@ static void row_ops(void)
             ok = ok && gid[k] == rid[k] && fabsf(gw[k] - rw[k]) <= 1e-5f * fabsf(rw[k]);
         require(ok, "router vs CPU");
         double cold, graph;
-        time_op([&]() { ST(kvs_cuda_moe_route(dl, db, 1, E, K, 1, 2.5f, di, dw, g_stream)); },
-                &cold, &graph);
+        time_op(
+            [&]() {
+                ST(kvs_cuda_moe_route(dl, db, 1, E, K, 1, 2.5f, di, dw, bench_opts(), g_stream));
+            },
+            &cold, &graph);
         printf("| moe_route | [1, 256] top-8 | %.2f | %.2f | cpu exact |\n", cold, graph);
         CK(cudaFree(dl));
         CK(cudaFree(db));
@@ -191,10 +197,11 @@ static void row_ops(void)
         CK(cudaMemcpy(dl, hl.data(), (size_t)V * 4, cudaMemcpyHostToDevice));
         int32_t ref, *di = (int32_t *)dmalloc(4);
         kvs_cpu_argmax(hl.data(), 1, V, &ref);
-        ST(kvs_cuda_argmax(dl, 1, V, di, NULL));
+        ST(kvs_cuda_argmax(dl, 1, V, di, bench_opts(), NULL));
         require(download<int32_t>(di, 1)[0] == ref, "argmax vs CPU");
         double cold, graph;
-        time_op([&]() { ST(kvs_cuda_argmax(dl, 1, V, di, g_stream)); }, &cold, &graph);
+        time_op([&]() { ST(kvs_cuda_argmax(dl, 1, V, di, bench_opts(), g_stream)); }, &cold,
+                &graph);
         printf("| argmax | [1, 154880] | %.2f | %.2f | cpu exact |\n", cold, graph);
         CK(cudaFree(dl));
         CK(cudaFree(di));
@@ -276,7 +283,7 @@ static void gemv_cases(void)
             struct kvs_gemv_out o[3];
             out_of(copy, yg, o);
             ST(kvs_cuda_gemv_bf16(x, ldx, c.m, c.k, o, nout, c.f32, c.batch, c.k,
-                                  (int64_t)c.n[0] * c.k, c.n[0], NULL));
+                                  (int64_t)c.n[0] * c.k, c.n[0], bench_opts(), NULL));
         };
         /* check the GEMV against cuBLAS (BF16 outputs) on copy 0 */
         kvs_gemm_set_mode(g, KVS_GEMM_CUBLAS);
@@ -346,8 +353,8 @@ static void mla_profile(void)
     int32_t *seq = (int32_t *)dmalloc((maxB + 1) * 4);
     const size_t prof_words = 1 << 16;
     unsigned long long *prof = (unsigned long long *)dmalloc(prof_words * 8);
-    size_t wsb = std::max(kvs_cuda_mla_decode_workspace(1, H, maxC),
-                          kvs_cuda_mla_decode_workspace(maxB, H, 1024));
+    size_t wsb = std::max(kvs_cuda_mla_decode_workspace(1, H, maxC, bench_opts()),
+                          kvs_cuda_mla_decode_workspace(maxB, H, 1024, bench_opts()));
     void *ws = dmalloc(wsb);
     const int cases[][2] = {{1, 1024}, {1, 4096}, {1, 32768}, {maxB, 1024}};
     for (const auto &cs_ : cases) {
@@ -369,10 +376,11 @@ static void mla_profile(void)
             a.tokens = tok, a.scale = 0.0625f, a.out = out;
             a.kv_dtype = f ? KVS_KV_FP8 : KVS_KV_BF16;
             a.kv = f ? (const void *)kv8 : (const void *)kv16;
-            double us = time_us([&](int) { ST(kvs_cuda_mla_decode(&a, C, ws, wsb, NULL)); }, 3, 20);
+            double us = time_us(
+                [&](int) { ST(kvs_cuda_mla_decode(&a, C, ws, wsb, bench_opts(), NULL)); }, 3, 20);
             kvs_mla::Plan pl;
             CK(cudaMemset(prof, 0, prof_words * 8));
-            ST(kvs_mla::decode(&a, C, ws, wsb, prof, &pl, 0));
+            ST(kvs_mla::decode(&a, C, ws, wsb, prof, &pl, bench_opts(), 0));
             const size_t nd = (size_t)pl.splits * B * pl.hgroups;
             const size_t nc = pl.splits > 1 ? (size_t)B * H * (pl.splits <= 16 ? 1 : 4) : 0;
             require(nd * kvs_mla::kProfDecode + 2 * nc <= prof_words, "profile buffer");

@@ -117,8 +117,8 @@ static void bench_fp8w_gemv(void)
             kvs_gemv_fp8w_out o8[2];
             outs_bf(0, ob);
             outs_f8(0, o8);
-            ST(kvs_cuda_gemv_bf16(x, K, M, K, ob, nout, 0, 1, 0, 0, 0, NULL));
-            ST(kvs_cuda_gemv_fp8w(x, K, M, K, o8, nout, 0, NULL));
+            ST(kvs_cuda_gemv_bf16(x, K, M, K, ob, nout, 0, 1, 0, 0, 0, bench_opts(), NULL));
+            ST(kvs_cuda_gemv_fp8w(x, K, M, K, o8, nout, 0, bench_opts(), NULL));
             double eb = 0, e8 = 0, d8 = 0;
             std::vector<kvs_bf16> ref8[2];
             for (int o = 0; o < nout; o++) {
@@ -139,14 +139,14 @@ static void bench_fp8w_gemv(void)
                 [&](int i) {
                     kvs_gemv_out t[2];
                     outs_bf(i % cb, t);
-                    ST(kvs_cuda_gemv_bf16(x, K, M, K, t, nout, 0, 1, 0, 0, 0, NULL));
+                    ST(kvs_cuda_gemv_bf16(x, K, M, K, t, nout, 0, 1, 0, 0, 0, bench_opts(), NULL));
                 },
                 5, 30);
             const double u8 = time_us(
                 [&](int i) {
                     kvs_gemv_fp8w_out t[2];
                     outs_f8(i % c8, t);
-                    ST(kvs_cuda_gemv_fp8w(x, K, M, K, t, nout, 0, NULL));
+                    ST(kvs_cuda_gemv_fp8w(x, K, M, K, t, nout, 0, bench_opts(), NULL));
                 },
                 5, 30);
             const double gbb = bf_bytes / ub * 1e-3, gb8 = f8_bytes / u8 * 1e-3;
@@ -161,7 +161,7 @@ static void bench_fp8w_gemv(void)
             for (int cf = 0; cf < KVS_GEMV_FP8W_CFGS; cf++) {
                 for (int o = 0; o < nout; o++)
                     CK(cudaMemset(y8[o], 0xff, (size_t)M * ns[o] * 2));
-                ST(kvs_cuda_gemv_fp8w_cfg(cf, x, K, M, K, o8, nout, 0, NULL));
+                ST(kvs_cuda_gemv_fp8w_cfg(cf, x, K, M, K, o8, nout, 0, bench_opts(), NULL));
                 for (int o = 0; o < nout; o++) {
                     const size_t ny = (size_t)M * ns[o];
                     auto g8 = download<kvs_bf16>(y8[o], ny);
@@ -172,7 +172,7 @@ static void bench_fp8w_gemv(void)
                     [&](int i) {
                         kvs_gemv_fp8w_out t[2];
                         outs_f8(i % c8, t);
-                        ST(kvs_cuda_gemv_fp8w_cfg(cf, x, K, M, K, t, nout, 0, NULL));
+                        ST(kvs_cuda_gemv_fp8w_cfg(cf, x, K, M, K, t, nout, 0, bench_opts(), NULL));
                     },
                     5, 30);
                 snprintf(row, sizeof row, " %.1f (%.1f%%) |", u, pct(f8_bytes / u * 1e-3));
@@ -241,9 +241,9 @@ static void bench_fp8w_moe(void)
                                        gu8, gus, dn8, dns, y8, 0};
         CK(cudaMemset(yb, 0xff, (size_t)T * D * 2));
         CK(cudaMemset(y8, 0xff, (size_t)T * D * 2));
-        ST(kvs_cuda_moe_experts(&ab, ws, wsb, NULL));
+        ST(kvs_cuda_moe_experts(&ab, ws, wsb, bench_opts(), NULL));
         auto gb = download<kvs_bf16>(yb, (size_t)T * D);
-        ST(kvs_cuda_moe_experts_fp8w(&a8, ws, wsb, NULL));
+        ST(kvs_cuda_moe_experts_fp8w(&a8, ws, wsb, bench_opts(), NULL));
         auto g8 = download<kvs_bf16>(y8, (size_t)T * D);
         auto hx = download<kvs_bf16>(x, (size_t)T * D);
         /* the CPU on one token at a time, its K experts only */
@@ -281,9 +281,10 @@ static void bench_fp8w_moe(void)
         }
         require(eb <= 1e-2, "BF16 MoE experts vs CPU reference");
         require(e8 <= 1e-2, "FP8-weight MoE experts vs CPU reference");
-        const double ub = time_us([&](int) { ST(kvs_cuda_moe_experts(&ab, ws, wsb, NULL)); }, 5, 30);
-        const double u8 =
-            time_us([&](int) { ST(kvs_cuda_moe_experts_fp8w(&a8, ws, wsb, NULL)); }, 5, 30);
+        const double ub = time_us(
+            [&](int) { ST(kvs_cuda_moe_experts(&ab, ws, wsb, bench_opts(), NULL)); }, 5, 30);
+        const double u8 = time_us(
+            [&](int) { ST(kvs_cuda_moe_experts_fp8w(&a8, ws, wsb, bench_opts(), NULL)); }, 5, 30);
         const double bb = (double)rt.distinct * (ngu + ndn) * 2;
         const double b8 = (double)rt.distinct * (ngu + ndn + (sgu + sdn) * 4);
         const double gbb = bb / ub * 1e-3, gb8 = b8 / u8 * 1e-3;
@@ -295,7 +296,7 @@ static void bench_fp8w_moe(void)
         cfg_rows += row;
         for (int cf = 0; cf < KVS_MOE_FP8W_CFGS; cf++) {
             CK(cudaMemset(y8, 0xff, (size_t)T * D * 2));
-            ST(kvs_cuda_moe_experts_fp8w_cfg(cf, &a8, ws, wsb, NULL));
+            ST(kvs_cuda_moe_experts_fp8w_cfg(cf, &a8, ws, wsb, bench_opts(), NULL));
             auto gc = download<kvs_bf16>(y8, (size_t)T * D);
             double ec = 0;
             for (int j = 0; j < 2; j++)
@@ -303,7 +304,10 @@ static void bench_fp8w_moe(void)
                                                    ref8[j].data(), D));
             require(ec <= 1e-2, "FP8-weight MoE experts configuration vs CPU reference");
             const double u = time_us(
-                [&](int) { ST(kvs_cuda_moe_experts_fp8w_cfg(cf, &a8, ws, wsb, NULL)); }, 5, 30);
+                [&](int) {
+                    ST(kvs_cuda_moe_experts_fp8w_cfg(cf, &a8, ws, wsb, bench_opts(), NULL));
+                },
+                5, 30);
             snprintf(row, sizeof row, " %.1f (%.1f%%) |", u, pct(b8 / u * 1e-3));
             cfg_rows += row;
         }

@@ -127,7 +127,7 @@ static void bench_mla(void)
     size_t wsb = 0;
     for (int B : {1, 8, 64})
         for (int C = 1024; C <= maxC; C *= 2)
-            wsb = std::max(wsb, kvs_cuda_mla_decode_workspace(B, H, C));
+            wsb = std::max(wsb, kvs_cuda_mla_decode_workspace(B, H, C, bench_opts()));
     void *ws = dmalloc(wsb ? wsb : 16);
     const int slots_max = 64;
     int32_t *seqs = (int32_t *)dmalloc((size_t)slots_max * (maxB + 1) * 4);
@@ -156,7 +156,7 @@ static void bench_mla(void)
                 a.seq_start = seqs;
                 a.out = f ? out : out2;
                 CK(cudaMemset(a.out, 0xff, (size_t)B * H * KVS_MLA_LATENT * 2));
-                ST(kvs_cuda_mla_decode(&a, C, ws, wsb, NULL));
+                ST(kvs_cuda_mla_decode(&a, C, ws, wsb, bench_opts(), NULL));
                 (f ? o8 : o16) = download<kvs_bf16>(a.out, (size_t)B * H * KVS_MLA_LATENT);
             }
             double d = kt_norm_err_bf16(o8.data(), o16.data(), o8.size());
@@ -184,7 +184,7 @@ static void bench_mla(void)
                 double us = time_us(
                     [&](int i) {
                         a.seq_start = seqs + (size_t)(i % slots) * (B + 1);
-                        ST(kvs_cuda_mla_decode(&a, C, ws, wsb, NULL));
+                        ST(kvs_cuda_mla_decode(&a, C, ws, wsb, bench_opts(), NULL));
                     },
                     3, reps);
                 double kvb = (double)rows * KVS_MLA_ROW * (f ? 1 : 2);
@@ -224,7 +224,7 @@ static void bench_moe(void)
         void *ws = dmalloc(wsb);
         struct kvs_moe_args a = {T, D, I, K, R, x, rt.d_ids, rt.d_w, gu, dn, y, 0};
         CK(cudaMemset(y, 0xff, (size_t)T * D * 2));
-        ST(kvs_cuda_moe_experts(&a, ws, wsb, NULL));
+        ST(kvs_cuda_moe_experts(&a, ws, wsb, bench_opts(), NULL));
         char check[48] = "-";
         if (T == 1) { /* the CPU reference: ~0.6 GFLOP */
             auto got = download<kvs_bf16>(y, D);
@@ -240,7 +240,8 @@ static void bench_moe(void)
             require(e <= 1e-2, "MoE experts vs CPU reference");
             snprintf(check, sizeof check, "cpu %.1e", e);
         }
-        double us = time_us([&](int) { ST(kvs_cuda_moe_experts(&a, ws, wsb, NULL)); }, 3, 20);
+        double us =
+            time_us([&](int) { ST(kvs_cuda_moe_experts(&a, ws, wsb, bench_opts(), NULL)); }, 3, 20);
         double gbps = (double)rt.distinct * per_expert * 2 / us * 1e-3;
         printf("| %d | %d | %.1f | %.0f | %.1f | %s |\n", T, rt.distinct, us, gbps, pct(gbps),
                check);
@@ -317,7 +318,7 @@ static void run_mla32k(int B, int C)
         seq[b] = b * C;
     int32_t *d_seq = (int32_t *)dmalloc(seq.size() * 4);
     CK(cudaMemcpy(d_seq, seq.data(), seq.size() * 4, cudaMemcpyHostToDevice));
-    size_t wsb = kvs_cuda_mla_decode_workspace(B, H, C);
+    size_t wsb = kvs_cuda_mla_decode_workspace(B, H, C, bench_opts());
     void *ws = dmalloc(wsb ? wsb : 16);
     struct kvs_mla_args a = {};
     a.batch = B, a.heads = H, a.q_latent = ql, a.q_rope = qr, a.seq_start = d_seq;
@@ -325,8 +326,8 @@ static void run_mla32k(int B, int C)
     for (int f = 0; f < 2; f++) {
         a.kv_dtype = f ? KVS_KV_FP8 : KVS_KV_BF16;
         a.kv = f ? (const void *)kv8 : (const void *)kv16;
-        ST(kvs_cuda_mla_decode(&a, C, ws, wsb, NULL));
-        ST(kvs_cuda_mla_decode(&a, C, ws, wsb, NULL));
+        ST(kvs_cuda_mla_decode(&a, C, ws, wsb, bench_opts(), NULL));
+        ST(kvs_cuda_mla_decode(&a, C, ws, wsb, bench_opts(), NULL));
     }
     CK(cudaDeviceSynchronize());
     printf("mla32k: done\n");

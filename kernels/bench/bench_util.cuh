@@ -6,7 +6,7 @@
  * device-to-device copy rate every figure is reported against; the device
  * line each benchmark opens with, and which sections its command line asks for.
  *
- * defines: g_copy_gbps, CK, ST, dmalloc, dfill_fp8, dfill_bf16, download,
+ * defines: g_copy_gbps, CK, ST, bench_opts, dmalloc, dfill_fp8, dfill_bf16, download,
  *          require, time_us, pct, bench_copy, print_device, wanted,
  *          struct bench_routing, bench_route, bench_routing_free
  */
@@ -36,6 +36,20 @@ __device__ __forceinline__ uint64_t mix(uint64_t z)
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
+}
+
+/* The kernels' launch options, from KVS_PDL and KVS_MLA_* in the environment
+ * (a bench may read it; the kernels never do). Parsed once; a bad value ends
+ * the bench with the reason. */
+static const struct kvs_kernel_opts *bench_opts(void)
+{
+    static struct kvs_kernel_opts o;
+    static bool done = false;
+    if (!done) {
+        KVS_STATUS_DIE(kvs_kernel_opts_parse(&o, getenv, NULL));
+        done = true;
+    }
+    return &o;
 }
 
 /* FP8 codes; mask 0xff keeps every code (NaN included), 0xbf keeps |x| < 2 */

@@ -411,7 +411,8 @@ unsigned grid_for(size_t n, int threads)
 // launchers
 
 extern "C" enum kvs_status kvs_cuda_rmsnorm(const kvs_bf16 *x, const kvs_bf16 *w, kvs_bf16 *y,
-                                            int tokens, int dim, float eps, void *stream)
+                                            int tokens, int dim, float eps,
+                                            const struct kvs_kernel_opts *opts, void *stream)
 {
     if (tokens == 0)
         return KVS_STATUS_OK;
@@ -419,10 +420,9 @@ extern "C" enum kvs_status kvs_cuda_rmsnorm(const kvs_bf16 *x, const kvs_bf16 *w
         return KVS_STATUS_INVALID_ARGUMENT;
     cudaStream_t s = kvs_stream(stream);
     if (norm_vec_ok(dim, x, x, w, y)) {
-        KVS_CUDA_TRY(NULL, kvs_launch_pdl(rmsnorm_vec_kernel<false>, dim3((unsigned)tokens),
-                                          dim3(norm_threads(dim)), 0, s,
-                                          const_cast<kvs_bf16 *>(x), (const uint16_t *)nullptr, w,
-                                          y, dim, eps));
+        KVS_CUDA_TRY(NULL, kvs_launch_pdl(opts, rmsnorm_vec_kernel<false>, dim3((unsigned)tokens),
+                                          dim3(norm_threads(dim)), 0, s, const_cast<kvs_bf16 *>(x),
+                                          (const uint16_t *)nullptr, w, y, dim, eps));
         return KVS_STATUS_OK;
     }
     rmsnorm_kernel<<<tokens, 256, 0, s>>>(x, w, y, dim, eps);
@@ -432,7 +432,7 @@ extern "C" enum kvs_status kvs_cuda_rmsnorm(const kvs_bf16 *x, const kvs_bf16 *w
 
 extern "C" enum kvs_status kvs_cuda_add_rmsnorm(kvs_bf16 *x, const kvs_bf16 *r, const kvs_bf16 *w,
                                                 kvs_bf16 *y, int tokens, int dim, float eps,
-                                                void *stream)
+                                                const struct kvs_kernel_opts *opts, void *stream)
 {
     if (tokens == 0)
         return KVS_STATUS_OK;
@@ -440,9 +440,9 @@ extern "C" enum kvs_status kvs_cuda_add_rmsnorm(kvs_bf16 *x, const kvs_bf16 *r, 
         return KVS_STATUS_INVALID_ARGUMENT;
     if (!norm_vec_ok(dim, x, r, w, y)) {
         enum kvs_status st = kvs_cuda_add(x, r, (size_t)tokens * (size_t)dim, stream);
-        return st != KVS_STATUS_OK ? st : kvs_cuda_rmsnorm(x, w, y, tokens, dim, eps, stream);
+        return st != KVS_STATUS_OK ? st : kvs_cuda_rmsnorm(x, w, y, tokens, dim, eps, opts, stream);
     }
-    KVS_CUDA_TRY(NULL, kvs_launch_pdl(rmsnorm_vec_kernel<true>, dim3((unsigned)tokens),
+    KVS_CUDA_TRY(NULL, kvs_launch_pdl(opts, rmsnorm_vec_kernel<true>, dim3((unsigned)tokens),
                                       dim3(norm_threads(dim)), 0, kvs_stream(stream), x, r, w, y,
                                       dim, eps));
     return KVS_STATUS_OK;
@@ -450,7 +450,9 @@ extern "C" enum kvs_status kvs_cuda_add_rmsnorm(kvs_bf16 *x, const kvs_bf16 *r, 
 
 extern "C" enum kvs_status kvs_cuda_rope_interleaved(kvs_bf16 *x, const int32_t *pos, int tokens,
                                                      int heads, int stride, int offset, int dim,
-                                                     float theta, void *stream)
+                                                     float theta,
+                                                     const struct kvs_kernel_opts *opts,
+                                                     void *stream)
 {
     if (tokens == 0 || heads == 0)
         return KVS_STATUS_OK;
@@ -460,7 +462,7 @@ extern "C" enum kvs_status kvs_cuda_rope_interleaved(kvs_bf16 *x, const int32_t 
     cudaStream_t s = kvs_stream(stream);
     const size_t smem = (size_t)dim * sizeof(float);
     if (dim % 8 == 0 && stride % 8 == 0 && offset % 8 == 0 && aligned16(x)) {
-        KVS_CUDA_TRY(NULL, kvs_launch_pdl(rope_vec_kernel, dim3((unsigned)tokens),
+        KVS_CUDA_TRY(NULL, kvs_launch_pdl(opts, rope_vec_kernel, dim3((unsigned)tokens),
                                           dim3(kRopeThreads), smem, s, x, pos, heads, stride,
                                           offset, dim, log((double)theta)));
         return KVS_STATUS_OK;
@@ -472,15 +474,16 @@ extern "C" enum kvs_status kvs_cuda_rope_interleaved(kvs_bf16 *x, const int32_t 
 }
 
 extern "C" enum kvs_status kvs_cuda_swiglu(const kvs_bf16 *gate_up, kvs_bf16 *out, int tokens,
-                                           int inter, void *stream)
+                                           int inter, const struct kvs_kernel_opts *opts,
+                                           void *stream)
 {
     if (tokens == 0 || inter == 0)
         return KVS_STATUS_OK;
     if (!gate_up || !out || tokens < 0 || inter < 0)
         return KVS_STATUS_INVALID_ARGUMENT;
-    KVS_CUDA_TRY(NULL, kvs_launch_pdl(swiglu_kernel, dim3(grid_for((size_t)tokens * inter, 256)),
-                                      dim3(256), 0, kvs_stream(stream), gate_up, out, tokens,
-                                      inter));
+    KVS_CUDA_TRY(NULL,
+                 kvs_launch_pdl(opts, swiglu_kernel, dim3(grid_for((size_t)tokens * inter, 256)),
+                                dim3(256), 0, kvs_stream(stream), gate_up, out, tokens, inter));
     return KVS_STATUS_OK;
 }
 
@@ -513,14 +516,14 @@ extern "C" enum kvs_status kvs_cuda_embedding(const kvs_bf16 *table, const int32
 }
 
 extern "C" enum kvs_status kvs_cuda_argmax(const float *logits, int tokens, int vocab, int32_t *ids,
-                                           void *stream)
+                                           const struct kvs_kernel_opts *opts, void *stream)
 {
     if (tokens == 0)
         return KVS_STATUS_OK;
     if (!logits || !ids || tokens < 0 || vocab <= 0)
         return KVS_STATUS_INVALID_ARGUMENT;
     if (vocab % 4 == 0 && aligned16(logits)) {
-        KVS_CUDA_TRY(NULL, kvs_launch_pdl(argmax_vec_kernel, dim3((unsigned)tokens),
+        KVS_CUDA_TRY(NULL, kvs_launch_pdl(opts, argmax_vec_kernel, dim3((unsigned)tokens),
                                           dim3(kArgmaxThreads), 0, kvs_stream(stream), logits,
                                           vocab, ids));
         return KVS_STATUS_OK;

@@ -30,6 +30,7 @@ struct kvs_gemm {
     void *workspace;
     void *stream;
     enum kvs_gemm_mode mode;
+    struct kvs_kernel_opts opts; /* the GEMV kernel's launch */
     struct kvs_logger lg;
     const struct kvs_logger *lgp;
 };
@@ -38,6 +39,13 @@ void kvs_gemm_set_mode(struct kvs_gemm *g, enum kvs_gemm_mode mode)
 {
     if (g)
         g->mode = mode;
+}
+
+void kvs_gemm_set_opts(struct kvs_gemm *g, const struct kvs_kernel_opts *opts)
+{
+    static const struct kvs_kernel_opts defaults;
+    if (g)
+        g->opts = opts ? *opts : defaults;
 }
 
 /* The GEMV kernel for this call? (Only where it is supported.) */
@@ -102,7 +110,7 @@ enum kvs_status kvs_gemm_linear_bf16(struct kvs_gemm *g, const kvs_bf16 *x, cons
         return KVS_STATUS_OK;
     struct kvs_gemv_out o = {w, y, n, n};
     if (use_gemv(g, x, k, m, k, &o, 1, 0, 0))
-        return kvs_cuda_gemv_bf16(x, k, m, k, &o, 1, 0, 1, 0, 0, 0, g->stream);
+        return kvs_cuda_gemv_bf16(x, k, m, k, &o, 1, 0, 1, 0, 0, 0, &g->opts, g->stream);
     const float one = 1.0f, zero = 0.0f;
     KVS_CUBLAS_TRY(g->lgp, cublasGemmEx(g->handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, w,
                                         CUDA_R_16BF, k, x, CUDA_R_16BF, k, &zero, y, CUDA_R_16BF,
@@ -124,7 +132,7 @@ enum kvs_status kvs_gemm_linear_batched_bf16(struct kvs_gemm *g, const kvs_bf16 
     struct kvs_gemv_out o = {w, y, n, ldy};
     if (use_gemv(g, x, ldx, m, k, &o, batch, stride_x, stride_w))
         return kvs_cuda_gemv_bf16(x, ldx, m, k, &o, 1, 0, batch, stride_x, stride_w, stride_y,
-                                  g->stream);
+                                  &g->opts, g->stream);
     const float one = 1.0f, zero = 0.0f;
     KVS_CUBLAS_TRY(g->lgp,
                    cublasGemmStridedBatchedEx(g->handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one,

@@ -296,7 +296,8 @@ static enum kvs_status gemv_plan(const kvs_bf16 *x, int64_t ldx, int m, int k,
 static enum kvs_status gemv_launch(const kvs_bf16 *x, int64_t ldx, int m, int k,
                                    const struct kvs_gemv_out *outs, int nout, int y_f32, int batch,
                                    int64_t stride_x, int64_t stride_w, int64_t stride_y,
-                                   const struct kvs_gemv_rope *rope, void *stream)
+                                   const struct kvs_gemv_rope *rope,
+                                   const struct kvs_kernel_opts *opts, void *stream)
 {
     GemvArgs a;
     enum kvs_status st = gemv_plan(x, ldx, m, k, outs, nout, y_f32, batch, stride_x, stride_w,
@@ -316,17 +317,18 @@ static enum kvs_status gemv_launch(const kvs_bf16 *x, int64_t ldx, int m, int k,
                  : m <= 4 ? gemv_kernel<4, false>
                           : gemv_kernel<8, false>;
     dim3 grid((unsigned)kvs_gemv::grid_x(kernel, a.nblocks, batch), (unsigned)batch);
-    KVS_CUDA_TRY(NULL, kvs_launch_pdl(kernel, grid, dim3(kThreads), 0, s, a));
+    KVS_CUDA_TRY(NULL, kvs_launch_pdl(opts, kernel, grid, dim3(kThreads), 0, s, a));
     return KVS_STATUS_OK;
 }
 
 extern "C" enum kvs_status kvs_cuda_gemv_bf16(const kvs_bf16 *x, int64_t ldx, int m, int k,
                                               const struct kvs_gemv_out *outs, int nout, int y_f32,
                                               int batch, int64_t stride_x, int64_t stride_w,
-                                              int64_t stride_y, void *stream)
+                                              int64_t stride_y, const struct kvs_kernel_opts *opts,
+                                              void *stream)
 {
     return gemv_launch(x, ldx, m, k, outs, nout, y_f32, batch, stride_x, stride_w, stride_y, NULL,
-                       stream);
+                       opts, stream);
 }
 
 extern "C" int kvs_cuda_gemv_rope_supported(const kvs_bf16 *x, int64_t ldx, int m, int k,
@@ -339,9 +341,10 @@ extern "C" int kvs_cuda_gemv_rope_supported(const kvs_bf16 *x, int64_t ldx, int 
 
 extern "C" enum kvs_status kvs_cuda_gemv_bf16_rope(const kvs_bf16 *x, int64_t ldx, int m, int k,
                                                    const struct kvs_gemv_out *outs, int nout,
-                                                   const struct kvs_gemv_rope *rope, void *stream)
+                                                   const struct kvs_gemv_rope *rope,
+                                                   const struct kvs_kernel_opts *opts, void *stream)
 {
     if (!rope)
         return KVS_STATUS_INVALID_ARGUMENT;
-    return gemv_launch(x, ldx, m, k, outs, nout, 0, 1, 0, 0, 0, rope, stream);
+    return gemv_launch(x, ldx, m, k, outs, nout, 0, 1, 0, 0, 0, rope, opts, stream);
 }

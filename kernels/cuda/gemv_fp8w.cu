@@ -280,7 +280,8 @@ extern "C" const char *kvs_gemv_fp8w_cfg_name(int cfg)
 
 extern "C" enum kvs_status kvs_cuda_gemv_fp8w_cfg(int cfg, const kvs_bf16 *x, int64_t ldx, int m,
                                                   int k, const struct kvs_gemv_fp8w_out *outs,
-                                                  int nout, int y_f32, void *stream)
+                                                  int nout, int y_f32,
+                                                  const struct kvs_kernel_opts *opts, void *stream)
 {
     if (cfg < 0 || cfg >= KVS_GEMV_FP8W_CFGS)
         return KVS_STATUS_INVALID_ARGUMENT;
@@ -293,15 +294,16 @@ extern "C" enum kvs_status kvs_cuda_gemv_fp8w_cfg(int cfg, const kvs_bf16 *x, in
     void (*kernel)(Fp8wArgs) = R == 2 ? (alu ? pick<2, true>(m) : pick<2, false>(m))
                                       : (alu ? pick<1, true>(m) : pick<1, false>(m));
     const int gx = kvs_gemv::grid_x(kernel, a.nblocks, 1);
-    KVS_CUDA_TRY(NULL, kvs_launch_pdl(kernel, dim3((unsigned)gx), dim3(kThreads), 0,
+    KVS_CUDA_TRY(NULL, kvs_launch_pdl(opts, kernel, dim3((unsigned)gx), dim3(kThreads), 0,
                                       kvs_stream(stream), a));
     return KVS_STATUS_OK;
 }
 
 extern "C" enum kvs_status kvs_cuda_gemv_fp8w(const kvs_bf16 *x, int64_t ldx, int m, int k,
                                               const struct kvs_gemv_fp8w_out *outs, int nout,
-                                              int y_f32, void *stream)
+                                              int y_f32, const struct kvs_kernel_opts *opts,
+                                              void *stream)
 {
-    return kvs_cuda_gemv_fp8w_cfg(KVS_GEMV_FP8W_CFG_DEFAULT, x, ldx, m, k, outs, nout, y_f32,
+    return kvs_cuda_gemv_fp8w_cfg(KVS_GEMV_FP8W_CFG_DEFAULT, x, ldx, m, k, outs, nout, y_f32, opts,
                                   stream);
 }

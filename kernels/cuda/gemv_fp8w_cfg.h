@@ -26,7 +26,7 @@ extern "C" {
 const char *kvs_gemv_fp8w_cfg_name(int cfg);
 enum kvs_status kvs_cuda_gemv_fp8w_cfg(int cfg, const kvs_bf16 *x, int64_t ldx, int m, int k,
                                        const struct kvs_gemv_fp8w_out *outs, int nout, int y_f32,
-                                       void *stream);
+                                       const struct kvs_kernel_opts *opts, void *stream);
 
 #ifdef __cplusplus
 }

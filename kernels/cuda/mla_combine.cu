@@ -223,7 +223,8 @@ size_t partials_bytes(int batch, const Plan &pl)
     return (size_t)batch * pl.hgroups * pl.splits * pl.hg_heads * (512 + 1) * sizeof(float);
 }
 
-cudaError_t launch_combine(const Params &p, int batch, cudaStream_t s)
+cudaError_t launch_combine(const Params &p, int batch, cudaStream_t s,
+                           const struct kvs_kernel_opts *o)
 {
     const void *op = p.opart;
     const float *lp = p.lsepart;
@@ -236,7 +237,7 @@ cudaError_t launch_combine(const Params &p, int batch, cudaStream_t s)
     if (p.splits <= kFewSplits) {
         const dim3 grid((unsigned)(batch * p.heads));
         auto few = [&](auto kernel) {
-            return kvs_launch_pdl(kernel, grid, dim3(128), 0, s, op, lp, p.heads, p.hgroups,
+            return kvs_launch_pdl(o, kernel, grid, dim3(128), 0, s, op, lp, p.heads, p.hgroups,
                                   p.hg_heads, p.splits, p.out, p.lse, p.prof);
         };
         const bool h = p.part_half != 0, h64 = p.hg_heads == 64;
@@ -246,7 +247,7 @@ cudaError_t launch_combine(const Params &p, int batch, cudaStream_t s)
         return h64 ? few(h ? combine_few_kernel<true, 64, 16> : combine_few_kernel<false, 64, 16>)
                    : few(h ? combine_few_kernel<true, 0, 16> : combine_few_kernel<false, 0, 16>);
     }
-    return kvs_launch_pdl(p.part_half ? combine_kernel<true, 0> : combine_kernel<false, 0>,
+    return kvs_launch_pdl(o, p.part_half ? combine_kernel<true, 0> : combine_kernel<false, 0>,
                           dim3((unsigned)(batch * p.heads), 4), dim3(256), 0, s, op, lp, p.heads,
                           p.hgroups, p.hg_heads, p.splits, p.out, p.lse, p.prof);
 }

@@ -22,7 +22,7 @@
  *     64 on wgmma (sm_90a, mla_wgmma.cu): the 64-head kernel with its two
  *         inner products on warpgroup MMAs (A fragments in registers, Q and
  *         P from shared memory), chosen above one 64-row tile per SM;
- *         KVS_MLA_WG=1|0 forces it on or off
+ *         struct kvs_kernel_opts mla_wgmma forces it on or off
  *
  * One block = 256 threads = 8 warps, HG heads of one sequence, a range of
  * its tokens. Per tile: S^T = K Q^T (each warp 16 tokens x HG heads over a
@@ -39,7 +39,6 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <math.h>
-#include <stdlib.h>
 
 #include "cuda_common.cuh"
 #include "mla_impl.cuh"
@@ -47,16 +46,13 @@
 
 namespace {
 
-/* A/B switches, read once per process: KVS_MLA_HG=64 or 32 forces the FP8
- * kernel's head group; KVS_MLA_WAVES=1 or 2 sets how many blocks per SM the
- * split planner aims at with 32-head groups; KVS_MLA_WG=1 or 0 forces the
- * wgmma version of the FP8 64-head kernel on or off (where it is built). */
-int env_int(const char *name, int lo, int hi)
-{
-    const char *e = getenv(name);
-    int v = e ? atoi(e) : 0;
-    return v >= lo && v <= hi ? v : 0;
-}
+/* A/B switches, the caller's (struct kvs_kernel_opts; kvscope engine and the
+ * benches take them from KVS_MLA_HG, KVS_MLA_WAVES, KVS_MLA_WG): mla_head_group
+ * 64 or 32 forces the FP8 kernel's head group; mla_waves 1 or 2 sets how many
+ * blocks per SM the split planner aims at with 32-head groups; mla_wgmma 1 or
+ * -1 forces the wgmma version of the FP8 64-head kernel on or off (where it
+ * is built). 0 (or no opts): the measured choice below. */
+const struct kvs_kernel_opts kNoOpts = {};
 
 /* FP8 KV: 32-head groups while the KV rows per SM are few (batch x context
  * x 64-head groups <= 48 per SM: batch 1 to ~6K), where a block's fixed
@@ -64,9 +60,9 @@ int env_int(const char *name, int lo, int hi)
  * that the 64-head kernel is faster (each 32-head block converts every K
  * byte for half the heads: batch 64 x 128K 4.93 ms vs 6.19 ms with 32;
  * batch 8 x 1K 20.7 vs 22.4 us). Measured: docs/kernels.md. */
-int fp8_group_heads(int batch, int heads, int max_ctx, int sms)
+int fp8_group_heads(int batch, int heads, int max_ctx, int sms, const struct kvs_kernel_opts &o)
 {
-    static const int forced = env_int("KVS_MLA_HG", 32, 64);
+    const int forced = o.mla_head_group;
     if (forced == 32 || forced == 64)
         return forced;
     const long rows = (long)batch * (max_ctx > 0 ? max_ctx : 1) * ((heads + 63) / 64);
@@ -75,35 +71,33 @@ int fp8_group_heads(int batch, int heads, int max_ctx, int sms)
 
 /* FP8 KV with 64-head groups: the wgmma kernel (where it is built) once the
  * KV rows per SM exceed one 64-row tile (batch x context x 64-head groups >
- * 64 x SMs), else the mma.sync one; KVS_MLA_WG=1|0 forces either. At one
+ * 64 x SMs), else the mma.sync one; mla_wgmma 1 | -1 forces either. At one
  * tile per block (batch 8 x 1K) wgmma was 0.1-0.8 us slower in each of four
  * H200 calls (its Q staging costs more, and there is no steady state to
  * win); from two tiles per block on it was faster: batch 1 x 16K -1.4%,
  * 1 x 128K -15%, 64 x 128K -22% (docs/kernels.md, "wgmma"). */
 cudaError_t launch_fp8_64(const MlaParams &p, const kvs_mla::Plan &pl, int batch, int max_ctx,
-                          int sms, cudaStream_t s)
+                          int sms, cudaStream_t s, const struct kvs_kernel_opts &o)
 {
 #ifdef KVS_MLA_WGMMA
-    static const int forced = [] {
-        const char *e = getenv("KVS_MLA_WG");
-        return e && (e[0] == '0' || e[0] == '1') && !e[1] ? e[0] - '0' : -1;
-    }();
+    const int forced = o.mla_wgmma;
     const long rows = (long)batch * (max_ctx > 0 ? max_ctx : 1) * pl.hgroups;
-    if (forced == 1 || (forced < 0 && rows > 64L * sms))
-        return kvs_mla::launch_wgmma(p, pl, batch, s);
+    if (forced == 1 || (forced == 0 && rows > 64L * sms))
+        return kvs_mla::launch_wgmma(p, pl, batch, s, &o);
 #else
     (void)max_ctx, (void)sms;
 #endif
-    return launch<true, 64>(p, pl, batch, s);
+    return launch<true, 64>(p, pl, batch, s, &o);
 }
 
-kvs_mla::Plan plan_for(int batch, int heads, int max_ctx, bool fp8, int sms)
+kvs_mla::Plan plan_for(int batch, int heads, int max_ctx, bool fp8, int sms,
+                       const struct kvs_kernel_opts &o)
 {
     /* one block per SM by default also for 32-head groups: at batch 1 x 4K,
      * 128 blocks of two 32-row tiles (16.9 us) beat 256 blocks of one
      * (19.3 us): fewer partials to write and combine, half the Q staging */
-    static const int waves = env_int("KVS_MLA_WAVES", 1, 2);
-    const int hgh = fp8 ? fp8_group_heads(batch, heads, max_ctx, sms) : 64;
+    const int waves = o.mla_waves == 1 || o.mla_waves == 2 ? o.mla_waves : 0;
+    const int hgh = fp8 ? fp8_group_heads(batch, heads, max_ctx, sms, o) : 64;
     const int nt = fp8 ? (hgh == 64 ? Cfg<true, 64>::NT : Cfg<true, 32>::NT) : Cfg<false, 64>::NT;
     const int bps = hgh == 64 ? 1 : waves ? waves : 1;
     return kvs_mla::plan(batch, heads, max_ctx, nt, hgh, bps * sms);
@@ -111,13 +105,15 @@ kvs_mla::Plan plan_for(int batch, int heads, int max_ctx, bool fp8, int sms)
 
 } // namespace
 
-extern "C" size_t kvs_cuda_mla_decode_workspace(int batch, int heads, int max_ctx)
+extern "C" size_t kvs_cuda_mla_decode_workspace(int batch, int heads, int max_ctx,
+                                                const struct kvs_kernel_opts *opts)
 {
     if (batch <= 0 || heads <= 0)
         return 0;
     int sms = kvs_sm_count();
-    size_t a = kvs_mla::partials_bytes(batch, plan_for(batch, heads, max_ctx, true, sms));
-    size_t b = kvs_mla::partials_bytes(batch, plan_for(batch, heads, max_ctx, false, sms));
+    const struct kvs_kernel_opts &o = opts ? *opts : kNoOpts;
+    size_t a = kvs_mla::partials_bytes(batch, plan_for(batch, heads, max_ctx, true, sms, o));
+    size_t b = kvs_mla::partials_bytes(batch, plan_for(batch, heads, max_ctx, false, sms, o));
     return a > b ? a : b;
 }
 
@@ -125,7 +121,7 @@ namespace kvs_mla {
 
 enum kvs_status decode(const struct kvs_mla_args *a, int max_ctx, void *workspace,
                        size_t workspace_bytes, unsigned long long *prof, Plan *plan_out,
-                       cudaStream_t s)
+                       const struct kvs_kernel_opts *opts, cudaStream_t s)
 {
     if (!a || a->batch <= 0 || a->heads <= 0 || a->batch > 65535 || max_ctx < 0 || !a->q_latent ||
         !a->q_rope || !a->kv || !a->seq_start || !a->out ||
@@ -137,7 +133,8 @@ enum kvs_status decode(const struct kvs_mla_args *a, int max_ctx, void *workspac
         return KVS_STATUS_INVALID_ARGUMENT;
     const bool fp8 = a->kv_dtype == KVS_KV_FP8;
     const int sms = kvs_sm_count();
-    Plan pl = plan_for(a->batch, a->heads, max_ctx, fp8, sms);
+    const struct kvs_kernel_opts &o = opts ? *opts : kNoOpts;
+    Plan pl = plan_for(a->batch, a->heads, max_ctx, fp8, sms, o);
     if (plan_out)
         *plan_out = pl;
     size_t need = partials_bytes(a->batch, pl);
@@ -166,15 +163,16 @@ enum kvs_status decode(const struct kvs_mla_args *a, int max_ctx, void *workspac
     p.prof = prof;
 
     /* BF16: the AHEAD kernel only with a token list (mla_kernel.cuh) */
-    const cudaError_t le = !fp8 ? (a->tokens ? launch<false, 64, false, true>(p, pl, a->batch, s)
-                                             : launch<false, 64, false, false>(p, pl, a->batch, s))
-                           : pl.hg_heads == 32 ? launch<true, 32>(p, pl, a->batch, s)
-                                               : launch_fp8_64(p, pl, a->batch, max_ctx, sms, s);
+    const cudaError_t le =
+        !fp8                ? (a->tokens ? launch<false, 64, false, true>(p, pl, a->batch, s, &o)
+                                         : launch<false, 64, false, false>(p, pl, a->batch, s, &o))
+        : pl.hg_heads == 32 ? launch<true, 32>(p, pl, a->batch, s, &o)
+                            : launch_fp8_64(p, pl, a->batch, max_ctx, sms, s, o);
     KVS_CUDA_TRY(NULL, le);
     if (pl.splits > 1) {
         if (prof)
             p.prof = prof + (size_t)kProfDecode * pl.splits * a->batch * pl.hgroups;
-        KVS_CUDA_TRY(NULL, launch_combine(p, a->batch, s));
+        KVS_CUDA_TRY(NULL, launch_combine(p, a->batch, s, &o));
     }
     return KVS_STATUS_OK;
 }
@@ -183,8 +181,8 @@ enum kvs_status decode(const struct kvs_mla_args *a, int max_ctx, void *workspac
 
 extern "C" enum kvs_status kvs_cuda_mla_decode(const struct kvs_mla_args *a, int max_ctx,
                                                void *workspace, size_t workspace_bytes,
-                                               void *stream)
+                                               const struct kvs_kernel_opts *opts, void *stream)
 {
-    return kvs_mla::decode(a, max_ctx, workspace, workspace_bytes, nullptr, nullptr,
+    return kvs_mla::decode(a, max_ctx, workspace, workspace_bytes, nullptr, nullptr, opts,
                            kvs_stream(stream));
 }

@@ -62,15 +62,17 @@ struct Plan {
 Plan plan(int batch, int heads, int max_ctx, int nt, int hg_heads, int slots);
 /* Workspace for the partials (0 when there is one split). */
 size_t partials_bytes(int batch, const Plan &pl);
-cudaError_t launch_combine(const Params &p, int batch, cudaStream_t s);
+cudaError_t launch_combine(const Params &p, int batch, cudaStream_t s,
+                           const struct kvs_kernel_opts *o);
 /* the FP8 64-head decode kernel on wgmma (mla_wgmma.cu, sm_90a; built when
  * KVS_MLA_WGMMA is defined) */
-cudaError_t launch_wgmma(const Params &p, const Plan &pl, int batch, cudaStream_t s);
+cudaError_t launch_wgmma(const Params &p, const Plan &pl, int batch, cudaStream_t s,
+                         const struct kvs_kernel_opts *o);
 /* kvs_cuda_mla_decode with phase stamps into prof (null: none); *plan_out,
  * if given, receives the plan it ran. */
 enum kvs_status decode(const struct kvs_mla_args *a, int max_ctx, void *workspace,
                        size_t workspace_bytes, unsigned long long *prof, Plan *plan_out,
-                       cudaStream_t s);
+                       const struct kvs_kernel_opts *o, cudaStream_t s);
 
 } // namespace kvs_mla
 

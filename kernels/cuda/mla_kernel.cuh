@@ -366,7 +366,8 @@ __global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel
 // host side
 
 template <bool FP8, int HG, bool WG = false, bool AHEAD = FP8>
-cudaError_t launch(const MlaParams &p, const kvs_mla::Plan &pl, int batch, cudaStream_t s)
+cudaError_t launch(const MlaParams &p, const kvs_mla::Plan &pl, int batch, cudaStream_t s,
+                   const struct kvs_kernel_opts *o)
 {
     using C = Cfg<FP8, HG>;
     const auto kernel = mla_decode_kernel<FP8, HG, WG, AHEAD>;
@@ -379,7 +380,7 @@ cudaError_t launch(const MlaParams &p, const kvs_mla::Plan &pl, int batch, cudaS
     if (e != cudaSuccess)
         return e;
     dim3 grid((unsigned)pl.splits, (unsigned)batch, (unsigned)pl.hgroups);
-    return kvs_launch_pdl(kernel, grid, dim3(kThreads), (size_t)smem, s, p);
+    return kvs_launch_pdl(o, kernel, grid, dim3(kThreads), (size_t)smem, s, p);
 }
 
 } // namespace

@@ -3,7 +3,7 @@
  * sm_90a (kernels/meson.build builds it with its own nvcc line; wgmma does
  * not exist on plain sm_90). The kernel template is mla_kernel.cuh, the
  * wgmma parts mla_wgmma.cuh; mla_decode.cu picks this kernel or the
- * mma.sync one (KVS_MLA_WG, docs/kernels.md). Tested by the gpu test
+ * mma.sync one (struct kvs_kernel_opts mla_wgmma, docs/kernels.md). Tested by the gpu test
  * test_kernels_mla_wg (kernels/tests/gpu/test_kernels_mla.c forced onto
  * this kernel) and test_kernels_wgmma (one product against the CPU).
  */
@@ -11,9 +11,10 @@
 
 namespace kvs_mla {
 
-cudaError_t launch_wgmma(const Params &p, const Plan &pl, int batch, cudaStream_t s)
+cudaError_t launch_wgmma(const Params &p, const Plan &pl, int batch, cudaStream_t s,
+                         const struct kvs_kernel_opts *o)
 {
-    return launch<true, 64, true>(p, pl, batch, s);
+    return launch<true, 64, true>(p, pl, batch, s, o);
 }
 
 } // namespace kvs_mla

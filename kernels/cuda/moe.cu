@@ -175,7 +175,7 @@ KVS_MOE_KERNELS(Bf16, experts_up_kernel, experts_down_kernel)
 extern "C" enum kvs_status kvs_cuda_moe_route(const float *logits, const float *bias, int tokens,
                                               int experts, int topk, int norm_topk,
                                               float routed_scale, int32_t *ids, float *weights,
-                                              void *stream)
+                                              const struct kvs_kernel_opts *opts, void *stream)
 {
     if (tokens == 0)
         return KVS_STATUS_OK;
@@ -183,9 +183,10 @@ extern "C" enum kvs_status kvs_cuda_moe_route(const float *logits, const float *
         topk <= 0 || topk > experts || topk > kMaxTopk)
         return KVS_STATUS_INVALID_ARGUMENT;
     if (experts <= KVS_ROUTE_WARP_MAX_EXPERTS) {
-        KVS_CUDA_TRY(NULL, kvs_launch_pdl(route_warp_kernel, dim3((unsigned)((tokens + 3) / 4)),
-                                          dim3(128), 0, kvs_stream(stream), logits, bias, tokens,
-                                          experts, topk, norm_topk, routed_scale, ids, weights));
+        KVS_CUDA_TRY(NULL,
+                     kvs_launch_pdl(opts, route_warp_kernel, dim3((unsigned)((tokens + 3) / 4)),
+                                    dim3(128), 0, kvs_stream(stream), logits, bias, tokens, experts,
+                                    topk, norm_topk, routed_scale, ids, weights));
         return KVS_STATUS_OK;
     }
     route_kernel<<<(tokens + 3) / 4, 128, 0, kvs_stream(stream)>>>(
@@ -203,8 +204,9 @@ extern "C" size_t kvs_cuda_moe_experts_workspace(int tokens, int topk, int inter
 }
 
 extern "C" enum kvs_status kvs_cuda_moe_experts(const struct kvs_moe_args *a, void *workspace,
-                                                size_t workspace_bytes, void *stream)
+                                                size_t workspace_bytes,
+                                                const struct kvs_kernel_opts *opts, void *stream)
 {
-    return kvs_moe::launch<Bf16>(a, workspace, workspace_bytes, stream, experts_up_kernel,
+    return kvs_moe::launch<Bf16>(a, workspace, workspace_bytes, opts, stream, experts_up_kernel,
                                  experts_down_kernel);
 }

@@ -202,21 +202,22 @@ extern "C" const char *kvs_moe_fp8w_cfg_name(int cfg)
     return cfg >= 0 && cfg < KVS_MOE_FP8W_CFGS ? kCfgs[cfg].name : "unknown";
 }
 
-extern "C" enum kvs_status kvs_cuda_moe_experts_fp8w_cfg(int cfg,
-                                                         const struct kvs_moe_fp8w_args *a,
+extern "C" enum kvs_status kvs_cuda_moe_experts_fp8w_cfg(int cfg, const struct kvs_moe_fp8w_args *a,
                                                          void *workspace, size_t workspace_bytes,
+                                                         const struct kvs_kernel_opts *opts,
                                                          void *stream)
 {
     if (cfg < 0 || cfg >= KVS_MOE_FP8W_CFGS)
         return KVS_STATUS_INVALID_ARGUMENT;
-    return kvs_moe::launch<Fp8w>(a, workspace, workspace_bytes, stream, kCfgs[cfg].up,
+    return kvs_moe::launch<Fp8w>(a, workspace, workspace_bytes, opts, stream, kCfgs[cfg].up,
                                  kCfgs[cfg].down);
 }
 
 extern "C" enum kvs_status kvs_cuda_moe_experts_fp8w(const struct kvs_moe_fp8w_args *a,
                                                      void *workspace, size_t workspace_bytes,
+                                                     const struct kvs_kernel_opts *opts,
                                                      void *stream)
 {
     return kvs_cuda_moe_experts_fp8w_cfg(KVS_MOE_FP8W_CFG_DEFAULT, a, workspace, workspace_bytes,
-                                         stream);
+                                         opts, stream);
 }

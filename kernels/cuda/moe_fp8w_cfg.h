@@ -34,7 +34,7 @@ extern "C" {
 const char *kvs_moe_fp8w_cfg_name(int cfg);
 enum kvs_status kvs_cuda_moe_experts_fp8w_cfg(int cfg, const struct kvs_moe_fp8w_args *a,
                                               void *workspace, size_t workspace_bytes,
-                                              void *stream);
+                                              const struct kvs_kernel_opts *opts, void *stream);
 
 #ifdef __cplusplus
 }

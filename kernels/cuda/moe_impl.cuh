@@ -165,7 +165,8 @@ static inline bool aligned16(const void *p)
  * are dim * 2 bytes apart, h rows inter * 2: aligned as well). */
 template <class W>
 static enum kvs_status launch(const typename W::Args *a, void *workspace, size_t workspace_bytes,
-                              void *stream, void (*up_kernel)(typename W::Args, uint16_t *, bool),
+                              const struct kvs_kernel_opts *opts, void *stream,
+                              void (*up_kernel)(typename W::Args, uint16_t *, bool),
                               void (*down_kernel)(typename W::Args, const uint16_t *, bool))
 {
     if (!a || a->tokens < 0 || a->dim <= 0 || a->inter <= 0 || a->topk <= 0 || a->n_resident <= 0 ||
@@ -182,9 +183,9 @@ static enum kvs_status launch(const typename W::Args *a, void *workspace, size_t
     const bool vec_up = a->dim % W::kVec == 0 && aligned16(a->x) && aligned16(a->gate_up);
     const bool vec_dn = a->inter % W::kVec == 0 && aligned16(a->down) && aligned16(h);
     dim3 g1((unsigned)((a->inter + kRows - 1) / kRows), (unsigned)(a->tokens * a->topk));
-    KVS_CUDA_TRY(NULL, kvs_launch_pdl(up_kernel, g1, dim3(32 * kRows), 0, s, *a, h, vec_up));
+    KVS_CUDA_TRY(NULL, kvs_launch_pdl(opts, up_kernel, g1, dim3(32 * kRows), 0, s, *a, h, vec_up));
     dim3 g2((unsigned)((a->dim + kRows - 1) / kRows), (unsigned)a->tokens);
-    KVS_CUDA_TRY(NULL, kvs_launch_pdl(down_kernel, g2, dim3(32 * kRows), 0, s, *a,
+    KVS_CUDA_TRY(NULL, kvs_launch_pdl(opts, down_kernel, g2, dim3(32 * kRows), 0, s, *a,
                                       (const uint16_t *)h, vec_dn));
     return KVS_STATUS_OK;
 }

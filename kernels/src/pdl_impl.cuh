@@ -24,17 +24,19 @@
  *     the chain are resident: one running, one waiting, and the running one
  *     has all its blocks resident already (no block of it can be starved).
  * PDL is used only on a created stream (never the legacy default stream) and
- * can be turned off for a whole process with KVS_PDL=0 in the environment
- * (read once; for A/B timing): the kernels then launch as plain launches,
- * and the wait and trigger instructions do nothing.
+ * is turned off by the caller's launch options (struct kvs_kernel_opts
+ * no_pdl: for A/B timing and captures; `kvscope engine` sets it from
+ * KVS_PDL=0 or --trace): the kernels then launch as plain launches, and the
+ * wait and trigger instructions do nothing.
  */
 #ifndef KVSCOPE_PDL_IMPL_CUH
 #define KVSCOPE_PDL_IMPL_CUH
 
 #include <cuda_runtime.h>
-#include <stdlib.h>
 
 #include <utility>
+
+#include "kvscope/kernels.h"
 
 static __device__ __forceinline__ void kvs_pdl_wait(void)
 {
@@ -56,22 +58,20 @@ static __device__ __forceinline__ void kvs_prefetch_l2(const void *p)
     asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 
-/* KVS_PDL=0 in the environment turns PDL off (read once per process). */
-static inline bool kvs_pdl_enabled(void)
+/* PDL unless the options turn it off (NULL: on). */
+static inline bool kvs_pdl_enabled(const struct kvs_kernel_opts *o)
 {
-    static const bool on = [] {
-        const char *e = getenv("KVS_PDL");
-        return !(e && e[0] == '0');
-    }();
-    return on;
+    return !o || !o->no_pdl;
 }
 
 /* kernel<<<grid, block, smem, s>>>(args...), with programmatic stream
- * serialization allowed when s is a created stream and PDL is on. Returns
- * the launch's error (also left for cudaGetLastError, as <<<>>> does). */
+ * serialization allowed when s is a created stream and o leaves PDL on.
+ * Returns the launch's error (also left for cudaGetLastError, as <<<>>>
+ * does). */
 template <typename... KArgs, typename... Args>
-static inline cudaError_t kvs_launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block,
-                                         size_t smem, cudaStream_t s, Args &&...args)
+static inline cudaError_t kvs_launch_pdl(const struct kvs_kernel_opts *o, void (*kernel)(KArgs...),
+                                         dim3 grid, dim3 block, size_t smem, cudaStream_t s,
+                                         Args &&...args)
 {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
@@ -82,7 +82,7 @@ static inline cudaError_t kvs_launch_pdl(void (*kernel)(KArgs...), dim3 grid, di
     at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     at[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = at;
-    cfg.numAttrs = s != nullptr && kvs_pdl_enabled() ? 1 : 0;
+    cfg.numAttrs = s != nullptr && kvs_pdl_enabled(o) ? 1 : 0;
     return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 

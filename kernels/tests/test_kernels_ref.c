@@ -280,6 +280,54 @@ static void test_moe_experts(void)
     KVS_CHECK_NEAR(F(y[1]), 2 * y1, fabs(2 * y1) * 0x1p-7);
 }
 
+/* kvs_kernel_opts_parse from a fake environment: the values each name takes,
+ * unset names left alone, anything else refused with the field untouched */
+static const char *const *g_env;
+static char *fake_getenv(const char *name)
+{
+    for (const char *const *e = g_env; e && *e; e += 2)
+        if (!strcmp(e[0], name))
+            return (char *)e[1];
+    return NULL;
+}
+
+static void test_kernel_opts_parse(void)
+{
+    struct kvs_logger quiet = {NULL, NULL, KVS_LOG_ERROR + 1};
+    struct kvs_kernel_opts o = {0};
+    g_env = NULL;
+    KVS_CHECK_EQ_INT(kvs_kernel_opts_parse(&o, fake_getenv, &quiet), KVS_STATUS_OK);
+    KVS_CHECK(!o.no_pdl && !o.mla_head_group && !o.mla_waves && !o.mla_wgmma);
+    static const char *const all[] = {"KVS_PDL", "0",          "KVS_MLA_HG", "32", "KVS_MLA_WAVES",
+                                      "2",       "KVS_MLA_WG", "0",          NULL};
+    g_env = all;
+    KVS_CHECK_EQ_INT(kvs_kernel_opts_parse(&o, fake_getenv, &quiet), KVS_STATUS_OK);
+    KVS_CHECK_EQ_INT(o.no_pdl, 1);
+    KVS_CHECK_EQ_INT(o.mla_head_group, 32);
+    KVS_CHECK_EQ_INT(o.mla_waves, 2);
+    KVS_CHECK_EQ_INT(o.mla_wgmma, -1);
+    static const char *const on[] = {"KVS_PDL", "1", "KVS_MLA_HG", "64", "KVS_MLA_WG", "1", NULL};
+    g_env = on;
+    KVS_CHECK_EQ_INT(kvs_kernel_opts_parse(&o, fake_getenv, &quiet), KVS_STATUS_OK);
+    KVS_CHECK_EQ_INT(o.no_pdl, 0);
+    KVS_CHECK_EQ_INT(o.mla_head_group, 64);
+    KVS_CHECK_EQ_INT(o.mla_waves, 2); /* unset: left as it was */
+    KVS_CHECK_EQ_INT(o.mla_wgmma, 1);
+    static const char *const bad[][2] = {{"KVS_PDL", "off"},     {"KVS_PDL", ""},
+                                         {"KVS_MLA_HG", "48"},   {"KVS_MLA_HG", "32x"},
+                                         {"KVS_MLA_WAVES", "3"}, {"KVS_MLA_WG", "2"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *const one[] = {bad[i][0], bad[i][1], NULL};
+        g_env = one;
+        struct kvs_kernel_opts before = o;
+        KVS_CHECK_MSG(kvs_kernel_opts_parse(&o, fake_getenv, &quiet) == KVS_STATUS_INVALID_ARGUMENT,
+                      "accepted %s=%s", bad[i][0], bad[i][1]);
+        KVS_CHECK(!memcmp(&before, &o, sizeof o));
+    }
+    KVS_CHECK_EQ_INT(kvs_kernel_opts_parse(NULL, fake_getenv, &quiet), KVS_STATUS_INVALID_ARGUMENT);
+    KVS_CHECK_EQ_INT(kvs_kernel_opts_parse(&o, NULL, &quiet), KVS_STATUS_INVALID_ARGUMENT);
+}
+
 int main(int argc, char **argv)
 {
     static const struct kvs_test tests[] = {
@@ -293,6 +341,7 @@ int main(int argc, char **argv)
         {"router", test_router},
         {"linear", test_linear},
         {"moe_experts", test_moe_experts},
+        {"kernel_opts_parse", test_kernel_opts_parse},
         {NULL, NULL},
     };
     return kvs_test_main(argc, argv, tests);

@@ -15,6 +15,7 @@
 
 #include "engine_check.h"
 #include "kvs_test_gpu.h"
+#include "kvs_test_opts.h"
 #include "kvscope/engine_gpu.h"
 #include "kvscope/engine_tp.h"
 #include "kvscope/trace.h"
@@ -52,6 +53,7 @@ static inline int kvs_tp_test_run(const struct kvs_eng_case *k, uint64_t seed,
     const size_t V = (size_t)k->batch * k->model->vocab;
     struct kvs_engine_params p;
     kvs_engine_params_init(&p);
+    p.kernels = *kvs_test_opts(); /* KVS_PDL=0 etc. from the environment */
     p.model = *k->model;
     p.path = path;
     p.batch = k->batch;

@@ -23,6 +23,7 @@
 
 #include "engine_check.h"
 #include "kvs_test_gpu.h"
+#include "kvs_test_opts.h"
 #include "kvscope/engine.h"
 #include "kvscope/engine_gpu.h"
 #include "reference.h"
@@ -44,6 +45,7 @@ static int gpu(uint64_t seed, enum kvs_kv_path path, int graph, float *logits, i
 {
     struct kvs_engine_params p;
     kvs_engine_params_init(&p);
+    p.kernels = *kvs_test_opts(); /* KVS_PDL=0 etc. from the environment */
     p.model = tiny;
     p.path = path;
     p.batch = B;
@@ -146,6 +148,7 @@ static void test_misfit_refused_before_allocating(void)
 {
     struct kvs_engine_params p;
     kvs_engine_params_init(&p);
+    p.kernels = *kvs_test_opts(); /* KVS_PDL=0 etc. from the environment */
     KVS_REQUIRE(kvs_model_config_load("glm5", &p.model, NULL) == KVS_STATUS_OK);
     p.path = KVS_KV_PATH_FULL_CAST;
     p.kv_capacity = 2000000000; /* 90 TB of pool */
@@ -172,6 +175,7 @@ static void test_glm5_smoke(void)
 {
     struct kvs_engine_params p;
     kvs_engine_params_init(&p);
+    p.kernels = *kvs_test_opts(); /* KVS_PDL=0 etc. from the environment */
     KVS_REQUIRE(kvs_model_config_load("glm5", &p.model, NULL) == KVS_STATUS_OK);
     p.path = KVS_KV_PATH_FP8_DIRECT;
     p.batch = 2;

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "kvs_test_gpu.h"
+#include "kvs_test_opts.h"
 #include "kvscope/engine.h"
 #include "kvscope/engine_tp.h"
 #include "model.h"
@@ -189,8 +190,8 @@ static void test_kv_finish(void)
     kvs_bf16 *dr = up(raw, sizeof raw), *dp = up(rope, sizeof rope), *dw = up(w, sizeof w);
     int32_t *ds = up(slot, sizeof slot), *dpos = up(pos, sizeof pos);
     kvs_eng_cpu_kv_finish(want, slot, raw, w, rope, pos, B, 1e-5f, 1e6f);
-    KVS_REQUIRE(kvs_eng_cuda_kv_finish(pool, ds, dr, dw, dp, dpos, B, 1e-5f, 1e6f, NULL) ==
-                KVS_STATUS_OK);
+    KVS_REQUIRE(kvs_eng_cuda_kv_finish(pool, ds, dr, dw, dp, dpos, B, 1e-5f, 1e6f, kvs_test_opts(),
+                                       NULL) == KVS_STATUS_OK);
     down(got, pool, CAP * 576);
     int off = 0, far = 0;
     for (int i = 0; i < CAP * 576; i++) {
@@ -271,7 +272,8 @@ static void test_kv_finish_qnorm(void)
         kvs_cpu_rmsnorm(q, qw, qwant, B, QD, 1e-5f);
         KVS_REQUIRE(kvs_eng_cuda_kv_finish_qnorm_supported(dq, dqw, dqo, QD));
         KVS_REQUIRE(kvs_eng_cuda_kv_finish_qnorm(pool, ds, dr, dw, dp, dpos, B, 1e-5f, 1e6f, dq,
-                                                 dqw, dqo, QD, NULL) == KVS_STATUS_OK);
+                                                 dqw, dqo, QD, kvs_test_opts(),
+                                                 NULL) == KVS_STATUS_OK);
         down(got, pool, CAP * 576);
         down(qgot, dqo, (size_t)B * QD * 2);
         int off = 0, far = 0;
@@ -380,7 +382,7 @@ static void test_route_map(void)
         int32_t *dti = dev(sizeof(int32_t) * T * K);
         float *dtw = dev(sizeof(float) * T * K);
         KVS_REQUIRE(kvs_cuda_moe_route(dl, db, T, E, K, c.norm_topk, c.routed_scale, dti, dtw,
-                                       NULL) == KVS_STATUS_OK);
+                                       kvs_test_opts(), NULL) == KVS_STATUS_OK);
         int skipped = 0;
         for (int t = 0; t < T; t++)
             skipped += near_tie(logits + (size_t)t * E, bias, E, K);
@@ -399,8 +401,8 @@ static void test_route_map(void)
             KVS_REQUIRE(kvs_eng_cpu_map_experts(&m, ids, w, T, want, ww) == KVS_STATUS_OK);
             int32_t *doi = dev(sizeof(int32_t) * n), *dui = dev(sizeof(int32_t) * n);
             float *dow = dev(sizeof(float) * n), *duw = dev(sizeof(float) * n);
-            KVS_REQUIRE(kvs_eng_cuda_route_map(&m, dl, db, T, c.norm_topk, c.routed_scale, doi,
-                                               dow, NULL) == KVS_STATUS_OK);
+            KVS_REQUIRE(kvs_eng_cuda_route_map(&m, dl, db, T, c.norm_topk, c.routed_scale, doi, dow,
+                                               kvs_test_opts(), NULL) == KVS_STATUS_OK);
             KVS_REQUIRE(kvs_eng_cuda_map_experts(&m, dti, dtw, T, dui, duw, NULL) ==
                         KVS_STATUS_OK);
             down(got, doi, sizeof(int32_t) * n);

@@ -74,6 +74,7 @@ static void test_refuses_more_ranks_than_gpus(void)
         world *= 2; /* a power of two: it divides GLM-5's 64 heads */
     struct kvs_engine_params p;
     kvs_engine_params_init(&p);
+    p.kernels = *kvs_test_opts(); /* KVS_PDL=0 etc. from the environment */
     KVS_REQUIRE(kvs_model_config_load("glm5", &p.model, NULL) == KVS_STATUS_OK);
     p.log.fn = capture;
     struct kvs_engine_tp *t = NULL;

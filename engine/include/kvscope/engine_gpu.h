@@ -32,6 +32,7 @@
 
 #include "kvscope/base.h"
 #include "kvscope/engine.h"
+#include "kvscope/kernels.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -51,6 +52,8 @@ struct kvs_engine_params {
     int scatter;             /* shuffle free KV slots before the sequences take theirs */
     int time_kv;             /* time the KV preparation (cast / gather-cast) and the
                                 all-reduces with events */
+    struct kvs_kernel_opts kernels; /* how every kernel of the step launches (PDL, the
+                                MLA variants; kvscope/kernels.h); init: zero, the defaults */
     struct kvs_logger log;
     /* tensor parallel (kvscope/engine_tp.h; kvs_engine_tp_create sets these):
      * this engine is rank tp_rank of tp_world and holds that rank's share of

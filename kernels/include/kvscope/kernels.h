@@ -1,7 +1,8 @@
 /* kvscope/kernels.h — C entry points of kvscope's kernels: plain CPU
  * references (kvs_cpu_*) and their CUDA counterparts (kvs_cuda_*).
  *
- * defines: kvs_bf16, kvs_fp8, the scalar converters, struct kvs_mla_args,
+ * defines: kvs_bf16, kvs_fp8, the scalar converters, struct kvs_kernel_opts,
+ *          kvs_kernel_opts_parse, struct kvs_mla_args,
  *          kvs_cpu_* references, kvs_cuda_* launchers, struct kvs_gemm,
  *          struct kvs_gemv_fp8w_out, struct kvs_moe_fp8w_args
  *
@@ -12,7 +13,9 @@
  * CUDA launchers take device pointers and a stream (a cudaStream_t passed as
  * void *, NULL = default stream), enqueue work and return without
  * synchronising. A launcher's status reports launch errors only; errors
- * inside a kernel surface at the next synchronising call.
+ * inside a kernel surface at the next synchronising call. Launchers whose
+ * launch can be steered take a `const struct kvs_kernel_opts *` (NULL = the
+ * defaults) just before the stream.
  *
  * Layouts are row-major; "[B,H,512]" means the last index is contiguous.
  * Thread safety: launchers are thread-safe for distinct streams; a struct
@@ -46,6 +49,31 @@ KVS_API kvs_fp8 kvs_float_to_fp8(float x);         /* round to nearest even, sat
 KVS_API float kvs_bf16_to_float(kvs_bf16 x);       /* exact */
 KVS_API kvs_bf16 kvs_float_to_bf16(float x);       /* round to nearest even; NaN stays NaN (quiet) */
 KVS_API kvs_bf16 kvs_fp8_to_bf16(kvs_fp8 x);       /* exact (every e4m3 value is a bf16 value) */
+
+/* ---------------------------------------------------------------------------
+ * launch options: how the kernels launch, for A/B timing and captures. Zeroed
+ * (or a NULL pointer) = the defaults, which are what the measurements in
+ * docs/kernels.md chose. The library never reads the environment: programs
+ * that honour KVS_PDL and KVS_MLA_* (kvscope engine, the benches, the tests)
+ * turn them into this struct with kvs_kernel_opts_parse. */
+struct kvs_kernel_opts {
+    /* 1: every kernel launches plainly, without programmatic dependent launch
+     * (PDL, kernels/src/pdl_impl.cuh). A capture wants that: with PDL a
+     * kernel's record also spans its wait for the kernel before it. */
+    int no_pdl;
+    int mla_head_group; /* FP8 MLA decode's head group: 0 auto, 32 or 64 */
+    int mla_waves;      /* blocks per SM the split aims at with 32-head groups: 0 auto (1), 1, 2 */
+    int mla_wgmma;      /* FP8 64-head MLA decode on wgmma (where built): 0 auto, 1 on, -1 off */
+};
+
+/* Fills o from named values, as the environment gives them: lookup(name)
+ * returns the text or NULL (pass getenv). KVS_PDL=0 sets no_pdl (1 or unset:
+ * PDL on); KVS_MLA_HG=32|64, KVS_MLA_WAVES=1|2, KVS_MLA_WG=1|0. An unset name
+ * leaves its field as it was; any other text is KVS_STATUS_INVALID_ARGUMENT
+ * with the name and text logged (fields before it may have been set). */
+KVS_API enum kvs_status kvs_kernel_opts_parse(struct kvs_kernel_opts *o,
+                                              char *(*lookup)(const char *name),
+                                              const struct kvs_logger *lg);
 
 /* ---------------------------------------------------------------------------
  * KV cast and gather-cast */
@@ -102,11 +130,14 @@ KVS_API void kvs_cpu_mla_decode(const struct kvs_mla_args *a);
 
 /* Flash-decoding: the context is split across blocks and partial results
  * combined exactly. `max_ctx` bounds any sequence's length; the workspace
- * holds the partials (size from kvs_cuda_mla_decode_workspace). Pointers in
- * `a` are device pointers. */
-KVS_API size_t kvs_cuda_mla_decode_workspace(int batch, int heads, int max_ctx);
+ * holds the partials (size from kvs_cuda_mla_decode_workspace with the same
+ * opts: the head group and waves change the split). Pointers in `a` are
+ * device pointers. */
+KVS_API size_t kvs_cuda_mla_decode_workspace(int batch, int heads, int max_ctx,
+                                             const struct kvs_kernel_opts *opts);
 KVS_API enum kvs_status kvs_cuda_mla_decode(const struct kvs_mla_args *a, int max_ctx,
-                                            void *workspace, size_t workspace_bytes, void *stream);
+                                            void *workspace, size_t workspace_bytes,
+                                            const struct kvs_kernel_opts *opts, void *stream);
 
 /* ---------------------------------------------------------------------------
  * the rest of a decode step (CPU references; CUDA counterparts take the same
@@ -145,24 +176,27 @@ KVS_API void kvs_cpu_linear(const kvs_bf16 *x, const kvs_bf16 *w, kvs_bf16 *y, i
                             int k);
 
 KVS_API enum kvs_status kvs_cuda_rmsnorm(const kvs_bf16 *x, const kvs_bf16 *w, kvs_bf16 *y,
-                                         int tokens, int dim, float eps, void *stream);
+                                         int tokens, int dim, float eps,
+                                         const struct kvs_kernel_opts *opts, void *stream);
 KVS_API enum kvs_status kvs_cuda_add_rmsnorm(kvs_bf16 *x, const kvs_bf16 *r, const kvs_bf16 *w,
                                              kvs_bf16 *y, int tokens, int dim, float eps,
-                                             void *stream);
+                                             const struct kvs_kernel_opts *opts, void *stream);
 KVS_API enum kvs_status kvs_cuda_rope_interleaved(kvs_bf16 *x, const int32_t *pos, int tokens,
                                                   int heads, int stride, int offset, int dim,
-                                                  float theta, void *stream);
+                                                  float theta, const struct kvs_kernel_opts *opts,
+                                                  void *stream);
 KVS_API enum kvs_status kvs_cuda_swiglu(const kvs_bf16 *gate_up, kvs_bf16 *out, int tokens,
-                                        int inter, void *stream);
+                                        int inter, const struct kvs_kernel_opts *opts,
+                                        void *stream);
 KVS_API enum kvs_status kvs_cuda_add(kvs_bf16 *x, const kvs_bf16 *y, size_t n, void *stream);
 KVS_API enum kvs_status kvs_cuda_embedding(const kvs_bf16 *table, const int32_t *ids,
                                            kvs_bf16 *out, int tokens, int dim, void *stream);
 KVS_API enum kvs_status kvs_cuda_moe_route(const float *logits, const float *bias, int tokens,
-                                           int experts, int topk, int norm_topk,
-                                           float routed_scale, int32_t *ids, float *weights,
-                                           void *stream);
+                                           int experts, int topk, int norm_topk, float routed_scale,
+                                           int32_t *ids, float *weights,
+                                           const struct kvs_kernel_opts *opts, void *stream);
 KVS_API enum kvs_status kvs_cuda_argmax(const float *logits, int tokens, int vocab, int32_t *ids,
-                                        void *stream);
+                                        const struct kvs_kernel_opts *opts, void *stream);
 
 /* GEMV: projections of a few rows (decode batches), memory-bound on the
  * weights. For every output i, y_i[r, :] = x[r, :] . w_i^T (r < m): several
@@ -191,7 +225,8 @@ KVS_API int kvs_cuda_gemv_supported(const kvs_bf16 *x, int64_t ldx, int m, int k
 KVS_API enum kvs_status kvs_cuda_gemv_bf16(const kvs_bf16 *x, int64_t ldx, int m, int k,
                                            const struct kvs_gemv_out *outs, int nout, int y_f32,
                                            int batch, int64_t stride_x, int64_t stride_w,
-                                           int64_t stride_y, void *stream);
+                                           int64_t stride_y, const struct kvs_kernel_opts *opts,
+                                           void *stream);
 /* The same (batch 1, BF16 outputs) with output `out` rotated as it is written,
  * as kvs_cuda_rope_interleaved(y_out, pos, m, n / dim, dim, 0, dim, theta)
  * would rotate it afterwards — bit for bit, one launch fewer (q's rope part
@@ -213,7 +248,8 @@ KVS_API int kvs_cuda_gemv_rope_supported(const kvs_bf16 *x, int64_t ldx, int m, 
                                          const struct kvs_gemv_rope *rope);
 KVS_API enum kvs_status kvs_cuda_gemv_bf16_rope(const kvs_bf16 *x, int64_t ldx, int m, int k,
                                                 const struct kvs_gemv_out *outs, int nout,
-                                                const struct kvs_gemv_rope *rope, void *stream);
+                                                const struct kvs_gemv_rope *rope,
+                                                const struct kvs_kernel_opts *opts, void *stream);
 
 /* Projections through cuBLAS/cuBLASLt. One context per stream/thread. */
 struct kvs_gemm;
@@ -231,6 +267,8 @@ enum kvs_gemm_mode { KVS_GEMM_AUTO = 0, KVS_GEMM_CUBLAS, KVS_GEMM_GEMV };
 #define KVS_GEMV_AUTO_MAX_M 1
 #define KVS_GEMV_AUTO_MAX_BYTES (32ull << 20)
 KVS_API void kvs_gemm_set_mode(struct kvs_gemm *g, enum kvs_gemm_mode mode);
+/* The launch options of the GEMV kernel it calls (copied; NULL: defaults). */
+KVS_API void kvs_gemm_set_opts(struct kvs_gemm *g, const struct kvs_kernel_opts *opts);
 /* y[M,N] = x[M,K] . w[N,K]^T in BF16 with float accumulation. */
 KVS_API enum kvs_status kvs_gemm_linear_bf16(struct kvs_gemm *g, const kvs_bf16 *x,
                                              const kvs_bf16 *w, kvs_bf16 *y, int m, int n, int k);
@@ -266,7 +304,8 @@ KVS_API void kvs_cpu_moe_experts(const struct kvs_moe_args *a);
 /* Scratch the CUDA version needs (bytes), passed as `workspace`. */
 KVS_API size_t kvs_cuda_moe_experts_workspace(int tokens, int topk, int inter);
 KVS_API enum kvs_status kvs_cuda_moe_experts(const struct kvs_moe_args *a, void *workspace,
-                                             size_t workspace_bytes, void *stream);
+                                             size_t workspace_bytes,
+                                             const struct kvs_kernel_opts *opts, void *stream);
 
 /* ---------------------------------------------------------------------------
  * FP8-weight projections and experts (kernels/cpu/fp8w.c, kernels/cuda/gemv_fp8w.cu,
@@ -309,7 +348,8 @@ KVS_API int kvs_cuda_gemv_fp8w_supported(const kvs_bf16 *x, int64_t ldx, int m, 
                                          const struct kvs_gemv_fp8w_out *outs, int nout);
 KVS_API enum kvs_status kvs_cuda_gemv_fp8w(const kvs_bf16 *x, int64_t ldx, int m, int k,
                                            const struct kvs_gemv_fp8w_out *outs, int nout,
-                                           int y_f32, void *stream);
+                                           int y_f32, const struct kvs_kernel_opts *opts,
+                                           void *stream);
 
 /* kvs_moe_args with FP8 expert weights: each expert's stacked gate_up
  * [2*inter, dim] and down [dim, inter] quantised as one matrix each (with
@@ -333,7 +373,7 @@ KVS_API void kvs_cpu_moe_experts_fp8w(const struct kvs_moe_fp8w_args *a);
 /* Workspace: kvs_cuda_moe_experts_workspace(tokens, topk, inter). */
 KVS_API enum kvs_status kvs_cuda_moe_experts_fp8w(const struct kvs_moe_fp8w_args *a,
                                                   void *workspace, size_t workspace_bytes,
-                                                  void *stream);
+                                                  const struct kvs_kernel_opts *opts, void *stream);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,7 @@
 
 #include "../kvs_kernel_err.h" /* defines: kt_norm_err_bf16, kt_norm_err_f */
 #include "kvs_test_gpu.h"
+#include "kvs_test_opts.h" /* defines: kvs_test_opts */
 #include "kvscope/kernels.h"
 
 static inline uint64_t kt_seed(const char *what)

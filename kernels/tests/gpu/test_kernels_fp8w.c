@@ -70,9 +70,11 @@ static void test_gemv(void)
         for (int cf = -1; cf < KVS_GEMV_FP8W_CFGS; cf++) { /* -1: the public entry */
             for (int j = 0; j < nout; j++)
                 KVS_TEST_CUDA(cudaMemset(o[j].y, 0xFF, (size_t)m * o[j].ldy * ysz));
-            KVS_CHECK_EQ_INT(cf < 0 ? kvs_cuda_gemv_fp8w(dx, ldx, m, k, o, nout, f32, NULL)
-                                    : kvs_cuda_gemv_fp8w_cfg(cf, dx, ldx, m, k, o, nout, f32, NULL),
-                             KVS_STATUS_OK);
+            KVS_CHECK_EQ_INT(
+                cf < 0 ? kvs_cuda_gemv_fp8w(dx, ldx, m, k, o, nout, f32, kvs_test_opts(), NULL)
+                       : kvs_cuda_gemv_fp8w_cfg(cf, dx, ldx, m, k, o, nout, f32, kvs_test_opts(),
+                                                NULL),
+                KVS_STATUS_OK);
             for (int i = 0; i < nout; i++) {
                 const size_t ny = (size_t)m * o[i].ldy;
                 void *got = malloc(ny * ysz);
@@ -98,15 +100,20 @@ static void test_gemv(void)
     struct kvs_gemv_fp8w_out o1 = {(const kvs_fp8 *)256, (const float *)256, (void *)256, 4, 4};
     const kvs_bf16 *px = (const kvs_bf16 *)256;
     KVS_CHECK(!kvs_cuda_gemv_fp8w_supported(px, 200, 1, 200, &o1, 1));
-    KVS_CHECK_EQ_INT(kvs_cuda_gemv_fp8w(px, 200, 1, 200, &o1, 1, 0, NULL), KVS_STATUS_UNSUPPORTED);
-    KVS_CHECK_EQ_INT(kvs_cuda_gemv_fp8w(px, 24, 1, 24, &o1, 1, 0, NULL), KVS_STATUS_UNSUPPORTED);
-    KVS_CHECK_EQ_INT(kvs_cuda_gemv_fp8w(px, 16, 9, 16, &o1, 1, 0, NULL), KVS_STATUS_UNSUPPORTED);
-    KVS_CHECK_EQ_INT(kvs_cuda_gemv_fp8w((const kvs_bf16 *)258, 16, 1, 16, &o1, 1, 0, NULL),
+    KVS_CHECK_EQ_INT(kvs_cuda_gemv_fp8w(px, 200, 1, 200, &o1, 1, 0, kvs_test_opts(), NULL),
                      KVS_STATUS_UNSUPPORTED);
+    KVS_CHECK_EQ_INT(kvs_cuda_gemv_fp8w(px, 24, 1, 24, &o1, 1, 0, kvs_test_opts(), NULL),
+                     KVS_STATUS_UNSUPPORTED);
+    KVS_CHECK_EQ_INT(kvs_cuda_gemv_fp8w(px, 16, 9, 16, &o1, 1, 0, kvs_test_opts(), NULL),
+                     KVS_STATUS_UNSUPPORTED);
+    KVS_CHECK_EQ_INT(
+        kvs_cuda_gemv_fp8w((const kvs_bf16 *)258, 16, 1, 16, &o1, 1, 0, kvs_test_opts(), NULL),
+        KVS_STATUS_UNSUPPORTED);
     struct kvs_gemv_fp8w_out o2 = o1;
     o2.w = (const kvs_fp8 *)264;
-    KVS_CHECK_EQ_INT(kvs_cuda_gemv_fp8w(px, 16, 1, 16, &o2, 1, 0, NULL), KVS_STATUS_UNSUPPORTED);
-    KVS_CHECK_EQ_INT(kvs_cuda_gemv_fp8w(NULL, 16, 1, 16, &o1, 1, 0, NULL),
+    KVS_CHECK_EQ_INT(kvs_cuda_gemv_fp8w(px, 16, 1, 16, &o2, 1, 0, kvs_test_opts(), NULL),
+                     KVS_STATUS_UNSUPPORTED);
+    KVS_CHECK_EQ_INT(kvs_cuda_gemv_fp8w(NULL, 16, 1, 16, &o1, 1, 0, kvs_test_opts(), NULL),
                      KVS_STATUS_INVALID_ARGUMENT);
 }
 
@@ -169,9 +176,10 @@ static void test_experts(void)
                     KVS_TEST_CUDA(cudaMemcpy(d.y, y0, (size_t)T * D * 2, cudaMemcpyHostToDevice));
                 else
                     KVS_TEST_CUDA(cudaMemset(d.y, 0xFF, (size_t)T * D * 2));
-                KVS_CHECK_EQ_INT(cf < 0 ? kvs_cuda_moe_experts_fp8w(&d, ws, wsb, NULL)
-                                        : kvs_cuda_moe_experts_fp8w_cfg(cf, &d, ws, wsb, NULL),
-                                 KVS_STATUS_OK);
+                KVS_CHECK_EQ_INT(
+                    cf < 0 ? kvs_cuda_moe_experts_fp8w(&d, ws, wsb, kvs_test_opts(), NULL)
+                           : kvs_cuda_moe_experts_fp8w_cfg(cf, &d, ws, wsb, kvs_test_opts(), NULL),
+                    KVS_STATUS_OK);
                 kt_down(got, d.y, (size_t)T * D * 2);
                 const double e = kt_norm_err_bf16(got, ref, (size_t)T * D);
                 const char *name = cf < 0 ? "public" : kvs_moe_fp8w_cfg_name(cf);
@@ -180,7 +188,8 @@ static void test_experts(void)
                 fprintf(stderr, "moe_fp8w %s case %d acc %d (T=%d D=%d I=%d K=%d): error %.3g\n", name,
                         c, acc, T, D, I, K, e);
             }
-            KVS_CHECK_EQ_INT(kvs_cuda_moe_experts_fp8w_cfg(KVS_MOE_FP8W_CFGS, &d, ws, wsb, NULL),
+            KVS_CHECK_EQ_INT(kvs_cuda_moe_experts_fp8w_cfg(KVS_MOE_FP8W_CFGS, &d, ws, wsb,
+                                                           kvs_test_opts(), NULL),
                              KVS_STATUS_INVALID_ARGUMENT);
             cudaFree((void *)d.x), cudaFree((void *)d.ids), cudaFree((void *)d.weights);
             cudaFree((void *)d.gate_up), cudaFree((void *)d.gate_up_scale);

@@ -117,13 +117,13 @@ static kvs_bf16 *run_case(const struct mla_case *c, enum kvs_kv_dtype dt, uint64
     };
     /* max_ctx above the true maximum is allowed (only sizes the split) */
     int bound = max_ctx + (c->use_tokens ? 3 : 0);
-    size_t wsb = kvs_cuda_mla_decode_workspace(B, H, bound);
+    size_t wsb = kvs_cuda_mla_decode_workspace(B, H, bound, kvs_test_opts());
     void *ws = kt_dev(wsb);
     /* NaN in every partial: a split that writes none (past its sequence's
      * end) must never reach the combine's sums */
     if (wsb)
         KVS_TEST_CUDA(cudaMemset(ws, 0xFF, wsb));
-    KVS_CHECK_EQ_INT(kvs_cuda_mla_decode(&a, bound, ws, wsb, NULL), KVS_STATUS_OK);
+    KVS_CHECK_EQ_INT(kvs_cuda_mla_decode(&a, bound, ws, wsb, kvs_test_opts(), NULL), KVS_STATUS_OK);
     kvs_bf16 *out = malloc(nq * KVS_MLA_LATENT * 2);
     float *lse = malloc(nq * sizeof(float));
     kt_down(out, d_out, nq * KVS_MLA_LATENT * 2);

@@ -49,7 +49,8 @@ static void test_rmsnorm(void)
         kvs_bf16 *ref = malloc((size_t)T * D * 2);
         kvs_cpu_rmsnorm(x, w, ref, T, D, 1e-5f);
         kvs_bf16 *dx = to_dev_bf16(x, (size_t)T * D), *dw = to_dev_bf16(w, D), *dy = poisoned((size_t)T * D);
-        KVS_CHECK_EQ_INT(kvs_cuda_rmsnorm(dx, dw, dy, T, D, 1e-5f, NULL), KVS_STATUS_OK);
+        KVS_CHECK_EQ_INT(kvs_cuda_rmsnorm(dx, dw, dy, T, D, 1e-5f, kvs_test_opts(), NULL),
+                         KVS_STATUS_OK);
         check_bf16("rmsnorm", dy, ref, (size_t)T * D, TOL_BF16);
         free(x), free(w), free(ref), cudaFree(dx), cudaFree(dw), cudaFree(dy);
     }
@@ -71,7 +72,8 @@ static void test_add_rmsnorm(void)
         kvs_bf16 *dr_base = kt_dev(n * 2 + 2), *dr = dr_base + mis;
         kt_up(dr, r, n * 2);
         kvs_cpu_add_rmsnorm(x, r, w, ref, T, D, 1e-5f);
-        KVS_CHECK_EQ_INT(kvs_cuda_add_rmsnorm(dx, dr, dw, dy, T, D, 1e-5f, NULL), KVS_STATUS_OK);
+        KVS_CHECK_EQ_INT(kvs_cuda_add_rmsnorm(dx, dr, dw, dy, T, D, 1e-5f, kvs_test_opts(), NULL),
+                         KVS_STATUS_OK);
         check_bf16("add_rmsnorm y", dy, ref, n, TOL_BF16);
         kt_down(got, dx, n * 2);
         KVS_CHECK_MSG(memcmp(got, x, n * 2) == 0, "add_rmsnorm x differs (T=%d D=%d)", T, D);
@@ -100,8 +102,9 @@ static void test_rope(void)
         kvs_bf16 *dx = to_dev_bf16(x, n);
         int32_t *dp = kt_dev(T * sizeof *pos);
         kt_up(dp, pos, T * sizeof *pos);
-        KVS_CHECK_EQ_INT(kvs_cuda_rope_interleaved(dx, dp, T, H, S, off, 64, 1e6f, NULL),
-                         KVS_STATUS_OK);
+        KVS_CHECK_EQ_INT(
+            kvs_cuda_rope_interleaved(dx, dp, T, H, S, off, 64, 1e6f, kvs_test_opts(), NULL),
+            KVS_STATUS_OK);
         check_bf16("rope", dx, ref, n, TOL_BF16);
         free(x), free(ref), free(pos), cudaFree(dx), cudaFree(dp);
     }
@@ -117,7 +120,7 @@ static void test_swiglu_add_embedding(void)
                  *ref = malloc((size_t)T * I * 2);
         kvs_cpu_swiglu(gu, ref, T, I);
         kvs_bf16 *dg = to_dev_bf16(gu, (size_t)T * 2 * I), *dy = poisoned((size_t)T * I);
-        KVS_CHECK_EQ_INT(kvs_cuda_swiglu(dg, dy, T, I, NULL), KVS_STATUS_OK);
+        KVS_CHECK_EQ_INT(kvs_cuda_swiglu(dg, dy, T, I, kvs_test_opts(), NULL), KVS_STATUS_OK);
         check_bf16("swiglu", dy, ref, (size_t)T * I, TOL_BF16);
         free(gu), free(ref), cudaFree(dg), cudaFree(dy);
     }
@@ -170,7 +173,7 @@ static void test_argmax(void)
     int32_t *di = kt_dev(sizeof got);
     kt_up(dl, l, (size_t)T * V * sizeof *l);
     KVS_TEST_CUDA(cudaMemset(di, 0xFF, sizeof got));
-    KVS_CHECK_EQ_INT(kvs_cuda_argmax(dl, T, V, di, NULL), KVS_STATUS_OK);
+    KVS_CHECK_EQ_INT(kvs_cuda_argmax(dl, T, V, di, kvs_test_opts(), NULL), KVS_STATUS_OK);
     kt_down(got, di, sizeof got);
     KVS_CHECK_EQ_INT(ref[1], 777);
     KVS_CHECK_EQ_INT(ref[2], 12345);
@@ -189,7 +192,7 @@ static void test_argmax(void)
     di = kt_dev(3 * sizeof *got);
     kt_up(dl, l2, (size_t)3 * V2 * sizeof *l2);
     KVS_TEST_CUDA(cudaMemset(di, 0xFF, 3 * sizeof *got));
-    KVS_CHECK_EQ_INT(kvs_cuda_argmax(dl, 3, V2, di, NULL), KVS_STATUS_OK);
+    KVS_CHECK_EQ_INT(kvs_cuda_argmax(dl, 3, V2, di, kvs_test_opts(), NULL), KVS_STATUS_OK);
     kt_down(got, di, 3 * sizeof *got);
     KVS_CHECK_EQ_INT(ref[1], 3);
     for (int t = 0; t < 3; t++)
@@ -225,7 +228,8 @@ static void check_router(uint64_t *st, int T, int E, int K, int use_bias, int no
     kt_up(db, bias, sizeof(float) * E);
     KVS_TEST_CUDA(cudaMemset(di, 0xFF, nk * sizeof *ids));
     KVS_TEST_CUDA(cudaMemset(dw, 0xFF, nk * sizeof *w));
-    KVS_CHECK_EQ_INT(kvs_cuda_moe_route(dl, use_bias ? db : NULL, T, E, K, norm, 2.5f, di, dw, NULL),
+    KVS_CHECK_EQ_INT(kvs_cuda_moe_route(dl, use_bias ? db : NULL, T, E, K, norm, 2.5f, di, dw,
+                                        kvs_test_opts(), NULL),
                      KVS_STATUS_OK);
     kt_down(ids, di, nk * sizeof *ids);
     kt_down(w, dw, nk * sizeof *w);
@@ -291,7 +295,8 @@ static void test_experts(void)
             d.y = acc ? to_dev_bf16(y0, (size_t)T * D) : poisoned((size_t)T * D);
             size_t wsb = kvs_cuda_moe_experts_workspace(T, K, I);
             void *ws = kt_dev(wsb);
-            KVS_CHECK_EQ_INT(kvs_cuda_moe_experts(&d, ws, wsb, NULL), KVS_STATUS_OK);
+            KVS_CHECK_EQ_INT(kvs_cuda_moe_experts(&d, ws, wsb, kvs_test_opts(), NULL),
+                             KVS_STATUS_OK);
             check_bf16(acc ? "moe_experts accumulate" : "moe_experts", d.y, ref, (size_t)T * D,
                        TOL_BF16);
             cudaFree((void *)d.x), cudaFree((void *)d.gate_up), cudaFree((void *)d.down);
@@ -392,8 +397,9 @@ static void test_gemv(void)
             KVS_TEST_CUDA(cudaMemset(o[i].y, 0xFF, (size_t)m * o[i].ldy * 4));
         }
         KVS_CHECK(kvs_cuda_gemv_supported(dx, ldx, m, k, o, nout, 1, 0, 0));
-        KVS_CHECK_EQ_INT(kvs_cuda_gemv_bf16(dx, ldx, m, k, o, nout, f32, 1, 0, 0, 0, NULL),
-                         KVS_STATUS_OK);
+        KVS_CHECK_EQ_INT(
+            kvs_cuda_gemv_bf16(dx, ldx, m, k, o, nout, f32, 1, 0, 0, 0, kvs_test_opts(), NULL),
+            KVS_STATUS_OK);
         for (int i = 0; i < nout; i++) {
             size_t ny = (size_t)m * o[i].ldy;
             float *ref = malloc(ny * 4), *got = malloc(ny * 4);
@@ -416,7 +422,7 @@ static void test_gemv(void)
     KVS_CHECK(!kvs_cuda_gemv_supported((const kvs_bf16 *)256, 16, 9, 16, &o1, 1, 1, 0, 0));
     KVS_CHECK(!kvs_cuda_gemv_supported((const kvs_bf16 *)258, 16, 1, 16, &o1, 1, 1, 0, 0));
     KVS_CHECK_EQ_INT(kvs_cuda_gemv_bf16((const kvs_bf16 *)256, 12, 1, 12, &o1, 1, 0, 1, 0, 0, 0,
-                                        NULL),
+                                        kvs_test_opts(), NULL),
                      KVS_STATUS_UNSUPPORTED);
 }
 
@@ -460,12 +466,14 @@ static void test_gemv_rope(void)
         }
         const struct kvs_gemv_rope r = {nout - 1, dpos, 64, 1e6f};
         KVS_CHECK(kvs_cuda_gemv_rope_supported(dx, k, m, k, o[0], nout, &r));
-        KVS_CHECK_EQ_INT(kvs_cuda_gemv_bf16_rope(dx, k, m, k, o[0], nout, &r, NULL),
-                         KVS_STATUS_OK);
-        KVS_CHECK_EQ_INT(kvs_cuda_gemv_bf16(dx, k, m, k, o[1], nout, 0, 1, 0, 0, 0, NULL),
-                         KVS_STATUS_OK);
+        KVS_CHECK_EQ_INT(
+            kvs_cuda_gemv_bf16_rope(dx, k, m, k, o[0], nout, &r, kvs_test_opts(), NULL),
+            KVS_STATUS_OK);
+        KVS_CHECK_EQ_INT(
+            kvs_cuda_gemv_bf16(dx, k, m, k, o[1], nout, 0, 1, 0, 0, 0, kvs_test_opts(), NULL),
+            KVS_STATUS_OK);
         KVS_CHECK_EQ_INT(kvs_cuda_rope_interleaved(o[1][nout - 1].y, dpos, m, heads, 64, 0, 64,
-                                                   1e6f, NULL),
+                                                   1e6f, kvs_test_opts(), NULL),
                          KVS_STATUS_OK);
         for (int i = 0; i < nout; i++) {
             size_t ny = (size_t)m * o[0][i].n;
@@ -494,7 +502,7 @@ static void test_gemv_rope(void)
     struct kvs_gemv_out o2[2] = {{dw, dy, 7, 7}, {dw + 7 * 64, dy + 7, 128, 128}};
     const struct kvs_gemv_rope r2 = {1, dpos, 64, 1e6f};
     KVS_CHECK(!kvs_cuda_gemv_rope_supported(dx, 64, 1, 64, o2, 2, &r2));
-    KVS_CHECK_EQ_INT(kvs_cuda_gemv_bf16_rope(dx, 64, 1, 64, o2, 2, &r2, NULL),
+    KVS_CHECK_EQ_INT(kvs_cuda_gemv_bf16_rope(dx, 64, 1, 64, o2, 2, &r2, kvs_test_opts(), NULL),
                      KVS_STATUS_UNSUPPORTED);
     cudaFree(dx), cudaFree(dw), cudaFree(dy), cudaFree(dpos);
     /* 64 rows of k 6144: the plain GEMV splits k over all 8 warps (one row a
@@ -505,7 +513,7 @@ static void test_gemv_rope(void)
     struct kvs_gemv_out o3 = {dw, dy, 64, 64};
     const struct kvs_gemv_rope r3 = {0, dpos, 64, 1e6f};
     KVS_CHECK(!kvs_cuda_gemv_rope_supported(dx, 6144, 1, 6144, &o3, 1, &r3));
-    KVS_CHECK_EQ_INT(kvs_cuda_gemv_bf16_rope(dx, 6144, 1, 6144, &o3, 1, &r3, NULL),
+    KVS_CHECK_EQ_INT(kvs_cuda_gemv_bf16_rope(dx, 6144, 1, 6144, &o3, 1, &r3, kvs_test_opts(), NULL),
                      KVS_STATUS_UNSUPPORTED);
     cudaFree(dx), cudaFree(dw), cudaFree(dy), cudaFree(dpos);
 }

@@ -57,32 +57,33 @@ static void round_(const struct chain *c, cudaStream_t s, int sync)
             KVS_TEST_CUDA(cudaStreamSynchronize(s));                                              \
     } while (0)
     /* x += r; h = norm(x) */
-    STEP(kvs_cuda_add_rmsnorm(c->x, c->r, c->w_norm, c->h, 1, D, 1e-5f, s));
+    STEP(kvs_cuda_add_rmsnorm(c->x, c->r, c->w_norm, c->h, 1, D, 1e-5f, kvs_test_opts(), s));
     /* q = h . W_q^T: latent [H, 512] and rope [H, 64] in one launch */
     const struct kvs_gemv_out q[2] = {{c->w_ql, c->q_lat, H * 512, H * 512},
                                       {c->w_qr, c->q_rope, H * 64, H * 64}};
-    STEP(kvs_cuda_gemv_bf16(c->h, D, 1, D, q, 2, 0, 1, 0, 0, 0, s));
-    STEP(kvs_cuda_rope_interleaved(c->q_rope, c->pos, 1, H, 64, 0, 64, 1e6f, s));
+    STEP(kvs_cuda_gemv_bf16(c->h, D, 1, D, q, 2, 0, 1, 0, 0, 0, kvs_test_opts(), s));
+    STEP(kvs_cuda_rope_interleaved(c->q_rope, c->pos, 1, H, 64, 0, 64, 1e6f, kvs_test_opts(), s));
     struct kvs_mla_args a = {
         .batch = 1, .heads = H, .q_latent = c->q_lat, .q_rope = c->q_rope, .kv_dtype = KVS_KV_FP8,
         .kv = c->kv, .seq_start = c->seq, .tokens = NULL, .scale = 0.0625f, .out = c->att,
         .lse = NULL,
     };
-    STEP(kvs_cuda_mla_decode(&a, CTX, c->mla_ws, c->mla_ws_bytes, s));
+    STEP(kvs_cuda_mla_decode(&a, CTX, c->mla_ws, c->mla_ws_bytes, kvs_test_opts(), s));
     /* o = att . W_o^T, then h2 = norm(o) (the norm without the add) */
     const struct kvs_gemv_out o = {c->w_o, c->o, D, D};
-    STEP(kvs_cuda_gemv_bf16(c->att, H * 512, 1, H * 512, &o, 1, 0, 1, 0, 0, 0, s));
-    STEP(kvs_cuda_rmsnorm(c->o, c->w_norm2, c->h2, 1, D, 1e-5f, s));
+    STEP(kvs_cuda_gemv_bf16(c->att, H * 512, 1, H * 512, &o, 1, 0, 1, 0, 0, 0, kvs_test_opts(), s));
+    STEP(kvs_cuda_rmsnorm(c->o, c->w_norm2, c->h2, 1, D, 1e-5f, kvs_test_opts(), s));
     /* the MoE: float router logits, top-k, experts -> the next residual */
     const struct kvs_gemv_out ro = {c->w_router, c->logits, E, E};
-    STEP(kvs_cuda_gemv_bf16(c->h2, D, 1, D, &ro, 1, 1, 1, 0, 0, 0, s));
-    STEP(kvs_cuda_moe_route(c->logits, c->bias, 1, E, K, 1, 2.5f, c->ids, c->ew, s));
+    STEP(kvs_cuda_gemv_bf16(c->h2, D, 1, D, &ro, 1, 1, 1, 0, 0, 0, kvs_test_opts(), s));
+    STEP(kvs_cuda_moe_route(c->logits, c->bias, 1, E, K, 1, 2.5f, c->ids, c->ew, kvs_test_opts(),
+                            s));
     struct kvs_moe_args m = {
         .tokens = 1, .dim = D, .inter = I, .topk = K, .n_resident = E, .x = c->h2,
         .ids = c->ids, .weights = c->ew, .gate_up = c->gate_up, .down = c->down, .y = c->r,
         .accumulate = 0,
     };
-    STEP(kvs_cuda_moe_experts(&m, c->moe_ws, c->moe_ws_bytes, s));
+    STEP(kvs_cuda_moe_experts(&m, c->moe_ws, c->moe_ws_bytes, kvs_test_opts(), s));
 #undef STEP
 }
 
@@ -155,7 +156,7 @@ static void test_chain(void)
     c.kv = kt_dev((size_t)CTX * KVS_MLA_ROW);
     kt_up(c.kv, kv, (size_t)CTX * KVS_MLA_ROW);
     free(kv);
-    c.mla_ws_bytes = kvs_cuda_mla_decode_workspace(1, H, CTX);
+    c.mla_ws_bytes = kvs_cuda_mla_decode_workspace(1, H, CTX, kvs_test_opts());
     c.mla_ws = kt_dev(c.mla_ws_bytes);
     c.moe_ws_bytes = kvs_cuda_moe_experts_workspace(1, K, I);
     c.moe_ws = kt_dev(c.moe_ws_bytes);

@@ -1,7 +1,8 @@
 /* cli/cli.h — the kvscope command table and helpers shared by subcommands.
  *
  * defines: struct kvs_cli_cmd, kvs_cli_commands, KVS_EXIT_*, kvs_cli_usage_error,
- *          kvs_cli_same_file, kvs_cli_output_not_input, kvs_cli_output_dir_check
+ *          kvs_cli_output_check, struct kvs_cli_output, kvs_cli_output_open,
+ *          kvs_cli_output_close, kvs_cli_output_dir_check
  *
  * Each subcommand lives in cli/cmd_<name>.c as `int kvs_cmd_<name>(int argc,
  * char **argv)` (argv[0] is the subcommand's name) and is listed once in
@@ -11,6 +12,7 @@
 #define KVSCOPE_CLI_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #define KVS_EXIT_OK 0
 #define KVS_EXIT_FAILURE 1 /* the work itself failed (I/O, CUDA, ...) */
@@ -31,14 +33,30 @@ extern const struct kvs_cli_cmd kvs_cli_commands[];
 int kvs_cli_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Whether the existing files a and b are one file (same device and inode):
- * `-o trace.json` must not overwrite the trace it reads. */
-bool kvs_cli_same_file(const char *a, const char *b);
-/* A usage error when `output` (-o) is one of the n input traces, which `what`
- * ("report", "comparison") would overwrite once they are read; else
- * KVS_EXIT_OK. */
-int kvs_cli_output_not_input(const char *cmd, const char *output, const char *const *inputs, int n,
-                             const char *what);
+/* Checked before any input is read: a usage error when the output (-o;
+ * NULL or "-" = stdout) is one of the n inputs ("-" = stdin) or the --model
+ * file (NULL, or a bundled name, when none), compared by identity (device
+ * and inode, so /dev/stdin, /proc/self/fd/0 and hard links count), which
+ * `what` ("report", "comparison") would overwrite; then
+ * kvs_cli_output_dir_check on -o. KVS_EXIT_OK when none applies. */
+int kvs_cli_output_check(const char *cmd, const char *output, const char *const *inputs, int n,
+                         const char *model, const char *what);
+
+/* A report being written: to stdout, to a device or pipe in place, or (a
+ * regular file) to a temporary file beside it that kvs_cli_output_close
+ * renames into place, so a failed write (a full disk) leaves the old file. */
+struct kvs_cli_output {
+    FILE *f;
+    const char *cmd, *path;
+    char tmp[4096], final[4096]; /* tmp[0] == 0: written in place */
+};
+/* Open path (NULL or "-": stdout). On failure says why on stderr and
+ * returns KVS_EXIT_FAILURE. */
+int kvs_cli_output_open(const char *cmd, const char *path, struct kvs_cli_output *o);
+/* Finish: with ok, flush, sync and rename into place, saying which file
+ * failed on stderr; without ok (the render failed), remove the temporary
+ * file and leave any old one. KVS_EXIT_OK or KVS_EXIT_FAILURE. */
+int kvs_cli_output_close(struct kvs_cli_output *o, bool ok);
 
 /* KVS_EXIT_OK when the folder `path` would be written into exists and is
  * writable (also for "-", stdout, and a folder with a %p/%r still in it);

@@ -39,7 +39,8 @@ static void usage(FILE *out)
           "  --batch B           sequences per step, for tokens/s\n"
           "  --format F          text, md, json or html (default: from -o's extension,\n"
           "                      .html/.htm .json .md .txt, else text)\n"
-          "  -o, --output FILE   write there instead of stdout\n"
+          "  -o, --output FILE   write there instead of stdout (replaced once complete;\n"
+          "                      never an input)\n"
           "  --top N             accepted for symmetry with report (compare shows no kernel table)\n"
           "  --quiet             no progress or info messages on stderr\n"
           "  -h, --help          this help\n"
@@ -163,7 +164,7 @@ int kvs_cmd_compare(int argc, char **argv)
         return kvs_cli_usage_error("compare", "give --device or --peak-gbps, not both");
     if (!strcmp(paths[0], "-") && !strcmp(paths[1], "-"))
         return kvs_cli_usage_error("compare", "only one of BEFORE and AFTER can be '-' (stdin)");
-    int rc = kvs_cli_output_not_input("compare", output, paths, 2, "comparison");
+    int rc = kvs_cli_output_check("compare", output, paths, 2, aopt.model, "comparison");
     if (rc != KVS_EXIT_OK)
         return rc;
     struct kvs_render_options ropt = {.format = KVS_FORMAT_TEXT};
@@ -206,26 +207,18 @@ int kvs_cmd_compare(int argc, char **argv)
         }
     }
     if (rc == KVS_EXIT_OK) {
-        FILE *out = stdout;
-        if (output && strcmp(output, "-")) {
-            out = fopen(output, "w");
-            if (!out) {
-                fprintf(stderr, "kvscope compare: cannot write %s: %s\n", output, strerror(errno));
-                rc = KVS_EXIT_FAILURE;
-            }
-        }
-        if (out) {
+        struct kvs_cli_output out;
+        rc = kvs_cli_output_open("compare", output, &out);
+        if (rc == KVS_EXIT_OK) {
             const char *nc = getenv("NO_COLOR");
-            ropt.color = out == stdout && ropt.format == KVS_FORMAT_TEXT && isatty(STDOUT_FILENO) &&
-                         !(nc && *nc);
-            enum kvs_status st = kvs_render_compare(out, cmp, &ropt);
-            if (out != stdout && fclose(out) != 0 && st == KVS_STATUS_OK)
-                st = KVS_STATUS_IO;
-            if (st != KVS_STATUS_OK) {
+            ropt.color = out.f == stdout && ropt.format == KVS_FORMAT_TEXT &&
+                         isatty(STDOUT_FILENO) && !(nc && *nc);
+            enum kvs_status st = kvs_render_compare(out.f, cmp, &ropt);
+            /* a failed write is said by kvs_cli_output_close, naming the file */
+            if (st != KVS_STATUS_OK && st != KVS_STATUS_IO)
                 fprintf(stderr, "kvscope compare: writing the comparison failed: %s\n",
                         kvs_status_str(st));
-                rc = KVS_EXIT_FAILURE;
-            }
+            rc = kvs_cli_output_close(&out, st == KVS_STATUS_OK || st == KVS_STATUS_IO);
         }
     }
     kvs_comparison_free(cmp);

@@ -65,7 +65,8 @@ static void usage(FILE *out)
             "                       names do not give their tokens)\n"
             "  --format F           text, md, json, html (default: from -o's extension,\n"
             "                       .html/.htm .json .md .txt, else text)\n"
-            "  -o, --output FILE    write the report to FILE (default: stdout)\n"
+            "  -o, --output FILE    write the report to FILE (default: stdout); FILE is\n"
+            "                       replaced once the report is complete, never an input\n"
             "  --top N              rows in the top-kernels table (default 10)\n"
             "  --quiet              no progress or info messages on stderr\n"
             "  -h, --help           this help\n"
@@ -235,7 +236,7 @@ int kvs_cmd_report(int argc, char **argv)
         kvs_format_from_path(output, &ropt.format);
     if (opt.device && opt.peak_gbps > 0)
         return kvs_cli_usage_error(CMD, "give --device or --peak-gbps, not both");
-    int rc = kvs_cli_output_not_input(CMD, output, traces, ntrace, "report");
+    int rc = kvs_cli_output_check(CMD, output, traces, ntrace, opt.model, "report");
     if (rc != KVS_EXIT_OK)
         return rc;
 
@@ -273,25 +274,22 @@ int kvs_cmd_report(int argc, char **argv)
         return KVS_EXIT_FAILURE;
     }
 
-    FILE *out = stdout;
-    if (output && strcmp(output, "-")) {
-        out = fopen(output, "w");
-        if (!out) {
-            fprintf(stderr, "kvscope report: cannot write %s: %s\n", output, strerror(errno));
-            kvs_multirank_free(mr);
-            free_all(an, ntrace);
-            return KVS_EXIT_FAILURE;
-        }
+    struct kvs_cli_output out;
+    if (kvs_cli_output_open(CMD, output, &out) != KVS_EXIT_OK) {
+        kvs_multirank_free(mr);
+        free_all(an, ntrace);
+        return KVS_EXIT_FAILURE;
     }
     const char *no_color = getenv("NO_COLOR");
-    ropt.color = ropt.format == KVS_FORMAT_TEXT && out == stdout && isatty(STDOUT_FILENO) &&
+    ropt.color = ropt.format == KVS_FORMAT_TEXT && out.f == stdout && isatty(STDOUT_FILENO) &&
                  !(no_color && *no_color);
-    enum kvs_status rs = mr ? kvs_render_multirank(out, mr, &ropt) : kvs_render_report(out, an[0], &ropt);
-    if (out != stdout && fclose(out) != 0 && rs == KVS_STATUS_OK) {
-        fprintf(stderr, "kvscope report: writing %s failed: %s\n", output, strerror(errno));
-        rs = KVS_STATUS_IO;
-    }
+    enum kvs_status rs = mr ? kvs_render_multirank(out.f, mr, &ropt)
+                            : kvs_render_report(out.f, an[0], &ropt);
+    /* a failed write is said by kvs_cli_output_close, naming the file */
+    if (rs != KVS_STATUS_OK && rs != KVS_STATUS_IO)
+        fprintf(stderr, "kvscope report: writing the report failed: %s\n", kvs_status_str(rs));
+    rc = kvs_cli_output_close(&out, rs == KVS_STATUS_OK || rs == KVS_STATUS_IO);
     kvs_multirank_free(mr);
     free_all(an, ntrace);
-    return rs == KVS_STATUS_OK ? KVS_EXIT_OK : KVS_EXIT_FAILURE;
+    return rc;
 }

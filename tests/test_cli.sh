@@ -32,7 +32,8 @@ check 2 "help for an unknown command exits 2" -- "$kvs" help frobnicate
 check 0 "version" -- "$kvs" version
 echo "$LAST_OUT" | grep -q "^kvscope [0-9]" || { echo "FAIL version output: $LAST_OUT"; fail=1; }
 
-# compare: usage errors exit 2, unwritable output 1, stdin for one side
+# compare: usage errors exit 2 (an output folder that is not there among them,
+# refused before reading), a write that fails 1, stdin for one side
 fx=${KVS_SOURCE_ROOT:-.}/tests/fixtures/reports
 check 0 "compare --help" -- "$kvs" compare --help
 check 2 "compare with one trace exits 2" -- "$kvs" compare "$fx/kv_unfixed.json"
@@ -42,7 +43,8 @@ check 2 "compare --format yaml exits 2" -- "$kvs" compare "$fx/kv_unfixed.json" 
 check 2 "compare --batch 0 exits 2" -- "$kvs" compare "$fx/kv_unfixed.json" "$fx/kv_fixed.json" --batch 0
 check 2 "compare --batch without a value exits 2" -- "$kvs" compare "$fx/kv_unfixed.json" "$fx/kv_fixed.json" --batch
 check 2 "compare with a missing trace exits 2" -- "$kvs" compare "$fx/no-such.json" "$fx/kv_fixed.json"
-check 1 "compare to an unwritable file exits 1" -- "$kvs" compare "$fx/kv_unfixed.json" "$fx/kv_fixed.json" -o /nonexistent-dir/out.txt
+check 2 "compare -o into a missing folder exits 2" -- "$kvs" compare "$fx/kv_unfixed.json" "$fx/kv_fixed.json" -o /nonexistent-dir/out.txt
+check 1 "compare to a full device exits 1" -- "$kvs" compare "$fx/kv_unfixed.json" "$fx/kv_fixed.json" -o /dev/full
 # an option's fault is named as the option's, never blamed on a trace
 check 2 "compare --model unknown exits 2" -- "$kvs" compare "$fx/kv_unfixed.json" "$fx/kv_fixed.json" --model no-such-model
 echo "$LAST_OUT" | grep -q "no-such-model" || { echo "FAIL compare --model error does not name the model: $LAST_OUT"; fail=1; }

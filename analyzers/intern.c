@@ -1,59 +1,17 @@
 /* intern.c — the string intern table (see intern.h). Private to analyzers/. */
 #include "intern.h"
 
+#include "hash.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 #define CHUNK_BYTES (256u * 1024u)
 
-static inline uint64_t load64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
-static inline uint64_t mix(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ull;
-    h ^= h >> 33;
-    return h;
-}
-
-uint64_t kvs_hash_bytes(const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    if (n > 256) {
-        /* long strings (kernel names run to kilobytes) are hashed on a sample:
-         * the length, every fourth word and the last word. Equality is still
-         * decided by memcmp; only strings equal on the sample share a bucket. */
-        uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0x100000001B3ull);
-        for (size_t i = 0; i + 8 <= n; i += 32) {
-            h = (h ^ load64(p + i)) * 0x100000001B3ull;
-            h ^= h >> 29;
-        }
-        h = (h ^ load64(p + n - 8)) * 0x100000001B3ull;
-        return mix(h);
-    }
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0x100000001B3ull);
-    while (n >= 8) {
-        h = (h ^ load64(p)) * 0x100000001B3ull;
-        h ^= h >> 29;
-        p += 8;
-        n -= 8;
-    }
-    uint64_t tail = 0;
-    memcpy(&tail, p, n);
-    h = (h ^ tail) * 0x100000001B3ull;
-    return mix(h);
-}
-
 int kvs_intern_init(struct kvs_intern *in)
 {
     memset(in, 0, sizeof *in);
+    in->seed = kvs_hash_seed();
     in->nslots = 1024;
     in->slots = calloc(in->nslots, sizeof *in->slots);
     in->cap = 256;
@@ -136,7 +94,7 @@ uint32_t kvs_intern_id(struct kvs_intern *in, const char *s, size_t len)
 {
     if (len > UINT32_MAX - 1)
         return KVS_INTERN_NONE;
-    uint32_t h = (uint32_t)kvs_hash_bytes(s, len);
+    uint32_t h = (uint32_t)kvs_hash_bytes(s, len, in->seed);
     uint32_t mask = in->nslots - 1;
     uint32_t i = h & mask;
     for (;;) {

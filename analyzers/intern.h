@@ -3,7 +3,7 @@
  * shapes cost 4 bytes per retained record this way.
  *
  * defines: struct kvs_intern, kvs_intern_init, kvs_intern_free, kvs_intern_id,
- *          kvs_intern_str, kvs_intern_len, kvs_intern_count, kvs_hash_bytes,
+ *          kvs_intern_str, kvs_intern_len, kvs_intern_count,
  *          KVS_INTERN_NONE
  *
  * Id 0 is the empty string. Strings are NUL-terminated copies that live
@@ -32,12 +32,11 @@ struct kvs_intern {
     size_t nchunks, chunks_cap;
     size_t used, avail;    /* in the last chunk */
     size_t bytes;          /* total string bytes, for memory accounting */
+    uint64_t seed;         /* of the hash of every byte (hash.h) */
 };
 
 int kvs_intern_init(struct kvs_intern *in); /* 0 or -1 (no memory) */
 void kvs_intern_free(struct kvs_intern *in);
-
-uint64_t kvs_hash_bytes(const void *p, size_t n);
 
 /* The id of s[0..len), adding it if new; KVS_INTERN_NONE on no memory. */
 uint32_t kvs_intern_id(struct kvs_intern *in, const char *s, size_t len);

@@ -6,17 +6,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "intern.h"
 
 struct idx_table {
     uint32_t *slots; /* record index + 1, 0 = empty */
     uint32_t mask;
+    uint64_t seed; /* ids are the trace's to choose: hash.h */
 };
 
-static inline uint32_t hash64(int64_t k)
+static inline uint32_t slot_of(const struct idx_table *t, int64_t k)
 {
-    uint64_t h = (uint64_t)k * 0x9E3779B97F4A7C15ull;
-    return (uint32_t)(h >> 32);
+    return (uint32_t)(kvs_hash_u64((uint64_t)k, t->seed) >> 32) & t->mask;
 }
 
 static int table_init(struct idx_table *t, size_t n)
@@ -28,6 +29,7 @@ static int table_init(struct idx_table *t, size_t n)
         return -1;
     t->slots = calloc(size, sizeof *t->slots);
     t->mask = (uint32_t)(size - 1);
+    t->seed = kvs_hash_seed();
     return t->slots ? 0 : -1;
 }
 
@@ -37,7 +39,7 @@ static int table_init(struct idx_table *t, size_t n)
             int64_t k_ = (recs)[i_].field;                                                        \
             if (!k_)                                                                              \
                 continue;                                                                         \
-            uint32_t s_ = hash64(k_) & (tab).mask;                                                \
+            uint32_t s_ = slot_of(&(tab), k_);                                                    \
             bool dup_ = false;                                                                    \
             while ((tab).slots[s_]) {                                                             \
                 if ((recs)[(tab).slots[s_] - 1].field == k_) {                                    \
@@ -55,7 +57,7 @@ static int table_init(struct idx_table *t, size_t n)
     do {                                                                                          \
         (out) = KVS_NO_OP;                                                                        \
         if ((key) && (tab).slots) {                                                               \
-            uint32_t s_ = hash64(key) & (tab).mask;                                               \
+            uint32_t s_ = slot_of(&(tab), key);                                                   \
             while ((tab).slots[s_]) {                                                             \
                 if ((recs)[(tab).slots[s_] - 1].field == (key)) {                                 \
                     (out) = (tab).slots[s_] - 1;                                                  \

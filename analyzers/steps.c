@@ -7,11 +7,49 @@
 
 #define FALLBACK_RE "^(decode[ _-]?)?(step|iteration|iter)([ _#:.-]*[0-9]+)?$"
 
+/* Whether an ERE holds a back-reference (\1..\9 outside a bracket
+ * expression): glibc matches those by backtracking, in time and memory that
+ * grow as a power of the name's length. */
+static bool has_backref(const char *re)
+{
+    for (const char *p = re; *p; p++) {
+        if (*p == '\\') {
+            if (p[1] >= '1' && p[1] <= '9')
+                return true;
+            if (p[1])
+                p++;
+        } else if (*p == '[') { /* to its closing ']': a leading ']' and [:class:] are inside */
+            p++;
+            if (*p == '^')
+                p++;
+            if (*p == ']')
+                p++;
+            while (*p && *p != ']') {
+                if (*p == '[' && (p[1] == ':' || p[1] == '.' || p[1] == '=')) {
+                    const char *e = strchr(p + 2, p[1]);
+                    p = e && e[1] == ']' ? e + 1 : p;
+                }
+                p++;
+            }
+            if (!*p)
+                return false; /* regcomp says what is wrong */
+        }
+    }
+    return false;
+}
+
 enum kvs_status kvs_step_matcher_init(struct kvs_step_matcher *m, const char *regex,
                                       const struct kvs_logger *lg)
 {
     memset(m, 0, sizeof *m);
     m->user = regex != NULL;
+    if (regex && has_backref(regex)) {
+        kvs_log(lg, KVS_LOG_ERROR,
+                "--step-regex '%s': back-references (\\1..\\9) are not accepted (their matching "
+                "time grows as a power of the name's length)",
+                regex);
+        return KVS_STATUS_INVALID_ARGUMENT;
+    }
     int flags = REG_EXTENDED | REG_NOSUB | (regex ? 0 : REG_ICASE);
     int rc = regcomp(&m->re, regex ? regex : FALLBACK_RE, flags);
     if (rc != 0) {
@@ -29,6 +67,20 @@ void kvs_step_matcher_free(struct kvs_step_matcher *m)
     if (m->have_re)
         regfree(&m->re);
     m->have_re = false;
+}
+
+/* A name matched on its first KVS_STEP_NAME_MATCH bytes only: matching
+ * costs up to the square of the length for some patterns, and names run to
+ * a MiB. Step names are short; `$` matches at the cut. */
+static bool step_regexec(const regex_t *re, const char *name)
+{
+    size_t n = strnlen(name, KVS_STEP_NAME_MATCH + 1);
+    if (n <= KVS_STEP_NAME_MATCH)
+        return regexec(re, name, 0, NULL, 0) == 0;
+    char head[KVS_STEP_NAME_MATCH + 1];
+    memcpy(head, name, KVS_STEP_NAME_MATCH);
+    head[KVS_STEP_NAME_MATCH] = 0;
+    return regexec(re, head, 0, NULL, 0) == 0;
 }
 
 static bool is_profiler_step(const char *name)
@@ -149,7 +201,7 @@ bool kvs_step_matcher_is_op_step(void *matcher, const char *name)
 {
     struct kvs_step_matcher *m = matcher;
     if (m->user)
-        return regexec(&m->re, name, 0, NULL, 0) == 0;
+        return step_regexec(&m->re, name);
     return is_profiler_step(name) || is_serving_step(name);
 }
 
@@ -204,7 +256,7 @@ enum kvs_status kvs_steps_find(struct kvs_ctx *c, struct kvs_step_matcher *m)
             const struct kvs_range_rec *g = &t->ranges[i];
             if (!verdict[g->name]) {
                 const char *name = kvs_intern_str(&t->strings, g->name);
-                bool yes = m->user || pass == 2 ? regexec(&m->re, name, 0, NULL, 0) == 0
+                bool yes = m->user || pass == 2 ? step_regexec(&m->re, name)
                            : pass == 0        ? is_serving_step(name)
                                               : is_profiler_step(name);
                 verdict[g->name] = yes ? 1 : 2;

@@ -27,6 +27,10 @@
 /* true when name is a vLLM or SGLang step range; *d then says what it holds */
 bool kvs_step_name_parse(const char *name, struct kvs_step_desc *d);
 
+/* Step names are matched on this many leading bytes (each distinct name
+ * once); --step-regex refuses back-references. docs/reliability.md. */
+#define KVS_STEP_NAME_MATCH 256
+
 struct kvs_step_matcher {
     bool user;                 /* --step-regex given */
     regex_t re;                /* the user's, or the fallback "step" names */

@@ -1,20 +1,21 @@
 /* u64map.c — see u64map.h. Private to analyzers/. */
 #include "u64map.h"
 
+#include "hash.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-static inline size_t mhash(uint64_t k)
+static inline size_t mhash(const struct kvs_u64map *m, uint64_t k)
 {
-    k ^= k >> 31;
-    k *= 0x9E3779B97F4A7C15ull;
-    k ^= k >> 29;
-    return (size_t)k;
+    return (size_t)kvs_hash_u64(k, m->seed);
 }
 
 static int grow(struct kvs_u64map *m)
 {
     size_t nc = m->cap ? m->cap * 2 : 256;
+    if (!m->cap)
+        m->seed = kvs_hash_seed();
     uint64_t *keys = malloc(nc * sizeof *keys);
     uint32_t *vals = calloc(nc, sizeof *vals);
     if (!keys || !vals) {
@@ -25,7 +26,7 @@ static int grow(struct kvs_u64map *m)
     for (size_t i = 0; i < m->cap; i++) {
         if (!m->vals[i])
             continue;
-        size_t j = mhash(m->keys[i]) & (nc - 1);
+        size_t j = mhash(m, m->keys[i]) & (nc - 1);
         while (vals[j])
             j = (j + 1) & (nc - 1);
         keys[j] = m->keys[i];
@@ -41,7 +42,7 @@ static int grow(struct kvs_u64map *m)
 
 static size_t slot(const struct kvs_u64map *m, uint64_t key)
 {
-    size_t j = mhash(key) & (m->cap - 1);
+    size_t j = mhash(m, key) & (m->cap - 1);
     while (m->vals[j] && m->keys[j] != key)
         j = (j + 1) & (m->cap - 1);
     return j;

@@ -3,7 +3,9 @@
  *
  * defines: struct kvs_u64map, kvs_u64map_get, kvs_u64map_put, kvs_u64map_free
  *
- * Values are stored + 1 so that 0 marks an empty slot. Private to analyzers/.
+ * Values are stored + 1 so that 0 marks an empty slot. Keys are hashed with
+ * a seed of the map's own (hash.h): crafted keys cannot choose to collide.
+ * Private to analyzers/.
  */
 #ifndef KVS_ANALYZERS_U64MAP_H
 #define KVS_ANALYZERS_U64MAP_H
@@ -16,6 +18,7 @@ struct kvs_u64map {
     uint64_t *keys;
     uint32_t *vals; /* value + 1, 0 = empty */
     size_t cap, n;  /* cap: a power of two */
+    uint64_t seed;  /* drawn when the first slots are made (hash.h) */
 };
 
 /* The value slot of key (holding value + 1), or NULL when absent. */

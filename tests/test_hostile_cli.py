@@ -7,6 +7,12 @@ here, one section per class of docs/reliability.md ("Hostile input"):
    trace) is refused and the input is left byte for byte; a write that fails
    (a file-size limit, /dev/full) leaves the old report and names the file;
    a missing output folder is refused before any trace is read.
+2. algorithmic blow-up: N ops, runtime calls and kernels whose External ids
+   and correlation ids were crafted to fall in one slot of the old id hash
+   take within a small factor of N random ids; so do N distinct long kernel
+   names that agree on every byte the old string hash sampled; --step-regex
+   over a 1 MiB name with a pattern that is quadratic in it returns at once,
+   and a back-reference (exponential) is refused.
 
 Each run's peak RSS comes from wait4() on the child and its wall time from
 the clock; bounds are asserted here, scaled when the binary is built with
@@ -36,6 +42,8 @@ def asan_build():
 
 
 ASAN = asan_build()
+SLOW = 4.0 if ASAN else 1.0  # time and memory bounds scale under ASan
+TIMEOUT = 30 * SLOW  # seconds: a run past it is killed (and fails its check)
 
 
 class Run:
@@ -43,25 +51,75 @@ class Run:
         self.rc, self.out, self.err, self.rss_mb, self.secs = rc, out, err, rss_mb, secs
 
 
-def run(args, stdin=None, stdout_path=None, preexec=None, cwd=None):
-    """Run kvscope ARGS; stdin a path or None; the child's own peak RSS."""
+def _spawn(req):
+    """Run one request in the runner: the child's rc, output, peak RSS, time."""
+    args, stdin, stdout_path, fsize = req
+    def limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() fails with EFBIG instead
+        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
     with tempfile.TemporaryFile() as eo, tempfile.TemporaryFile() as oo:
         fin = open(stdin, "rb") if stdin else subprocess.DEVNULL
         fout = open(stdout_path, "ab") if stdout_path else oo
         t0 = time.monotonic()
         p = subprocess.Popen([KVSCOPE] + args, stdin=fin, stdout=fout, stderr=eo,
-                             preexec_fn=preexec, cwd=cwd)
-        _, status, ru = os.wait4(p.pid, 0)
+                             preexec_fn=limit if fsize else None)
+        while True:  # wait4 for the child's own rusage; killed past TIMEOUT
+            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() - t0 > TIMEOUT:
+                p.kill()
+            time.sleep(0.005)
         secs = time.monotonic() - t0
         p.returncode = os.waitstatus_to_exitcode(status)
-        if stdin:
-            fin.close()
-        if stdout_path:
-            fout.close()
+        for f in (fin, fout):
+            if f not in (oo, subprocess.DEVNULL):
+                f.close()
         oo.seek(0)
         eo.seek(0)
-        return Run(p.returncode, oo.read().decode("utf-8", "replace"),
-                   eo.read().decode("utf-8", "replace"), ru.ru_maxrss / 1024.0, secs)
+        return (p.returncode, oo.read().decode("utf-8", "replace"),
+                eo.read().decode("utf-8", "replace"), ru.ru_maxrss / 1024.0, secs)
+
+
+class Runner:
+    """A process forked while this script is still small, which runs the
+    children: Linux carries a parent's peak RSS over fork and exec into the
+    child's ru_maxrss, so children forked after the traces are generated
+    here would report this script's memory, not their own."""
+
+    def __init__(self):
+        import pickle
+        self.pickle = pickle
+        r1, w1 = os.pipe()
+        r2, w2 = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            os.close(w1)
+            os.close(r2)
+            inp, out = os.fdopen(r1, "rb"), os.fdopen(w2, "wb")
+            while True:
+                try:
+                    req = pickle.load(inp)
+                except EOFError:
+                    os._exit(0)
+                pickle.dump(_spawn(req), out)
+                out.flush()
+        os.close(r1)
+        os.close(w2)
+        self.inp, self.out = os.fdopen(r2, "rb"), os.fdopen(w1, "wb")
+
+    def run(self, req):
+        self.pickle.dump(req, self.out)
+        self.out.flush()
+        return self.pickle.load(self.inp)
+
+
+RUNNER = None
+
+
+def run(args, stdin=None, stdout_path=None, fsize=0):
+    """Run kvscope ARGS (stdin a path or None; fsize a file-size limit)."""
+    return Run(*RUNNER.run((args, stdin, stdout_path, fsize)))
 
 
 def digest(path):
@@ -114,13 +172,6 @@ def no_temp_left(folder):
     return not [n for n in os.listdir(folder) if n.startswith(".")]
 
 
-def fsize_limit(nbytes):
-    def pre():
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() fails with EFBIG instead
-        resource.setrlimit(resource.RLIMIT_FSIZE, (nbytes, nbytes))
-    return pre
-
-
 def test_output_is_input(d):
     t = os.path.join(d, "t.json")
     write_json(t, kineto(step_events()))
@@ -155,14 +206,14 @@ def test_failed_write_keeps_old(d):
     rep = os.path.join(d, "report.md")
     with open(rep, "w") as f:
         f.write("old report\n")
-    r = run(["report", t, "-o", rep, "--quiet"], preexec=fsize_limit(512))
+    r = run(["report", t, "-o", rep, "--quiet"], fsize=512)
     with open(rep) as f:
         kept = f.read()
     check(r.rc == 1 and kept == "old report\n" and rep in r.err,
           "a write cut at 512 bytes (RLIMIT_FSIZE): exit %d, the old report kept, the file named"
           % r.rc)
     check(no_temp_left(d), "no temporary file left beside it: %s" % sorted(os.listdir(d)))
-    r = run(["compare", t, t, "-o", rep, "--quiet"], preexec=fsize_limit(64))
+    r = run(["compare", t, t, "-o", rep, "--quiet"], fsize=64)
     with open(rep) as f:
         kept = f.read()
     check(r.rc == 1 and kept == "old report\n", "compare, the same: old file kept")
@@ -182,9 +233,112 @@ def test_output_folder_first(d):
               "%s -o into a missing folder: refused before the trace is read" % cmd[0])
 
 
+# ---------------------------------------------------------------------------
+# 2. algorithmic blow-up
+
+GOLDEN = 0x9E3779B97F4A7C15  # the multiplier of the old fixed id hash
+
+
+def crafted_ids(n, rng):
+    """n distinct ids k with bits 32..52 of k * GOLDEN zero: one slot of every
+    table (up to 2^21 slots) of the old hash (k * GOLDEN) >> 32 & mask."""
+    inv = pow(GOLDEN, -1, 1 << 64)
+    out, seen = [], set()
+    while len(out) < n:
+        k = (((rng.getrandbits(11) << 53) | rng.getrandbits(32)) * inv) % (1 << 64)
+        if 0 < k < (1 << 53) and k not in seen:  # exact as a JSON number
+            seen.add(k)
+            out.append(k)
+    return out
+
+
+def id_flood(ids):
+    ev = []
+    for i, k in enumerate(sorted(ids, reverse=True)):  # not rising: no binary search
+        ts = 1000.0 + i * 2.0
+        ev.append({"ph": "X", "cat": "cpu_op", "name": "aten::copy_", "pid": 1, "tid": 1,
+                   "ts": ts, "dur": 1.5, "args": {
+                       "External id": k, "Input Dims": [[64, 576], [64, 576]],
+                       "Input type": ["c10::BFloat16", "c10::Float8_e4m3fn"]}})
+        ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1,
+                   "tid": 1, "ts": ts + 0.2, "dur": 1, "args": {"correlation": k, "External id": k}})
+        ev.append({"ph": "X", "cat": "kernel", "name": "copy_kernel", "pid": 0, "tid": 7,
+                   "ts": ts + 0.5,
+                   "dur": 1, "args": {"External id": k, "correlation": k, "device": 0,
+                                      "stream": 7}})
+    return kineto(ev)
+
+
+def name_flood(n, crafted):
+    ev = []
+    for i in range(n):
+        tag = "%08x" % i
+        # the old hash of a long string read the words at 0, 32, 64, ... and
+        # the last 8 bytes: the crafted names differ in bytes 8..15 only
+        name = "k_aaaaaa" + (tag + "b" * 300 if crafted else "b" * 300 + tag)
+        ev.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7,
+                   "ts": 1000.0 + i * 2, "dur": 1, "args": {"device": 0, "stream": 7}})
+    return kineto(ev)
+
+
+def best_time(args, tries=2):
+    runs = [run(args) for _ in range(tries)]
+    return min(r.secs for r in runs), runs[0]
+
+
+def test_colliding_ids(d):
+    import random
+    rng = random.Random(21)
+    n = 30000
+    crafted, rand = os.path.join(d, "crafted.json"), os.path.join(d, "random.json")
+    write_json(crafted, id_flood(crafted_ids(n, rng)))
+    write_json(rand, id_flood(rng.sample(range(1, 1 << 53), n)))
+    tc, rc_ = best_time(["report", crafted, "--quiet", "--format", "json"])
+    tr, rr = best_time(["report", rand, "--quiet", "--format", "json"])
+    g = json.loads(rc_.out)["groups"] if rc_.rc == 0 else []
+    linked = len(g) == 1 and g[0]["op"] == "aten::copy_" and g[0]["calls"] == n
+    check(linked and rr.rc == 0, "%d ops/calls/kernels with crafted ids: read and all linked" % n)
+    check(tc <= 3 * tr + 0.3 * SLOW,
+          "crafted ids %.2f s against random ids %.2f s (bound 3x + %.1f s)" % (tc, tr, 0.3 * SLOW))
+
+
+def test_colliding_names(d):
+    n = 20000
+    crafted, rand = os.path.join(d, "crafted.json"), os.path.join(d, "random.json")
+    write_json(crafted, name_flood(n, True))
+    write_json(rand, name_flood(n, False))
+    tc, rc_ = best_time(["report", crafted, "--quiet"])
+    tr, rr = best_time(["report", rand, "--quiet"])
+    check(rc_.rc == 0 and rr.rc == 0, "%d distinct long kernel names: read" % n)
+    check(tc <= 2 * tr + 0.3 * SLOW,
+          "names equal on the old hash's sample %.2f s against names that are not %.2f s "
+          "(bound 2x + %.1f s)" % (tc, tr, 0.3 * SLOW))
+
+
+def test_step_regex_bounded(d):
+    ev = step_events(2)
+    ev.append({"ph": "X", "cat": "user_annotation", "name": "a" * ((1 << 20) - 16), "pid": 1,
+               "tid": 1, "ts": 999_000.0, "dur": 10})
+    t = os.path.join(d, "long_name.json")
+    write_json(t, kineto(ev))
+    r = run(["report", t, "--quiet", "--step-regex", "(a|aa)*b"])
+    check(r.rc == 0 and r.secs < 5 * SLOW,
+          "--step-regex '(a|aa)*b' over a 1 MiB name: %.2f s, exit %d (bound %.0f s)"
+          % (r.secs, r.rc, 5 * SLOW))
+    r = run(["report", t, "--quiet", "--step-regex", "^(a*)\\1b"])
+    check(r.rc == 2 and "back-reference" in r.err and r.rss_mb < 200 * SLOW,
+          "--step-regex with a back-reference: refused (exit %d, %.0f MB)" % (r.rc, r.rss_mb))
+    r = run(["report", t, "--quiet", "--format", "json", "--step-regex", "^ProfilerStep#[0-9]+$"])
+    check(r.rc == 0 and json.loads(r.out)["steps"]["count"] == 2,
+          "a bounded --step-regex still finds the steps")
+
+
 def main():
+    global RUNNER
+    RUNNER = Runner()
     with tempfile.TemporaryDirectory() as d:
-        for test in (test_output_is_input, test_failed_write_keeps_old, test_output_folder_first):
+        for test in (test_output_is_input, test_failed_write_keeps_old, test_output_folder_first,
+                     test_colliding_ids, test_colliding_names, test_step_regex_bounded):
             sub = os.path.join(d, test.__name__)
             os.mkdir(sub)
             test(sub)

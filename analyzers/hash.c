@@ -1,0 +1,20 @@
+/* hash.c — the seed of the analyzers' tables (see hash.h). Private to
+ * analyzers/. */
+#include "hash.h"
+
+#include <time.h>
+#include <unistd.h>
+
+uint64_t kvs_hash_seed(void)
+{
+    uint64_t s = 0;
+    if (getentropy(&s, sizeof s) == 0 && s)
+        return s;
+    /* no entropy source (an old kernel, a sandbox): the clock and where
+     * this process's stack and code were mapped */
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    s = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)(uintptr_t)&s ^
+        ((uint64_t)(uintptr_t)&kvs_hash_seed << 17);
+    return kvs_hash_fmix(s) | 1;
+}

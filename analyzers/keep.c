@@ -65,6 +65,11 @@ static bool shape_of(struct kvs_reader *r, const struct kvs_ev *e, uint32_t *id)
         return true;
     }
     size_t need = (size_t)e->dims.len + e->types.len + 1;
+    if (need > KVS_READ_MAX_SHAPE) {
+        r->t->shapes_cut++;
+        *id = 0;
+        return true;
+    }
     if (need > r->scratch_cap) {
         size_t nc = need * 2;
         char *p = realloc(r->scratch, nc);

@@ -33,7 +33,7 @@ static int table_init(struct idx_table *t, size_t n)
     return t->slots ? 0 : -1;
 }
 
-#define TABLE_BUILD(tab, recs, n, field)                                                          \
+#define TABLE_BUILD(tab, recs, n, field, dups)                                                    \
     do {                                                                                          \
         for (size_t i_ = 0; i_ < (n); i_++) {                                                     \
             int64_t k_ = (recs)[i_].field;                                                        \
@@ -50,6 +50,8 @@ static int table_init(struct idx_table *t, size_t n)
             }                                                                                     \
             if (!dup_)                                                                            \
                 (tab).slots[s_] = (uint32_t)i_ + 1;                                               \
+            else                                                                                  \
+                (dups)++;                                                                         \
         }                                                                                         \
     } while (0)
 
@@ -237,9 +239,22 @@ enum kvs_status kvs_link(struct kvs_ctx *c)
         free(by_corr.slots);
         return KVS_STATUS_NO_MEMORY;
     }
+    size_t ext_dups = 0, corr_dups = 0;
     if (!t->ops_ext_sorted)
-        TABLE_BUILD(by_ext, t->ops, t->nops, ext);
-    TABLE_BUILD(by_corr, t->rts, t->nrts, corr);
+        TABLE_BUILD(by_ext, t->ops, t->nops, ext, ext_dups);
+    TABLE_BUILD(by_corr, t->rts, t->nrts, corr, corr_dups);
+    /* ids are meant to be unique: a second op with one would have its GPU
+     * work handed to the first (a GEMM's kernel to a copy op) unsaid */
+    if (ext_dups)
+        kvs_log(c->log, KVS_LOG_WARN,
+                "%zu %s an External id with an earlier op: GPU work with that id is given to "
+                "the first one, which may be the wrong op",
+                ext_dups, ext_dups == 1 ? "op shares" : "ops share");
+    if (corr_dups)
+        kvs_log(c->log, KVS_LOG_WARN,
+                "%zu runtime %s a correlation id with an earlier one: GPU work with that id is "
+                "given to the first",
+                corr_dups, corr_dups == 1 ? "call shares" : "calls share");
 
     struct pending *pend = NULL;
     size_t npend = 0, pend_cap = 0;

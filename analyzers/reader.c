@@ -11,7 +11,7 @@
 #include "reader_impl.h"
 
 #define KVS_READ_BUFSIZE ((size_t)1 << 20)
-#define KVS_HEADER_MAX ((size_t)64 << 20) /* a header value cJSON may parse */
+#define KVS_HEADER_MAX ((size_t)1 << 20) /* a header value kept and parsed with cJSON */
 
 int kvs_vec_grow(void **arr, size_t *cap, size_t elem, size_t need)
 {
@@ -107,20 +107,72 @@ static void read_kvscope_meta(struct kvs_trace_data *t, const cJSON *o)
     }
 }
 
+/* Whether every escape in JSON text is one cJSON decodes: the scanner skips
+ * header strings without decoding them, so a bad \u escape (a lone
+ * surrogate, say) is the one thing it accepts that cJSON refuses. */
+static bool escapes_ok(const char *p, size_t n)
+{
+    const char *end = p + n;
+    int low_needed = 0; /* after a high surrogate */
+    for (; p < end; p++) {
+        if (*p != '\\') {
+            if (low_needed && *p)
+                return false;
+            continue;
+        }
+        if (++p >= end)
+            return false;
+        if (*p != 'u') {
+            if (low_needed)
+                return false;
+            continue;
+        }
+        unsigned v = 0;
+        for (int i = 1; i <= 4; i++) {
+            char c = p + i < end ? p[i] : 0;
+            int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                  : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+            if (d < 0)
+                return false;
+            v = v * 16 + (unsigned)d;
+        }
+        p += 4;
+        bool high = v >= 0xD800 && v <= 0xDBFF, low = v >= 0xDC00 && v <= 0xDFFF;
+        if (low_needed != low)
+            return false;
+        low_needed = high;
+    }
+    return !low_needed;
+}
+
 static bool header_value(struct kvs_reader *r, const char *key)
 {
     struct kvs_scan *s = &r->scan;
     const char *text;
     size_t len;
-    if (!kvs_scan_capture(s, &text, &len))
+    bool over;
+    /* a header needs a few fields: what is kept, and the tree cJSON builds
+     * of it, stay bounded however large the value is */
+    if (!kvs_scan_capture_max(s, KVS_HEADER_MAX, &text, &len, &over))
         return false;
-    if (len > KVS_HEADER_MAX) {
-        kvs_log(r->opt->log, KVS_LOG_WARN, "header field \"%s\" is %zu bytes: ignored", key, len);
+    if (over) {
+        kvs_log(r->opt->log, KVS_LOG_WARN,
+                "header field \"%s\" is over %zu KiB: skipped, not read (see docs/reliability.md)",
+                key, KVS_HEADER_MAX >> 10);
         return true;
     }
     cJSON *v = cJSON_ParseWithLength(text, len);
-    if (!v)
-        return true; /* the scanner validated it: cJSON ran out of memory; not fatal */
+    if (!v) {
+        /* the scanner validated it: cJSON refuses only a bad escape, or ran
+         * out of memory */
+        if (!escapes_ok(text, len)) {
+            kvs_log(r->opt->log, KVS_LOG_WARN,
+                    "header field \"%s\" holds a bad \\u escape: ignored", key);
+            return true;
+        }
+        return kvs_scan_fail(s, KVS_STATUS_NO_MEMORY, "out of memory parsing the header field \"%s\"",
+                             key);
+    }
     bool ok = true;
     if (!strcmp(key, "deviceProperties"))
         ok = read_device_properties(r->t, v);
@@ -159,7 +211,17 @@ static bool parse_document(struct kvs_reader *r)
         if (!kvs_scan_member_value(s, &m, NULL))
             return false;
         bool ok;
-        if (!strcmp(key, "traceEvents")) {
+        if (!strcmp(key, "traceEvents") && r->events_seen) {
+            /* JSON leaves a repeated key's meaning open; summing both would
+             * count work twice, and Python's json keeps the last: read the
+             * first one only, and say so */
+            kvs_log(r->opt->log, KVS_LOG_WARN,
+                    "the trace has a second \"traceEvents\" array (at byte %llu): skipped, only "
+                    "the first is read (Python's json.load would keep the last)",
+                    (unsigned long long)kvs_scan_offset(s));
+            ok = kvs_scan_skip(s);
+        } else if (!strcmp(key, "traceEvents")) {
+            r->events_seen = true;
             ok = kvs_reader_events(r);
         } else if (!strcmp(key, "deviceProperties") || !strcmp(key, "distributedInfo") ||
                    !strcmp(key, "kvscope")) {
@@ -215,6 +277,24 @@ static enum kvs_status read_source(struct kvs_source *src, uint64_t total_bytes,
             ok = c == KVS_SCAN_EOF;
     }
     struct kvs_scan *s = &r.scan;
+    size_t open_b = 0; /* said only for a trace read to its end (or its cut) */
+    bool whole = ok || s->status == KVS_STATUS_TRUNCATED;
+    for (size_t i = 0; whole && i < r.nstacks; i++)
+        open_b += r.stacks[i].n;
+    if (open_b)
+        kvs_log(opt->log, KVS_LOG_WARN,
+                "%s: %zu 'B' %s no matching 'E' by the end of the trace: not kept (a step or op "
+                "marked that way is missing)",
+                path, open_b, open_b == 1 ? "event has" : "events have");
+    if (whole && t->unmatched_end)
+        kvs_log(opt->log, KVS_LOG_WARN, "%s: %llu 'E' %s no open 'B' on its thread: ignored",
+                path, (unsigned long long)t->unmatched_end,
+                t->unmatched_end == 1 ? "event closes" : "events close");
+    if (t->shapes_cut)
+        kvs_log(opt->log, KVS_LOG_WARN,
+                "%s: %llu ops carry Input Dims + Input type over %zu KiB: their shapes were not "
+                "kept (they match no KV dims; see docs/reliability.md)",
+                path, (unsigned long long)t->shapes_cut, KVS_READ_MAX_SHAPE >> 10);
     t->bytes = s->eof || !ok ? s->base + (uint64_t)(s->end - s->buf) : kvs_scan_offset(s);
     if (ok) {
         st = KVS_STATUS_OK;

@@ -35,9 +35,15 @@ struct kvs_thread_stack {
 #define KVS_READ_MAX_TOTAL ((int64_t)1 << 60)
 /* the rank of one tensor in an op's "Input Dims" (PyTorch allows 25 on a GPU) */
 #define KVS_READ_MAX_RANK 64
+/* bytes of one op's Input Dims + Input type kept (interned) as its shape;
+ * real ones are a few KB. A larger shape is not kept: the op has no shape
+ * (counted in shapes_cut and said once), so memory stays proportional to
+ * what the analysis keeps, not to what an event carries. */
+#define KVS_READ_MAX_SHAPE ((size_t)64 << 10)
 
 struct kvs_reader {
     struct kvs_scan scan;
+    bool events_seen; /* a traceEvents array was read: a second one is skipped */
     struct kvs_trace_data *t;
     const struct kvs_read_opts *opt;
     /* per name id: 0 = not asked yet, 1 = a step name, 2 = not */

@@ -96,6 +96,7 @@ struct kvs_trace_data {
     uint64_t events;              /* traceEvents entries read completely */
     uint64_t n_ops, n_kernels, n_memcpys, n_memsets, n_runtime;
     uint64_t unmatched_end;       /* 'E' events without a 'B' */
+    uint64_t shapes_cut;          /* ops whose dims + types were over KVS_READ_MAX_SHAPE */
     bool truncated;
 
     /* header facts */

@@ -73,6 +73,10 @@ bool kvs_scan_refill(struct kvs_scan *s)
 {
     if (s->status != KVS_STATUS_OK || s->eof)
         return false;
+    if (s->mark && s->mark_max && (size_t)(s->p - s->mark) > s->mark_max) {
+        s->mark = NULL; /* a bounded capture ran past its bound: keep nothing */
+        s->mark_over = true;
+    }
     char *keep = s->mark ? s->mark : s->p;
     size_t shift = (size_t)(keep - s->buf);
     if (shift > 0) {
@@ -510,5 +514,32 @@ bool kvs_scan_capture(struct kvs_scan *s, const char **start, size_t *len)
     *len = (size_t)(s->p - *start);
     if (tmp)
         s->mark = NULL;
+    return ok;
+}
+
+bool kvs_scan_capture_max(struct kvs_scan *s, size_t max, const char **start, size_t *len,
+                          bool *over)
+{
+    *over = false;
+    *len = 0;
+    if (s->mark) /* inside a kept span already: nothing to bound */
+        return kvs_scan_capture(s, start, len);
+    if (kvs_scan_peek(s) < 0) {
+        if (s->status == KVS_STATUS_OK)
+            fail_expected(s, "a value");
+        return false;
+    }
+    s->mark = s->p;
+    s->mark_max = max ? max : 1;
+    s->mark_over = false;
+    bool ok = kvs_scan_skip(s);
+    *over = s->mark_over || (s->mark && (size_t)(s->p - s->mark) > max);
+    if (!*over && s->mark) {
+        *start = s->mark;
+        *len = (size_t)(s->p - s->mark);
+    }
+    s->mark = NULL;
+    s->mark_max = 0;
+    s->mark_over = false;
     return ok;
 }

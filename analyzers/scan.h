@@ -2,7 +2,8 @@
  *
  * defines: struct kvs_scan, struct kvs_number, kvs_scan_init, kvs_scan_free,
  *          kvs_scan_peek, kvs_scan_expect, kvs_scan_string, kvs_scan_number,
- *          kvs_scan_skip, kvs_scan_capture, kvs_scan_fail, kvs_scan_offset,
+ *          kvs_scan_skip, kvs_scan_capture, kvs_scan_capture_max, kvs_scan_fail,
+ *          kvs_scan_offset,
  *          kvs_scan_set_mark, kvs_scan_clear_mark, struct kvs_scan_members,
  *          kvs_scan_member, kvs_scan_member_value
  *
@@ -62,6 +63,8 @@ struct kvs_scan {
     char *p;               /* cursor */
     char *end;             /* end of valid bytes */
     char *mark;            /* keep from here on refill, or NULL */
+    size_t mark_max;       /* kvs_scan_capture_max: drop the mark past this many bytes */
+    bool mark_over;        /* ... and it was dropped */
     uint64_t base;         /* input offset of buf[0] */
     bool eof;              /* the source has no more bytes */
     struct kvs_source *src;
@@ -261,6 +264,13 @@ bool kvs_scan_skip(struct kvs_scan *s);
 /* Skip one value and return its raw text [*start, *start+*len) (needs the
  * mark set, or sets a temporary one; the text is valid like a string's). */
 bool kvs_scan_capture(struct kvs_scan *s, const char **start, size_t *len);
+
+/* kvs_scan_capture for a value read with no mark set (a top-level field),
+ * keeping at most max bytes: a larger value is skipped (still validated)
+ * without being kept, so memory stays about max + the buffer; then *over is
+ * true and *len 0. The text is valid until the next scanner call. */
+bool kvs_scan_capture_max(struct kvs_scan *s, size_t max, const char **start, size_t *len,
+                          bool *over);
 
 /* ns from a timestamp number in microseconds ("5091211322205.042" or
  * "1665536373729077" or "1.6e15"): exact for up to 9 fraction digits. */

@@ -252,6 +252,7 @@ enum kvs_status kvs_steps_find(struct kvs_ctx *c, struct kvs_step_matcher *m)
         if (pass > 0 && m->user)
             break;
         memset(verdict, 0, nstr ? nstr : 1);
+        size_t nodur = 0;
         for (size_t i = 0; i < t->nranges; i++) {
             const struct kvs_range_rec *g = &t->ranges[i];
             if (!verdict[g->name]) {
@@ -261,9 +262,19 @@ enum kvs_status kvs_steps_find(struct kvs_ctx *c, struct kvs_step_matcher *m)
                                               : is_profiler_step(name);
                 verdict[g->name] = yes ? 1 : 2;
             }
-            if (verdict[g->name] == 1)
-                c->steps[c->nsteps++] = (struct kvs_step_win){g->ts, g->ts + g->dur, 0, g->name, {0}};
+            if (verdict[g->name] != 1)
+                continue;
+            if (g->dur <= 0) { /* missing or negative: a 0 ms step would halve the mean */
+                nodur++;
+                continue;
+            }
+            c->steps[c->nsteps++] = (struct kvs_step_win){g->ts, g->ts + g->dur, 0, g->name, {0}};
         }
+        if (nodur)
+            kvs_log(c->log, KVS_LOG_WARN,
+                    "%zu %s without a positive duration (\"dur\" missing, zero or negative): "
+                    "not counted as steps",
+                    nodur, nodur == 1 ? "step range" : "step ranges");
         c->step_source = m->user ? "--step-regex" : sources[pass];
     }
     free(verdict);

@@ -13,6 +13,16 @@ here, one section per class of docs/reliability.md ("Hostile input"):
    names that agree on every byte the old string hash sampled; --step-regex
    over a 1 MiB name with a pattern that is quadratic in it returns at once,
    and a back-reference (exponential) is refused.
+3. memory bombs: a deviceProperties of 60 MB of numbers in a 58 KB .gz, and
+   2,000 ops each with a distinct 200 KB Input Dims in a 0.6 MB .gz, read in
+   a few MB (peak RSS under a fixed cap), each said in a warning; a header
+   cJSON cannot parse for want of memory (an address-space limit) is
+   NO_MEMORY (exit 1), not a silently unknown device; a header with a bad
+   \\u escape is a warning.
+4. silent wrong numbers: a second traceEvents array is skipped, not summed,
+   and said; step ranges without a positive dur are not 0 ms steps; a 'B'
+   that never closes and an 'E' without a 'B' are said; two ops sharing an
+   External id are said.
 
 Each run's peak RSS comes from wait4() on the child and its wall time from
 the clock; bounds are asserted here, scaled when the binary is built with
@@ -53,16 +63,19 @@ class Run:
 
 def _spawn(req):
     """Run one request in the runner: the child's rc, output, peak RSS, time."""
-    args, stdin, stdout_path, fsize = req
+    args, stdin, stdout_path, fsize, as_bytes = req
     def limit():
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() fails with EFBIG instead
-        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+        if fsize:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() fails with EFBIG instead
+            resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+        if as_bytes:
+            resource.setrlimit(resource.RLIMIT_AS, (as_bytes, as_bytes))
     with tempfile.TemporaryFile() as eo, tempfile.TemporaryFile() as oo:
         fin = open(stdin, "rb") if stdin else subprocess.DEVNULL
         fout = open(stdout_path, "ab") if stdout_path else oo
         t0 = time.monotonic()
         p = subprocess.Popen([KVSCOPE] + args, stdin=fin, stdout=fout, stderr=eo,
-                             preexec_fn=limit if fsize else None)
+                             preexec_fn=limit if fsize or as_bytes else None)
         while True:  # wait4 for the child's own rusage; killed past TIMEOUT
             pid, status, ru = os.wait4(p.pid, os.WNOHANG)
             if pid:
@@ -117,9 +130,10 @@ class Runner:
 RUNNER = None
 
 
-def run(args, stdin=None, stdout_path=None, fsize=0):
-    """Run kvscope ARGS (stdin a path or None; fsize a file-size limit)."""
-    return Run(*RUNNER.run((args, stdin, stdout_path, fsize)))
+def run(args, stdin=None, stdout_path=None, fsize=0, as_bytes=0):
+    """Run kvscope ARGS (stdin a path or None; fsize a file-size limit,
+    as_bytes an address-space limit)."""
+    return Run(*RUNNER.run((args, stdin, stdout_path, fsize, as_bytes)))
 
 
 def digest(path):
@@ -333,12 +347,145 @@ def test_step_regex_bounded(d):
           "a bounded --step-regex still finds the steps")
 
 
+# ---------------------------------------------------------------------------
+# 3. memory bombs
+
+KERNEL = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1000, "dur": 10,
+          "args": {"device": 0, "stream": 7}}
+
+
+def header_bomb(path, zeros, gz):
+    with (gzip.open(path, "wt") if gz else open(path, "w")) as f:
+        f.write('{"schemaVersion":1,"deviceProperties":[{"id":0,"name":"NVIDIA H200","junk":[')
+        f.write(",".join(["0"] * zeros))
+        f.write(']}],"traceEvents":[%s]}' % json.dumps(KERNEL))
+
+
+def test_header_bomb(d):
+    t = os.path.join(d, "header_bomb.json.gz")
+    header_bomb(t, 30_000_000, True)
+    r = run(["report", t, "--quiet"])
+    cap = 64 * SLOW
+    check(r.rc == 0 and "deviceProperties" in r.err and "skipped" in r.err and r.rss_mb < cap,
+          "deviceProperties of 60 MB (a %d KB .gz): skipped with a warning, exit %d, peak RSS "
+          "%.0f MB (cap %.0f MB; it took 2.4 GB)" % (os.path.getsize(t) >> 10, r.rc, r.rss_mb, cap))
+    t = os.path.join(d, "header_1mb.json")
+    header_bomb(t, 500_000, False)  # just under the bound: parsed with cJSON
+    r = run(["report", t, "--quiet", "--format", "json"])
+    check(r.rc == 0 and json.loads(r.out)["trace"]["device"] == "NVIDIA H200",
+          "a 1.0 MB deviceProperties (under the bound) is read: the device is named")
+    if ASAN:
+        print("skip the address-space limit under ASan (its shadow needs terabytes)")
+    else:
+        r = run(["report", t, "--quiet"], as_bytes=32 << 20)
+        check(r.rc == 1 and "out of memory" in r.err and "deviceProperties" in r.err,
+              "cJSON out of memory on that header (RLIMIT_AS 32 MB): exit %d, said, not an "
+              "unknown device" % r.rc)
+    t = os.path.join(d, "bad_escape.json")
+    write_json(t, {"deviceProperties": [{"id": 0, "name": "H200"}], "traceEvents": [KERNEL]})
+    with open(t) as f:
+        text = f.read().replace('"H200"', '"H200 \\udc00"')
+    with open(t, "w") as f:
+        f.write(text)
+    r = run(["report", t, "--quiet"])
+    check(r.rc == 0 and "escape" in r.err, "a header with a lone \\udc00: a warning, exit %d" % r.rc)
+
+
+def test_dims_bomb(d):
+    t = os.path.join(d, "dims_bomb.json.gz")
+    with gzip.open(t, "wt") as f:
+        f.write('{"schemaVersion":1,"deviceProperties":[{"id":0,"name":"NVIDIA H200"}],'
+                '"traceEvents":[')
+        for i in range(2000):
+            dims = "[" + ",".join(["[1]"] * 50000) + ",[%d]]" % i  # a list of rank-1 tensors
+            f.write('%s{"ph":"X","cat":"cpu_op","name":"aten::cat","pid":1,"tid":1,"ts":%d,'
+                    '"dur":1,"args":{"External id":%d,"Input Dims":[%s],"Input type":["float"]}}'
+                    % ("," if i else "", 1000 + i * 2, i + 1, dims))
+        f.write(']}')
+    r = run(["report", t, "--quiet"])
+    cap = 64 * SLOW
+    check(r.rc == 0 and "2000 ops" in r.err and r.rss_mb < cap,
+          "2000 ops with distinct 200 KB Input Dims (a %d KB .gz): exit %d, said, peak RSS "
+          "%.0f MB (cap %.0f MB; it took 396 MB)" % (os.path.getsize(t) >> 10, r.rc, r.rss_mb,
+                                                      cap))
+
+
+# ---------------------------------------------------------------------------
+# 4. silent wrong numbers
+
+def report_json(path, *extra):
+    r = run(["report", path, "--format", "json"] + list(extra))
+    return r, (json.loads(r.out) if r.rc == 0 else None)
+
+
+def test_duplicate_trace_events(d):
+    ev = step_events(3)
+    body = json.dumps(ev)
+    t = os.path.join(d, "twice.json")
+    with open(t, "w") as f:
+        f.write('{"schemaVersion":1,"deviceProperties":[{"id":0,"name":"NVIDIA H200"}],'
+                '"traceEvents":%s,"traceEvents":%s}' % (body, body))
+    r, j = report_json(t)
+    calls = j and sum(k["calls"] for k in j["kernels"])
+    check(j and calls == 3 and "second" in r.err and "traceEvents" in r.err,
+          "a duplicated traceEvents key: read once (%s kernel calls, not 6) and said" % calls)
+
+
+def test_step_without_duration(d):
+    ev = step_events(3, step_us=1000.0)
+    for dur in (None, -500.0, 0.0):
+        e = {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#9", "pid": 1, "tid": 1,
+             "ts": 900_000.0}
+        if dur is not None:
+            e["dur"] = dur
+        t = os.path.join(d, "nodur.json")
+        write_json(t, kineto(ev + [e]))
+        r, j = report_json(t)
+        steps = j and j["steps"]
+        check(steps and steps["count"] == 3 and abs(steps["mean_ms"] - 1.0) < 1e-9 and
+              "positive duration" in r.err,
+              "a step range with dur %s: not a step (%s steps, mean %s ms), said"
+              % (dur, steps and steps["count"], steps and steps["mean_ms"]))
+
+
+def test_begin_end_unpaired(d):
+    ev = step_events(2)
+    ev.append({"ph": "B", "cat": "user_annotation", "name": "ProfilerStep#7", "pid": 1, "tid": 1,
+               "ts": 990_000.0})
+    t = os.path.join(d, "open_b.json")
+    write_json(t, kineto(ev))
+    r = run(["report", t])
+    check(r.rc == 0 and "'B'" in r.err and "no matching 'E'" in r.err,
+          "a 'B' that never closes: said (exit %d)" % r.rc)
+    ev = step_events(2) + [{"ph": "E", "pid": 1, "tid": 1, "ts": 990_000.0 + i} for i in range(3)]
+    write_json(t, kineto(ev))
+    r = run(["report", t])
+    check(r.rc == 0 and "3 'E' events" in r.err, "3 'E' without a 'B': said (exit %d)" % r.rc)
+
+
+def test_shared_external_id(d):
+    ev = step_events(1)
+    ts = ev[0]["ts"]
+    ev.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": ts + 100,
+               "dur": 50, "args": {"External id": 1}})  # the copy op's id
+    ev.append({"ph": "X", "cat": "kernel", "name": "sm90_gemm", "pid": 0, "tid": 7,
+               "ts": ts + 120, "dur": 10, "args": {"External id": 1, "device": 0, "stream": 7}})
+    t = os.path.join(d, "shared_ext.json")
+    write_json(t, kineto(ev))
+    r = run(["report", t])
+    check(r.rc == 0 and "share" in r.err and "External id" in r.err,
+          "two ops sharing an External id: said (exit %d)" % r.rc)
+
+
 def main():
     global RUNNER
     RUNNER = Runner()
     with tempfile.TemporaryDirectory() as d:
         for test in (test_output_is_input, test_failed_write_keeps_old, test_output_folder_first,
-                     test_colliding_ids, test_colliding_names, test_step_regex_bounded):
+                     test_colliding_ids, test_colliding_names, test_step_regex_bounded,
+                     test_header_bomb, test_dims_bomb, test_duplicate_trace_events,
+                     test_step_without_duration, test_begin_end_unpaired,
+                     test_shared_external_id):
             sub = os.path.join(d, test.__name__)
             os.mkdir(sub)
             test(sub)

@@ -6,6 +6,7 @@
  */
 #include "kvscope/analysis.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +135,56 @@ static enum kvs_status pick_device(struct kvs_ctx *c)
 
 // ----------------------------------------------------------------------------
 // the result
+
+/* kvscope.engine as the analysis keeps it; false when memory ran out */
+static bool copy_engine(struct kvs_analysis_impl *impl, const struct kvs_engine_rec *e)
+{
+    struct kvs_engine_info *o = &impl->pub.engine;
+    o->present = e->present;
+    o->graph = e->present ? e->graph : -1;
+    if (!e->present)
+        return true;
+    o->config = e->config[0] ? kvs_arena_strdup(&impl->arena, e->config) : NULL;
+    o->kv_path = e->kv_path[0] ? kvs_arena_strdup(&impl->arena, e->kv_path) : NULL;
+    o->batch = e->batch, o->context = e->context, o->kv_capacity = e->kv_capacity;
+    o->layers = e->layers, o->tp = e->tp, o->steps = e->steps;
+    o->bytes_per_step = e->bytes_per_step;
+    o->weight_bytes_per_step = e->weight_bytes_per_step;
+    o->kv_bytes_per_step = e->kv_bytes_per_step;
+    o->copy_gbps = e->copy_gbps;
+    o->step_ms = e->step_ms;
+    return (!e->config[0] || o->config) && (!e->kv_path[0] || o->kv_path);
+}
+
+/* The whole step against the roofline (docs/analysis.md, "Whole-step
+ * roofline"): the engine's bytes per step over the step time the trace
+ * measured (its mean step), or the engine's own median without steps. */
+static void step_roofline(struct kvs_analysis *a)
+{
+    const struct kvs_engine_info *e = &a->engine;
+    struct kvs_step_roofline *r = &a->roofline;
+    memset(r, 0, sizeof *r);
+    r->peak_fraction = r->copy_fraction = NAN;
+    if (!e->present || !(e->bytes_per_step > 0))
+        return;
+    if (a->steps.count > 0 && a->steps.mean_ms > 0) {
+        r->step_ms = a->steps.mean_ms;
+        r->step_source = "trace";
+    } else if (e->step_ms > 0) {
+        r->step_ms = e->step_ms;
+        r->step_source = "engine";
+    } else {
+        return;
+    }
+    r->known = true;
+    r->bytes_per_step = e->bytes_per_step;
+    r->achieved_gbps = e->bytes_per_step / (r->step_ms * 1e6);
+    if (a->trace.peak_gbps > 0)
+        r->peak_fraction = r->achieved_gbps / a->trace.peak_gbps;
+    r->copy_gbps = e->copy_gbps > 0 ? e->copy_gbps : a->trace.copy_gbps > 0 ? a->trace.copy_gbps : 0;
+    if (r->copy_gbps > 0)
+        r->copy_fraction = r->achieved_gbps / r->copy_gbps;
+}
 
 static enum kvs_status build_groups(struct kvs_ctx *c, struct kvs_analysis_impl *impl)
 {
@@ -483,6 +534,11 @@ static enum kvs_status build_result(struct kvs_ctx *c, const char *path, struct 
     if ((st = build_steps(c, impl)) != KVS_STATUS_OK || (st = build_groups(c, impl)) != KVS_STATUS_OK ||
         (st = build_kernels(c, impl)) != KVS_STATUS_OK)
         goto fail;
+    if (!copy_engine(impl, &t->engine)) {
+        st = KVS_STATUS_NO_MEMORY;
+        goto fail;
+    }
+    step_roofline(a);
     /* findings were written into the arena that now belongs to impl; their
      * strings point there and into the interned names */
     *out = a;

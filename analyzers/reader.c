@@ -12,6 +12,9 @@
 
 #define KVS_READ_BUFSIZE ((size_t)1 << 20)
 #define KVS_HEADER_MAX ((size_t)1 << 20) /* a header value kept and parsed with cJSON */
+/* "kvscope.engine" is a few hundred bytes: one far larger is not the
+ * engine's, and is skipped unparsed */
+#define KVS_ENGINE_META_MAX ((size_t)4096)
 
 int kvs_vec_grow(void **arr, size_t *cap, size_t elem, size_t need)
 {
@@ -145,6 +148,60 @@ static bool escapes_ok(const char *p, size_t n)
     return !low_needed;
 }
 
+/* an integer member in [0, 2^53), else 0 (unknown) */
+static int64_t engine_int(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    double d = cJSON_IsNumber(v) ? v->valuedouble : -1;
+    return d >= 0 && d < 9007199254740992.0 && d == (double)(int64_t)d ? (int64_t)d : 0;
+}
+
+/* a positive finite number member (bytes, GB/s, ms), else 0 (unknown) */
+static double engine_num(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    double d = cJSON_IsNumber(v) ? v->valuedouble : 0;
+    return d > 0 && d < 1e30 ? d : 0;
+}
+
+static void engine_str(char *dst, size_t size, const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    dst[0] = 0;
+    if (cJSON_IsString(v) && strlen(v->valuestring) < size)
+        strcpy(dst, v->valuestring);
+}
+
+/* kvscope's engine's facts about its run (docs/report-json.md,
+ * "kvscope.engine"); unknown members are ignored, a missing one is unknown */
+static void read_engine_meta(struct kvs_reader *r, const cJSON *o)
+{
+    struct kvs_engine_rec *e = &r->t->engine;
+    const cJSON *schema = cJSON_GetObjectItemCaseSensitive(o, "schema");
+    if (!cJSON_IsObject(o) || !cJSON_IsString(schema) || strcmp(schema->valuestring, "kvscope.engine/1")) {
+        kvs_log(r->opt->log, KVS_LOG_WARN,
+                "header field \"kvscope.engine\" is not a kvscope.engine/1 object: ignored");
+        return;
+    }
+    memset(e, 0, sizeof *e);
+    e->present = true;
+    engine_str(e->config, sizeof e->config, o, "config");
+    engine_str(e->kv_path, sizeof e->kv_path, o, "kv_path");
+    e->batch = engine_int(o, "batch");
+    e->context = engine_int(o, "context");
+    e->kv_capacity = engine_int(o, "kv_capacity");
+    e->layers = engine_int(o, "layers");
+    e->tp = engine_int(o, "tp");
+    e->steps = engine_int(o, "steps");
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(o, "graph");
+    e->graph = cJSON_IsBool(g) ? cJSON_IsTrue(g) : -1;
+    e->bytes_per_step = engine_num(o, "bytes_per_step");
+    e->weight_bytes_per_step = engine_num(o, "weight_bytes_per_step");
+    e->kv_bytes_per_step = engine_num(o, "kv_bytes_per_step");
+    e->copy_gbps = engine_num(o, "copy_gbps");
+    e->step_ms = engine_num(o, "step_ms");
+}
+
 static bool header_value(struct kvs_reader *r, const char *key)
 {
     struct kvs_scan *s = &r->scan;
@@ -153,12 +210,13 @@ static bool header_value(struct kvs_reader *r, const char *key)
     bool over;
     /* a header needs a few fields: what is kept, and the tree cJSON builds
      * of it, stay bounded however large the value is */
-    if (!kvs_scan_capture_max(s, KVS_HEADER_MAX, &text, &len, &over))
+    size_t max = !strcmp(key, "kvscope.engine") ? KVS_ENGINE_META_MAX : KVS_HEADER_MAX;
+    if (!kvs_scan_capture_max(s, max, &text, &len, &over))
         return false;
     if (over) {
         kvs_log(r->opt->log, KVS_LOG_WARN,
                 "header field \"%s\" is over %zu KiB: skipped, not read (see docs/reliability.md)",
-                key, KVS_HEADER_MAX >> 10);
+                key, max >> 10);
         return true;
     }
     cJSON *v = cJSON_ParseWithLength(text, len);
@@ -180,6 +238,8 @@ static bool header_value(struct kvs_reader *r, const char *key)
         read_distributed_info(r->t, v);
     else if (!strcmp(key, "kvscope"))
         read_kvscope_meta(r->t, v);
+    else if (!strcmp(key, "kvscope.engine"))
+        read_engine_meta(r, v);
     cJSON_Delete(v);
     return ok || kvs_scan_fail(s, KVS_STATUS_NO_MEMORY, "out of memory keeping device names");
 }
@@ -224,7 +284,7 @@ static bool parse_document(struct kvs_reader *r)
             r->events_seen = true;
             ok = kvs_reader_events(r);
         } else if (!strcmp(key, "deviceProperties") || !strcmp(key, "distributedInfo") ||
-                   !strcmp(key, "kvscope")) {
+                   !strcmp(key, "kvscope") || !strcmp(key, "kvscope.engine")) {
             ok = header_value(r, key);
         } else {
             if (!strcmp(key, "schemaVersion") || !strcmp(key, "traceName") ||

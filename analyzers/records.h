@@ -74,6 +74,16 @@ struct kvs_range_rec {
 
 #define KVS_MAX_DEVICES 64
 
+/* The "kvscope.engine" object as read (kvs_engine_info without the
+ * analysis's string storage). */
+struct kvs_engine_rec {
+    bool present;
+    char config[64], kv_path[64];
+    int64_t batch, context, kv_capacity, layers, tp, steps;
+    int graph;
+    double bytes_per_step, weight_bytes_per_step, kv_bytes_per_step, copy_gbps, step_ms;
+};
+
 struct kvs_trace_data {
     struct kvs_intern strings;    /* names, shapes */
     struct kvs_intern threads;    /* "pid\x1ftid" -> dense thread id */
@@ -100,6 +110,7 @@ struct kvs_trace_data {
     bool truncated;
 
     /* header facts */
+    struct kvs_engine_rec engine; /* the "kvscope.engine" object */
     bool has_kvscope_meta;
     bool has_kineto_meta;         /* schemaVersion / deviceProperties / traceName */
     bool from_nsys;               /* read from an Nsight Systems SQLite export (nsys.c) */

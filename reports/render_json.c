@@ -8,6 +8,8 @@
  * matched; a finding's bytes_per_step is null when it moves no bytes (the
  * struct's 0 = not applicable); a string the trace did not provide is null.
  */
+#include <string.h>
+
 #include "compare_impl.h"
 #include "multirank_impl.h"
 
@@ -170,6 +172,72 @@ enum kvs_status kvs_render_json_report(FILE *out, const struct kvs_analysis *a,
     return KVS_STATUS_OK;
 }
 
+/* kvscope.engine as read: null for other traces; unknown members null */
+static void write_engine(struct kvs_jw *w, const struct kvs_engine_info *e)
+{
+    if (!e->present) {
+        kvs_jw_null(w);
+        return;
+    }
+    kvs_jw_obj(w);
+    kvs_jw_key(w, "config");
+    kvs_jw_str(w, e->config);
+    kvs_jw_key(w, "kv_path");
+    kvs_jw_str(w, e->kv_path);
+    const struct {
+        const char *key;
+        int64_t v;
+    } ints[] = {{"batch", e->batch},   {"context", e->context}, {"kv_capacity", e->kv_capacity},
+                {"layers", e->layers}, {"tp", e->tp},           {"graph", 0},
+                {"steps", e->steps}}; /* the object's own order */
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        kvs_jw_key(w, ints[i].key);
+        if (strcmp(ints[i].key, "graph"))
+            kvs_jw_int_or_null(w, ints[i].v, ints[i].v > 0);
+        else if (e->graph >= 0)
+            kvs_jw_bool(w, e->graph);
+        else
+            kvs_jw_null(w);
+    }
+    const struct {
+        const char *key;
+        double v;
+    } nums[] = {{"bytes_per_step", e->bytes_per_step},
+                {"weight_bytes_per_step", e->weight_bytes_per_step},
+                {"kv_bytes_per_step", e->kv_bytes_per_step},
+                {"copy_gbps", e->copy_gbps},
+                {"step_ms", e->step_ms}};
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+        kvs_jw_key(w, nums[i].key);
+        kvs_jw_num_or_null(w, nums[i].v, nums[i].v > 0);
+    }
+    kvs_jw_obj_end(w);
+}
+
+static void write_roofline(struct kvs_jw *w, const struct kvs_step_roofline *r)
+{
+    if (!r->known) {
+        kvs_jw_null(w);
+        return;
+    }
+    kvs_jw_obj(w);
+    kvs_jw_key(w, "bytes_per_step");
+    kvs_jw_num(w, r->bytes_per_step);
+    kvs_jw_key(w, "step_ms");
+    kvs_jw_num(w, r->step_ms);
+    kvs_jw_key(w, "step_source");
+    kvs_jw_str(w, r->step_source);
+    kvs_jw_key(w, "achieved_gbps");
+    kvs_jw_num(w, r->achieved_gbps);
+    kvs_jw_key(w, "peak_fraction");
+    kvs_jw_num(w, r->peak_fraction); /* NAN (unknown peak) -> null */
+    kvs_jw_key(w, "copy_gbps");
+    kvs_jw_num_or_null(w, r->copy_gbps, r->copy_gbps > 0);
+    kvs_jw_key(w, "copy_fraction");
+    kvs_jw_num(w, r->copy_fraction);
+    kvs_jw_obj_end(w);
+}
+
 void kvs_json_write_report(struct kvs_jw *w, const struct kvs_analysis *a)
 {
     bool have_peak = a->trace.peak_gbps > 0;
@@ -267,6 +335,10 @@ void kvs_json_write_report(struct kvs_jw *w, const struct kvs_analysis *a)
     }
     kvs_jw_arr_end(w);
 
+    kvs_jw_key(w, "engine");
+    write_engine(w, &a->engine);
+    kvs_jw_key(w, "roofline");
+    write_roofline(w, &a->roofline);
     kvs_jw_obj_end(w);
 }
 

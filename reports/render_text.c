@@ -36,7 +36,9 @@ static void print_header(FILE *f, const struct kvs_analysis *a, const struct sty
     size_t n = kvs_report_facts(a, facts);
     for (size_t i = 0; i < n; i++) {
         bool warn = !strcmp(facts[i].label, "warning");
-        fprintf(f, "  %s%-8s%s", warn && st->color ? KVS_ANSI_YELLOW : "", facts[i].label,
+        /* labels in a column of 8; a longer one ("roofline") keeps a space after it */
+        int w = strlen(facts[i].label) < 8 ? 8 : (int)strlen(facts[i].label) + 1;
+        fprintf(f, "  %s%-*s%s", warn && st->color ? KVS_ANSI_YELLOW : "", w, facts[i].label,
                 warn && st->color ? KVS_ANSI_RESET : "");
         kvs_put_text(f, facts[i].value);
         fputc('\n', f);

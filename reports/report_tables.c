@@ -3,6 +3,7 @@
  * the text, markdown and HTML renderers alike. Formatting only: every number
  * shown is a field of the analysis.
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -279,6 +280,49 @@ size_t kvs_report_facts(const struct kvs_analysis *a, struct kvs_fact facts[KVS_
         add(x->value, sizeof x->value, "%s", a->model);
         if (a->num_layers > 0)
             add(x->value, sizeof x->value, " (%d layers)", a->num_layers);
+    }
+    const struct kvs_engine_info *e = &a->engine;
+    if (e->present) {
+        x = &facts[n++];
+        x->label = "engine";
+        x->value[0] = 0;
+        add(x->value, sizeof x->value, "kvscope engine, %s", e->config ? e->config : "config unknown");
+        if (e->kv_path)
+            add(x->value, sizeof x->value, ", KV path %s", e->kv_path);
+        if (e->batch > 0)
+            add(x->value, sizeof x->value, ", batch %lld", (long long)e->batch);
+        if (e->context > 0)
+            add(x->value, sizeof x->value, ", context %s", kvs_fmt_count(b1, (double)e->context));
+        if (e->kv_capacity > 0)
+            add(x->value, sizeof x->value, ", KV capacity %s tokens",
+                kvs_fmt_count(b1, (double)e->kv_capacity));
+        if (e->layers > 0)
+            add(x->value, sizeof x->value, ", %lld layers", (long long)e->layers);
+        if (e->tp > 1)
+            add(x->value, sizeof x->value, ", tensor parallel %lld", (long long)e->tp);
+        if (e->graph >= 0)
+            add(x->value, sizeof x->value, ", %s", e->graph ? "CUDA graph" : "eager");
+        if (e->step_ms > 0)
+            add(x->value, sizeof x->value, "; its median step %s ms", kvs_fmt_ms(b1, e->step_ms));
+    }
+    const struct kvs_step_roofline *r = &a->roofline;
+    if (r->known) {
+        x = &facts[n++];
+        x->label = "roofline";
+        x->value[0] = 0;
+        add(x->value, sizeof x->value, "whole step: %s moved per step (engine byte model",
+            kvs_fmt_bytes(b1, r->bytes_per_step));
+        if (e->weight_bytes_per_step > 0 && e->kv_bytes_per_step > 0)
+            add(x->value, sizeof x->value, ": weights %s + KV %s",
+                kvs_fmt_bytes(b1, e->weight_bytes_per_step), kvs_fmt_bytes(b2, e->kv_bytes_per_step));
+        add(x->value, sizeof x->value, ") in %s ms (%s) = %s", kvs_fmt_ms(b1, r->step_ms),
+            !strcmp(r->step_source, "trace") ? "the trace's mean step" : "the engine's median step",
+            kvs_fmt_gbps(b2, r->achieved_gbps));
+        if (isfinite(r->peak_fraction))
+            add(x->value, sizeof x->value, ", %s of the HBM peak", kvs_fmt_pct(b1, r->peak_fraction));
+        if (isfinite(r->copy_fraction))
+            add(x->value, sizeof x->value, ", %s of the measured copy rate (%s)",
+                kvs_fmt_pct(b1, r->copy_fraction), kvs_fmt_gbps(b2, r->copy_gbps));
     }
     if (t->truncated) {
         x = &facts[n++];

@@ -65,7 +65,7 @@ bool kvs_table_steps(struct kvs_table *t, const struct kvs_analysis *a, size_t m
 
 /* The report's header facts ("device", "trace", "steps", "by kind", "model",
  * "warning"), as label/value lines shared by the human formats. */
-#define KVS_MAX_FACTS 6
+#define KVS_MAX_FACTS 8
 struct kvs_fact {
     const char *label;
     char value[512];

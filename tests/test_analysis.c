@@ -780,6 +780,114 @@ static void test_gpu_idle_no_work_in_steps(void)
     kvs_analysis_free(a);
 }
 
+// ----------------------------------------------------------------------------
+// kvscope.engine: the engine's facts and the whole-step roofline
+
+/* a two-step trace (1000 us steps on an H200) with `engine` as its
+ * top-level "kvscope.engine" member (none when NULL) */
+static struct kvs_analysis *engine_trace(const char *engine)
+{
+    static char json[16384];
+    int n = snprintf(json, sizeof json, "{%s%s%s\"deviceProperties\":[{\"id\":0,\"name\":\"NVIDIA H200\"}],"
+                     "\"traceEvents\":[", engine ? "\"kvscope.engine\":" : "", engine ? engine : "",
+                     engine ? "," : "");
+    for (int s = 0; s < 2; s++)
+        n += snprintf(json + n, sizeof json - (size_t)n,
+                      "%s{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\","
+                      "\"pid\":1,\"tid\":1,\"ts\":%d,\"dur\":1000},"
+                      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,"
+                      "\"tid\":7,\"ts\":%d,\"dur\":500,\"args\":{\"device\":0,\"stream\":7}}",
+                      s ? "," : "", s + 1, s * 1000, s * 1000 + 10);
+    n += snprintf(json + n, sizeof json - (size_t)n, "]}");
+    return analyze_json(json, (size_t)n, NULL);
+}
+
+static void test_engine_meta_and_roofline(void)
+{
+    /* 2.4 GB per 1 ms step = 2400 GB/s: half the H200's 4800, 60% of a 4000 GB/s copy */
+    struct kvs_analysis *a = engine_trace(
+        "{\"schema\":\"kvscope.engine/1\",\"config\":\"glm5\",\"kv_path\":\"full-cast\",\"batch\":1,"
+        "\"context\":4096,\"kv_capacity\":495552,\"layers\":78,\"tp\":1,\"graph\":false,\"steps\":2,"
+        "\"bytes_per_step\":2400000000,\"weight_bytes_per_step\":2000000000,"
+        "\"kv_bytes_per_step\":400000000,\"copy_gbps\":4000.0,\"step_ms\":0.98,"
+        "\"future_key\":{\"ignored\":[1,2]}}");
+    KVS_REQUIRE(a);
+    const struct kvs_engine_info *e = &a->engine;
+    KVS_CHECK(e->present);
+    KVS_CHECK_EQ_STR(e->config, "glm5");
+    KVS_CHECK_EQ_STR(e->kv_path, "full-cast");
+    KVS_CHECK_EQ_INT(e->batch, 1);
+    KVS_CHECK_EQ_INT(e->context, 4096);
+    KVS_CHECK_EQ_INT(e->kv_capacity, 495552);
+    KVS_CHECK_EQ_INT(e->layers, 78);
+    KVS_CHECK_EQ_INT(e->tp, 1);
+    KVS_CHECK_EQ_INT(e->graph, 0);
+    KVS_CHECK_EQ_INT(e->steps, 2);
+    KVS_CHECK(e->bytes_per_step == 2.4e9 && e->weight_bytes_per_step == 2e9 && e->kv_bytes_per_step == 4e8);
+    KVS_CHECK(e->copy_gbps == 4000 && e->step_ms == 0.98);
+    const struct kvs_step_roofline *r = &a->roofline;
+    KVS_REQUIRE(r->known);
+    KVS_CHECK_EQ_STR(r->step_source, "trace");
+    KVS_CHECK_NEAR(r->step_ms, 1.0, 1e-9);
+    KVS_CHECK_NEAR(r->achieved_gbps, 2400, 1e-6);
+    KVS_CHECK_NEAR(r->peak_fraction, 0.5, 1e-12);
+    KVS_CHECK_NEAR(r->copy_gbps, 4000, 0);
+    KVS_CHECK_NEAR(r->copy_fraction, 0.6, 1e-12);
+    kvs_analysis_free(a);
+
+    /* copy_gbps null (not measured): the device table's measured rate, if any;
+     * a member of the wrong type or out of range is unknown */
+    a = engine_trace("{\"schema\":\"kvscope.engine/1\",\"config\":7,\"batch\":-1,\"context\":1.5,"
+                     "\"graph\":\"yes\",\"bytes_per_step\":2400000000,\"copy_gbps\":null}");
+    KVS_REQUIRE(a);
+    KVS_CHECK(a->engine.present);
+    KVS_CHECK(a->engine.config == NULL && a->engine.kv_path == NULL);
+    KVS_CHECK_EQ_INT(a->engine.batch, 0);
+    KVS_CHECK_EQ_INT(a->engine.context, 0);
+    KVS_CHECK_EQ_INT(a->engine.graph, -1);
+    KVS_CHECK(a->engine.copy_gbps == 0);
+    KVS_CHECK(a->roofline.known);
+    KVS_CHECK_NEAR(a->roofline.copy_gbps, a->trace.copy_gbps, 0); /* H200: the table's 4257 */
+    KVS_CHECK(a->trace.copy_gbps > 0 && isfinite(a->roofline.copy_fraction));
+    kvs_analysis_free(a);
+
+    /* no bytes per step: the engine's facts, but no roofline */
+    a = engine_trace("{\"schema\":\"kvscope.engine/1\",\"kv_path\":\"fp8-direct\"}");
+    KVS_REQUIRE(a);
+    KVS_CHECK(a->engine.present && !a->roofline.known);
+    kvs_analysis_free(a);
+
+    /* no object: nothing */
+    a = engine_trace(NULL);
+    KVS_REQUIRE(a);
+    KVS_CHECK(!a->engine.present && !a->roofline.known);
+    kvs_analysis_free(a);
+}
+
+static void test_engine_meta_refused(void)
+{
+    /* another schema, or not an object: ignored, with a warning */
+    const char *bad[] = {"{\"schema\":\"kvscope.engine/2\",\"bytes_per_step\":1e9}",
+                         "{\"bytes_per_step\":1e9}", "[1,2,3]", "\"glm5\""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct kvs_analysis *a = engine_trace(bad[i]); /* cap: this analysis's log */
+        KVS_REQUIRE(a);
+        KVS_CHECK_MSG(!a->engine.present && !a->roofline.known, "%s read", bad[i]);
+        KVS_CHECK_MSG(cap.warnings > 0 && strstr(cap.last, "kvscope.engine"), "%s: no warning", bad[i]);
+        kvs_analysis_free(a);
+    }
+    /* far larger than the engine writes (a few hundred bytes): not parsed */
+    static char big[8192];
+    int n = snprintf(big, sizeof big, "{\"schema\":\"kvscope.engine/1\",\"bytes_per_step\":1e9,\"pad\":\"");
+    memset(big + n, 'x', 5000);
+    snprintf(big + n + 5000, sizeof big - (size_t)n - 5000, "\"}");
+    struct kvs_analysis *a = engine_trace(big);
+    KVS_REQUIRE(a);
+    KVS_CHECK(!a->engine.present);
+    KVS_CHECK(cap.warnings > 0 && strstr(cap.last, "\"kvscope.engine\" is over 4 KiB"));
+    kvs_analysis_free(a);
+}
+
 static void test_category_names(void)
 {
     for (int c = 0; c < KVS_CAT_COUNT_; c++) {
@@ -814,6 +922,8 @@ int main(int argc, char **argv)
         {"busy_over_several_devices", test_busy_over_several_devices},
         {"graph_launched_kernels", test_graph_launched_kernels},
         {"gpu_idle_no_work_in_steps", test_gpu_idle_no_work_in_steps},
+        {"engine_meta_and_roofline", test_engine_meta_and_roofline},
+        {"engine_meta_refused", test_engine_meta_refused},
         {NULL, NULL},
     };
     return kvs_test_main(argc, argv, tests);

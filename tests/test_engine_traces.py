@@ -12,7 +12,11 @@ batch 1, context 4096, KV pool 495,552 tokens x 576 per layer, 78 layers):
   index list is as long as its output);
 - fp8-direct: no cast at all -> no kv_full_buffer_cast;
 - compare full-cast active-cast: the two casts pair as one role although the
-  ops are named differently (kvs::cast_fp8_to_bf16, kvs::gather_cast_...).
+  ops are named differently (kvs::cast_fp8_to_bf16, kvs::gather_cast_...);
+- each trace's kvscope.engine object (added from its .log by
+  examples/traces/add_engine_meta.py): the report's `engine` repeats the log's
+  result: line and its `roofline` is bytes_per_step over the trace's mean
+  ProfilerStep, against the H200's 4800 GB/s and the engine's copy rate.
 
 Expected figures come from the raw traces (json.load), not from kvscope.
 
@@ -143,6 +147,43 @@ def compare_pairs():
         check("kv_full_buffer_cast" in cmp["resolved"], "%s: kv_full_buffer_cast resolved" % tag)
 
 
+def log_result(name):
+    """The key=value pairs of the engine log's result: line."""
+    with open(os.path.join(TRACES, "glm5_%s.log" % name)) as f:
+        line = [l for l in f if l.startswith("result:")][-1]
+    return dict(t.split("=", 1) for t in line.split()[1:] if "=" in t)
+
+
+def roofline():
+    for name in ("full-cast", "fp8-direct", "active-cast"):
+        res = log_result(name)
+        ev = json.load(gzip.open(trace(name)))["traceEvents"]
+        durs = [e["dur"] for e in ev if e.get("cat") == "user_annotation"
+                and e.get("name", "").startswith("ProfilerStep#")]
+        step_ms = sum(durs) / len(durs) / 1000
+        rep = report(name, "--model", "glm5")
+        if rep is None:
+            continue
+        e, r = rep["engine"], rep["roofline"]
+        if not check(e is not None and r is not None, "%s: engine and roofline read" % name):
+            continue
+        check(e["kv_path"] == res["path"] and e["config"] == res["config"]
+              and e["batch"] == int(res["batch"]) and e["context"] == int(res["context"])
+              and e["steps"] == int(res["steps"]) and e["graph"] is (res["graph"] == "1")
+              and e["kv_capacity"] == CAP and e["layers"] == 78,
+              "%s: engine %s against the log's %s" % (name, e, res))
+        by = float(res["bytes_per_step"])
+        check(e["bytes_per_step"] == by and abs(e["step_ms"] - float(res["step_ms"])) < 1e-9
+              and abs(e["copy_gbps"] - float(res["copy_gbps"])) < 1e-9, "%s: engine figures" % name)
+        gbps = by / (step_ms * 1e6)
+        check(r["step_source"] == "trace" and abs(r["step_ms"] - step_ms) < 1e-6,
+              "%s: roofline step %.4f ms, the trace's mean step %.4f" % (name, r["step_ms"], step_ms))
+        check(abs(r["achieved_gbps"] - gbps) < 1e-6 * gbps
+              and abs(r["peak_fraction"] - gbps / 4800) < 1e-9
+              and abs(r["copy_fraction"] - gbps / float(res["copy_gbps"])) < 1e-9,
+              "%s: roofline %s, want %.1f GB/s" % (name, r, gbps))
+
+
 if not all(os.path.exists(trace(n)) for n in ("full-cast", "active-cast", "fp8-direct")):
     print("skip: the engine traces are not in examples/traces")
     sys.exit(77)
@@ -150,4 +191,5 @@ full_cast()
 active_cast()
 fp8_direct()
 compare_pairs()
+roofline()
 sys.exit(finish())

@@ -9,7 +9,7 @@ src=${KVS_SOURCE_ROOT:-.}
 fail=0 n=0
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
-for f in "$src"/examples/*.sh "$src"/examples/*.py; do
+for f in "$src"/examples/*.sh "$src"/examples/*.py "$src"/examples/traces/*.py; do
     [ -e "$f" ] || continue
     n=$((n + 1))
     case $f in
@@ -21,8 +21,9 @@ for f in "$src"/examples/*.sh "$src"/examples/*.py; do
         echo "FAIL $f does not parse:"; cat "$tmp/err"; fail=1; continue
     fi
     # the header: a comment in the first lines that names the file and how to run it
-    if ! head -n 4 "$f" | grep -q "examples/$(basename "$f")"; then
-        echo "FAIL $f: its opening comment does not name it (examples/$(basename "$f"))"; fail=1; continue
+    rel=${f#"$src"/}
+    if ! head -n 4 "$f" | grep -q "$rel"; then
+        echo "FAIL $f: its opening comment does not name it ($rel)"; fail=1; continue
     fi
     echo "ok   $f"
 done

@@ -76,7 +76,7 @@ static void test_schema_and_values(void)
     cJSON *root = cJSON_Parse(text);
     KVS_REQUIRE(root != NULL);
 
-    static const char *const top[] = {"schema", "trace", "steps", "groups", "kernels", "findings",
+    static const char *const top[] = {"schema", "trace", "steps", "groups", "kernels", "findings", "engine", "roofline",
                                       NULL};
     static const char *const trace[] = {"path", "bytes", "events", "device", "peak_gbps", NULL};
     static const char *const steps[] = {"count", "mean_ms", "gpu_ms_per_step", "gpu_busy_fraction",
@@ -290,6 +290,54 @@ static void test_dims_from_tensors(void)
     free(text);
 }
 
+/* engine and roofline: null for a trace without kvscope.engine, else the
+ * analysis's figures; unknown members null */
+static void test_engine_and_roofline(void)
+{
+    struct kvs_fixture fx;
+    kvs_fixture_unfixed(&fx);
+    enum kvs_status st;
+    char *text = render_json(&fx.a, &st);
+    cJSON *root = cJSON_Parse(text);
+    KVS_REQUIRE(root != NULL);
+    KVS_CHECK(cJSON_IsNull(cJSON_GetObjectItem(root, "engine")));
+    KVS_CHECK(cJSON_IsNull(cJSON_GetObjectItem(root, "roofline")));
+    cJSON_Delete(root);
+    free(text);
+
+    fx.a.engine = (struct kvs_engine_info){.present = true, .config = "glm5", .kv_path = "full-cast",
+                                           .batch = 1, .context = 4096, .graph = -1,
+                                           .bytes_per_step = 1.47367e11, .copy_gbps = 4227.1,
+                                           .step_ms = 96.6685};
+    fx.a.roofline = (struct kvs_step_roofline){.known = true, .bytes_per_step = 1.47367e11,
+                                               .step_ms = 97.26, .step_source = "trace",
+                                               .achieved_gbps = 1515.2, .peak_fraction = 0.3157,
+                                               .copy_gbps = 4227.1, .copy_fraction = NAN};
+    text = render_json(&fx.a, &st);
+    root = cJSON_Parse(text);
+    KVS_REQUIRE(root != NULL);
+    const cJSON *e = cJSON_GetObjectItem(root, "engine");
+    static const char *const ekeys[] = {"config", "kv_path", "batch", "context", "kv_capacity",
+                                        "layers", "tp", "graph", "steps", "bytes_per_step",
+                                        "weight_bytes_per_step", "kv_bytes_per_step", "copy_gbps",
+                                        "step_ms", NULL};
+    KVS_CHECK(keys_are(e, ekeys));
+    KVS_CHECK_EQ_STR(str(e, "kv_path"), "full-cast");
+    KVS_CHECK_EQ_INT(num(e, "context"), 4096);
+    KVS_CHECK(cJSON_IsNull(cJSON_GetObjectItem(e, "kv_capacity"))); /* 0: unknown */
+    KVS_CHECK(cJSON_IsNull(cJSON_GetObjectItem(e, "graph")));
+    KVS_CHECK(num(e, "bytes_per_step") == 1.47367e11);
+    const cJSON *r = cJSON_GetObjectItem(root, "roofline");
+    static const char *const rkeys[] = {"bytes_per_step", "step_ms", "step_source", "achieved_gbps",
+                                        "peak_fraction", "copy_gbps", "copy_fraction", NULL};
+    KVS_CHECK(keys_are(r, rkeys));
+    KVS_CHECK(num(r, "achieved_gbps") == 1515.2 && num(r, "peak_fraction") == 0.3157);
+    KVS_CHECK_EQ_STR(str(r, "step_source"), "trace");
+    KVS_CHECK(cJSON_IsNull(cJSON_GetObjectItem(r, "copy_fraction")));
+    cJSON_Delete(root);
+    free(text);
+}
+
 static void test_write_error(void)
 {
     FILE *f = fopen("/dev/full", "w");
@@ -334,6 +382,7 @@ int main(int argc, char **argv)
         {"nonfinite_and_unknown_peak", test_nonfinite_and_unknown_peak},
         {"empty_analysis", test_empty_analysis},
         {"dims_from_tensors", test_dims_from_tensors},
+        {"engine_and_roofline", test_engine_and_roofline},
         {"write_error", test_write_error},
         {"format_parse", test_format_parse},
         {NULL, NULL},

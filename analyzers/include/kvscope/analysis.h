@@ -4,7 +4,8 @@
  * defines: struct kvs_analysis (and its parts), struct kvs_analysis_options,
  *          kvs_analysis_options_init, kvs_analyze_file, kvs_analyze_memory,
  *          kvs_analysis_free,
- *          kvs_category_name, KVS_LAUNCH_BOUND_BUSY, enum kvs_step_kind
+ *          kvs_category_name, KVS_LAUNCH_BOUND_BUSY, enum kvs_step_kind,
+ *          struct kvs_engine_info, struct kvs_step_roofline
  *
  * kvs_analyze_file() streams a Chrome-trace JSON file (PyTorch/Kineto's or
  * kvscope's own; plain, .gz, or "-" for stdin), links GPU activity to the ops
@@ -163,6 +164,37 @@ struct kvs_step_kind_stat {
     double tokens_per_s;         /* tokens over time, 0 unknown */
 };
 
+/* What kvscope's engine wrote about its own run: the trace's top-level
+ * "kvscope.engine" object (schema kvscope.engine/1, docs/report-json.md).
+ * present is false for other traces. A member the object lacks, or one out
+ * of range, is unknown: NULL for strings, 0 for numbers, -1 for graph. */
+struct kvs_engine_info {
+    bool present;
+    const char *config;          /* "glm5" */
+    const char *kv_path;         /* "full-cast", "fp8-direct", "active-cast" */
+    int64_t batch, context, kv_capacity, layers, tp, steps;
+    int graph;                   /* 1: CUDA graph, 0: eager, -1: unknown */
+    double bytes_per_step;       /* bytes moved per step by the engine's byte model */
+    double weight_bytes_per_step, kv_bytes_per_step; /* its two parts */
+    double copy_gbps;            /* device-to-device copy rate the engine measured */
+    double step_ms;              /* the engine's own median step time */
+};
+
+/* The whole decode step against the HBM roofline: the bytes the engine's
+ * byte model moves per step over the step time (docs/analysis.md). Known
+ * when the trace carries kvscope.engine with bytes_per_step and a step time
+ * (the trace's steps, else the engine's step_ms). */
+struct kvs_step_roofline {
+    bool known;
+    double bytes_per_step;
+    double step_ms;              /* the trace's mean step wall time, else the engine's */
+    const char *step_source;     /* "trace" or "engine" */
+    double achieved_gbps;        /* bytes_per_step / step time */
+    double peak_fraction;        /* achieved / trace.peak_gbps; NAN when the peak is unknown */
+    double copy_gbps;            /* the engine's measured copy rate, else trace.copy_gbps; 0: unknown */
+    double copy_fraction;        /* achieved / copy_gbps; NAN when unknown */
+};
+
 /* What a group's shape was matched to. */
 struct kvs_match {
     const char *label;           /* "KV capacity (tokens) x kv_lora_rank 512 + qk_rope_head_dim 64" */
@@ -249,6 +281,8 @@ struct kvs_analysis {
     double category_ms[KVS_CAT_COUNT_];  /* GPU time by category over the steps (or trace) */
     const char *model;                   /* model name used for matching, or NULL */
     int num_layers;                      /* from the model config, 0 when unknown */
+    struct kvs_engine_info engine;       /* kvscope's engine's own facts, when it made the trace */
+    struct kvs_step_roofline roofline;   /* the whole step against the HBM roofline */
 };
 
 /* Analyse one trace. On KVS_STATUS_OK or KVS_STATUS_TRUNCATED (the input

@@ -67,6 +67,8 @@ static void ctx_free(struct kvs_ctx *c)
     free(c->gpu_op);
     free(c->gpu_launch);
     free(c->gpu_cat);
+    free(c->gpu_family);
+    free(c->gpu_kfamily);
     free(c->gpu_step);
     free(c->steps);
     free(c->step_busy_ns);
@@ -245,7 +247,7 @@ static enum kvs_status build_groups(struct kvs_ctx *c, struct kvs_analysis_impl 
 struct kstat {
     uint32_t name;
     int64_t calls, ns, busy_ns;
-    uint8_t cat;
+    uint8_t cat, family;
 };
 
 static int cmp_kstat(const void *x, const void *y)
@@ -274,7 +276,7 @@ static enum kvs_status build_kernels(struct kvs_ctx *c, struct kvs_analysis_impl
     for (size_t i = 0; i < t->ngpus; i++) {
         const struct kvs_gpu_rec *g = &t->gpus[i];
         if (!slot[g->name]) {
-            struct kstat k = {g->name, 0, 0, 0, c->gpu_cat[i]};
+            struct kstat k = {g->name, 0, 0, 0, c->gpu_cat[i], c->gpu_kfamily[i]};
             if (KVS_VEC_PUSH(ks, n, cap, k) < 0) {
                 free(slot);
                 free(ks);
@@ -315,6 +317,7 @@ static enum kvs_status build_kernels(struct kvs_ctx *c, struct kvs_analysis_impl
         out[i].gpu_ms = (double)ks[i].ns / 1e6;
         out[i].gpu_fraction = c->trace_busy_ns > 0 ? (double)ks[i].busy_ns / c->trace_busy_ns : 0;
         out[i].category = (enum kvs_category)ks[i].cat;
+        out[i].family = c->families.fam[ks[i].family].name;
     }
     free(ks);
     impl->pub.kernels = out;
@@ -489,6 +492,48 @@ static enum kvs_status build_steps(struct kvs_ctx *c, struct kvs_analysis_impl *
     return build_kinds(c, impl);
 }
 
+static int cmp_family(const void *x, const void *y)
+{
+    const struct kvs_family_stat *a = x, *b = y;
+    if (a->gpu_ms != b->gpu_ms)
+        return a->gpu_ms > b->gpu_ms ? -1 : 1;
+    return strcmp(a->family, b->family);
+}
+
+/* GPU time by kernel family, of the work the steps launched (the whole
+ * trace without steps) */
+static enum kvs_status build_families(struct kvs_ctx *c, struct kvs_analysis_impl *impl)
+{
+    const struct kvs_families *fs = &c->families;
+    struct kvs_family_stat acc[KVS_MAX_FAMILIES];
+    memset(acc, 0, sizeof acc);
+    for (size_t i = 0; i < c->t.ngpus; i++) {
+        if (c->nsteps && c->gpu_step[i] < 0)
+            continue;
+        struct kvs_family_stat *f = &acc[c->gpu_family[i]];
+        f->activities++;
+        f->gpu_ms += (double)c->t.gpus[i].dur / 1e6;
+    }
+    struct kvs_family_stat *out = kvs_arena_alloc(&impl->arena, (fs->n ? fs->n : 1) * sizeof *out);
+    if (!out)
+        return KVS_STATUS_NO_MEMORY;
+    size_t n = 0;
+    for (size_t k = 0; k < fs->n; k++) {
+        if (!acc[k].activities)
+            continue;
+        out[n] = acc[k];
+        out[n].family = fs->fam[k].name;
+        out[n].category = (enum kvs_category)fs->fam[k].category;
+        out[n].gpu_ms_per_step = c->nsteps ? acc[k].gpu_ms / (double)c->nsteps : acc[k].gpu_ms;
+        n++;
+    }
+    if (n)
+        qsort(out, n, sizeof *out, cmp_family);
+    impl->pub.families = out;
+    impl->pub.nfamily = n;
+    return KVS_STATUS_OK;
+}
+
 static enum kvs_status build_result(struct kvs_ctx *c, const char *path, struct kvs_analysis **out)
 {
     struct kvs_analysis_impl *impl = calloc(1, sizeof *impl);
@@ -532,7 +577,7 @@ static enum kvs_status build_result(struct kvs_ctx *c, const char *path, struct 
     if (!ti->path)
         goto fail;
     if ((st = build_steps(c, impl)) != KVS_STATUS_OK || (st = build_groups(c, impl)) != KVS_STATUS_OK ||
-        (st = build_kernels(c, impl)) != KVS_STATUS_OK)
+        (st = build_kernels(c, impl)) != KVS_STATUS_OK || (st = build_families(c, impl)) != KVS_STATUS_OK)
         goto fail;
     if (!copy_engine(impl, &t->engine)) {
         st = KVS_STATUS_NO_MEMORY;

@@ -1,10 +1,12 @@
 /* classify.h — what a name says: copy/cast ops and kernels, and the GPU-time
  * category of an activity (copy/cast, GEMM, attention, communication).
  *
- * defines: kvs_op_is_copy, kvs_op_is_indexed_write, kvs_kernel_is_copy, kvs_categorize
+ * defines: kvs_op_is_copy, kvs_op_is_indexed_write, kvs_families_load, kvs_family_of,
+ *          kvs_categorize
  *
- * Name patterns are PyTorch's and the usual libraries' (listed in
- * docs/analysis.md). kvs_categorize fills ctx->gpu_cat after linking.
+ * Op name patterns are PyTorch's; kernel families come from the table
+ * analyzers/data/kernel_families.json (docs/analysis.md). kvs_categorize
+ * fills ctx->gpu_family and gpu_cat after linking.
  * Private to analyzers/.
  */
 #ifndef KVS_ANALYZERS_CLASSIFY_H
@@ -25,10 +27,20 @@ bool kvs_op_is_copy(const char *name);
  * so its dims say nothing about the bytes moved. */
 bool kvs_op_is_indexed_write(const char *name);
 
-/* direct_copy_kernel, *_copy_kernel*, LoadWithCast/StoreWithCast, memcpy
- * kernels, kvscope's cast kernels. */
-bool kvs_kernel_is_copy(const char *name);
+/* The kernel family table (analyzers/data/kernel_families.json) read into
+ * the arena: text[0..len) is the JSON. KVS_STATUS_PARSE (logged) when
+ * it is malformed. */
+enum kvs_status kvs_families_load(struct kvs_families *f, struct kvs_arena *ar, const char *text,
+                                  size_t len, const struct kvs_logger *lg);
 
+/* *family = the family of a kernel name: the first whose rule matches, else
+ * "other". KVS_STATUS_NO_MEMORY when a long name's lowercase copy fails. */
+enum kvs_status kvs_family_of(const struct kvs_families *f, const char *name, uint8_t *family);
+
+/* fills ctx->families, gpu_kfamily (the kernel's family by name; memcpy and
+ * memset by kind), gpu_family (the same, but a weak family's work named by
+ * its op when the op is a copy, attention or matmul) and gpu_cat (that
+ * family's category) */
 enum kvs_status kvs_categorize(struct kvs_ctx *c);
 
 #endif

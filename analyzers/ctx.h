@@ -77,6 +77,23 @@ struct kvs_group_acc {
     const char *role;            /* in the arena */
 };
 
+/* The kernel family table, in the analysis' arena (classify.c). */
+#define KVS_MAX_FAMILIES 64
+struct kvs_family {
+    const char *name;
+    uint8_t category;            /* enum kvs_category */
+    bool weak;                   /* says little: the launching op decides the category */
+    const char *const *prefix;   /* case-sensitive, after a leading "void " */
+    const char *const *contains; /* lowercase substrings */
+    const char *const *unless;   /* lowercase, blanked before contains are tried */
+    size_t nprefix, ncontains, nunless;
+};
+struct kvs_families {
+    struct kvs_family *fam;      /* the table's families, then memcpy, memset, other */
+    size_t n;
+    uint8_t memcpy_, memset_, other, copy_cast, attention, gemm;
+};
+
 struct kvs_ctx {
     struct kvs_trace_data t;
     const struct kvs_analysis_options *opt;
@@ -86,6 +103,10 @@ struct kvs_ctx {
     uint32_t *gpu_op;            /* per GPU activity: launching op index or KVS_NO_OP */
     int64_t *gpu_launch;         /* per GPU activity: launch time (ns) */
     uint8_t *gpu_cat;            /* per GPU activity: enum kvs_category */
+    uint8_t *gpu_family;         /* per GPU activity: index into families.fam (a weak name's
+                                    family replaced by what its op says) */
+    uint8_t *gpu_kfamily;        /* per GPU activity: its kernel name's family alone */
+    struct kvs_families families;
     int32_t *gpu_step;           /* per GPU activity: step by launch time, -1 outside */
     uint64_t unlinked;
     uint64_t graph_launched;     /* GPU activities a CUDA/HIP graph launch started */

@@ -287,6 +287,13 @@ void kvs_json_write_report(struct kvs_jw *w, const struct kvs_analysis *a)
     for (size_t i = 0; a->step && i < a->nstep; i++)
         write_step(w, &a->step[i]);
     kvs_jw_arr_end(w);
+    kvs_jw_key(w, "by_family"); /* family -> GPU ms per step, largest first */
+    kvs_jw_obj(w);
+    for (size_t i = 0; a->families && i < a->nfamily; i++) {
+        kvs_jw_key(w, a->families[i].family);
+        kvs_jw_num(w, a->families[i].gpu_ms_per_step);
+    }
+    kvs_jw_obj_end(w);
     kvs_jw_obj_end(w);
 
     kvs_jw_key(w, "groups");
@@ -308,6 +315,10 @@ void kvs_json_write_report(struct kvs_jw *w, const struct kvs_analysis *a)
         kvs_jw_num(w, k->gpu_ms);
         kvs_jw_key(w, "gpu_fraction");
         kvs_jw_num(w, k->gpu_fraction);
+        kvs_jw_key(w, "category");
+        kvs_jw_str(w, kvs_cat_label(k->category));
+        kvs_jw_key(w, "family");
+        kvs_jw_str(w, k->family);
         kvs_jw_obj_end(w);
     }
     kvs_jw_arr_end(w);

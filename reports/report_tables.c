@@ -84,10 +84,10 @@ bool kvs_table_groups(struct kvs_table *t, const struct kvs_analysis *a, size_t 
 bool kvs_table_kernels(struct kvs_table *t, const struct kvs_analysis *a, size_t max_rows,
                        size_t name_width)
 {
-    static const char *const hdr[] = {"kernel", "calls", "GPU ms", "% GPU", "category"};
+    static const char *const hdr[] = {"kernel", "calls", "GPU ms", "% GPU", "category", "family"};
     static const enum kvs_col kind[] = {KVS_COL_CODE, KVS_COL_NUM, KVS_COL_NUM, KVS_COL_NUM,
-                                        KVS_COL_TEXT};
-    kvs_table_init(t, 5, hdr, kind);
+                                        KVS_COL_TEXT, KVS_COL_TEXT};
+    kvs_table_init(t, 6, hdr, kind);
     size_t n = a->kernels ? a->nkernel : 0;
     for (size_t i = 0; i < n && i < max_rows; i++) {
         const struct kvs_kernel_stat *k = &a->kernels[i];
@@ -96,7 +96,8 @@ bool kvs_table_kernels(struct kvs_table *t, const struct kvs_analysis *a, size_t
         kvs_fmt_count(calls, (double)k->calls);
         kvs_fmt_ms(ms, k->gpu_ms);
         kvs_fmt_pct(frac, k->gpu_fraction);
-        const char *row[] = {name, calls, ms, frac, kvs_cat_label((int)k->category)};
+        const char *row[] = {name, calls, ms, frac, kvs_cat_label((int)k->category),
+                             k->family ? k->family : "-"};
         kvs_table_add(t, row);
     }
     set_note(t, max_rows, n, "kernels");

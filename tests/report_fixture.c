@@ -111,14 +111,14 @@ static void kernels(struct kvs_fixture *fx, double cast_ms, double total)
 {
     struct kvs_kernel_stat *k = fx->kernels;
     k[0] = (struct kvs_kernel_stat){fx->groups[0].kernel, 244, cast_ms, cast_ms / total,
-                                    KVS_CAT_COPY_CAST};
+                                    KVS_CAT_COPY_CAST, "copy_cast"};
     k[1] = (struct kvs_kernel_stat){"nvjet_tst_64x8_64x16_4x1_v_bz_TNT", 2440, 30.0, 30.0 / total,
-                                    KVS_CAT_GEMM};
+                                    KVS_CAT_GEMM, "cublas"};
     /* a hostile name: markup, quotes, a control character and a lone 0xFF byte */
     k[2] = (struct kvs_kernel_stat){"evil<script>alert(\"x\")</script>&\x01|`k`\xff", 244, 4.0,
-                                    4.0 / total, KVS_CAT_ATTENTION};
+                                    4.0 / total, KVS_CAT_ATTENTION, "attention"};
     k[3] = (struct kvs_kernel_stat){"ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
-                                    8, 1.0, 1.0 / total, KVS_CAT_COMM};
+                                    8, 1.0, 1.0 / total, KVS_CAT_COMM, "nccl"};
     fx->a.nkernel = 4;
 }
 

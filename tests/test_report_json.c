@@ -81,7 +81,7 @@ static void test_schema_and_values(void)
     static const char *const trace[] = {"path", "bytes", "events", "device", "peak_gbps", NULL};
     static const char *const steps[] = {"count", "mean_ms", "gpu_ms_per_step", "gpu_busy_fraction",
                                         "source", "mean_time_ms", "tokens_per_s", "category_ms",
-                                        "by_kind", "items", NULL};
+                                        "by_kind", "items", "by_family", NULL};
     static const char *const step[] = {"index", "name", "kind", "batch", "tokens", "wall_ms",
                                        "gpu_span_ms", "time_ms", "gpu_busy_ms", "gpu_busy_fraction",
                                        "outlier", "category_ms", NULL};
@@ -93,7 +93,8 @@ static void test_schema_and_values(void)
                                         "launch_elements", "achieved_gbps", "efficiency", "match",
                                         NULL};
     static const char *const match[] = {"label", "capacity_tokens", "row_dim", "per_layer", NULL};
-    static const char *const kernel[] = {"name", "calls", "gpu_ms", "gpu_fraction", NULL};
+    static const char *const kernel[] = {"name", "calls", "gpu_ms", "gpu_fraction", "category",
+                                         "family", NULL};
     static const char *const finding[] = {"id", "severity", "message", "gpu_ms_per_step",
                                           "bytes_per_step", "evidence", "fix", NULL};
     KVS_CHECK(keys_are(root, top));
@@ -188,7 +189,9 @@ static void test_schema_and_values(void)
         KVS_CHECK(keys_are(k, kernel));
         KVS_CHECK(num(k, "gpu_ms") == fx.kernels[i].gpu_ms);
         KVS_CHECK(num(k, "gpu_fraction") == fx.kernels[i].gpu_fraction);
+        KVS_CHECK_EQ_STR(str(k, "family"), fx.kernels[i].family);
     }
+    KVS_CHECK_EQ_STR(str(cJSON_GetArrayItem(kernels, 3), "category"), "communication");
     /* markup and quotes survive; the control byte is escaped and comes back;
      * the invalid byte becomes U+FFFD */
     KVS_CHECK_EQ_STR(str(cJSON_GetArrayItem(kernels, 2), "name"),

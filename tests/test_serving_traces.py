@@ -7,7 +7,9 @@ below from the traces' README and range names), the GPU work each step
 launched (a kernel's correlation id -> its runtime call -> the step whose CPU
 range holds the call; graph launches included), its busy time (the union per
 device) and its time (CPU range, or the span of its GPU work when longer),
-within 1%.
+the GPU ms per step of each kernel family, within 1%. On every trace under
+../shared/traces (hta/, graphs/ and the MLA pair too), each kernel with 3% or
+more of the GPU time has the family written down here for its library.
 
 Exit 0 pass, 1 fail, 77 when ../shared/traces/serving is absent (meson: skipped).
 """
@@ -47,6 +49,35 @@ EXPECT_STEPS = {
     "resnet50_num_workers_0__worker0.1623143566756.pt.trace.json.gz": [("unknown", None, None)] * 6,
     "resnet50_num_workers_4__worker0.1623213129365.pt.trace.json.gz": [("unknown", None, None)] * 6,
 }
+
+# A kernel's family from what its library names it (first match), written
+# here apart from analyzers/data/kernel_families.json.
+FAMILY_OF = [
+    (r"^Cijk_", "hipblaslt"),
+    (r"^bmm_", "mx_bmm"),
+    (r"_matmul_ogs", "triton_matmul"),
+    (r"nvjet|sm90_xmma_gemm|[a-z]+_sgemm_|gemmk1_kernel|splitKreduce", "cublas"),
+    (r"cutlass::Kernel<cutlass_\d+_(wmma_)?tensorop", "cutlass"),
+    (r"ncclKernel|ncclDevKernel", "nccl"),
+    (r"multimem_all_reduce", "all_reduce"),
+    (r"paged_attention", "paged_attention"),
+    (r"flash_fwd_kernel", "flash_attention"),
+    (r"unified_attention|^attn_fwd$", "triton_attention"),
+    (r"^fmha", "fmha"),
+    (r"^Memcpy", "memcpy"),
+    (r"^Memset", "memset"),
+    (r"direct_copy_kernel|CatArrayBatchedCopy|_to_copy", "copy_cast"),
+    (r"rms_norm|Rmsnorm|rmsnorm|bn_bw_|bn_fw_", "norm"),
+    (r"dgrad_engine|wgrad_alg|implicit_convolve|fprop_implicit_gemm|scudnn", "convolution"),
+    (r"split_embedding|permute_pooled_embs", "embedding"),
+    (r"finalize_matmul_scatter", "moe_routing"),
+    (r"elementwise_kernel|distribution_elementwise|reduce_kernel|triton_poi_|triton_red_|"
+     r"multi_tensor_apply|gather_kernel|softmax_warp|act_and_mul", "elementwise"),
+    (r"spin_kernel|nchwToNhwc|DeviceRadixSort", "other"),
+]
+# families an op can take over (a pointwise kernel of aten::copy_ is a copy):
+# their per-step totals follow the ops, not the kernel names alone
+OP_DECIDED = {"elementwise", "other", "copy_cast", "attention", "gemm"}
 
 GPU_CATS = ("kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset")
 RT_CATS = ("cuda_runtime", "cuda_driver", "Runtime")
@@ -104,7 +135,7 @@ def describe(name):
 
 
 def attributed(ev, wins):
-    """per step: the GPU activities it launched, as (start, end, device)"""
+    """per step: the GPU activities it launched, as (start, end, device, name)"""
     rt = {}
     for e in ev:
         if e.get("ph") == "X" and e.get("cat") in RT_CATS:
@@ -129,7 +160,7 @@ def attributed(ev, wins):
             launch = ns(e["ts"])
         for k, (s, t, _) in enumerate(wins):
             if s <= launch < t:
-                per[k].append((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]), a.get("device", 0)))
+                per[k].append((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]), a.get("device", 0), e["name"]))
                 break
     return per
 
@@ -141,9 +172,16 @@ def near(a, b, rel=0.01, absolute=1e-6):
 def report(path):
     out = subprocess.run([kvscope, "report", path, "--format", "json"], capture_output=True,
                          text=True)
-    check(out.returncode == 0, "%s: kvscope report exits 0 (%d: %s)"
-          % (os.path.basename(path), out.returncode, out.stderr.strip()[-300:]))
+    if not check(out.returncode == 0, "%s: kvscope report exits 0" % os.path.basename(path)):
+        print(out.returncode, out.stderr.strip()[-300:])
     return json.loads(out.stdout) if out.stdout.strip() else {}
+
+
+def family_of(kernel):
+    for pat, fam in FAMILY_OF:
+        if re.search(pat, kernel):
+            return fam
+    return None
 
 
 seen = 0
@@ -174,10 +212,10 @@ for name in sorted(os.listdir(root)):
     tokens = time_sum = 0.0
     for k, (w, s) in enumerate(zip(wins, items)):
         busy = 0.0
-        for dev in {d for _, _, d in per[k]}:
-            busy += union([(a, b) for a, b, d in per[k] if d == dev])
+        for dev in {d for _, _, d, _ in per[k]}:
+            busy += union([(a, b) for a, b, d, _ in per[k] if d == dev])
         wall = w[1] - w[0]
-        span = (max(b for _, b, _ in per[k]) - min(a for a, _, _ in per[k])) if per[k] else 0
+        span = (max(b for _, b, _, _ in per[k]) - min(a for a, _, _, _ in per[k])) if per[k] else 0
         time = max(wall, span)
         check(near(s["gpu_busy_ms"], busy / 1e6),
               "%s step %d: GPU busy %.4f ms (the work it launched), json.load says %.4f"
@@ -186,13 +224,25 @@ for name in sorted(os.listdir(root)):
               "%s step %d: time %.4f ms (CPU range %.4f), json.load says %.4f (%.4f)"
               % (name, k, s["time_ms"], s["wall_ms"], time / 1e6, wall / 1e6))
         cat_sum = sum(s["category_ms"].values())
-        dur_sum = sum(b - a for a, b, _ in per[k]) / 1e6
+        dur_sum = sum(b - a for a, b, _, _ in per[k]) / 1e6
         check(near(cat_sum, dur_sum),
               "%s step %d: GPU time by category adds up to %.4f ms, the launched work's %.4f"
               % (name, k, cat_sum, dur_sum))
         if s.get("tokens"):
             tokens += s["tokens"]
             time_sum += time / 1e6
+    # GPU ms per step of each family, over the work the steps launched: the
+    # families kvscope gives the kernel names, the sums here
+    fam_of_name = {k["name"]: k["family"] for k in rep.get("kernels", [])}
+    launched = [x for k in range(len(wins)) for x in per[k]]
+    by_family = steps.get("by_family", {})
+    check(near(sum(by_family.values()) * len(wins), sum(b - a for a, b, _, _ in launched) / 1e6),
+          "%s: GPU ms by family add up to the launched work" % name)
+    for fam, ms in by_family.items():
+        if fam in OP_DECIDED:
+            continue
+        mine = sum(b - a for a, b, _, n in launched if fam_of_name.get(n) == fam) / 1e6 / len(wins)
+        check(near(ms, mine), "%s: family %s %.4f ms/step, json.load says %.4f" % (name, fam, ms, mine))
     if time_sum:
         check(near(steps.get("tokens_per_s"), tokens * 1000 / time_sum),
               "%s: %.1f tokens/s, json.load says %.1f" % (name, steps.get("tokens_per_s") or 0,
@@ -210,5 +260,21 @@ for name in ("tracelens__inference__vllm_decode_full__graph_execution.json.gz",
     check(frac > 0.95, "%s: GPU busy %.1f%% of the step" % (name, 100 * frac))
     ids = [f["id"] for f in rep.get("findings", [])]
     check("gpu_idle" not in ids, "%s: no gpu_idle finding (findings: %s)" % (name, ids))
+
+# every shared trace's kernels of 3% of the GPU time or more: the family
+# their library's name says
+everything = os.path.join(shared, "traces")
+for d, _, files in sorted(os.walk(everything)):
+    for f in sorted(files):
+        if not (f.endswith(".json.gz") or f.endswith(".json")):
+            continue
+        rep = report(os.path.join(d, f))
+        for k in rep.get("kernels", []):
+            if k["gpu_fraction"] < 0.03:
+                continue
+            want = family_of(k["name"])
+            check(want is not None and k["family"] == want,
+                  "%s: %.1f%% %s is %s (expected %s)" % (f, 100 * k["gpu_fraction"], k["name"][:70],
+                                                        k["family"], want))
 
 sys.exit(finish())

@@ -249,6 +249,20 @@ struct kvs_kernel_stat {
     double gpu_ms;               /* sum of durations */
     double gpu_fraction;         /* union of its intervals over total GPU busy time: <= 1 */
     enum kvs_category category;
+    const char *family;          /* its name's family ("hipblaslt", "flash_attention", "nccl",
+                                    "copy_cast", ...: analyzers/data/kernel_families.json), "other"
+                                    when none; category can differ for a pointwise kernel
+                                    ("elementwise") that a copy op launched (copy/cast) */
+};
+
+/* GPU time of one kernel family (of activities: a pointwise kernel that a
+ * copy, attention or matmul op launched counts to copy_cast, attention, gemm). */
+struct kvs_family_stat {
+    const char *family;
+    enum kvs_category category;
+    int64_t activities;          /* in the steps (whole trace without steps) */
+    double gpu_ms;               /* sum of durations of those */
+    double gpu_ms_per_step;      /* gpu_ms / steps (= gpu_ms without steps) */
 };
 
 enum kvs_severity { KVS_SEV_INFO = 0, KVS_SEV_WARN, KVS_SEV_HIGH };
@@ -276,6 +290,8 @@ struct kvs_analysis {
     const struct kvs_group *groups;      /* sorted by gpu_ms, descending */
     size_t nkernel;
     const struct kvs_kernel_stat *kernels; /* sorted by gpu_ms, descending */
+    size_t nfamily;
+    const struct kvs_family_stat *families; /* families with GPU time, by gpu_ms, descending */
     size_t nfinding;
     const struct kvs_finding *findings;  /* ranked by gpu_ms_per_step, descending */
     double category_ms[KVS_CAT_COUNT_];  /* GPU time by category over the steps (or trace) */

@@ -17,6 +17,7 @@
 #include "dtypes.h"
 #include "analyze_input.h"
 #include "findings.h"
+#include "graph_capture.h"
 #include "groups.h"
 #include "launch_size.h"
 #include "link.h"
@@ -571,6 +572,7 @@ static enum kvs_status build_result(struct kvs_ctx *c, const char *path, struct 
     ti->gpu_devices = t->ngpus ? c->ndevices : 0;
     ti->gpu_unlinked = c->unlinked;
     ti->graph_launched = c->graph_launched;
+    ti->capture_aligned = c->capture_aligned;
     ti->dropped_records = t->dropped_records;
     a->model = c->have_model ? kvs_arena_strdup(&impl->arena, c->model.name) : NULL;
     a->num_layers = c->have_model ? c->model.layers : 0;
@@ -714,7 +716,9 @@ enum kvs_status kvs_analyze_input(const struct kvs_analyze_input *in,
         st = KVS_STATUS_EMPTY;
         goto done;
     }
-    if ((st = kvs_link(&c)) != KVS_STATUS_OK || (st = kvs_categorize(&c)) != KVS_STATUS_OK ||
+    if ((st = kvs_link(&c)) != KVS_STATUS_OK ||
+        (opt->graph_capture && (st = kvs_graph_capture_merge(&c, opt->graph_capture, &ro)) != KVS_STATUS_OK) ||
+        (st = kvs_categorize(&c)) != KVS_STATUS_OK ||
         (st = kvs_steps_find(&c, &sm)) != KVS_STATUS_OK || (st = kvs_steps_measure(&c)) != KVS_STATUS_OK ||
         (st = kvs_groups_build(&c)) != KVS_STATUS_OK || (st = pick_device(&c)) != KVS_STATUS_OK ||
         (st = kvs_match_groups(&c)) != KVS_STATUS_OK)
@@ -727,7 +731,13 @@ enum kvs_status kvs_analyze_input(const struct kvs_analyze_input *in,
         size_t sized = 0;
         for (size_t i = 0; i < c.ngroups; i++)
             sized += c.groups[i].launch_sized;
-        if (sized)
+        if (c.capture_aligned)
+            kvs_log(c.log, KVS_LOG_INFO,
+                    "%s: %llu of %zu GPU activities were launched from CUDA graphs; %llu of them "
+                    "have the ops (shapes, dtypes, External ids) they were captured under",
+                    path, (unsigned long long)c.graph_launched, c.t.ngpus,
+                    (unsigned long long)c.capture_aligned);
+        else if (sized)
             kvs_log(c.log, KVS_LOG_WARN,
                     "%s: %llu of %zu GPU activities were launched from CUDA graphs: PyTorch records "
                     "no op shapes for a graph's kernels; %zu copy/cast groups were sized from their "

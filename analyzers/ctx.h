@@ -110,6 +110,7 @@ struct kvs_ctx {
     int32_t *gpu_step;           /* per GPU activity: step by launch time, -1 outside */
     uint64_t unlinked;
     uint64_t graph_launched;     /* GPU activities a CUDA/HIP graph launch started */
+    uint64_t capture_aligned;    /* of those, kernels given their op from --graph-capture */
 
     /* steps */
     struct kvs_step_win *steps;

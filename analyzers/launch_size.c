@@ -262,27 +262,28 @@ static int model_rows(const struct kvs_ctx *c, int64_t *rows, int max)
     return n;
 }
 
-/* the one (tokens, row) with tokens x row in [lo, hi]: tokens = --kv-capacity
- * when given, row one of the model's KV rows otherwise; false when none or
- * several counts fit. A factor no larger than the range's width has a
- * multiple in any such range, so its fitting proves nothing: only wider
- * ones count (576 against a 512-element range: yes; 128: no). */
+/* The one (tokens, row) with tokens x row in [lo, hi]: with a model, row one
+ * of its KV row widths; without one, tokens = --kv-capacity and a row of at
+ * least KVS_MIN_KV_ROW elements. False when none or several counts fit. A
+ * factor no larger than the range's width has a multiple in any such range,
+ * so its fitting proves nothing: only wider ones count (576 against a
+ * 512-element range: yes; 128: no). */
+#define KVS_MIN_KV_ROW 64 /* one head of the smallest head_dim in use */
 static bool factor(const struct kvs_ctx *c, int64_t lo, int64_t hi, int64_t *tokens, int64_t *row)
 {
-    int found = 0;
-    int64_t cap = c->opt->kv_capacity, width = hi - lo + 1;
-    if (cap > width) {
-        int64_t first = (lo + cap - 1) / cap, last = hi / cap; /* rows r with cap x r in range */
-        if (first == last && first > 0) {
-            *tokens = cap;
-            *row = first;
-            found = 1;
-        } else if (last > first) {
+    int64_t width = hi - lo + 1, rows[8];
+    int nrow = model_rows(c, rows, 8), found = 0;
+    if (!c->have_model) {
+        int64_t cap = c->opt->kv_capacity;
+        if (cap <= width)
             return false;
-        }
+        int64_t first = (lo + cap - 1) / cap, last = hi / cap; /* rows r with cap x r in range */
+        if (first != last || first < KVS_MIN_KV_ROW)
+            return false;
+        *tokens = cap;
+        *row = first;
+        return true;
     }
-    int64_t rows[8];
-    int nrow = model_rows(c, rows, 8);
     for (int i = 0; i < nrow && found <= 1; i++) {
         if (rows[i] <= width)
             continue;

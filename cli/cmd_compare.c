@@ -32,6 +32,11 @@ static void usage(FILE *out)
           "  --model CFG         Hugging Face config.json, or a bundled name (glm5, deepseek-v3,\n"
           "                      kimi-k2, glm-4.7-flash, llama-3-70b, qwen3-235b-a22b)\n"
           "  --kv-capacity N     preallocated KV capacity in tokens\n"
+          "  --kv-dtype T        the KV cache's dtype (fp8, e5m2, bf16, fp16, fp32), for cast\n"
+          "                      kernels sized from their launch (CUDA-graph replays)\n"
+          "  --before-capture F  a profile of BEFORE's CUDA-graph capture: its replayed\n"
+          "                      kernels get the ops they were captured under\n"
+          "  --after-capture F   the same for AFTER\n"
           "  --device NAME       device for the HBM peak (default: from the trace)\n"
           "  --peak-gbps X       HBM peak in GB/s (overrides the device table)\n"
           "  --step-regex RE     step ranges (default: vLLM/SGLang step ranges, then\n"
@@ -110,7 +115,7 @@ int kvs_cmd_compare(int argc, char **argv)
 {
     struct kvs_analysis_options aopt;
     kvs_analysis_options_init(&aopt);
-    const char *paths[2] = {NULL, NULL}, *format = NULL, *output = NULL;
+    const char *paths[2] = {NULL, NULL}, *format = NULL, *output = NULL, *capture[2] = {NULL, NULL};
     long long batch = 0, top = 0;
     int npath = 0;
     bool quiet = false;
@@ -132,6 +137,12 @@ int kvs_cmd_compare(int argc, char **argv)
             if (!parse_int(v, 1, &n) || n > (long long)1 << 40) /* report's bound */
                 return kvs_cli_usage_error("compare", "--kv-capacity wants an integer in [1, 2^40], not '%s'", v);
             aopt.kv_capacity = n;
+        } else if ((v = opt_value(argc, argv, &i, "--kv-dtype", &missing))) {
+            aopt.kv_dtype = v;
+        } else if ((v = opt_value(argc, argv, &i, "--before-capture", &missing))) {
+            capture[0] = v;
+        } else if ((v = opt_value(argc, argv, &i, "--after-capture", &missing))) {
+            capture[1] = v;
         } else if ((v = opt_value(argc, argv, &i, "--device", &missing))) {
             aopt.device = v;
         } else if ((v = opt_value(argc, argv, &i, "--peak-gbps", &missing))) {
@@ -166,6 +177,9 @@ int kvs_cmd_compare(int argc, char **argv)
     if (!strcmp(paths[0], "-") && !strcmp(paths[1], "-"))
         return kvs_cli_usage_error("compare", "only one of BEFORE and AFTER can be '-' (stdin)");
     int rc = kvs_cli_output_check("compare", output, paths, 2, aopt.model, "comparison");
+    for (int k = 0; k < 2 && rc == KVS_EXIT_OK; k++) /* the captures are inputs too */
+        if (capture[k])
+            rc = kvs_cli_output_check("compare", output, &capture[k], 1, NULL, "comparison");
     if (rc != KVS_EXIT_OK)
         return rc;
     struct kvs_render_options ropt = {.format = KVS_FORMAT_TEXT};
@@ -188,6 +202,7 @@ int kvs_cmd_compare(int argc, char **argv)
             aopt.progress = show_progress;
             aopt.progress_user = &p;
         }
+        aopt.graph_capture = capture[k];
         enum kvs_status st = kvs_analyze_file(paths[k], &aopt, &an[k]);
         if (st != KVS_STATUS_OK && st != KVS_STATUS_TRUNCATED) {
             /* the analysis logged why, naming the culprit (the trace, or a

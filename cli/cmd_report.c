@@ -55,6 +55,9 @@ static void usage(FILE *out)
             "  --kv-dtype T         the KV cache's dtype (fp8, e5m2, bf16, fp16, fp32): the\n"
             "                       source of a cast kernel sized from its launch (graph\n"
             "                       replays, no shapes) whose name does not say it\n"
+            "  --graph-capture F    a profile of the CUDA graph's capture (ops, shapes and\n"
+            "                       the launches recorded while capturing): the replayed\n"
+            "                       kernels get the ops they were captured under\n"
             "  --device NAME        device for the peak bandwidth (default: the trace's),\n"
             "                       e.g. H200, \"H100 SXM\", B200, \"RTX PRO 6000\", MI300X\n"
             "  --peak-gbps X        peak memory bandwidth in GB/s (overrides the table)\n"
@@ -189,6 +192,7 @@ int kvs_cmd_report(int argc, char **argv)
         }
         a = name;
         bool known = !strcmp(a, "--model") || !strcmp(a, "--kv-capacity") || !strcmp(a, "--kv-dtype") ||
+                     !strcmp(a, "--graph-capture") ||
                      !strcmp(a, "--device") || !strcmp(a, "--peak-gbps") ||
                      !strcmp(a, "--step-regex") || !strcmp(a, "--batch") || !strcmp(a, "--format") ||
                      !strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--top");
@@ -205,6 +209,8 @@ int kvs_cmd_report(int argc, char **argv)
         } else if (!strcmp(a, "--kv-capacity")) {
             rc = parse_int(a, v, 1, (long long)1 << 40, &n);
             opt.kv_capacity = n;
+        } else if (!strcmp(a, "--graph-capture")) {
+            opt.graph_capture = v;
         } else if (!strcmp(a, "--kv-dtype")) {
             opt.kv_dtype = v;
         } else if (!strcmp(a, "--device")) {
@@ -238,6 +244,8 @@ int kvs_cmd_report(int argc, char **argv)
     if (opt.device && opt.peak_gbps > 0)
         return kvs_cli_usage_error(CMD, "give --device or --peak-gbps, not both");
     int rc = kvs_cli_output_check(CMD, output, traces, ntrace, opt.model, "report");
+    if (rc == KVS_EXIT_OK && opt.graph_capture) /* the capture is an input too */
+        rc = kvs_cli_output_check(CMD, output, &opt.graph_capture, 1, NULL, "report");
     if (rc != KVS_EXIT_OK)
         return rc;
 

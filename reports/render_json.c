@@ -257,6 +257,10 @@ void kvs_json_write_report(struct kvs_jw *w, const struct kvs_analysis *a)
     kvs_jw_str(w, a->trace.device);
     kvs_jw_key(w, "peak_gbps");
     kvs_jw_num_or_null(w, a->trace.peak_gbps, have_peak);
+    kvs_jw_key(w, "graph_launched");
+    kvs_jw_int(w, (int64_t)a->trace.graph_launched);
+    kvs_jw_key(w, "capture_aligned");
+    kvs_jw_int(w, (int64_t)a->trace.capture_aligned);
     kvs_jw_obj_end(w);
 
     kvs_jw_key(w, "steps");

@@ -199,6 +199,9 @@ size_t kvs_report_facts(const struct kvs_analysis *a, struct kvs_fact facts[KVS_
     if (t->graph_launched)
         add(x->value, sizeof x->value, "; %s from CUDA graphs",
             kvs_fmt_count(b1, (double)t->graph_launched));
+    if (t->capture_aligned)
+        add(x->value, sizeof x->value, " (%s given their ops from the graph's capture)",
+            kvs_fmt_count(b1, (double)t->capture_aligned));
     if (t->dropped_records)
         add(x->value, sizeof x->value, "; %s records dropped at capture",
             kvs_fmt_count(b1, (double)t->dropped_records));

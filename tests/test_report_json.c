@@ -78,7 +78,9 @@ static void test_schema_and_values(void)
 
     static const char *const top[] = {"schema", "trace", "steps", "groups", "kernels", "findings", "engine", "roofline",
                                       NULL};
-    static const char *const trace[] = {"path", "bytes", "events", "device", "peak_gbps", NULL};
+    static const char *const trace[] = {"path",           "bytes",           "events", "device",
+                                        "peak_gbps",      "graph_launched", "capture_aligned",
+                                        NULL};
     static const char *const steps[] = {"count", "mean_ms", "gpu_ms_per_step", "gpu_busy_fraction",
                                         "source", "mean_time_ms", "tokens_per_s", "category_ms",
                                         "by_kind", "items", "by_family", NULL};

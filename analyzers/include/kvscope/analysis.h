@@ -49,6 +49,9 @@ struct kvs_analysis_options {
     const char *kv_dtype;    /* the KV cache's dtype ("fp8", "bf16", "c10::Float8_e4m3fn", ...):
                                 the source of a cast kernel sized from its launch whose name does
                                 not say it; NULL: unknown (its bytes are then a lower bound) */
+    const char *graph_capture; /* a profile of the CUDA/HIP graph's capture (ops with shapes,
+                                  launches recorded while capturing): replayed kernels get the
+                                  ops they were captured under; NULL: none */
     struct kvs_logger log;   /* warnings (truncation, unknown device, ...) go here */
     kvs_progress_fn progress;
     void *progress_user;
@@ -104,6 +107,8 @@ struct kvs_trace_info {
     uint64_t graph_launched;     /* GPU activities started by a CUDA/HIP graph launch: their ops
                                     ran at capture, so no shapes describe them */
     uint64_t dropped_records;    /* from a kvscope capture's metadata; 0 otherwise */
+    uint64_t capture_aligned;    /* graph-replayed kernels given the op they were captured under
+                                    (options.graph_capture), 0 without a capture */
 };
 
 /* Below this GPU busy fraction of the step, the CPU issuing work, not the

@@ -21,6 +21,7 @@
 struct builder {
     struct kvs_comparison *c;
     bool oom;
+    bool loose; /* a trace without dtypes (an Nsight Systems emit_nvtx profile): roles pair without them */
 };
 
 static char *dup_or_null(struct builder *b, const char *s)
@@ -74,9 +75,43 @@ static void fill_steps(struct builder *b, struct kvs_cmp_steps *s, const struct 
         s->tokens_per_s = a->steps.tokens_per_s > 0 ? a->steps.tokens_per_s : 0;
 }
 
+/* a group whose op recorded dims but no dtypes (an Nsight Systems emit_nvtx
+ * range, or Input Dims alone): its tensors' dtypes are "" and its bytes unknown */
+static bool untyped(const struct kvs_group *g)
+{
+    return g->ntensors > 0 && g->tensor_dtypes && g->tensor_dtypes[0] && !*g->tensor_dtypes[0];
+}
+
+static bool any_untyped(const struct kvs_analysis *a)
+{
+    for (size_t i = 0; a->groups && i < a->ngroup; i++)
+        if (untyped(&a->groups[i]))
+            return true;
+    return false;
+}
+
+/* "cast BFloat16<-Float8_e4m3fn [*,1,576]" and "copy ?<-? [*,1,576]" (no
+ * dtypes recorded) as "copy/cast [*,1,576]": the role without its kind and
+ * dtype pair (match.c writes "<kind> <dtype chain> <rows>", the rows being
+ * "rows of ..." or "[...]"), or NULL when the role is not of that form */
+static char *role_without_dtypes(struct builder *b, const char *r)
+{
+    if (strncmp(r, "cast ", 5) && strncmp(r, "copy ", 5))
+        return NULL;
+    const char *rows = strstr(r + 4, " rows of "), *dims = strstr(r + 4, " [");
+    if (!rows || (dims && dims < rows))
+        rows = dims;
+    return rows ? kvs_fmt_dup(&b->oom, "copy/cast%s", rows) : NULL;
+}
+
 /* The role a group pairs by; groups without one pair by op and dtypes. */
 static char *role_of(struct builder *b, const struct kvs_group *g)
 {
+    if (g->role && *g->role && b->loose) {
+        char *r = role_without_dtypes(b, g->role);
+        if (r)
+            return r;
+    }
     if (g->role && *g->role)
         return dup_or_null(b, g->role);
     char types[256];
@@ -225,7 +260,15 @@ static const struct kvs_finding *find_id(const struct kvs_analysis *a, const cha
     return NULL;
 }
 
-/* Ids of `from` absent from `other` (first occurrence of each id). */
+/* findings that need a copy's bytes, which a trace without dtypes lacks */
+static bool needs_bytes(const char *id)
+{
+    return !strcmp(id, "kv_full_buffer_cast") || !strcmp(id, "low_bandwidth_efficiency");
+}
+
+/* Ids of `from` absent from `other` (first occurrence of each id). A finding
+ * that needs bytes, absent from a trace without dtypes, is not evidence of
+ * anything: the verdict says so and it is neither resolved nor new. */
 static void diff_findings(struct builder *b, const struct kvs_analysis *from,
                           const struct kvs_analysis *other, char ***ids, char ***msgs, size_t *n,
                           char ***kept, size_t *nkept)
@@ -234,6 +277,16 @@ static void diff_findings(struct builder *b, const struct kvs_analysis *from,
         const struct kvs_finding *f = &from->findings[i];
         if (!f->id || find_id(from, f->id) != f)
             continue; /* unnamed, or a repeat of an id already seen */
+        if (!find_id(other, f->id) && needs_bytes(f->id) && any_untyped(other)) {
+            verdict(b, kvs_fmt_dup(&b->oom,
+                                   "Not judged: %s (%s: %s): %s records op dims but no dtypes (an "
+                                   "Nsight Systems emit_nvtx profile), so its copies have no bytes and "
+                                   "this finding cannot be found in it; compare two traces that both "
+                                   "carry dtypes",
+                                   f->id, kept ? "before" : "after", f->message ? f->message : "",
+                                   kept ? "AFTER" : "BEFORE"));
+            continue;
+        }
         if (!find_id(other, f->id)) {
             size_t before = *n;
             kvs_strv_push(&b->oom, ids, n, dup_or_null(b, f->id));
@@ -478,7 +531,7 @@ enum kvs_status kvs_compare(const struct kvs_analysis *before, const struct kvs_
     struct kvs_comparison *c = calloc(1, sizeof *c);
     if (!c)
         return KVS_STATUS_NO_MEMORY;
-    struct builder b = {c, false};
+    struct builder b = {c, false, any_untyped(before) || any_untyped(after)};
     c->batch = batch;
     fill_steps(&b, &c->before, before, batch);
     fill_steps(&b, &c->after, after, batch);

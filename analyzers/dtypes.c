@@ -65,6 +65,10 @@ int kvs_dtype_bits(const char *name, size_t len)
 
 const char *kvs_dtype_short(const char *name, size_t len, size_t *out_len)
 {
+    if (len == 0) { /* not recorded (shapes.h: an untyped tensor) */
+        *out_len = 1;
+        return "?";
+    }
     size_t off = strip_prefix(name, len);
     *out_len = len - off;
     return name + off;

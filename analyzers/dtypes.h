@@ -21,7 +21,8 @@
 int kvs_dtype_bits(const char *name, size_t len);
 
 /* The display form: the name without "c10::" / "torch." ("BFloat16",
- * "Float8_e4m3fn", "float"). Points into name; *out_len is its length. */
+ * "Float8_e4m3fn", "float"). Points into name; *out_len is its length. An
+ * empty name (a dtype not recorded) is "?". */
 const char *kvs_dtype_short(const char *name, size_t len, size_t *out_len);
 
 /* ceil(numel * bits / 8); numel from dims (rank 0 = one element); -1 when it

@@ -129,6 +129,9 @@ void kvs_shape_parse(const char *key, size_t len, struct kvs_shape *out)
     size_t tlen[MAX_ENTRIES];
     int nt = 0;
     ws(&t);
+    /* no types recorded at all (Input Dims alone, or an Nsight Systems
+     * emit_nvtx range): every flat list is a tensor of unknown dtype */
+    bool untyped = t.p == t.end;
     if (t.p < t.end && *t.p == '[') {
         t.p++;
         for (;;) {
@@ -177,7 +180,7 @@ void kvs_shape_parse(const char *key, size_t len, struct kvs_shape *out)
         bool overflow = false;
         int rank = dims_entry(&d, dims, &numel, &overflow);
         int bits = (i < nt && tname[i]) ? kvs_dtype_bits(tname[i], tlen[i]) : 0;
-        if (rank >= 0 && bits > 0) {
+        if (rank >= 0 && (bits > 0 || untyped)) {
             if (out->n == KVS_SHAPE_MAX_TENSORS) {
                 out->more = true;
             } else {
@@ -192,9 +195,11 @@ void kvs_shape_parse(const char *key, size_t len, struct kvs_shape *out)
                 if (nbytes > ((__int128)1 << 56))
                     overflow = true;
                 out->numel[k] = overflow ? -1 : numel;
-                out->bytes[k] = overflow ? -1 : (int64_t)nbytes;
-                out->dtype[k] = tname[i];
-                out->dtype_len[k] = tlen[i];
+                /* an untyped tensor's bytes are unknown, its dtype "" (a
+                 * valid pointer: the end of the key) */
+                out->bytes[k] = overflow || !bits ? -1 : (int64_t)nbytes;
+                out->dtype[k] = bits ? tname[i] : t.end;
+                out->dtype_len[k] = bits ? tlen[i] : 0;
             }
         }
         ws(&d);

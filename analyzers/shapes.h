@@ -7,7 +7,9 @@
  * turns one such key (once per distinct shape, not per call) into tensors:
  * an entry is a tensor when its dims are a flat list of integers and its
  * type is a dtype name (kvs_dtype_bits > 0). Scalars, lists of tensors and
- * unknown types are left out. Order is the op's own (for copy_: destination
+ * unknown types are left out. When no types were recorded at all (the
+ * types text is empty: Input Dims alone, or an Nsight Systems emit_nvtx
+ * range) every flat list is a tensor with bits 0, bytes -1 and dtype "". Order is the op's own (for copy_: destination
  * first). Private to analyzers/.
  */
 #ifndef KVS_ANALYZERS_SHAPES_H
@@ -24,8 +26,8 @@ struct kvs_shape {
     int n;                                   /* tensors kept */
     int rank[KVS_SHAPE_MAX_TENSORS];         /* full rank (dims beyond 8 not stored) */
     int64_t dims[KVS_SHAPE_MAX_TENSORS][KVS_SHAPE_MAX_RANK];
-    int bits[KVS_SHAPE_MAX_TENSORS];         /* per element */
-    int64_t bytes[KVS_SHAPE_MAX_TENSORS];    /* of the whole tensor; -1 when it overflows */
+    int bits[KVS_SHAPE_MAX_TENSORS];         /* per element; 0: dtype unknown */
+    int64_t bytes[KVS_SHAPE_MAX_TENSORS];    /* of the whole tensor; -1 when it overflows or the dtype is unknown */
     int64_t numel[KVS_SHAPE_MAX_TENSORS];
     const char *dtype[KVS_SHAPE_MAX_TENSORS];/* into the key text, not NUL-terminated */
     size_t dtype_len[KVS_SHAPE_MAX_TENSORS];

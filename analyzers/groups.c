@@ -108,10 +108,12 @@ static void bytes_per_call(const struct kvs_trace_data *t, struct kvs_group_acc 
     g->sized_from = g->bytes_per_call > 0 ? "dims" : NULL;
 }
 
-/* no dims and no activity bytes size the group: its launches may */
+/* no dims and no activity bytes size the group: its launches may (dims
+ * without dtypes, an Nsight Systems emit_nvtx range, size nothing either) */
 static void size_from_launches(const struct kvs_ctx *c, struct kvs_group_acc *g)
 {
-    if (g->bytes_per_call < 0 && g->activity_bytes == 0 && g->shape_info.n == 0) {
+    bool untyped = g->shape_info.n > 0 && g->shape_info.bits[0] == 0;
+    if (g->bytes_per_call < 0 && g->activity_bytes == 0 && (g->shape_info.n == 0 || untyped)) {
         kvs_launch_size_group(c, g);
         if (g->launch_sized && g->bytes_per_call > 0)
             g->sized_from = "launch";

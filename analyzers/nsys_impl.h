@@ -30,7 +30,7 @@ struct kvs_nsys {
     bool have_strings;                 /* a StringIds table */
     sqlite3_stmt *string_q;            /* SELECT value FROM StringIds WHERE id = ? */
     struct kvs_u64map string_map;      /* StringIds id -> interned id + 1 */
-    struct kvs_u64map api_map;         /* StringIds id of a runtime call -> 1 graph launch, 2 not */
+    struct kvs_u64map api_map;         /* StringIds id of a runtime call -> what it launches (nsys_rows.c) */
     bool present[KVS_NSYS_TABLES_];
     uint64_t rows[KVS_NSYS_TABLES_];   /* rows read per table */
     uint64_t nvtx_ranges, nvtx_ops, nvtx_marks, nvtx_open; /* NVTX rows by what they became */

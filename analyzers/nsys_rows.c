@@ -34,8 +34,10 @@ struct stream {
 };
 
 /* column lists; index 0 is always start, 1 end */
-static const char *const kernel_cols[] = {"start", "end", "deviceId", "streamId", "correlationId", "globalPid",
-                                          "demangledName", "shortName", "mangledName", "graphNodeId", NULL};
+static const char *const kernel_cols[] = {"start",  "end",    "deviceId",      "streamId",  "correlationId",
+                                          "globalPid", "demangledName", "shortName", "mangledName",
+                                          "graphNodeId", "gridX", "gridY", "gridZ", "blockX", "blockY",
+                                          "blockZ",      NULL};
 static const char *const memcpy_cols[] = {"start",     "end",  "deviceId", "streamId", "correlationId", "globalPid",
                                           "bytes",     "copyKind", "srcKind", "dstKind", "graphNodeId", NULL};
 static const char *const memset_cols[] = {"start",     "end",   "deviceId", "streamId", "correlationId",
@@ -201,11 +203,23 @@ static const char *mem_kind(int64_t k, bool has)
     return has && k >= 0 && k < (int64_t)(sizeof names / sizeof *names) ? names[k] : "Unknown";
 }
 
+/* x*y*z of a grid or block as the JSON reader keeps it: 0 when a dim is
+ * missing, not positive or above 2^31 (no sensible launch) */
+static int64_t launch_product(const int64_t *d, const bool *has)
+{
+    int64_t p = 1;
+    for (int i = 0; i < 3; i++) {
+        if (!has[i] || d[i] <= 0 || d[i] > ((int64_t)1 << 31) || __builtin_mul_overflow(p, d[i], &p))
+            return 0;
+    }
+    return p;
+}
+
 static enum kvs_status gpu_row(struct kvs_nsys *n, const struct stream *s)
 {
     struct kvs_trace_data *t = n->t;
-    int64_t dur, device, stream, corr, gpid, v[5];
-    bool has_end, has_pid, hv[5];
+    int64_t dur, device, stream, corr, gpid;
+    bool has_end, has_pid;
     enum kvs_status st;
     if ((st = duration(n, s, &dur, &has_end)) != KVS_STATUS_OK || (st = int_col(n, s, C_DEVICE, &device, NULL)) ||
         (st = int_col(n, s, C_STREAM, &stream, NULL)) || (st = int_col(n, s, C_CORR, &corr, NULL)) ||
@@ -213,7 +227,9 @@ static enum kvs_status gpu_row(struct kvs_nsys *n, const struct stream *s)
         return st;
     if (!has_end)
         return bad_type(n, s, C_END, "an integer (ns)");
-    int ncols = s->table == KVS_NSYS_KERNEL ? 4 : s->table == KVS_NSYS_MEMCPY ? 5 : 3;
+    int ncols = s->table == KVS_NSYS_KERNEL ? 10 : s->table == KVS_NSYS_MEMCPY ? 5 : 3;
+    int64_t v[10];
+    bool hv[10];
     for (int i = 0; i < ncols; i++)
         if ((st = int_col(n, s, 6 + i, &v[i], &hv[i])) != KVS_STATUS_OK)
             return st;
@@ -232,6 +248,8 @@ static enum kvs_status gpu_row(struct kvs_nsys *n, const struct stream *s)
         if (!g.name)
             g.name = kvs_intern_id(&t->strings, "(unnamed kernel)", 16);
         n->graph_nodes += hv[3];
+        g.grid_blocks = launch_product(v + 4, hv + 4);
+        g.block_threads = (int32_t)launch_product(v + 7, hv + 7);
         t->n_kernels++;
     } else {
         g.kind = s->table == KVS_NSYS_MEMCPY ? KVS_GPU_MEMCPY : KVS_GPU_MEMSET;
@@ -262,8 +280,12 @@ static enum kvs_status gpu_row(struct kvs_nsys *n, const struct stream *s)
 // ----------------------------------------------------------------------------
 // CPU rows
 
-/* does runtime call name `sid` launch a graph? cached per name */
-static enum kvs_status is_graph_launch(struct kvs_nsys *n, int64_t sid, bool *yes)
+enum { API_GRAPH_LAUNCH = 1, API_KERNEL_LAUNCH = 2, API_KNOWN = 4 };
+
+/* what runtime call name `sid` launches (API_* bits), cached per name; the
+ * names are matched as the JSON reader matches them (keep.c), so the
+ * version suffix (cudaGraphLaunch_v10000) does not matter */
+static enum kvs_status api_kind(struct kvs_nsys *n, int64_t sid, uint32_t *kind)
 {
     bool added;
     uint32_t *slot = kvs_u64map_put(&n->api_map, (uint64_t)sid, &added);
@@ -274,10 +296,11 @@ static enum kvs_status is_graph_launch(struct kvs_nsys *n, int64_t sid, bool *ye
         enum kvs_status st = kvs_nsys_string(n, sid, &id);
         if (st != KVS_STATUS_OK)
             return st;
-        /* cudaGraphLaunch_v10000, cuGraphLaunch: the version suffix does not matter here */
-        *slot = strstr(kvs_intern_str(&n->t->strings, id), "GraphLaunch") ? 2 : 3;
+        const char *name = kvs_intern_str(&n->t->strings, id);
+        *slot = API_KNOWN | (strstr(name, "GraphLaunch") ? API_GRAPH_LAUNCH : 0) |
+                (strstr(name, "LaunchKernel") || strstr(name, "LaunchCooperativeKernel") ? API_KERNEL_LAUNCH : 0);
     }
-    *yes = *slot == 2;
+    *kind = *slot;
     return KVS_STATUS_OK;
 }
 
@@ -294,14 +317,15 @@ static enum kvs_status runtime_row(struct kvs_nsys *n, const struct stream *s)
     if (!corr)
         return KVS_STATUS_OK;
     struct kvs_rt_rec rt = {0};
-    bool graph = false;
-    if (has_name && (st = is_graph_launch(n, sid, &graph)) != KVS_STATUS_OK)
+    uint32_t kind = 0;
+    if (has_name && (st = api_kind(n, sid, &kind)) != KVS_STATUS_OK)
         return st;
     if ((st = thread_of(n, gtid, has_tid, &rt.thread)) != KVS_STATUS_OK)
         return st;
     rt.ts = s->start;
     rt.corr = qualified_corr(corr, has_tid ? pid_of(gtid) : 0);
-    rt.graph_launch = graph;
+    rt.graph_launch = (kind & API_GRAPH_LAUNCH) != 0;
+    rt.kernel_launch = (kind & API_KERNEL_LAUNCH) != 0;
     return KVS_VEC_PUSH(t->rts, t->nrts, t->rts_cap, rt) == 0 ? KVS_STATUS_OK : KVS_STATUS_NO_MEMORY;
 }
 

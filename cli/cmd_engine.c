@@ -195,6 +195,30 @@ void kvs_engine_cli_print_bytes(const char *label, const struct kvs_step_bytes *
 }
 
 #ifdef KVS_ENGINE_HAVE_TRACE
+enum kvs_status kvs_engine_cli_trace_facts(const struct kvs_engine_opts *o,
+                                           const struct kvs_engine_params *p,
+                                           const struct kvs_engine_cli_figures *f, int steps,
+                                           double copy_gbps, struct kvs_trace *tr)
+{
+    struct kvs_engine_run_facts facts = {0};
+    facts.config = p->model.name;
+    facts.path = p->path;
+    facts.batch = p->batch;
+    facts.context = o->context;
+    facts.kv_capacity = p->kv_capacity;
+    facts.layers = p->model.layers;
+    facts.tp = o->tp > 1 ? (int)o->tp : 1;
+    facts.graph = p->graph;
+    facts.steps = steps;
+    facts.bytes = f->sb;
+    facts.copy_gbps = copy_gbps;
+    facts.step_ms = f->step_ms;
+    char json[1024];
+    if (kvs_engine_run_facts_json(&facts, json, sizeof json) >= sizeof json)
+        return KVS_STATUS_LIMIT;
+    return kvs_trace_set_extra(tr, "kvscope.engine", json);
+}
+
 enum kvs_status kvs_engine_cli_write_trace(const struct kvs_engine_opts *o, struct kvs_trace *tr,
                                            const char *path, const struct kvs_trace_part *part)
 {
@@ -362,9 +386,16 @@ static int engine_run(const struct kvs_engine_opts *o)
             active_sum += (double)info.active;
         }
     }
+    int resident = kvs_engine_expert_map(e)->resident;
+    struct kvs_engine_cli_figures f;
+    if (st == KVS_STATUS_OK)
+        kvs_engine_cli_figures(o, &p, &p.model, ms, kv, n, active_sum, resident, copy, &f);
 #ifdef KVS_ENGINE_HAVE_TRACE
     if (tr && st == KVS_STATUS_OK) {
         st = kvs_trace_stop(tr);
+        /* the run's facts and byte model into the trace ("kvscope.engine") */
+        if (st == KVS_STATUS_OK)
+            st = kvs_engine_cli_trace_facts(o, &p, &f, n, copy, tr);
         if (st == KVS_STATUS_OK)
             st = kvs_engine_cli_write_trace(o, tr, o->trace, NULL);
         if (st == KVS_STATUS_OK)
@@ -372,7 +403,6 @@ static int engine_run(const struct kvs_engine_opts *o)
     }
     kvs_trace_free(tr);
 #endif
-    int resident = kvs_engine_expert_map(e)->resident;
     kvs_engine_free(e);
     if (st != KVS_STATUS_OK) {
         free(ms);
@@ -381,8 +411,6 @@ static int engine_run(const struct kvs_engine_opts *o)
         return KVS_EXIT_FAILURE;
     }
 
-    struct kvs_engine_cli_figures f;
-    kvs_engine_cli_figures(o, &p, &p.model, ms, kv, n, active_sum, resident, copy, &f);
     printf("summary over %d timed steps (median):\n", n);
     printf("  step                          %10.3f ms\n", f.step_ms);
     printf("  tokens/s                      %10.1f\n", f.tokens_per_s);

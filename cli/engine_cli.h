@@ -4,7 +4,7 @@
  *
  * defines: struct kvs_engine_opts, kvs_engine_cli_median, struct kvs_engine_cli_figures,
  *          kvs_engine_cli_figures, kvs_engine_cli_print_bytes, kvs_engine_cli_run_tp,
- *          kvs_engine_cli_write_trace
+ *          kvs_engine_cli_write_trace, kvs_engine_cli_trace_facts
  */
 #ifndef KVSCOPE_CLI_ENGINE_CLI_H
 #define KVSCOPE_CLI_ENGINE_CLI_H
@@ -21,9 +21,18 @@ struct kvs_engine_opts {
     int stdout_fd; /* --trace -: the real stdout, kept for the trace alone; else -1 */
 };
 
+/* The run's facts (kvs_engine_run_facts: config, path, shape, the byte
+ * model's bytes per step in f, the copy rate, the median step) set as the
+ * trace's "kvscope.engine" object, for every file written after. */
+struct kvs_engine_cli_figures;
+struct kvs_trace;
+enum kvs_status kvs_engine_cli_trace_facts(const struct kvs_engine_opts *o,
+                                           const struct kvs_engine_params *p,
+                                           const struct kvs_engine_cli_figures *f, int steps,
+                                           double copy_gbps, struct kvs_trace *tr);
+
 /* Writes the trace (part NULL: all of it) to path; "-" goes to the real
  * stdout (o->stdout_fd) while the engine's own lines go to stderr. */
-struct kvs_trace;
 struct kvs_trace_part;
 enum kvs_status kvs_engine_cli_write_trace(const struct kvs_engine_opts *o, struct kvs_trace *tr,
                                            const char *path, const struct kvs_trace_part *part);

@@ -107,14 +107,20 @@ static enum kvs_status run_steps(const struct kvs_engine_opts *o, struct kvs_eng
     return KVS_STATUS_OK;
 }
 
+/* The run's figures with a rank's share of the model (its bytes per step). */
+static void figures(const struct kvs_engine_opts *o, const struct kvs_engine_params *p,
+                    struct series *s, int resident, double copy, struct kvs_engine_cli_figures *f)
+{
+    struct kvs_tp_plan tp;
+    kvs_tp_plan_init(&p->model, s->world, &tp, NULL); /* checked before the run */
+    kvs_engine_cli_figures(o, p, &tp.rank, s->step, s->kv, s->n, s->active_sum, resident, copy, f);
+}
+
 static void summary(const struct kvs_engine_opts *o, const struct kvs_engine_params *p,
-                    struct series *s, int resident, double copy)
+                    struct series *s, const struct kvs_engine_cli_figures *fp, double copy)
 {
     const int W = s->world, n = s->n;
-    struct kvs_tp_plan tp;
-    kvs_tp_plan_init(&p->model, W, &tp, NULL); /* checked before the run */
-    struct kvs_engine_cli_figures f;
-    kvs_engine_cli_figures(o, p, &tp.rank, s->step, s->kv, n, s->active_sum, resident, copy, &f);
+    const struct kvs_engine_cli_figures f = *fp;
     const double step_ms = f.step_ms, kv_ms = f.kv_ms, roof_ms = f.roof_ms;
     printf("summary over %d timed steps (median), tensor parallel over %d GPUs:\n", n, W);
     printf("  step (slowest rank)           %10.3f ms\n", step_ms);
@@ -185,22 +191,28 @@ int kvs_engine_cli_run_tp(const struct kvs_engine_opts *o, const struct kvs_engi
         st = KVS_STATUS_NO_MEMORY;
     if (st == KVS_STATUS_OK)
         st = run_steps(o, t, trace, &s);
+    int resident = t ? kvs_engine_expert_map(kvs_engine_tp_engine(t, 0))->resident : 0;
+    struct kvs_engine_cli_figures f;
+    if (st == KVS_STATUS_OK)
+        figures(o, p, &s, resident, copy, &f);
 #ifdef KVS_ENGINE_HAVE_TRACE
     if (tr && st == KVS_STATUS_OK) {
         st = kvs_trace_stop(tr);
+        /* every rank's file gets the run's facts (bytes: a rank's share) */
+        if (st == KVS_STATUS_OK)
+            st = kvs_engine_cli_trace_facts(o, p, &f, s.n, copy, tr);
         if (st == KVS_STATUS_OK)
             st = write_ranks(o, tr, t, o->trace);
     }
     kvs_trace_free(tr);
 #endif
-    int resident = t ? kvs_engine_expert_map(kvs_engine_tp_engine(t, 0))->resident : 0;
     kvs_engine_tp_free(t);
     if (st != KVS_STATUS_OK) {
         series_free(&s);
         fprintf(stderr, "kvscope engine: %s\n", kvs_status_str(st));
         return st == KVS_STATUS_INVALID_ARGUMENT ? KVS_EXIT_USAGE : KVS_EXIT_FAILURE;
     }
-    summary(o, p, &s, resident, copy);
+    summary(o, p, &s, &f, copy);
     series_free(&s);
     return KVS_EXIT_OK;
 }

@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+#include <math.h>
+
 #include "kvs_test.h"
 #include "kvscope/engine.h"
 
@@ -337,10 +340,84 @@ static void test_expert_map_describe(void)
     KVS_CHECK(strstr(text, "identity"));
 }
 
+/* The "kvscope.engine" object: every key of the agreed schema, integers as
+ * integers, the byte model's figures for GLM-5 full-cast at batch 1 x 4096
+ * (the bug: 78 layers each casting the whole 495552-row pool), copy_gbps
+ * null when not measured, a config path with a quote kept valid JSON. */
+static void test_facts_json(void)
+{
+    struct kvs_model_config c = load("glm5");
+    struct kvs_engine_run_facts f = {0};
+    f.config = "glm5", f.path = KVS_KV_PATH_FULL_CAST, f.batch = 1, f.context = 4096;
+    f.kv_capacity = 495552, f.layers = c.layers, f.tp = 1, f.steps = 4;
+    kvs_step_bytes_compute(&c, f.path, 1, 4097, f.kv_capacity, c.topk, &f.bytes);
+    f.copy_gbps = 4227.1, f.step_ms = 96.67;
+    char buf[1024];
+    size_t n = kvs_engine_run_facts_json(&f, buf, sizeof buf);
+    KVS_REQUIRE(n < sizeof buf);
+    cJSON *o = cJSON_Parse(buf);
+    KVS_REQUIRE(cJSON_IsObject(o));
+    static const char *const keys[] = {"schema",
+                                       "config",
+                                       "kv_path",
+                                       "batch",
+                                       "context",
+                                       "kv_capacity",
+                                       "layers",
+                                       "tp",
+                                       "graph",
+                                       "steps",
+                                       "bytes_per_step",
+                                       "weight_bytes_per_step",
+                                       "kv_bytes_per_step",
+                                       "copy_gbps",
+                                       "step_ms"};
+    KVS_CHECK_EQ_INT(cJSON_GetArraySize(o), (int)(sizeof keys / sizeof keys[0]));
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        KVS_CHECK_MSG(cJSON_GetObjectItemCaseSensitive(o, keys[i]) != NULL, "no %s", keys[i]);
+    KVS_CHECK_EQ_STR(cJSON_GetObjectItemCaseSensitive(o, "schema")->valuestring,
+                     "kvscope.engine/1");
+    KVS_CHECK_EQ_STR(cJSON_GetObjectItemCaseSensitive(o, "kv_path")->valuestring, "full-cast");
+    KVS_CHECK_EQ_INT(cJSON_GetObjectItemCaseSensitive(o, "layers")->valueint, 78);
+    KVS_CHECK_EQ_INT(cJSON_GetObjectItemCaseSensitive(o, "kv_capacity")->valueint, 495552);
+    KVS_CHECK(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(o, "graph")));
+    /* integers in the text, no decimals or exponent */
+    KVS_CHECK(strstr(buf, "\"batch\": 1,") && strstr(buf, "\"context\": 4096,"));
+    char want[64];
+    snprintf(want, sizeof want, "\"bytes_per_step\": %.0f,", f.bytes.total);
+    KVS_CHECK_MSG(strstr(buf, want) != NULL, "%s not in %s", want, buf);
+    double total = cJSON_GetObjectItemCaseSensitive(o, "bytes_per_step")->valuedouble;
+    double w = cJSON_GetObjectItemCaseSensitive(o, "weight_bytes_per_step")->valuedouble;
+    double kv = cJSON_GetObjectItemCaseSensitive(o, "kv_bytes_per_step")->valuedouble;
+    KVS_CHECK_NEAR(total, w + kv, 2.0);
+    /* the cast alone: 78 x 495552 x 576 x (1 read + 2 written) = 66.8 GB */
+    KVS_CHECK_NEAR(f.bytes.kv_cast, 78.0 * 495552 * 576 * 3, 1.0);
+    KVS_CHECK(kv > f.bytes.kv_cast && kv < 67.5e9); /* + attention over 4097 rows, new rows */
+    KVS_CHECK(total > 147.3e9 && total < 147.4e9);  /* + 80.2 GB of weights read */
+    KVS_CHECK_NEAR(cJSON_GetObjectItemCaseSensitive(o, "copy_gbps")->valuedouble, 4227.1, 1e-9);
+    KVS_CHECK_NEAR(cJSON_GetObjectItemCaseSensitive(o, "step_ms")->valuedouble, 96.67, 1e-9);
+    cJSON_Delete(o);
+
+    f.copy_gbps = 0.0, f.config = "/tmp/my \"model\"/config.json", f.graph = 1, f.tp = 8;
+    n = kvs_engine_run_facts_json(&f, buf, sizeof buf);
+    o = cJSON_Parse(buf);
+    KVS_REQUIRE(o);
+    KVS_CHECK(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, "copy_gbps")));
+    KVS_CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "graph")));
+    KVS_CHECK_EQ_INT(cJSON_GetObjectItemCaseSensitive(o, "tp")->valueint, 8);
+    KVS_CHECK_EQ_STR(cJSON_GetObjectItemCaseSensitive(o, "config")->valuestring,
+                     "/tmp/my \"model\"/config.json");
+    cJSON_Delete(o);
+    char small[16];
+    KVS_CHECK_EQ_INT(kvs_engine_run_facts_json(&f, small, sizeof small), n);
+    KVS_CHECK_EQ_INT(strlen(small), sizeof small - 1);
+}
+
 int main(int argc, char **argv)
 {
     static const struct kvs_test tests[] = {
         {"mem_plan_glm5", test_mem_plan_glm5},
+        {"facts_json", test_facts_json},
         {"mem_plan_max_capacity", test_mem_plan_max_capacity},
         {"mem_plan_errors", test_mem_plan_errors},
         {"step_bytes", test_step_bytes},

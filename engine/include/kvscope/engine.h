@@ -12,6 +12,7 @@
  *          struct kvs_run_shape, struct kvs_mem_plan, kvs_mem_plan_compute,
  *          kvs_mem_plan_max_capacity, kvs_mem_plan_format,
  *          struct kvs_step_bytes, kvs_step_bytes_compute,
+ *          struct kvs_engine_run_facts, kvs_engine_run_facts_json,
  *          struct kvs_slots, kvs_slots_*, struct kvs_seqs, kvs_seqs_*
  *
  * Units: bytes as counts (uint64_t); capacities and contexts in tokens.
@@ -207,6 +208,32 @@ struct kvs_step_bytes {
 KVS_API void kvs_step_bytes_compute(const struct kvs_model_config *c, enum kvs_kv_path path,
                                     int batch, int64_t active, int64_t capacity, int routed_read,
                                     struct kvs_step_bytes *out);
+
+/* ---------------------------------------------------------------------------
+ * A run's facts as `kvscope engine --trace` writes them into the trace: the
+ * top-level object "kvscope.engine" (schema "kvscope.engine/1";
+ * docs/engine.md lists the keys), from which kvscope report and compare
+ * draw the whole-step roofline. */
+struct kvs_engine_run_facts {
+    const char *config; /* the model config's name */
+    enum kvs_kv_path path;
+    int batch;
+    int64_t context;     /* prefilled tokens per sequence */
+    int64_t kv_capacity; /* tokens per layer */
+    int layers;
+    int tp; /* ranks (1: one GPU) */
+    int graph;
+    int steps;                   /* timed steps */
+    struct kvs_step_bytes bytes; /* per step by the byte model (a rank's share with tp > 1) */
+    double copy_gbps;            /* the copy rate the roofline uses; <= 0: not measured (null) */
+    double step_ms;              /* the engine's own median step */
+};
+
+/* The object's JSON text into buf (always NUL-terminated when size > 0);
+ * returns the length it wanted. Byte counts are JSON integers (rounded),
+ * copy_gbps and step_ms numbers. */
+KVS_API size_t kvs_engine_run_facts_json(const struct kvs_engine_run_facts *f, char *buf,
+                                         size_t size);
 
 /* ---------------------------------------------------------------------------
  * KV slot allocator: a free list of token slots in a pool of `capacity`.

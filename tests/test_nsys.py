@@ -285,11 +285,14 @@ for d in range(4):
 for i in range(8):
     e.launch(t + i * 1_000_000, GEMM, t + i * 1_000_000 + 5000, 400_000, dev=i % 2)
 e.memcpy(t + 20_000_000, t + 20_100_000, 50_000, 1 << 20, kind=1, src=1, dst=2, dev=1)
+e.nvtx(t, None, "TensorRT", kind=75)                       # a domain's creation
+e.nvtx(t + 1_000_000, t + 9_000_000, "prefill", kind=60)   # a start/end range
 e.close()
 got = check_export(e.path, "devices")
 _, _, err = run_report(e.path)
 check("GPU work on device 0 (NVIDIA H100 80GB HBM3), 1 (NVIDIA H100 80GB HBM3);" in err,
       "devices: the summary names devices 0 and 1 only: " + err)
+check(": NVTX domains: TensorRT" in err, "devices: the NVTX domain is named")
 kc = dict(got.get("kernel_calls", []))
 check(kc.get("Memcpy HtoD (Pinned -> Device)") == 1, "devices: memcpy named as Kineto does: %s" % kc)
 

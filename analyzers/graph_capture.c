@@ -35,19 +35,18 @@ static int check_pair(const struct kvs_ctx *c, const struct kvs_trace_data *cap,
     uint32_t sh = cap->opkeys[cap->ops[op].key].shape;
     struct kvs_launch_kernel k;
     int64_t lo, hi;
-    if (sh && kvs_launch_kernel_parse(kname, &k) &&
-        kvs_launch_elements(&k, g->grid_blocks, g->block_threads, &lo, &hi)) {
-        struct kvs_shape s;
-        kvs_shape_parse(kvs_intern_str(&cap->strings, sh), kvs_intern_len(&cap->strings, sh), &s);
-        if (s.n > 0) {
+    if (kvs_launch_kernel_parse(kname, &k)) { /* a PyTorch elementwise copy/cast kernel */
+        struct kvs_shape s = {0};
+        if (sh)
+            kvs_shape_parse(kvs_intern_str(&cap->strings, sh), kvs_intern_len(&cap->strings, sh), &s);
+        if (s.n > 0 && kvs_launch_elements(&k, g->grid_blocks, g->block_threads, &lo, &hi)) {
             for (int i = 0; i < s.n; i++)
                 if (s.numel[i] >= lo && s.numel[i] <= hi)
                     return 1;
             return 0;
         }
+        return kvs_op_is_copy(oname) ? 1 : 0; /* launched by a copy op */
     }
-    if (kvs_kernel_is_copy(kname) && strstr(kname, "elementwise_kernel"))
-        return kvs_op_is_copy(oname) ? 1 : 0;
     /* torch.compile records each Triton launch as an op named after the kernel */
     if (!strncmp(oname, "triton_", 7))
         return strcmp(oname, kname) ? 0 : 1;

@@ -248,6 +248,18 @@ static bool parse_document(struct kvs_reader *r)
 {
     struct kvs_scan *s = &r->scan;
     int c = kvs_scan_peek(s);
+    const unsigned char *b = (const unsigned char *)s->p;
+    size_t have = (size_t)(s->end - s->p);
+    if (c == 0xEF && have >= 3 && b[1] == 0xBB && b[2] == 0xBF) {
+        s->p += 3; /* a UTF-8 byte-order mark (Windows editors write one) */
+        c = kvs_scan_peek(s);
+    } else if (have >= 2 && ((b[0] == 0xFF && b[1] == 0xFE) || (b[0] == 0xFE && b[1] == 0xFF) ||
+                             (b[0] == 0 && (b[1] == '{' || b[1] == '[')) ||
+                             ((b[0] == '{' || b[0] == '[') && b[1] == 0))) {
+        return kvs_scan_fail(s, KVS_STATUS_PARSE,
+                             "the trace is UTF-16 text; kvscope reads UTF-8 JSON (convert it: "
+                             "iconv -f UTF-16 -t UTF-8)");
+    }
     if (c == KVS_SCAN_EOF)
         return true; /* empty input: the caller says so */
     if (c == '[')

@@ -214,8 +214,16 @@ static enum kvs_status gz_read(struct kvs_source *s, char *buf, size_t cap, size
         }
         int r = inflate(&s->zs, Z_NO_FLUSH);
         if (r == Z_STREAM_END) {
-            /* concatenated gzip members (`cat a.gz b.gz`) continue the stream */
-            if (s->zs.avail_in == 0) {
+            /* concatenated gzip members (`cat a.gz b.gz`) continue the
+             * stream; zero bytes after a member (tape and block padding)
+             * are skipped, as gzip -t does */
+            for (;;) {
+                while (s->zs.avail_in && *s->zs.next_in == 0) {
+                    s->zs.next_in++;
+                    s->zs.avail_in--;
+                }
+                if (s->zs.avail_in)
+                    break;
                 size_t n;
                 enum kvs_status st = raw_read(s, s->in, KVS_SOURCE_INBUF, &n);
                 if (st != KVS_STATUS_OK)
@@ -227,6 +235,8 @@ static enum kvs_status gz_read(struct kvs_source *s, char *buf, size_t cap, size
                 s->zs.next_in = s->in;
                 s->zs.avail_in = (uInt)n;
             }
+            if (s->gz_done)
+                break;
             if (inflateReset(&s->zs) != Z_OK)
                 return KVS_STATUS_INTERNAL;
             continue;

@@ -65,6 +65,14 @@ int kvs_cli_output_close(struct kvs_cli_output *o, bool ok);
  * the work that fills the file runs, not after it. */
 int kvs_cli_output_dir_check(const char *cmd, const char *flag, const char *path);
 
+/* The bounds of --peak-gbps (GB/s), the same for report and compare. */
+#define KVS_CLI_PEAK_GBPS_MIN 1e-3
+#define KVS_CLI_PEAK_GBPS_MAX 1e6
+/* Parse a number option's value within [lo, hi] into *out; else a usage
+ * error naming flag and the range (KVS_EXIT_USAGE). */
+int kvs_cli_parse_number(const char *cmd, const char *flag, const char *v, double lo, double hi,
+                         double *out);
+
 int kvs_cmd_version(int argc, char **argv);
 int kvs_cmd_report(int argc, char **argv);
 int kvs_cmd_compare(int argc, char **argv);

@@ -146,10 +146,10 @@ int kvs_cmd_compare(int argc, char **argv)
         } else if ((v = opt_value(argc, argv, &i, "--device", &missing))) {
             aopt.device = v;
         } else if ((v = opt_value(argc, argv, &i, "--peak-gbps", &missing))) {
-            char *end;
-            aopt.peak_gbps = strtod(v, &end);
-            if (end == v || *end || !(aopt.peak_gbps > 0) || aopt.peak_gbps > 1e6)
-                return kvs_cli_usage_error("compare", "--peak-gbps wants a positive number, not '%s'", v);
+            int prc = kvs_cli_parse_number("compare", "--peak-gbps", v, KVS_CLI_PEAK_GBPS_MIN,
+                                           KVS_CLI_PEAK_GBPS_MAX, &aopt.peak_gbps);
+            if (prc != KVS_EXIT_OK)
+                return prc;
         } else if ((v = opt_value(argc, argv, &i, "--step-regex", &missing))) {
             aopt.step_regex = v;
         } else if ((v = opt_value(argc, argv, &i, "--batch", &missing))) {

@@ -108,17 +108,6 @@ static void on_progress(void *user, uint64_t done, uint64_t total)
     fflush(stderr);
 }
 
-static int parse_num(const char *flag, const char *v, double lo, double hi, double *out)
-{
-    char *end = NULL;
-    errno = 0;
-    double d = strtod(v, &end);
-    if (errno || !end || *end || end == v || !(d >= lo && d <= hi))
-        return kvs_cli_usage_error(CMD, "%s wants a number in [%g, %g], not '%s'", flag, lo, hi, v);
-    *out = d;
-    return KVS_EXIT_OK;
-}
-
 static int parse_int(const char *flag, const char *v, long long lo, long long hi, long long *out)
 {
     char *end = NULL;
@@ -216,7 +205,8 @@ int kvs_cmd_report(int argc, char **argv)
         } else if (!strcmp(a, "--device")) {
             opt.device = v;
         } else if (!strcmp(a, "--peak-gbps")) {
-            rc = parse_num(a, v, 1e-3, 1e6, &opt.peak_gbps);
+            rc = kvs_cli_parse_number(CMD, a, v, KVS_CLI_PEAK_GBPS_MIN, KVS_CLI_PEAK_GBPS_MAX,
+                                      &opt.peak_gbps);
         } else if (!strcmp(a, "--step-regex")) {
             opt.step_regex = v;
         } else if (!strcmp(a, "--batch")) {

@@ -62,8 +62,17 @@ void kvs_logv(const struct kvs_logger *lg, enum kvs_log_level level, const char 
     int n = vsnprintf(buf, sizeof buf, fmt, ap);
     if (n < 0)
         snprintf(buf, sizeof buf, "(unformattable message: %s)", fmt);
-    else if ((size_t)n >= sizeof buf)
-        memcpy(buf + sizeof buf - 4, "...", 4);
+    else if ((size_t)n >= sizeof buf) {
+        size_t cut = sizeof buf - 4; /* never inside a UTF-8 character */
+        while (cut > 0 && ((unsigned char)buf[cut] & 0xC0) == 0x80)
+            cut--;
+        memcpy(buf + cut, "...", 4);
+    }
+    /* messages quote the trace (device and kernel names): an escape
+     * sequence in one must not clear the screen or set colours */
+    for (char *p = buf; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7F)
+            *p = '?';
     (lg->fn ? lg->fn : log_to_stderr)(lg->user, level, buf);
 }
 

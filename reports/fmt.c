@@ -31,8 +31,11 @@ char *kvs_truncate(char *buf, size_t size, const char *s, size_t width)
         width = size - 1;
     size_t len = strlen(s);
     if (len > width && width >= 4) {
-        memcpy(buf, s, width - 3);
-        memcpy(buf + width - 3, "...", 4);
+        size_t cut = width - 3; /* never inside a UTF-8 character */
+        while (cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80)
+            cut--;
+        memcpy(buf, s, cut);
+        memcpy(buf + cut, "...", 4);
     } else {
         snprintf(buf, size, "%s", s);
     }
@@ -109,11 +112,26 @@ void kvs_put_text(FILE *f, const char *s)
         kvs_put_text_n(f, s, strlen(s));
 }
 
+size_t kvs_put_utf8(FILE *f, const char *s)
+{
+    size_t k = kvs_utf8_len((const unsigned char *)s);
+    if (!k) {
+        fputs("\xEF\xBF\xBD", f);
+        return 1;
+    }
+    fwrite(s, 1, k, f);
+    return k;
+}
+
 void kvs_put_html(FILE *f, const char *s)
 {
     if (!s)
         return;
     for (; *s; s++) {
+        if ((unsigned char)*s >= 0x80) {
+            s += kvs_put_utf8(f, s) - 1;
+            continue;
+        }
         switch (*s) {
         case '&': fputs("&amp;", f); break;
         case '<': fputs("&lt;", f); break;
@@ -135,6 +153,10 @@ void kvs_put_md(FILE *f, const char *s)
     if (!s)
         return;
     for (; *s; s++) {
+        if ((unsigned char)*s >= 0x80) {
+            s += kvs_put_utf8(f, s) - 1;
+            continue;
+        }
         switch (*s) {
         case '|': fputs("\\|", f); break;
         case '\n':

@@ -80,6 +80,10 @@ const char *kvs_cat_label(int cat);                 /* "copy/cast", ..., "idle" 
 
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 when invalid. */
 size_t kvs_utf8_len(const unsigned char *s);
+/* At a byte >= 0x80: write its valid UTF-8 character, or U+FFFD for an
+ * invalid byte (as the JSON writer does); the bytes consumed (1..4). For
+ * markdown and HTML, which pass text through. */
+size_t kvs_put_utf8(FILE *f, const char *s);
 /* Text for a terminal: control characters and invalid UTF-8 bytes as '?',
  * so nothing from a trace moves the cursor or sets colours. */
 void kvs_put_text(FILE *f, const char *s);

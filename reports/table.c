@@ -106,7 +106,9 @@ static void put_md_code(FILE *f, const char *s)
     /* a code span cannot hold a backtick; a table cell cannot hold a bare '|' */
     fputc('`', f);
     for (; *s; s++) {
-        if (*s == '`')
+        if ((unsigned char)*s >= 0x80)
+            s += kvs_put_utf8(f, s) - 1;
+        else if (*s == '`')
             fputc('\'', f);
         else if (*s == '|')
             fputs("\\|", f);

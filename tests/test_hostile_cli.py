@@ -23,6 +23,11 @@ here, one section per class of docs/reliability.md ("Hostile input"):
    and said; step ranges without a positive dur are not 0 ms steps; a 'B'
    that never closes and an 'E' without a 'B' are said; two ops sharing an
    External id are said.
+5. output that is not what it says: md and html cut names at a character
+   and replace invalid UTF-8 (as text and json do); a control character in
+   a device name never reaches the terminal; a gzip member followed by zero
+   padding reads (gzip -t accepts it); a UTF-8 byte-order mark reads and
+   UTF-16 is named; compare --peak-gbps refuses what report refuses.
 
 Each run's peak RSS comes from wait4() on the child and its wall time from
 the clock; bounds are asserted here, scaled when the binary is built with
@@ -477,6 +482,109 @@ def test_shared_external_id(d):
           "two ops sharing an External id: said (exit %d)" % r.rc)
 
 
+# ---------------------------------------------------------------------------
+# 5. output that is not what it says
+
+def utf8_trace(prefix):
+    ev = []
+    for k in range(2):
+        ts = 1000.0 + k * 200
+        ev.append({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#%d" % k, "pid": 1,
+                   "tid": 1, "ts": ts, "dur": 100})
+        ev.append({"ph": "X", "cat": "cpu_op", "name": "aten::copy_" + prefix + "\u00e9" * 40,
+                   "pid": 1, "tid": 1, "ts": ts + 5, "dur": 50, "args": {
+                       "External id": k + 1, "Input Dims": [[4096, 576], [4096, 576]],
+                       "Input type": ["c10::BFloat16", "c10::Float8_e4m3fn"]}})
+        ev.append({"ph": "X", "cat": "kernel", "name": "copy_" + prefix + "\u00e9" * 200,
+                   "pid": 0, "tid": 7, "ts": ts + 10, "dur": 60,
+                   "args": {"External id": k + 1, "device": 0, "stream": 7}})
+    return kineto(ev)
+
+
+def valid_utf8(text_bytes):
+    try:
+        text_bytes.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+def run_bytes(args):
+    """stdout as bytes: run() decodes with replacement"""
+    with tempfile.NamedTemporaryFile(delete=False) as f:
+        out = f.name
+    try:
+        r = run(args + ["-o", out])
+        with open(out, "rb") as f:
+            return r, f.read()
+    finally:
+        os.unlink(out)
+
+
+def test_md_html_utf8(d):
+    for prefix in ("", "x"):  # both parities of the cut
+        t = os.path.join(d, "cut%d.json" % len(prefix))
+        with open(t, "wb") as f:
+            f.write(json.dumps(utf8_trace(prefix), ensure_ascii=False).encode())
+        for fm in ("md", "html"):
+            r, out = run_bytes(["report", t, "--quiet", "--format", fm])
+            check(r.rc == 0 and valid_utf8(out),
+                  "%s of names of 2-byte characters cut to width (offset %d): valid UTF-8"
+                  % (fm, len(prefix)))
+    t = os.path.join(d, "invalid.json")
+    raw = json.dumps(utf8_trace(""), ensure_ascii=False).encode()
+    with open(t, "wb") as f:
+        f.write(raw.replace("\u00e9".encode() * 40, b"\xff\xfe" + "\u00e9".encode() * 39, 1))
+    for fm in ("md", "html"):
+        r, out = run_bytes(["report", t, "--quiet", "--format", fm])
+        check(r.rc == 0 and valid_utf8(out) and "\ufffd".encode() in out,
+              "%s of a name with invalid bytes: U+FFFD in their place" % fm)
+
+
+def test_terminal_escape(d):
+    t = os.path.join(d, "esc.json")
+    write_json(t, kineto(step_events(2), {"deviceProperties": [{"id": 0, "name": "Foo\u001b[2J"}]}))
+    r = run(["report", t])
+    check(r.rc == 0 and "Foo" in r.err and "\x1b" not in r.err,
+          "a device name with an escape sequence: warned without the escape byte")
+    r = run(["report", t, "--device", "Bar\x1b[2J"])
+    check("Bar" in r.err and "\x1b" not in r.err, "--device with an escape sequence: the same")
+
+
+def test_gzip_padding_bom_utf16(d):
+    body = json.dumps(kineto(step_events(2))).encode()
+    t = os.path.join(d, "padded.json.gz")
+    with open(t, "wb") as f:
+        f.write(gzip.compress(body) + b"\0" * 4096)
+    gz_ok = subprocess.run(["gzip", "-t", t], capture_output=True).returncode == 0
+    r = run(["report", t, "--quiet"])
+    check(r.rc == 0, "a gzip member and 4 KiB of zero padding: read (exit %d; gzip -t %s)"
+          % (r.rc, "accepts it" if gz_ok else "refuses it"))
+    t = os.path.join(d, "bom.json")
+    with open(t, "wb") as f:
+        f.write(b"\xef\xbb\xbf" + body)
+    r = run(["report", t, "--quiet"])
+    check(r.rc == 0, "a UTF-8 byte-order mark: read (exit %d)" % r.rc)
+    for enc in ("utf-16", "utf-16-le", "utf-16-be"):
+        t = os.path.join(d, "u16.json")
+        with open(t, "wb") as f:
+            f.write(body.decode().encode(enc))
+        r = run(["report", t, "--quiet"])
+        check(r.rc == 2 and "UTF-16" in r.err, "%s: exit %d, named as UTF-16" % (enc, r.rc))
+
+
+def test_peak_gbps_one_rule(d):
+    t = os.path.join(d, "t.json")
+    write_json(t, kineto(step_events(2)))
+    for v in ("0.0001", "1e7", "nan", "-1"):
+        a = run(["report", t, "--quiet", "--peak-gbps", v])
+        b = run(["compare", t, t, "--quiet", "--peak-gbps", v])
+        check(a.rc == 2 and b.rc == 2, "--peak-gbps %s: report exit %d, compare exit %d"
+              % (v, a.rc, b.rc))
+    b = run(["compare", t, t, "--quiet", "--peak-gbps", "0.001"])
+    check(b.rc == 0, "--peak-gbps 0.001 (report's lower bound): compare accepts it")
+
+
 def main():
     global RUNNER
     RUNNER = Runner()
@@ -485,7 +593,8 @@ def main():
                      test_colliding_ids, test_colliding_names, test_step_regex_bounded,
                      test_header_bomb, test_dims_bomb, test_duplicate_trace_events,
                      test_step_without_duration, test_begin_end_unpaired,
-                     test_shared_external_id):
+                     test_shared_external_id, test_md_html_utf8, test_terminal_escape,
+                     test_gzip_padding_bom_utf16, test_peak_gbps_one_rule):
             sub = os.path.join(d, test.__name__)
             os.mkdir(sub)
             test(sub)

@@ -265,7 +265,7 @@ def crafted_ids(n, rng):
     out, seen = [], set()
     while len(out) < n:
         k = (((rng.getrandbits(11) << 53) | rng.getrandbits(32)) * inv) % (1 << 64)
-        if 0 < k < (1 << 53) and k not in seen:  # exact as a JSON number
+        if 0 < k < (1 << 63) and k not in seen:  # a positive int64
             seen.add(k)
             out.append(k)
     return out
@@ -311,7 +311,7 @@ def test_colliding_ids(d):
     n = 30000
     crafted, rand = os.path.join(d, "crafted.json"), os.path.join(d, "random.json")
     write_json(crafted, id_flood(crafted_ids(n, rng)))
-    write_json(rand, id_flood(rng.sample(range(1, 1 << 53), n)))
+    write_json(rand, id_flood(rng.sample(range(1, 1 << 63), n)))
     tc, rc_ = best_time(["report", crafted, "--quiet", "--format", "json"])
     tr, rr = best_time(["report", rand, "--quiet", "--format", "json"])
     g = json.loads(rc_.out)["groups"] if rc_.rc == 0 else []

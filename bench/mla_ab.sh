@@ -195,10 +195,10 @@ src_id() { (cd "$1" && cat kernels/cuda/* | md5sum | cut -c1-12); }
 log "new $new (kernels/cuda md5 $(src_id "$new")), base $base (kernels/cuda md5 $(src_id "$base"))"
 
 BT="kernels/bench_decode kernels/bench_kernels cli/kvscope cli/kvscope-engine"
-TT="tests/test_kernels_mla tests/test_kernels_pdl tests/test_kernels_wgmma tests/test_engine_ops
+TT="tests/test_kernels_mla tests/test_kernels_pdl tests/test_kernels_wgmma tests/test_kernels_engine_ops
     tests/test_engine_gpu"
 TESTS="test_kernels_mla test_kernels_mla_hg32 test_kernels_mla_hg64 test_kernels_mla_wg
-    test_kernels_mla_mma test_kernels_wgmma test_kernels_pdl test_engine_gpu test_engine_ops"
+    test_kernels_mla_mma test_kernels_wgmma test_kernels_pdl test_engine_gpu test_kernels_engine_ops"
 build() { # TREE JOBS TARGETS...
     local t=$1 j=$2
     shift 2

@@ -19,7 +19,7 @@ build=${1:?usage: bench/perf_session.sh BUILD_DIR OUT_DIR}
 out=${2:?usage: bench/perf_session.sh BUILD_DIR OUT_DIR}
 mkdir -p "$out"
 log=$out/log.txt
-tests=${KVS_GPU_TESTS:-"test_kernels_cast test_kernels_mla test_kernels_ops test_engine_ops test_engine_gpu"}
+tests=${KVS_GPU_TESTS:-"test_kernels_cast test_kernels_mla test_kernels_ops test_kernels_engine_ops test_engine_gpu"}
 sections=${KVS_BENCH_KERNELS:-"cast mla"}
 t0=$(date +%s)
 say() { printf '== [%4ss] %s\n' "$(($(date +%s) - t0))" "$*" | tee -a "$log"; }

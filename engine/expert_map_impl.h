@@ -1,5 +1,5 @@
 /* engine/expert_map_impl.h — the expert map of one token, written once and
- * compiled as C (engine/experts.c) and as CUDA device code (engine/cuda/ops.cu),
+ * compiled as C (engine/experts.c) and as CUDA device code (kernels/cuda/engine_ops.cu),
  * so the GPU maps exactly as the CPU reference. Private to the engine.
  *
  * defines: kvs_expert_map_token_impl

@@ -1,6 +1,6 @@
 /* engine/ops.h — the few ops the engine needs that kernels.h does not have,
- * each as a plain CPU reference (engine/ops_cpu.c) and a CUDA launcher
- * (engine/cuda/ops.cu, CUDA builds only). Private to the engine.
+ * each as a plain CPU reference (kernels/cpu/engine_ops.c) and a CUDA launcher
+ * (kernels/cuda/engine_ops.cu, CUDA builds only). Private to the engine.
  *
  * defines: kvs_eng_cpu_* and kvs_eng_cuda_* for: synthetic fills, the KV row
  *          append (BF16 -> FP8 into the pool; alone, and with the latent's

@@ -3,7 +3,7 @@
  * outputs would make near-ties in top-k and argmax more likely than the model
  * makes them. kernels.h's kvs_gemm has BF16 outputs only; if it grows a float
  * output this file goes. Checked against kvs_eng_cpu_linear_f32 by
- * tests/gpu/test_engine_ops.c. */
+ * kernels/tests/gpu/test_kernels_engine_ops.c. */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <stdlib.h>

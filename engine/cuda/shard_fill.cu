@@ -2,9 +2,9 @@
  * weight tensor (engine/shard.h): element (k, i, j) of the slice gets the
  * value of its index in the full tensor. CPU reference:
  * kvs_eng_cpu_fill_bf16_shard (engine/tp_plan.c); checked against it by
- * tests/gpu/test_engine_ops.c.
+ * kernels/tests/gpu/test_kernels_engine_ops.c.
  *
- *   meson test -C build --suite gpu test_engine_ops
+ *   meson test -C build --suite gpu test_kernels_engine_ops
  * Runs once per weight at engine creation, so it is written for clarity:
  * one block per group of rows, threads across the row's columns (no 64-bit
  * division per element).

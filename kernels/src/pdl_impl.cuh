@@ -7,7 +7,7 @@
  * of their first weight rows before the wait (weights are inputs no kernel of
  * the step writes, and a prefetch is only a hint: it can never return stale
  * data, since the L2 is where device writes land). Private to kernels/ and
- * the engine (engine/cuda/ops.cu).
+ * the engine (kernels/cuda/engine_ops.cu).
  *
  * defines: kvs_pdl_wait, kvs_pdl_launch_dependents, kvs_prefetch_l2,
  *          kvs_pdl_enabled, kvs_launch_pdl

@@ -1,7 +1,7 @@
 /* kernels/src/rope_impl.cuh — one interleaved-RoPE pair on the GPU, written
  * once for the RoPE kernel (kernels/cuda/decode_ops.cu), the GEMV that rotates
  * q's rope part as it writes it (kernels/cuda/gemv.cu) and the engine's KV-row
- * kernel (engine/cuda/ops.cu), so all three rotate bit for bit alike and as
+ * kernel (kernels/cuda/engine_ops.cu), so all three rotate bit for bit alike and as
  * kvs_cpu_rope_interleaved does. Private to kernels/ and the engine.
  *
  * defines: kvs_rope_cos_sin, kvs_rope_rotate

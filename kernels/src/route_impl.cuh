@@ -1,7 +1,7 @@
 /* kernels/src/route_impl.cuh — one warp routes one token (GLM-5 noaux_tc
  * with one group, kvs_cpu_moe_route's rules), written once for the router
  * kernel (kernels/cuda/moe.cu) and the engine's router fused with its expert
- * map (engine/cuda/ops.cu). Private to kernels/ and the engine.
+ * map (kernels/cuda/engine_ops.cu). Private to kernels/ and the engine.
  *
  * defines: kvs_route_warp_token, KVS_ROUTE_WARP_MAX_EXPERTS
  *

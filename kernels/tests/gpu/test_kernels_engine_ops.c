@@ -1,4 +1,4 @@
-/* tests/gpu/test_engine_ops.c — the engine's own CUDA ops against their CPU
+/* kernels/tests/gpu/test_kernels_engine_ops.c — the engine's own CUDA ops against their CPU
  * references (engine/ops.h): synthetic fills (whole tensors and the slices
  * tensor-parallel ranks hold, engine/shard.h) and the KV append bit for bit,
  * the fused KV finish (norm + RoPE + append) code for code within a step,
@@ -7,7 +7,7 @@
  * float-output linear by normalized error. Outputs are poisoned before each
  * launch; the fused ops' inputs are fresh random draws each run (seed
  * printed).
- *   meson test -C build --suite gpu test_engine_ops */
+ *   meson test -C build --suite gpu test_kernels_engine_ops */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,6 @@
-/* engine/cuda/ops.cu — CUDA versions of the engine's own ops (engine/ops.h),
- * each checked against its CPU reference (engine/ops_cpu.c) by
- * tests/gpu/test_engine_ops.c:
+/* kernels/cuda/engine_ops.cu — CUDA versions of the engine's own ops (engine/ops.h),
+ * each checked against its CPU reference (kernels/cpu/engine_ops.c) by
+ * kernels/tests/gpu/test_kernels_engine_ops.c:
  *
  *   fill_bf16 / fill_f32   synthetic weights from the hash of engine/synth.h
  *   fill_kv / prefill_kv   the pool's background rows; each sequence's context
@@ -14,7 +14,10 @@
  *                          map applied by the same warp (one launch instead of two)
  *   seq_step               device half of the sequence append + CSR token list
  *
- *   meson test -C build --suite gpu test_engine_ops
+ *   meson test -C build --suite gpu test_kernels_engine_ops
+ * Built into the engine's GPU library (engine/meson.build), not
+ * kvs_kernels_cuda: the ops take the engine's types (struct kvs_expert_map,
+ * engine/synth.h's hash, engine/expert_map_impl.h).
  * None synchronises; all are safe inside CUDA-graph capture. The ops of a
  * decode step (kv_finish, route_map) are launched with programmatic
  * dependent launch, as the kernels' (kernels/src/pdl_impl.cuh).

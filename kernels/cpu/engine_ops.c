@@ -1,8 +1,9 @@
-/* engine/ops_cpu.c — CPU references of the engine's own ops (engine/ops.h):
+/* kernels/cpu/engine_ops.c — CPU references of the engine's own ops (engine/ops.h):
  * synthetic fills, the KV row append (and its form with the norm and RoPE
  * fused in), expert mapping with shared experts, the float-output linear.
- * The CUDA versions in engine/cuda/ops.cu are checked against these by
- * tests/gpu/test_engine_ops.c. */
+ * The CUDA versions in kernels/cuda/engine_ops.cu are checked against these by
+ * kernels/tests/gpu/test_kernels_engine_ops.c. Built into the engine's host
+ * library (engine/meson.build): they take the engine's types. */
 #include "ops.h"
 
 #include "kvscope/check.h"

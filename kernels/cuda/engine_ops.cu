@@ -398,9 +398,8 @@ route_map_kernel(const float *__restrict__ logits, const float *__restrict__ bia
                  int experts, int topk, int norm, float scale, int n_logical, int resident,
                  int shared, int32_t *__restrict__ out_ids, float *__restrict__ out_w)
 {
-    kvs_pdl_wait();
-    kvs_pdl_launch_dependents();
-    const int lane = threadIdx.x & 31, wi = threadIdx.x >> 5, t = blockIdx.x * 4 + wi;
+    int lane, t;
+    kvs_route_warp_start(&lane, &t);
     if (t >= tokens)
         return;
     int id;

@@ -101,9 +101,8 @@ route_warp_kernel(const float *__restrict__ logits, const float *__restrict__ bi
                   int experts, int topk, int norm, float scale, int32_t *__restrict__ ids,
                   float *__restrict__ weights)
 {
-    kvs_pdl_wait();
-    kvs_pdl_launch_dependents();
-    const int lane = threadIdx.x & 31, t = blockIdx.x * 4 + (threadIdx.x >> 5);
+    int lane, t;
+    kvs_route_warp_start(&lane, &t);
     if (t >= tokens)
         return;
     int id;

@@ -3,7 +3,7 @@
  * kernel (kernels/cuda/moe.cu) and the engine's router fused with its expert
  * map (kernels/cuda/engine_ops.cu). Private to kernels/ and the engine.
  *
- * defines: kvs_route_warp_token, KVS_ROUTE_WARP_MAX_EXPERTS
+ * defines: kvs_route_warp_token, kvs_route_warp_start, KVS_ROUTE_WARP_MAX_EXPERTS
  *
  * Each lane keeps its (up to) 8 experts' keys (s + bias, packed with the
  * index into one ordered 64-bit word) and scores in registers; each of the
@@ -16,6 +16,8 @@
 
 #include <math.h>
 #include <stdint.h>
+
+#include "pdl_impl.cuh"
 
 #define KVS_ROUTE_WARP_LANE 8 /* experts per lane */
 #define KVS_ROUTE_WARP_MAX_EXPERTS (32 * KVS_ROUTE_WARP_LANE)
@@ -91,6 +93,20 @@ static __device__ __forceinline__ void kvs_route_warp_token(const float *__restr
     }
     *id = my_id;
     *w = (norm ? my_w / (sum + 1e-20f) : my_w) * scale;
+}
+
+/* The start both router kernels share (kernels/cuda/moe.cu's
+ * route_warp_kernel and engine_ops.cu's route_map_kernel: blocks of 4 warps,
+ * one token a warp, launched with PDL): wait for the kernel before, let the
+ * next one launch, and name this thread's lane and its warp's token. The
+ * kernel then returns for t >= tokens and routes token t with
+ * kvs_route_warp_token. */
+static __device__ __forceinline__ void kvs_route_warp_start(int *lane, int *t)
+{
+    kvs_pdl_wait();
+    kvs_pdl_launch_dependents();
+    *lane = threadIdx.x & 31;
+    *t = blockIdx.x * 4 + (threadIdx.x >> 5);
 }
 
 #endif /* KVSCOPE_ROUTE_IMPL_CUH */

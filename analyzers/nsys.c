@@ -264,8 +264,8 @@ static void summary(struct kvs_nsys *n, const char *ver, const char *schema, con
                                    t->device_names[d] ? t->device_names[d] : "name unknown");
     kvs_log(n->opt->log, KVS_LOG_INFO,
             "%s: Nsight Systems export (nsys %s, schema %s): %llu kernels, %llu memcpys, %llu memsets, "
-            "%llu runtime/driver calls, %llu synchronizations, %llu NVTX ranges (%llu of them ops with "
-            "emit_nvtx shapes), %llu NVTX marks; GPU work on device %s; absent tables: %s",
+            "%llu runtime/driver calls, %llu synchronizations, %llu NVTX ranges (%llu of them emit_nvtx "
+            "ops), %llu NVTX marks; GPU work on device %s; absent tables: %s",
             n->path, ver, schema, (unsigned long long)t->n_kernels, (unsigned long long)t->n_memcpys,
             (unsigned long long)t->n_memsets, (unsigned long long)t->n_runtime,
             (unsigned long long)n->rows[KVS_NSYS_SYNC], (unsigned long long)n->nvtx_ranges,

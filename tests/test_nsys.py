@@ -53,8 +53,8 @@ def run_report(*args):
 SUMMARY = re.compile(
     r"Nsight Systems export \(nsys (?P<ver>[^,]+), schema (?P<schema>[^)]+)\): (?P<kernels>\d+) kernels, "
     r"(?P<memcpys>\d+) memcpys, (?P<memsets>\d+) memsets, (?P<runtime>\d+) runtime/driver calls, "
-    r"(?P<sync>\d+) synchronizations, (?P<ranges>\d+) NVTX ranges \((?P<ops>\d+) of them ops with "
-    r"emit_nvtx shapes\), (?P<marks>\d+) NVTX marks; GPU work on device (?P<devices>.*?); "
+    r"(?P<sync>\d+) synchronizations, (?P<ranges>\d+) NVTX ranges \((?P<ops>\d+) of them emit_nvtx "
+    r"ops\), (?P<marks>\d+) NVTX marks; GPU work on device (?P<devices>.*?); "
     r"absent tables: (?P<absent>.*)$", re.M)
 
 TABLES = ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
@@ -275,8 +275,13 @@ for i in range(4):
 for i in range(6):
     e.launch(t + 9_000_000 + i * 1000, COPY, t + 9_100_000 + i * 300_000, 100_000,
              api="cudaGraphLaunch_v10000", graph_node=1000 + i)
+# emit_nvtx without record_shapes: ops with no dims; an NVTX text that only looks like one is a range
+e.nvtx(t - 500_000, t - 400_000, "aten::mm, seq = 1, op_id = 2")
+e.nvtx(t - 300_000, t - 200_000, "aten::empty, op_id = 3")
+e.nvtx(t - 100_000, t - 50_000, "warmup, batch 4")
 got = check_export(e.close(), "graphs")
 check(got.get("graph_launched") == 6, "graphs: %s graph-launched, want 6" % got.get("graph_launched"))
+check(got.get("ops") == 2, "graphs: %s ops from emit_nvtx ranges without sizes, want 2" % got.get("ops"))
 
 # (c) several devices: TARGET_INFO_GPU lists four, kernels ran on two
 e = Export(os.path.join(tmp, "devices.sqlite"))

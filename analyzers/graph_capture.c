@@ -47,6 +47,10 @@ static int check_pair(const struct kvs_ctx *c, const struct kvs_trace_data *cap,
         }
         return kvs_op_is_copy(oname) ? 1 : 0; /* launched by a copy op */
     }
+    /* PyTorch's other elementwise copy loops (ROCm's elementwise_kernel_manual_unroll<...
+     * direct_copy_kernel_cuda ...>, launches with no grid recorded) say copy in their name */
+    if (strstr(kname, "elementwise_kernel") && kvs_op_is_copy(kname))
+        return kvs_op_is_copy(oname) ? 1 : 0;
     /* torch.compile records each Triton launch as an op named after the kernel */
     if (!strncmp(oname, "triton_", 7))
         return strcmp(oname, kname) ? 0 : 1;

@@ -25,6 +25,7 @@ Exit 0 pass, 1 fail, 77 when the traces are absent.
 import gzip
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -129,7 +130,10 @@ for r, c in pairs:
     check(rc == 0 and a and a["trace"]["capture_aligned"] == sum(k for k in kernels if k == n),
           "%s: %s aligned, replays %s, %d launches captured (%d: %s)"
           % (r[:40], a and a["trace"]["capture_aligned"], kernels, n, rc, err[-300:]))
-    check(" 0 disagree" in err, "%s: no check disagrees: %s" % (r[:40], err[:300]))
+    m = re.search(r"(\d+) pairs checked", err)
+    check(" 0 disagree" in err and m and int(m.group(1)) >= 40,
+          "%s: checked pairs (copy kernels under copy ops, Triton ops naming their kernels), "
+          "none disagreeing: %s" % (r[:40], m and m.group(0)))
 
 # 3. refused
 other = os.path.join(serving, pairs[0][1])

@@ -42,6 +42,21 @@ char *kvs_fmt_bytes(char *buf, double bytes)
     return buf;
 }
 
+char *kvs_fmt_bytes2(char *buf, double b)
+{
+    if (!isfinite(b))
+        return dash(buf);
+    if (b >= 1e9)
+        snprintf(buf, KVS_FMT_BUF, "%.2f GB", b / 1e9);
+    else if (b >= 1e6)
+        snprintf(buf, KVS_FMT_BUF, "%.2f MB", b / 1e6);
+    else if (b >= 1e3)
+        snprintf(buf, KVS_FMT_BUF, "%.2f kB", b / 1e3);
+    else
+        snprintf(buf, KVS_FMT_BUF, "%.0f B", b);
+    return buf;
+}
+
 char *kvs_fmt_gbps(char *buf, double gbps)
 {
     if (!isfinite(gbps))

@@ -1,8 +1,11 @@
-/* cli/cmd_compare.c — `kvscope compare BEFORE AFTER`: analyse two traces (say,
- * before and after a fix) and say what changed and why, in text, markdown,
- * JSON (kvscope.compare/1) or HTML.
+/* cli/cmd_compare.c — `kvscope compare BEFORE AFTER [AFTER...]`: analyse a
+ * baseline and one or more fixes of it and say what changed and why, in text,
+ * markdown, JSON (kvscope.compare/1) or HTML; text and markdown close with
+ * the summary of them all ("IN SHORT": the bottleneck, what each fix saved,
+ * each trace's whole step against the roofline).
  *
  *   kvscope compare unfixed.json.gz fixed.json.gz --batch 1
+ *   kvscope compare full-cast.json.gz fp8-direct.json.gz active-cast.json.gz
  *   kvscope compare A B --format html -o compare.html
  *
  * Exit codes: 0 compared, 1 the work failed (out of memory, cannot write),
@@ -21,14 +24,18 @@
 
 static void usage(FILE *out)
 {
-    fputs("usage: kvscope compare BEFORE AFTER [options]\n"
+    fputs("usage: kvscope compare BEFORE AFTER [AFTER...] [options]\n"
           "\n"
-          "Analyse two Chrome-trace JSON files (plain, .gz, or - for stdin; at most one -)\n"
+          "Analyse Chrome-trace JSON files (plain, .gz, or - for stdin; at most one -)\n"
           "or Nsight Systems SQLite exports (nsys export --type sqlite)\n"
-          "and compare them: step wall time, GPU time and busy fraction, tokens/s, copy/cast\n"
-          "groups paired by role, findings resolved and new, and a verdict in plain words.\n"
+          "and compare each AFTER with BEFORE: step wall time, GPU time and busy fraction,\n"
+          "tokens/s, copy/cast groups paired by role, findings resolved and new, and a\n"
+          "verdict in plain words. With several AFTERs (or --summary), text and md close\n"
+          "with IN SHORT: the bottleneck of BEFORE, what each AFTER saved, and each trace's\n"
+          "whole step against the HBM roofline (traces made by kvscope engine --trace\n"
+          "carry the bytes per step). json and html take one AFTER.\n"
           "\n"
-          "options (applied to both traces; --name value, or --name=value):\n"
+          "options (applied to every trace; --name value, or --name=value):\n"
           "  --model CFG         Hugging Face config.json, or a bundled name (glm5, deepseek-v3,\n"
           "                      kimi-k2, glm-4.7-flash, llama-3-70b, qwen3-235b-a22b)\n"
           "  --kv-capacity N     preallocated KV capacity in tokens\n"
@@ -36,7 +43,7 @@ static void usage(FILE *out)
           "                      kernels sized from their launch (CUDA-graph replays)\n"
           "  --before-capture F  a profile of BEFORE's CUDA-graph capture: its replayed\n"
           "                      kernels get the ops they were captured under\n"
-          "  --after-capture F   the same for AFTER\n"
+          "  --after-capture F   the same for AFTER (with one AFTER only)\n"
           "  --device NAME       device for the HBM peak (default: from the trace)\n"
           "  --peak-gbps X       HBM peak in GB/s (overrides the device table)\n"
           "  --step-regex RE     step ranges (default: vLLM/SGLang step ranges, then\n"
@@ -48,6 +55,7 @@ static void usage(FILE *out)
           "  -o, --output FILE   write there instead of stdout (replaced once complete;\n"
           "                      never an input)\n"
           "  --top N             accepted for symmetry with report (compare shows no kernel table)\n"
+          "  --summary           close with IN SHORT for one AFTER too (text and md)\n"
           "  --quiet             no progress or info messages on stderr\n"
           "  -h, --help          this help\n"
           "\n"
@@ -115,10 +123,11 @@ int kvs_cmd_compare(int argc, char **argv)
 {
     struct kvs_analysis_options aopt;
     kvs_analysis_options_init(&aopt);
-    const char *paths[2] = {NULL, NULL}, *format = NULL, *output = NULL, *capture[2] = {NULL, NULL};
+    enum { MAX_TRACES = 17 }; /* BEFORE and up to 16 fixes */
+    const char *paths[MAX_TRACES] = {NULL}, *format = NULL, *output = NULL, *capture[2] = {NULL, NULL};
     long long batch = 0, top = 0;
     int npath = 0;
-    bool quiet = false;
+    bool quiet = false, want_summary = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         bool missing = false;
@@ -128,6 +137,8 @@ int kvs_cmd_compare(int argc, char **argv)
             return KVS_EXIT_OK;
         } else if (!strcmp(a, "--quiet")) {
             quiet = true;
+        } else if (!strcmp(a, "--summary")) {
+            want_summary = true;
         } else if ((v = opt_value(argc, argv, &i, "--top", &missing))) {
             if (!parse_int(v, 1, &top) || top > 100000)
                 return kvs_cli_usage_error("compare", "--top wants a positive integer, not '%s'", v);
@@ -164,19 +175,25 @@ int kvs_cmd_compare(int argc, char **argv)
             return kvs_cli_usage_error("compare", "%s needs a value", a);
         } else if (a[0] == '-' && a[1] != 0) {
             return kvs_cli_usage_error("compare", "unknown option '%s'", a);
-        } else if (npath < 2) {
+        } else if (npath < MAX_TRACES) {
             paths[npath++] = a;
         } else {
-            return kvs_cli_usage_error("compare", "unexpected argument '%s' (two traces: BEFORE AFTER)", a);
+            return kvs_cli_usage_error("compare", "unexpected argument '%s' (at most %d AFTER traces)",
+                                       a, MAX_TRACES - 1);
         }
     }
     if (npath < 2)
         return kvs_cli_usage_error("compare", "needs two traces: BEFORE AFTER");
     if (aopt.device && aopt.peak_gbps > 0)
         return kvs_cli_usage_error("compare", "give --device or --peak-gbps, not both");
-    if (!strcmp(paths[0], "-") && !strcmp(paths[1], "-"))
-        return kvs_cli_usage_error("compare", "only one of BEFORE and AFTER can be '-' (stdin)");
-    int rc = kvs_cli_output_check("compare", output, paths, 2, aopt.model, "comparison");
+    int nstdin = 0;
+    for (int k = 0; k < npath; k++)
+        nstdin += !strcmp(paths[k], "-");
+    if (nstdin > 1)
+        return kvs_cli_usage_error("compare", "only one of the traces can be '-' (stdin)");
+    int rc = kvs_cli_output_check("compare", output, paths, npath, aopt.model, "comparison");
+    if (npath > 2 && capture[1])
+        return kvs_cli_usage_error("compare", "--after-capture names one AFTER's capture: give one AFTER");
     for (int k = 0; k < 2 && rc == KVS_EXIT_OK; k++) /* the captures are inputs too */
         if (capture[k])
             rc = kvs_cli_output_check("compare", output, &capture[k], 1, NULL, "comparison");
@@ -187,22 +204,31 @@ int kvs_cmd_compare(int argc, char **argv)
         return kvs_cli_usage_error("compare", "unknown format '%s' (text, md, json or html)", format);
     if (!format && output) /* -o compare.html means HTML, as for report */
         kvs_format_from_path(output, &ropt.format);
+    bool human = ropt.format == KVS_FORMAT_TEXT || ropt.format == KVS_FORMAT_MARKDOWN;
+    if (npath > 2 && !human)
+        return kvs_cli_usage_error("compare", "several AFTER traces are compared in text or md; "
+                                              "json and html take one AFTER");
+    if (want_summary && !human)
+        return kvs_cli_usage_error("compare", "--summary is for text and md");
+    bool summary = npath > 2 || want_summary;
     aopt.batch = (int)batch;
     if (quiet)
         aopt.log.min_level = KVS_LOG_WARN;
     ropt.log = aopt.log;
     ropt.top_kernels = (int)top;
 
-    struct kvs_analysis *an[2] = {NULL, NULL};
+    struct kvs_analysis *an[MAX_TRACES] = {NULL};
     rc = KVS_EXIT_OK;
     bool tty_err = !quiet && isatty(STDERR_FILENO);
-    for (int k = 0; k < 2 && rc == KVS_EXIT_OK; k++) {
-        struct progress p = {k ? "AFTER" : "BEFORE", -1};
+    for (int k = 0; k < npath && rc == KVS_EXIT_OK; k++) {
+        char what[32];
+        snprintf(what, sizeof what, k == 0 ? "BEFORE" : npath > 2 ? "AFTER %d" : "AFTER", k);
+        struct progress p = {what, -1};
         if (tty_err) {
             aopt.progress = show_progress;
             aopt.progress_user = &p;
         }
-        aopt.graph_capture = capture[k];
+        aopt.graph_capture = capture[k ? 1 : 0];
         enum kvs_status st = kvs_analyze_file(paths[k], &aopt, &an[k]);
         if (st != KVS_STATUS_OK && st != KVS_STATUS_TRUNCATED) {
             /* the analysis logged why, naming the culprit (the trace, or a
@@ -212,11 +238,22 @@ int kvs_cmd_compare(int argc, char **argv)
             if (rc == KVS_EXIT_FAILURE)
                 fprintf(stderr, "kvscope compare: %s: %s\n", paths[k], kvs_status_str(st));
         }
+        aopt.progress = NULL;
     }
 
-    struct kvs_comparison *cmp = NULL;
-    if (rc == KVS_EXIT_OK) {
-        enum kvs_status st = kvs_compare(an[0], an[1], (int)batch, &cmp);
+    struct kvs_comparison *cmp[MAX_TRACES] = {NULL};
+    struct kvs_summary *sum = NULL;
+    for (int k = 1; k < npath && rc == KVS_EXIT_OK; k++) {
+        enum kvs_status st = kvs_compare(an[0], an[k], (int)batch, &cmp[k]);
+        if (st != KVS_STATUS_OK) {
+            fprintf(stderr, "kvscope compare: %s\n", kvs_status_str(st));
+            rc = KVS_EXIT_FAILURE;
+        }
+    }
+    if (rc == KVS_EXIT_OK && summary) {
+        enum kvs_status st = kvs_summarize(an[0], (const struct kvs_analysis *const *)an + 1,
+                                           (const struct kvs_comparison *const *)cmp + 1,
+                                           (size_t)npath - 1, &sum);
         if (st != KVS_STATUS_OK) {
             fprintf(stderr, "kvscope compare: %s\n", kvs_status_str(st));
             rc = KVS_EXIT_FAILURE;
@@ -229,7 +266,16 @@ int kvs_cmd_compare(int argc, char **argv)
             const char *nc = getenv("NO_COLOR");
             ropt.color = out.f == stdout && ropt.format == KVS_FORMAT_TEXT &&
                          isatty(STDOUT_FILENO) && !(nc && *nc);
-            enum kvs_status st = kvs_render_compare(out.f, cmp, &ropt);
+            enum kvs_status st = KVS_STATUS_OK;
+            for (int k = 1; k < npath && st == KVS_STATUS_OK; k++) {
+                if (k > 1)
+                    fputs("\n", out.f);
+                st = kvs_render_compare(out.f, cmp[k], &ropt);
+            }
+            if (st == KVS_STATUS_OK && sum) {
+                fputs("\n", out.f);
+                st = kvs_render_summary(out.f, sum, &ropt);
+            }
             /* a failed write is said by kvs_cli_output_close, naming the file */
             if (st != KVS_STATUS_OK && st != KVS_STATUS_IO)
                 fprintf(stderr, "kvscope compare: writing the comparison failed: %s\n",
@@ -237,8 +283,10 @@ int kvs_cmd_compare(int argc, char **argv)
             rc = kvs_cli_output_close(&out, st == KVS_STATUS_OK || st == KVS_STATUS_IO);
         }
     }
-    kvs_comparison_free(cmp);
-    kvs_analysis_free(an[0]);
-    kvs_analysis_free(an[1]);
+    kvs_summary_free(sum);
+    for (int k = 0; k < npath; k++) {
+        kvs_comparison_free(cmp[k]);
+        kvs_analysis_free(an[k]);
+    }
     return rc;
 }

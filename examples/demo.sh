@@ -18,8 +18,10 @@
 # 2. kvscope report on each (text here for full-cast and fp8-direct; HTML
 #    and JSON of all into OUT_DIR).
 # 3. kvscope compare full-cast -> fp8-direct (in full) and -> active-cast.
-# 4. A summary (examples/summarize.py): the bottleneck, what each fix saved,
-#    each path against the HBM roofline; then where the HTML reports are.
+# 4. A summary, printed by kvscope compare BEFORE AFTER AFTER (its IN SHORT
+#    closing): the bottleneck, what each fix saved, each path against the HBM
+#    roofline (bytes per step from the kvscope.engine object in each trace);
+#    then where the HTML reports are.
 #
 # Environment: KVS_DEMO_SOURCE=auto|gpu|bundled (default auto; gpu: capture
 # or fail, never fall back),
@@ -176,7 +178,12 @@ fi
 # 4. in short
 
 echo
-python3 "$here/summarize.py" "$out" "$traces" | tee "$out/summary.txt"
+fixes=()
+for p in fp8-direct active-cast; do
+    [ -f "$traces/glm5_$p.json.gz" ] && fixes+=("$traces/glm5_$p.json.gz")
+done
+"$kvs" compare "$unfixed" "${fixes[@]}" "${opts[@]}" | sed -n '/^IN SHORT$/,$p' |
+    tee "$out/summary.txt"
 echo
 if [ "$src" = gpu ]; then
     echo "Traces captured on this GPU: $out/glm5_{$(IFS=,; echo "${paths[*]}")}.json.gz"

@@ -37,7 +37,8 @@ echo "$LAST_OUT" | grep -q "^kvscope [0-9]" || { echo "FAIL version output: $LAS
 fx=${KVS_SOURCE_ROOT:-.}/tests/fixtures/reports
 check 0 "compare --help" -- "$kvs" compare --help
 check 2 "compare with one trace exits 2" -- "$kvs" compare "$fx/kv_unfixed.json"
-check 2 "compare with three traces exits 2" -- "$kvs" compare "$fx/kv_unfixed.json" "$fx/kv_fixed.json" "$fx/kv_fixed.json"
+check 0 "compare with two fixes (BEFORE AFTER AFTER) exits 0" -- "$kvs" compare "$fx/kv_unfixed.json" "$fx/kv_fixed.json" "$fx/kv_fixed.json" --quiet
+check 2 "compare with 17 fixes exits 2" -- "$kvs" compare "$fx/kv_unfixed.json" $(for i in $(seq 17); do printf '%s ' "$fx/kv_fixed.json"; done)
 check 2 "compare reading stdin twice exits 2" -- "$kvs" compare - -
 check 2 "compare --format yaml exits 2" -- "$kvs" compare "$fx/kv_unfixed.json" "$fx/kv_fixed.json" --format yaml
 check 2 "compare --batch 0 exits 2" -- "$kvs" compare "$fx/kv_unfixed.json" "$fx/kv_fixed.json" --batch 0

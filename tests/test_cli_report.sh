@@ -76,6 +76,17 @@ check 0 "compare -o x.md writes markdown" "" -- "$kvs" compare "$fx/kineto_small
 head -1 "$tmp/c.md" | grep -q '^# kvscope compare' && echo "ok   compare -o x.md is markdown" ||
     { echo "FAIL compare -o x.md: $(head -c 80 "$tmp/c.md")"; fail=1; }
 
+# several AFTERs: each compared with BEFORE, then IN SHORT; json/html take one AFTER
+check 0 "compare BEFORE AFTER AFTER closes with IN SHORT" "^IN SHORT" -- "$kvs" compare "$fx/kineto_small.json" "$fx/kineto_small.json" "$fx/kineto_small.json" --quiet
+check 0 "compare --summary: IN SHORT for one AFTER" "The bottleneck" -- "$kvs" compare "$fx/kineto_small.json" "$fx/kineto_small.json" --summary --quiet
+check 0 "compare --summary --format md" "## In short" -- "$kvs" compare "$fx/kineto_small.json" "$fx/kineto_small.json" --summary --format md --quiet
+check 2 "compare BEFORE AFTER AFTER --format json refused" "json and html take one AFTER" -- "$kvs" compare "$fx/kineto_small.json" "$fx/kineto_small.json" "$fx/kineto_small.json" --format json
+check 2 "compare --summary --format json refused" "text and md" -- "$kvs" compare "$fx/kineto_small.json" "$fx/kineto_small.json" --summary --format json
+check 2 "compare with two stdin traces refused" "only one of the traces" -- "$kvs" compare - "$fx/kineto_small.json" -
+n=$("$kvs" compare "$fx/kineto_small.json" "$fx/kineto_small.json" --quiet | grep -c '^IN SHORT')
+[ "$n" -eq 0 ] && echo "ok   compare BEFORE AFTER: no IN SHORT without --summary" ||
+    { echo "FAIL compare BEFORE AFTER printed IN SHORT"; fail=1; }
+
 # --name=value, as compare takes it: the same report as --name value
 check 0 "--format=json" "kvscope.report/1" -- "$kvs" report "$fx/kineto_small.json" --format=json --kv-capacity=16384 --quiet
 "$kvs" report "$fx/kineto_small.json" --format json --kv-capacity 16384 --quiet > "$tmp/spaced.json" 2>&1

@@ -357,6 +357,65 @@ static void test_bad_arguments(void)
     kvs_comparison_free(c);
 }
 
+/* kvs_summarize: the bottleneck from before's KV-capacity group, one
+ * sentence per fix with its comparison's numbers, roofline rows for the
+ * traces that have one, all against the first row's copy rate */
+static void test_summary(void)
+{
+    static struct kvs_fixture x, y, z;
+    kvs_fixture_unfixed(&x);
+    kvs_fixture_fixed(&y);
+    kvs_fixture_fixed(&z);
+    x.a.roofline = (struct kvs_step_roofline){.known = true, .bytes_per_step = 2e10, .step_ms = 20,
+                                              .step_source = "trace", .achieved_gbps = 1000,
+                                              .peak_fraction = 1000.0 / 4800, .copy_gbps = 4000};
+    y.a.engine = (struct kvs_engine_info){.present = true, .kv_path = "fp8-direct", .graph = -1};
+    y.a.roofline = (struct kvs_step_roofline){.known = true, .bytes_per_step = 1e10, .step_ms = 5,
+                                              .step_source = "trace", .achieved_gbps = 2000,
+                                              .peak_fraction = 2000.0 / 4800, .copy_gbps = 3000};
+    z.a.trace.path = "/runs/my_fix.json.gz"; /* no roofline: no row; named by its file */
+    struct kvs_comparison *c1 = NULL, *c2 = NULL;
+    KVS_REQUIRE(kvs_compare(&x.a, &y.a, 0, &c1) == KVS_STATUS_OK);
+    KVS_REQUIRE(kvs_compare(&x.a, &z.a, 0, &c2) == KVS_STATUS_OK);
+    const struct kvs_analysis *after[] = {&y.a, &z.a};
+    const struct kvs_comparison *cmp[] = {c1, c2};
+    struct kvs_summary *s = NULL;
+    KVS_REQUIRE(kvs_summarize(&x.a, after, cmp, 2, &s) == KVS_STATUS_OK);
+    KVS_CHECK(strstr(s->bottleneck, "aten::copy_ [131072,1,576] BFloat16<-Float8_e4m3fn casts the WHOLE") != NULL);
+    KVS_CHECK(strstr(s->bottleneck, " 61 times per step (once per layer)") != NULL);
+    KVS_REQUIRE(s->nfix == 2);
+    char want[160];
+    snprintf(want, sizeof want, "fp8-direct (attention reads the FP8 pool): GPU time per step %.4g -> %.4g ms",
+             x.a.steps.gpu_ms_per_step, y.a.steps.gpu_ms_per_step);
+    KVS_CHECK_MSG(strstr(s->fixes[0], want) != NULL, "%s", s->fixes[0]);
+    KVS_CHECK(strstr(s->fixes[0], "Resolved: kv_full_buffer_cast") != NULL);
+    KVS_CHECK_MSG(!strncmp(s->fixes[1], "my_fix: GPU time", 16), "%s", s->fixes[1]);
+    KVS_REQUIRE(s->npath == 2); /* x and y; z has no roofline */
+    KVS_CHECK(s->paths[0].name && s->paths[1].name && !strcmp(s->paths[1].name, "fp8-direct"));
+    KVS_CHECK_NEAR(s->paths[0].copy_fraction, 0.25, 1e-12); /* 1000 of the first row's 4000 */
+    KVS_CHECK_NEAR(s->paths[1].copy_fraction, 0.5, 1e-12);  /* 2000 of 4000, not of its own 3000 */
+    KVS_CHECK(strstr(s->roofline, "(4800 GB/s)") && strstr(s->roofline, "(4000 GB/s)"));
+    struct kvs_render_options opt = {.format = KVS_FORMAT_TEXT};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    KVS_REQUIRE(f);
+    KVS_CHECK_EQ_INT(kvs_render_summary(f, s, &opt), KVS_STATUS_OK);
+    fclose(f);
+    KVS_CHECK(!strncmp(buf, "IN SHORT\n  The bottleneck ", 26));
+    /* the row as examples/summarize.py's "%-12s %9.2f %13s %8.0f GB/s %13s %13.1f%%" laid it out */
+    KVS_CHECK_MSG(strstr(buf, "\n                 fp8-direct        5.00      10.00 GB     2000 GB/s"
+                              "         41.7%          50.0%\n") != NULL, "%s", buf);
+    free(buf);
+    opt.format = KVS_FORMAT_JSON;
+    KVS_CHECK_EQ_INT(kvs_render_summary(stdout, s, &opt), KVS_STATUS_INVALID_ARGUMENT);
+    kvs_summary_free(s);
+    KVS_CHECK_EQ_INT(kvs_summarize(&x.a, after, cmp, 0, &s), KVS_STATUS_INVALID_ARGUMENT);
+    KVS_CHECK(s == NULL);
+    kvs_comparison_free(c1);
+    kvs_comparison_free(c2);
+}
+
 int main(int argc, char **argv)
 {
     static const struct kvs_test tests[] = {
@@ -368,6 +427,7 @@ int main(int argc, char **argv)
         {"from_zero_gpu_time", test_from_zero_gpu_time},
         {"human_formats", test_human_formats},
         {"bad_arguments", test_bad_arguments},
+        {"summary", test_summary},
         {NULL, NULL},
     };
     return kvs_test_main(argc, argv, tests);

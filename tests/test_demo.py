@@ -13,8 +13,9 @@ memset intervals), its HBM efficiency (bytes / GPU time / the device's
 datasheet peak from analyzers/data/devices.json), GPU time per step of both
 traces for the comparison, and each path's roofline figure (bytes per step
 from the engine's log over the trace's mean step). Then the output must
-carry them in the report, compare and summary sections, in that order, and
-end with the path of an HTML report that exists.
+carry them in the report, compare and summary sections (the summary is
+kvscope compare's own IN SHORT), in that order, and end with the path of an
+HTML report that exists.
 
 The GPU branch runs too, with a fake nvidia-smi and a fake `kvscope engine`
 (which fails like the real one when the pool does not fit, and otherwise
@@ -127,6 +128,18 @@ def main():
     report = out[pos[0]:pos[1]] if pos[0] >= 0 and pos[1] >= 0 else ""
     compare = out[pos[1]:pos[2]] if pos[1] >= 0 and pos[2] >= 0 else ""
     summary = out[pos[2]:] if pos[2] >= 0 else ""
+
+    # the summary is kvscope's own: `kvscope compare BEFORE AFTER AFTER` prints the same block
+    kvs = os.path.join(build, "cli", "kvscope")
+    c = subprocess.run([kvs, "compare"] + [os.path.join(TRACES, "glm5_%s.json.gz" % p) for p in
+                                           ("full-cast", "fp8-direct", "active-cast")]
+                       + ["--model", "glm5", "--kv-capacity", "495552", "--batch", "1", "--quiet"],
+                       env=env, capture_output=True, text=True, timeout=120)
+    own = c.stdout[c.stdout.find("IN SHORT"):] if "IN SHORT" in c.stdout else None
+    check(c.returncode == 0 and own is not None and summary.startswith(own.rstrip("\n")),
+          "the demo's IN SHORT is kvscope compare's (exit %d)" % c.returncode)
+    check(not os.path.exists(os.path.join(SRC, "examples", "summarize.py")),
+          "no Python summary script is left beside the demo")
 
     # the report names the full-buffer cast with its shape
     shape = ",".join(str(d) for d in u["dims"])

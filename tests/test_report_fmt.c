@@ -18,6 +18,11 @@ static void test_units(void)
     KVS_CHECK_EQ_STR(kvs_fmt_bytes(b, 856.3e6), "856.3 MB");
     KVS_CHECK_EQ_STR(kvs_fmt_bytes(b, 66.8e9), "66.8 GB");
     KVS_CHECK_EQ_STR(kvs_fmt_bytes(b, 512), "512 B");
+    KVS_CHECK_EQ_STR(kvs_fmt_bytes2(b, 856.31e6), "856.31 MB"); /* the summary's two decimals */
+    KVS_CHECK_EQ_STR(kvs_fmt_bytes2(b, 1.47367e11), "147.37 GB");
+    KVS_CHECK_EQ_STR(kvs_fmt_bytes2(b, 4096), "4.10 kB");
+    KVS_CHECK_EQ_STR(kvs_fmt_bytes2(b, 512), "512 B");
+    KVS_CHECK_EQ_STR(kvs_fmt_bytes2(b, NAN), "-");
     KVS_CHECK_EQ_STR(kvs_fmt_bytes(b, 999.96e6), "1.0 GB"); /* no "1000.0 MB" */
     KVS_CHECK_EQ_STR(kvs_fmt_bytes(b, -2.5e6), "-2.5 MB");
     KVS_CHECK_EQ_STR(kvs_fmt_bytes(b, NAN), "-");

@@ -5,7 +5,9 @@
  * kvs_render_compare) only format it.
  *
  * defines: struct kvs_comparison, struct kvs_cmp_steps, struct kvs_cmp_side,
- *          struct kvs_cmp_group, struct kvs_cmp_change, kvs_compare, kvs_comparison_free, kvs_cmp_rel
+ *          struct kvs_cmp_group, struct kvs_cmp_change, struct kvs_summary,
+ *          struct kvs_summary_path, kvs_summarize, kvs_summary_free, kvs_compare,
+ *          kvs_comparison_free, kvs_cmp_rel
  *
  * Everything is copied out of the analyses, so a comparison outlives them.
  * Thread safety: one comparison per call; comparisons are independent.
@@ -95,6 +97,37 @@ KVS_API enum kvs_status kvs_compare(const struct kvs_analysis *before,
                                     const struct kvs_analysis *after, int batch,
                                     struct kvs_comparison **out);
 KVS_API void kvs_comparison_free(struct kvs_comparison *c);
+
+/* The closing summary of one baseline against one or more fixes ("IN
+ * SHORT"): the bottleneck of the baseline (its largest copy/cast group whose
+ * rows matched a KV capacity), what each fix saved (from its comparison),
+ * and each trace's whole step against the roofline (kvs_step_roofline, for
+ * traces that carry kvscope.engine). Sentences and figures are computed
+ * here; kvs_render_summary (kvscope/report.h) lays them out. */
+struct kvs_summary_path {
+    char *name;                  /* the engine's KV path, else the trace's file name */
+    double step_ms, bytes_per_step, achieved_gbps;
+    double peak_fraction;        /* NAN when the peak is unknown */
+    double copy_fraction;        /* against the first row's copy rate; NAN when unknown */
+};
+
+struct kvs_summary {
+    char *bottleneck;            /* one sentence */
+    size_t nfix;
+    char **fixes;                /* one sentence per fix, in the order given */
+    char *roofline;              /* what the table holds, or why there is none */
+    size_t npath;
+    struct kvs_summary_path *paths; /* the baseline first, then the fixes; traces with
+                                       kvscope.engine's bytes per step only */
+};
+
+/* before: the baseline; after[i] and cmp[i] (kvs_compare(before, after[i]))
+ * for i < n, n >= 1. */
+KVS_API enum kvs_status kvs_summarize(const struct kvs_analysis *before,
+                                      const struct kvs_analysis *const *after,
+                                      const struct kvs_comparison *const *cmp, size_t n,
+                                      struct kvs_summary **out);
+KVS_API void kvs_summary_free(struct kvs_summary *s);
 
 /* Change of before -> after as a fraction of before; NAN when before is 0
  * or either is not finite. */

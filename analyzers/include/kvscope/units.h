@@ -3,7 +3,7 @@
  * the analyzer's sentences (compare's verdict, multi-rank notes) and the
  * renderers' table cells, so a figure reads the same in both.
  *
- * defines: KVS_FMT_BUF, kvs_fmt_bytes, kvs_fmt_gbps, kvs_fmt_ms, kvs_fmt_pct,
+ * defines: KVS_FMT_BUF, kvs_fmt_bytes, kvs_fmt_bytes2, kvs_fmt_gbps, kvs_fmt_ms, kvs_fmt_pct,
  *          kvs_fmt_count, kvs_fmt_signed_pct, kvs_fmt_dup, kvs_strv_push,
  *          kvs_short_dtype, kvs_short_dims, kvs_dims_json, kvs_short_dtypes,
  *          kvs_finite_or0, kvs_step_kind_name
@@ -27,6 +27,8 @@ extern "C" {
  * Non-finite values print as "-". */
 enum { KVS_FMT_BUF = 48 };
 KVS_API char *kvs_fmt_bytes(char *buf, double bytes);     /* "856.3 MB", "66.8 GB", "512 B" */
+/* "856.31 MB", "147.37 GB", "512 B": two decimals (the main job's summary) */
+KVS_API char *kvs_fmt_bytes2(char *buf, double bytes);
 KVS_API char *kvs_fmt_gbps(char *buf, double gbps);       /* "985 GB/s", "12.4 GB/s" */
 KVS_API char *kvs_fmt_ms(char *buf, double ms);           /* "52.40", "0.861", "120.3" (no unit) */
 KVS_API char *kvs_fmt_pct(char *buf, double fraction);    /* "20.5%" */

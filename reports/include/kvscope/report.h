@@ -2,7 +2,7 @@
  * and for other tools.
  *
  * defines: enum kvs_format, struct kvs_render_options, kvs_format_parse, kvs_format_from_path,
- *          kvs_render_report, kvs_render_compare, kvs_render_multirank
+ *          kvs_render_report, kvs_render_compare, kvs_render_summary, kvs_render_multirank
  *
  * Renderers read the analysis struct and format it; they never recompute
  * analysis. A comparison is computed by kvs_compare() (kvscope/compare.h:
@@ -49,6 +49,13 @@ KVS_API enum kvs_status kvs_render_report(FILE *out, const struct kvs_analysis *
 
 struct kvs_comparison; /* kvscope/compare.h */
 KVS_API enum kvs_status kvs_render_compare(FILE *out, const struct kvs_comparison *c,
+                                           const struct kvs_render_options *opt);
+
+/* The closing summary of a baseline against its fixes (kvs_summarize,
+ * kvscope/compare.h): text ("IN SHORT") or markdown only; other formats
+ * give KVS_STATUS_INVALID_ARGUMENT. */
+struct kvs_summary; /* kvscope/compare.h */
+KVS_API enum kvs_status kvs_render_summary(FILE *out, const struct kvs_summary *s,
                                            const struct kvs_render_options *opt);
 
 struct kvs_multirank; /* kvscope/multirank.h */

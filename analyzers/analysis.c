@@ -679,8 +679,9 @@ enum kvs_status kvs_analyze_input(const struct kvs_analyze_input *in,
     if (in->model) {
         c.model = *in->model;
         c.have_model = true;
-    } else if (opt->model) {
-        st = kvs_model_load(opt->model, c.log, &c.model);
+    } else if (opt->model_config || opt->model) {
+        st = opt->model_config ? kvs_model_from_config(opt->model_config, opt->model, c.log, &c.model)
+                               : kvs_model_load(opt->model, c.log, &c.model);
         if (st != KVS_STATUS_OK) {
             kvs_step_matcher_free(&sm);
             return st;

@@ -2,7 +2,8 @@
  *
  * defines: struct kvs_cli_cmd, kvs_cli_commands, KVS_EXIT_*, kvs_cli_usage_error,
  *          kvs_cli_output_check, struct kvs_cli_output, kvs_cli_output_open,
- *          kvs_cli_output_close, kvs_cli_output_dir_check
+ *          kvs_cli_output_close, kvs_cli_output_dir_check,
+ *          kvs_cli_read_model
  *
  * Each subcommand lives in cli/cmd_<name>.c as `int kvs_cmd_<name>(int argc,
  * char **argv)` (argv[0] is the subcommand's name) and is listed once in
@@ -72,6 +73,15 @@ int kvs_cli_output_dir_check(const char *cmd, const char *flag, const char *path
  * error naming flag and the range (KVS_EXIT_USAGE). */
 int kvs_cli_parse_number(const char *cmd, const char *flag, const char *v, double lo, double hi,
                          double *out);
+
+/* --model SPEC read once for every trace of a command: when SPEC names a
+ * path (a config.json, a pipe, a checkpoint folder) *out is the config read
+ * (free it with kvs_hf_config_free); for a bundled name *out is NULL and
+ * the analysis looks it up. KVS_EXIT_OK, or the exit code of a config that
+ * cannot be read (the reader said why). */
+struct kvs_logger;
+struct kvs_hf_config;
+int kvs_cli_read_model(const char *spec, const struct kvs_logger *lg, struct kvs_hf_config **out);
 
 int kvs_cmd_version(int argc, char **argv);
 int kvs_cmd_report(int argc, char **argv);

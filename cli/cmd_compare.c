@@ -20,6 +20,7 @@
 #include "cli.h"
 #include "kvscope/analysis.h"
 #include "kvscope/compare.h"
+#include "kvscope/hf_config.h"
 #include "kvscope/report.h"
 
 static void usage(FILE *out)
@@ -36,7 +37,8 @@ static void usage(FILE *out)
           "carry the bytes per step). json and html take one AFTER.\n"
           "\n"
           "options (applied to every trace; --name value, or --name=value):\n"
-          "  --model CFG         Hugging Face config.json, or a bundled name (glm5, deepseek-v3,\n"
+          "  --model CFG         Hugging Face config.json (a file, a pipe, or a checkpoint\n"
+          "                      folder holding one), or a bundled name (glm5, deepseek-v3,\n"
           "                      kimi-k2, glm-4.7-flash, llama-3-70b, qwen3-235b-a22b)\n"
           "  --kv-capacity N     preallocated KV capacity in tokens\n"
           "  --kv-dtype T        the KV cache's dtype (fp8, e5m2, bf16, fp16, fp32), for cast\n"
@@ -217,8 +219,14 @@ int kvs_cmd_compare(int argc, char **argv)
     ropt.log = aopt.log;
     ropt.top_kernels = (int)top;
 
+    /* read once for every trace: a pipe cannot be read twice */
+    struct kvs_hf_config *model = NULL;
+    rc = kvs_cli_read_model(aopt.model, &aopt.log, &model);
+    if (rc != KVS_EXIT_OK)
+        return rc;
+    aopt.model_config = model;
+
     struct kvs_analysis *an[MAX_TRACES] = {NULL};
-    rc = KVS_EXIT_OK;
     bool tty_err = !quiet && isatty(STDERR_FILENO);
     for (int k = 0; k < npath && rc == KVS_EXIT_OK; k++) {
         char what[32];
@@ -240,6 +248,7 @@ int kvs_cmd_compare(int argc, char **argv)
         }
         aopt.progress = NULL;
     }
+    kvs_hf_config_free(model);
 
     struct kvs_comparison *cmp[MAX_TRACES] = {NULL};
     struct kvs_summary *sum = NULL;

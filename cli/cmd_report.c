@@ -21,6 +21,7 @@
 
 #include "cli.h"
 #include "kvscope/analysis.h"
+#include "kvscope/hf_config.h"
 #include "kvscope/multirank.h"
 #include "kvscope/report.h"
 
@@ -47,8 +48,9 @@ static void usage(FILE *out)
             "rank's own report (json: a kvscope.multirank/1 document).\n"
             "\n"
             "options (--name value, or --name=value):\n"
-            "  --model CFG          a Hugging Face config.json, or a bundled model: glm5,\n"
-            "                       deepseek-v3, kimi-k2, glm-4.7-flash, llama-3-70b,\n"
+            "  --model CFG          a Hugging Face config.json (a file, a pipe, or a\n"
+            "                       checkpoint folder holding one), or a bundled model:\n"
+            "                       glm5, deepseek-v3, kimi-k2, glm-4.7-flash, llama-3-70b,\n"
             "                       qwen3-235b-a22b (default: infer from the trace)\n"
             "  --kv-capacity N      KV cache capacity in tokens (names the full-buffer dim;\n"
             "                       given, no other dim is guessed to be a buffer)\n"
@@ -245,6 +247,13 @@ int kvs_cmd_report(int argc, char **argv)
     opt.progress = on_progress;
     opt.progress_user = &prog;
 
+    /* read once: a pipe cannot be read again for the next trace */
+    struct kvs_hf_config *model = NULL;
+    rc = kvs_cli_read_model(opt.model, &opt.log, &model);
+    if (rc != KVS_EXIT_OK)
+        return rc;
+    opt.model_config = model;
+
     struct kvs_analysis *an[MAX_TRACES] = {0};
     for (int i = 0; i < ntrace; i++) {
         if (ntrace > 1) { /* with several traces, every message names its trace */
@@ -258,6 +267,7 @@ int kvs_cmd_report(int argc, char **argv)
             /* the analysis logged why the input is unreadable; our own
              * failures (no memory) may have found no words of their own */
             free_all(an, i);
+            kvs_hf_config_free(model);
             if (st == KVS_STATUS_NO_MEMORY || st == KVS_STATUS_INTERNAL) {
                 fprintf(stderr, "kvscope report: %s: %s\n", traces[i], kvs_status_str(st));
                 return KVS_EXIT_FAILURE;
@@ -265,6 +275,7 @@ int kvs_cmd_report(int argc, char **argv)
             return KVS_EXIT_USAGE;
         }
     }
+    kvs_hf_config_free(model);
     struct kvs_multirank *mr = NULL;
     if (ntrace > 1 && kvs_multirank((const struct kvs_analysis *const *)an, (size_t)ntrace, &mr) !=
                           KVS_STATUS_OK) {

@@ -3,7 +3,8 @@
  * identity check that keeps -o from overwriting an input, the check that an
  * output's folder exists before the work that fills it runs, and the
  * atomic report writer (a temporary file in the same folder, renamed into
- * place once complete). */
+ * place once complete), and --model read once for all of a command's
+ * traces. */
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "kvscope/hf_config.h"
 
 int kvs_cli_usage_error(const char *cmd, const char *fmt, ...)
 {
@@ -181,4 +183,16 @@ int kvs_cli_output_dir_check(const char *cmd, const char *flag, const char *path
     if (!why)
         return KVS_EXIT_OK;
     return kvs_cli_usage_error(cmd, "%s %s: cannot write into '%s' (%s)", flag, path, dir, why);
+}
+
+int kvs_cli_read_model(const char *spec, const struct kvs_logger *lg, struct kvs_hf_config **out)
+{
+    *out = NULL;
+    struct stat st;
+    if (!spec || stat(spec, &st) != 0)
+        return KVS_EXIT_OK; /* a bundled name (or none): the analysis says */
+    enum kvs_status s = kvs_hf_config_read(spec, lg, out);
+    if (s == KVS_STATUS_OK)
+        return KVS_EXIT_OK;
+    return s == KVS_STATUS_NO_MEMORY ? KVS_EXIT_FAILURE : KVS_EXIT_USAGE;
 }

@@ -46,7 +46,36 @@ check 2 "malformed config.json names its path" "$cfgdir/bad.json: malformed JSON
 printf '{}' > "$cfgdir/empty.json"
 check 2 "config.json without a field names its path" "$cfgdir/empty.json: required field" -- \
     "$kvs" engine --config "$cfgdir/empty.json"
-check 2 "a folder as config" "a folder, not a config.json" -- "$kvs" engine --config "$cfgdir"
+# issue 21: a config.json read as Hugging Face reads it. A run that gets past
+# the config stops at the memory plan (capacity too small), before the GPU;
+# its first line names the config.
+tiny=${KVS_SOURCE_ROOT:?run through meson test}/engine/configs/tiny.json
+small="--batch 4 --context 1000 --kv-capacity 2048"
+check 2 "a folder without config.json" "a folder without a config.json" -- \
+    "$kvs" engine --config "$cfgdir"
+mkdir "$cfgdir/ckpt" && cp "$tiny" "$cfgdir/ckpt/config.json"
+# shellcheck disable=SC2086
+check 2 "a checkpoint folder: its config.json, said" "reading $cfgdir/ckpt/config.json" -- \
+    "$kvs" engine --config "$cfgdir/ckpt" $small
+# shellcheck disable=SC2086
+check 2 "a checkpoint folder: read" "engine: ckpt, kv-path" -- "$kvs" engine --config "$cfgdir/ckpt" $small
+mkfifo "$cfgdir/pipe"
+(timeout 20 sh -c "cat '$tiny' > '$cfgdir/pipe'" >/dev/null 2>&1 &)
+# shellcheck disable=SC2086
+check 2 "a pipe: read to its end" "engine: pipe, kv-path" -- "$kvs" engine --config "$cfgdir/pipe" $small
+sed 's/"num_attention_heads": 4/"num_attention_heads": -4/' "$tiny" > "$cfgdir/neg.json"
+check 2 "a negative count: refused, named" '"num_attention_heads" is -4' -- \
+    "$kvs" engine --config "$cfgdir/neg.json"
+# duplicate keys: the last value counts (the first, 256, would be refused)
+sed 's/^{/{"kv_lora_rank": 256,/' "$tiny" > "$cfgdir/dup.json"
+# shellcheck disable=SC2086
+check 2 "duplicate keys: the last value" "engine: dup, kv-path" -- "$kvs" engine --config "$cfgdir/dup.json" $small
+{ cat "$tiny"; echo '{"num_hidden_layers": 1}'; } > "$cfgdir/trail.json"
+check 2 "data after the object: refused" "more after the object" -- \
+    "$kvs" engine --config "$cfgdir/trail.json"
+python3 -c 'import sys; sys.stdout.write("{\"x\": [" + "0," * (7 << 20) + "0]}")' > "$cfgdir/big.json"
+check 2 "a 14 MB config: refused, the cap said" "more than the 1048576" -- \
+    "$kvs" engine --config "$cfgdir/big.json"
 rm -rf "$cfgdir"
 check 2 "capacity below the run's tokens" "too small" -- \
     "$kvs" engine --config tiny --batch 4 --context 1000 --kv-capacity 2048

@@ -23,6 +23,43 @@ check 2 "negative peak" "--peak-gbps" -- "$kvs" report "$fx/kineto_small.json" -
 check 2 "device and peak" "not both" -- "$kvs" report "$fx/kineto_small.json" --device H200 --peak-gbps 10
 check 2 "missing value" "needs a value" -- "$kvs" report "$fx/kineto_small.json" --model
 check 2 "unknown model" "not a bundled model" -- "$kvs" report "$fx/kineto_small.json" --model nope
+# --model as Hugging Face reads a config.json (issue 21)
+glm5=$KVS_SOURCE_ROOT/analyzers/data/models/glm5.json
+mkdir "$tmp/ckpt" && cp "$glm5" "$tmp/ckpt/config.json"
+check 0 "--model a checkpoint folder: said" "reading $tmp/ckpt/config.json" -- \
+    "$kvs" report "$fx/kineto_small.json" --model "$tmp/ckpt"
+check 0 "--model a checkpoint folder: read" "model   glm_moe_dsa (78 layers)" -- \
+    "$kvs" report "$fx/kineto_small.json" --model "$tmp/ckpt"
+mkfifo "$tmp/cfg.pipe"
+(timeout 20 sh -c "cat '$glm5' > '$tmp/cfg.pipe'" >/dev/null 2>&1 &)
+check 0 "--model a pipe" "model   glm_moe_dsa (78 layers)" -- \
+    "$kvs" report "$fx/kineto_small.json" --model "$tmp/cfg.pipe"
+# several traces (and compare's two): the pipe is read once, not waited on again
+(timeout 20 sh -c "cat '$glm5' > '$tmp/cfg.pipe'" >/dev/null 2>&1 &)
+check 0 "--model a pipe, two traces" "glm_moe_dsa (78 layers)" -- \
+    timeout 20 "$kvs" report "$fx/kineto_small.json" "$fx/kineto_small.json" --model "$tmp/cfg.pipe"
+(timeout 20 sh -c "cat '$glm5' > '$tmp/cfg.pipe'" >/dev/null 2>&1 &)
+check 0 "compare --model a pipe" "" -- \
+    timeout 20 "$kvs" compare "$fx/kineto_small.json" "$fx/kineto_small.json" --model "$tmp/cfg.pipe"
+printf '{"num_hidden_layers": 61, "kv_lora_rank": -512}' > "$tmp/neg.json"
+check 2 "--model a negative count: named" '"kv_lora_rank" is -512' -- \
+    "$kvs" report "$fx/kineto_small.json" --model "$tmp/neg.json"
+printf '{"model_type": "dup", "num_hidden_layers": 3, "num_hidden_layers": 78}' > "$tmp/dup.json"
+check 0 "--model duplicate keys: the last value" "model   dup (78 layers)" -- \
+    "$kvs" report "$fx/kineto_small.json" --model "$tmp/dup.json"
+printf '{"num_hidden_layers": 61}\n{"num_hidden_layers": 3}\n' > "$tmp/trail.json"
+check 2 "--model data after the object" "more after the object" -- \
+    "$kvs" report "$fx/kineto_small.json" --model "$tmp/trail.json"
+# a 14 MB config took 1.1 GB: refused, at a small peak (RSS of kvscope itself)
+python3 -c 'import sys; sys.stdout.write("{\"num_hidden_layers\": 61, \"x\": [" + "0," * (7 << 20) + "0]}")' > "$tmp/bomb.json"
+check 2 "--model a 14 MB config: refused" "more than the 1048576" -- \
+    "$kvs" report "$fx/kineto_small.json" --model "$tmp/bomb.json"
+peak=$(python3 -c 'import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' \
+    "$kvs" report "$fx/kineto_small.json" --model "$tmp/bomb.json")
+if [ "$peak" -lt 98304 ]; then echo "ok   --model a 14 MB config: peak $peak KiB"
+else echo "FAIL --model a 14 MB config: peak $peak KiB, over 96 MiB"; fail=1; fi
 check 2 "bad step regex" "step-regex" -- "$kvs" report "$fx/kineto_small.json" --step-regex "(["
 check 2 "missing file" "cannot open" -- "$kvs" report "$tmp/none.json"
 : > "$tmp/empty.json"

@@ -2,16 +2,24 @@
  * the bundled model configs: lookups by trace names and --device spellings,
  * the longest match winning, per-device peaks of multi-die packages; every
  * bundled model loads with its published layer count and KV dimensions; a
- * config file from disk, a multimodal wrapper, and broken configs.
+ * config file from disk, a multimodal wrapper, and broken configs; hostile
+ * configs (issue 21): negative counts, duplicate keys, trailing data, a
+ * checkpoint folder, a pipe, and a 14 MB config under a memory bound.
  *
  *   meson test -C build test_devices
  */
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "analyzer_test_util.h"
 #include "devices.h"
+#include "fifo_test_util.h"
 #include "kvs_test.h"
 #include "models.h"
 
@@ -119,7 +127,7 @@ static void test_config_files(void)
     const char *broken = "{\"num_hidden_layers\": 61,";
     kvs_tmp_write(path, sizeof path, broken, strlen(broken), ".json");
     KVS_CHECK_EQ_INT(kvs_model_load(path, &lg, &m), KVS_STATUS_PARSE);
-    KVS_CHECK(strstr(cap.last, "not valid JSON") != NULL);
+    KVS_CHECK(strstr(cap.last, "malformed JSON") != NULL);
     unlink(path);
     const char *nolayers = "{\"hidden_size\": 4096}";
     kvs_tmp_write(path, sizeof path, nolayers, strlen(nolayers), ".json");
@@ -128,12 +136,121 @@ static void test_config_files(void)
     unlink(path);
 }
 
+/* Issue 21's model-config items, through kvs_model_load as --model uses it. */
+static void test_config_hostile(void)
+{
+    char path[256];
+    struct kvs_model m;
+    struct kvs_log_capture cap;
+    struct kvs_logger lg = kvs_capture_logger(&cap);
+    static const struct {
+        const char *text;
+        enum kvs_status want;
+        const char *says; /* in the error; NULL: loads */
+        int layers;
+        int64_t kv_lora_rank;
+    } cases[] = {
+        /* a negative count was read as "absent" (0), silently */
+        {"{\"num_hidden_layers\": 61, \"kv_lora_rank\": -512}", KVS_STATUS_INVALID_ARGUMENT,
+         "\"kv_lora_rank\" is -512", 0, 0},
+        {"{\"num_hidden_layers\": 61, \"num_key_value_heads\": -8}", KVS_STATUS_INVALID_ARGUMENT,
+         "\"num_key_value_heads\" is -8", 0, 0},
+        /* duplicate keys: the last value, as Hugging Face (Python's json) reads it */
+        {"{\"num_hidden_layers\": 3, \"kv_lora_rank\": 256, \"num_hidden_layers\": 61,"
+         " \"kv_lora_rank\": 512}",
+         KVS_STATUS_OK, NULL, 61, 512},
+        /* data after the object was ignored */
+        {"{\"num_hidden_layers\": 61}\n{\"num_hidden_layers\": 3}", KVS_STATUS_PARSE,
+         "more after the object", 0, 0},
+        {"{\"num_hidden_layers\": 61} trailing", KVS_STATUS_PARSE, "more after the object", 0, 0},
+        {"{\"num_hidden_layers\": 61}\n\n", KVS_STATUS_OK, NULL, 61, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        kvs_tmp_write(path, sizeof path, cases[i].text, strlen(cases[i].text), ".json");
+        lg = kvs_capture_logger(&cap);
+        enum kvs_status st = kvs_model_load(path, &lg, &m);
+        KVS_CHECK_MSG(st == cases[i].want, "case %zu: %s (%s)", i, kvs_status_str(st), cap.last);
+        if (cases[i].says)
+            KVS_CHECK_MSG(strstr(cap.last, cases[i].says) && strstr(cap.last, path),
+                          "case %zu: \"%s\" lacks \"%s\" or the path", i, cap.last, cases[i].says);
+        else if (st == KVS_STATUS_OK) {
+            KVS_CHECK_EQ_INT(m.layers, cases[i].layers);
+            KVS_CHECK_EQ_INT(m.kv_lora_rank, cases[i].kv_lora_rank);
+        }
+        unlink(path);
+    }
+
+    /* a checkpoint folder: FOLDER/config.json, and the log says so */
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/kvs_ckpt_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    KVS_REQUIRE(mkdtemp(dir) != NULL);
+    lg = kvs_capture_logger(&cap);
+    KVS_CHECK_EQ_INT(kvs_model_load(dir, &lg, &m), KVS_STATUS_NOT_FOUND);
+    KVS_CHECK_MSG(strstr(cap.last, "a folder without a config.json"), "%s", cap.last);
+    char inner[300];
+    snprintf(inner, sizeof inner, "%s/config.json", dir);
+    const char *cfg = "{\"model_type\": \"deepseek_v3\", \"num_hidden_layers\": 61, "
+                      "\"kv_lora_rank\": 512, \"qk_rope_head_dim\": 64}";
+    FILE *f = fopen(inner, "w");
+    KVS_REQUIRE(f && fputs(cfg, f) >= 0 && fclose(f) == 0);
+    lg = kvs_capture_logger(&cap);
+    KVS_CHECK_EQ_INT(kvs_model_load(dir, &lg, &m), KVS_STATUS_OK);
+    KVS_CHECK_EQ_INT(m.layers, 61);
+    KVS_CHECK_EQ_STR(m.name, "deepseek_v3");
+    KVS_CHECK_MSG(strstr(cap.all, "is a folder: reading") && strstr(cap.all, inner), "%s", cap.all);
+    unlink(inner);
+
+    /* a pipe (as --model <(...) gives): read to its end */
+    snprintf(inner, sizeof inner, "%s/fifo", dir);
+    pid_t pid = kvs_test_fifo_start(inner, cfg);
+    lg = kvs_capture_logger(&cap);
+    KVS_CHECK_MSG(kvs_model_load(inner, &lg, &m) == KVS_STATUS_OK, "%s", cap.last);
+    KVS_CHECK_EQ_INT(m.layers, 61);
+    KVS_CHECK(kvs_test_fifo_done(pid, inner));
+
+    /* 14 MB of tiny values took 1.1 GB: now refused, its reader's peak
+     * (a child of this small process) under 32 MiB */
+    snprintf(inner, sizeof inner, "%s/bomb.json", dir);
+    size_t n = 14u << 20;
+    char *text = malloc(n);
+    KVS_REQUIRE(text != NULL);
+    size_t at = (size_t)snprintf(text, n, "{\"num_hidden_layers\": 61, \"x\": [");
+    while (at + 3 < n) {
+        text[at++] = '0';
+        text[at++] = ',';
+    }
+    text[at - 1] = ']';
+    text[at++] = '}';
+    f = fopen(inner, "wb");
+    KVS_REQUIRE(f && fwrite(text, 1, at, f) == at && fclose(f) == 0);
+    free(text);
+    pid = fork();
+    KVS_REQUIRE(pid >= 0);
+    if (pid == 0) {
+        struct kvs_logger quiet = {NULL, NULL, KVS_LOG_ERROR + 1};
+        struct kvs_model cm;
+        _exit(kvs_model_load(inner, &quiet, &cm) == KVS_STATUS_LIMIT ? 0 : 1);
+    }
+    struct rusage ru;
+    int ws = 0;
+    KVS_REQUIRE(wait4(pid, &ws, 0, &ru) == pid);
+    KVS_CHECK_MSG(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "14 MB config not refused (LIMIT)");
+    KVS_CHECK_MSG(ru.ru_maxrss < 32 * 1024, "14 MB config: peak %ld KiB", ru.ru_maxrss);
+    printf("14 MB config: peak RSS %ld KiB\n", ru.ru_maxrss);
+    lg = kvs_capture_logger(&cap);
+    KVS_CHECK_EQ_INT(kvs_model_load(inner, &lg, &m), KVS_STATUS_LIMIT);
+    KVS_CHECK_MSG(strstr(cap.last, "more than the 1048576"), "%s", cap.last);
+    unlink(inner);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     static const struct kvs_test tests[] = {
         {"lookup", test_lookup},
         {"bundled_models", test_bundled_models},
         {"config_files", test_config_files},
+        {"config_hostile", test_config_hostile},
         {NULL, NULL},
     };
     return kvs_test_main(argc, argv, tests);

@@ -1,11 +1,17 @@
 /* tests/test_engine_config.c — the engine's model configs: the bundled GLM-5
- * and tiny configs, files, and every way a config.json can be refused.
+ * and tiny configs, files, checkpoint folders, pipes, and every way a
+ * config.json can be refused (issue 21: duplicate keys take the last value,
+ * data after the object and oversized files are refused).
  *   meson test -C build test_engine_config */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "fifo_test_util.h"
 #include "kvs_test.h"
 #include "kvscope/engine.h"
 
@@ -146,6 +152,75 @@ static void test_config_errors(void)
     KVS_CHECK_EQ_INT(kvs_model_config_parse("{\"a\":", 5, "cut", &c, &lg), KVS_STATUS_PARSE);
 }
 
+/* Issue 21's model-config items, through kvs_model_config_load as
+ * `kvscope engine --config` uses it. */
+static void test_config_hostile(void)
+{
+    const char *tiny = kvs_model_config_bundled("tiny");
+    KVS_REQUIRE(tiny != NULL);
+    struct kvs_model_config t, c;
+    KVS_REQUIRE(kvs_model_config_load("tiny", &t, NULL) == KVS_STATUS_OK);
+    struct captured cap = {0};
+    struct kvs_logger lg = {capture, &cap, KVS_LOG_DEBUG};
+
+    /* duplicate keys: the LAST value counts (Hugging Face reads it so);
+     * the first one did, so 256-then-512 was refused and 512-then-256 ran */
+    size_t n = strlen(tiny) + 64;
+    char *buf = malloc(n);
+    KVS_REQUIRE(buf != NULL);
+    snprintf(buf, n, "{\"kv_lora_rank\": 256, %s", strchr(tiny, '{') + 1);
+    KVS_CHECK_MSG(kvs_model_config_parse(buf, strlen(buf), "dup", &c, &lg) == KVS_STATUS_OK, "%s",
+                  cap.text);
+    KVS_CHECK_EQ_INT(c.kv_lora_rank, 512);
+    snprintf(buf, n, "%.*s, \"kv_lora_rank\": 256}", (int)(strrchr(tiny, '}') - tiny), tiny);
+    KVS_CHECK_EQ_INT(kvs_model_config_parse(buf, strlen(buf), "dup", &c, &lg),
+                     KVS_STATUS_UNSUPPORTED);
+    KVS_CHECK(strstr(cap.text, "kv_lora_rank") != NULL);
+    /* data after the object */
+    snprintf(buf, n, "%s {}", tiny);
+    KVS_CHECK_EQ_INT(kvs_model_config_parse(buf, strlen(buf), "trail", &c, &lg), KVS_STATUS_PARSE);
+    KVS_CHECK_MSG(strstr(cap.text, "trail: malformed JSON: more after the object"), "%s",
+                  cap.text);
+    snprintf(buf, n, "%s\n\n", tiny); /* white space is fine */
+    KVS_CHECK_EQ_INT(kvs_model_config_parse(buf, strlen(buf), "ws", &c, &lg), KVS_STATUS_OK);
+    free(buf);
+
+    /* a checkpoint folder: its config.json, named after the folder */
+    char dir[] = "/tmp/kvs_engine_ckptXXXXXX";
+    KVS_REQUIRE(mkdtemp(dir) != NULL);
+    KVS_CHECK_EQ_INT(kvs_model_config_load(dir, &c, &lg), KVS_STATUS_NOT_FOUND);
+    KVS_CHECK_MSG(strstr(cap.text, "a folder without a config.json"), "%s", cap.text);
+    char inner[128];
+    snprintf(inner, sizeof inner, "%s/config.json", dir);
+    FILE *f = fopen(inner, "w");
+    KVS_REQUIRE(f && fputs(tiny, f) >= 0 && fclose(f) == 0);
+    KVS_CHECK_MSG(kvs_model_config_load(dir, &c, &lg) == KVS_STATUS_OK, "%s", cap.text);
+    KVS_CHECK_EQ_STR(c.name, strrchr(dir, '/') + 1);
+    KVS_CHECK_EQ_INT(c.layers, t.layers);
+    KVS_CHECK_EQ_INT(c.vocab, t.vocab);
+    unlink(inner);
+
+    /* a pipe: read to its end */
+    snprintf(inner, sizeof inner, "%s/fifo", dir);
+    pid_t pid = kvs_test_fifo_start(inner, tiny);
+    KVS_CHECK_MSG(kvs_model_config_load(inner, &c, &lg) == KVS_STATUS_OK, "%s", cap.text);
+    KVS_CHECK_EQ_INT(c.layers, t.layers);
+    KVS_CHECK(kvs_test_fifo_done(pid, inner));
+
+    /* over the 1 MiB cap: refused, naming the size */
+    snprintf(inner, sizeof inner, "%s/big.json", dir);
+    f = fopen(inner, "w");
+    KVS_REQUIRE(f != NULL);
+    fputs(tiny, f);
+    for (int i = 0; i < (1 << 20) / 64 + 1; i++)
+        fputs("                                                               \n", f);
+    KVS_REQUIRE(fclose(f) == 0);
+    KVS_CHECK_EQ_INT(kvs_model_config_load(inner, &c, &lg), KVS_STATUS_LIMIT);
+    KVS_CHECK_MSG(strstr(cap.text, "more than the 1048576"), "%s", cap.text);
+    unlink(inner);
+    rmdir(dir);
+}
+
 static void test_kv_path_names(void)
 {
     for (int p = 0; p < KVS_KV_PATH_COUNT_; p++) {
@@ -165,6 +240,7 @@ int main(int argc, char **argv)
         {"config_glm5", test_config_glm5},
         {"config_tiny_and_file", test_config_tiny_and_file},
         {"config_errors", test_config_errors},
+        {"config_hostile", test_config_hostile},
         {"kv_path_names", test_kv_path_names},
         {0},
     };

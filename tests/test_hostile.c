@@ -331,7 +331,7 @@ static void test_config_numbers(void)
          "\"kv_lora_rank\""},
         {"{\"num_hidden_layers\": 61.5}", KVS_STATUS_INVALID_ARGUMENT, "\"num_hidden_layers\""},
         {"{\"num_hidden_layers\": 61, \"kv_lora_rank\": 16777216}", KVS_STATUS_OK, NULL},
-        {"{\"num_hidden_layers\": -3}", KVS_STATUS_INVALID_ARGUMENT, "no num_hidden_layers"},
+        {"{\"num_hidden_layers\": -3}", KVS_STATUS_INVALID_ARGUMENT, "\"num_hidden_layers\" is -3"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct kvs_model m;

@@ -35,6 +35,8 @@ extern "C" {
 /* ---------------------------------------------------------------------------
  * options */
 
+struct kvs_hf_config; /* kvscope/hf_config.h */
+
 /* Called now and then while reading (bytes_read of bytes_total; total is 0
  * when unknown, e.g. stdin; for a .gz file both count compressed bytes). */
 typedef void (*kvs_progress_fn)(void *user, uint64_t bytes_read, uint64_t bytes_total);
@@ -55,6 +57,10 @@ struct kvs_analysis_options {
     struct kvs_logger log;   /* warnings (truncation, unknown device, ...) go here */
     kvs_progress_fn progress;
     void *progress_user;
+    /* A config already read (kvscope/hf_config.h), used instead of reading
+     * `model` again (which then only names it): a pipe can be read once,
+     * and several traces share one config. NULL: read `model`. */
+    const struct kvs_hf_config *model_config;
 };
 
 /* Defaults: everything unknown / inferred, logger = stderr. */

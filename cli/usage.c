@@ -55,6 +55,11 @@ int kvs_cli_output_check(const char *cmd, const char *output, const char *const 
             return kvs_cli_usage_error(cmd, "%s%s is the trace %s: the %s would overwrite it",
                                        to_stdout ? "" : "-o ", shown,
                                        strcmp(inputs[i], "-") ? inputs[i] : "- (stdin)", what);
+    /* a checkpoint folder's file is its config.json (kvscope/hf_config.h) */
+    char inner[PATH_MAX];
+    if (have && model && stat(model, &in) == 0 && S_ISDIR(in.st_mode) &&
+        snprintf(inner, sizeof inner, "%s/config.json", model) < (int)sizeof inner)
+        model = inner;
     if (have && model && stat(model, &in) == 0 && same(&o, &in))
         return kvs_cli_usage_error(cmd, "%s%s is the --model file %s: the %s would overwrite it",
                                    to_stdout ? "" : "-o ", shown, model, what);

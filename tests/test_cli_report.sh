@@ -30,6 +30,11 @@ check 0 "--model a checkpoint folder: said" "reading $tmp/ckpt/config.json" -- \
     "$kvs" report "$fx/kineto_small.json" --model "$tmp/ckpt"
 check 0 "--model a checkpoint folder: read" "model   glm_moe_dsa (78 layers)" -- \
     "$kvs" report "$fx/kineto_small.json" --model "$tmp/ckpt"
+cp "$tmp/ckpt/config.json" "$tmp/ckpt.keep"
+check 2 "-o the checkpoint folder's config.json: refused" "is the --model file" -- \
+    "$kvs" report "$fx/kineto_small.json" --model "$tmp/ckpt" -o "$tmp/ckpt/config.json"
+if cmp -s "$tmp/ckpt/config.json" "$tmp/ckpt.keep"; then echo "ok   the checkpoint's config.json unchanged"
+else echo "FAIL -o replaced the checkpoint's config.json"; fail=1; fi
 mkfifo "$tmp/cfg.pipe"
 (timeout 20 sh -c "cat '$glm5' > '$tmp/cfg.pipe'" >/dev/null 2>&1 &)
 check 0 "--model a pipe" "model   glm_moe_dsa (78 layers)" -- \

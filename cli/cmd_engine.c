@@ -1,8 +1,9 @@
 /* cli/cmd_engine.c — `kvscope engine`: run kvscope's reference GLM-5 decode
  * engine on this GPU with a chosen KV path, print the memory plan, per-step
  * times, tokens/s, bytes moved per step and the roofline; --trace captures
- * the run with libtrace; --tp N runs it tensor-parallel over N GPUs
- * (engine_tp_run.c).
+ * the run with libtrace; --tp N runs it tensor-parallel over N GPUs. The run
+ * is kvs_engine_run (engine/run.c); this file parses, prints and writes the
+ * trace (--tp's summary: engine_tp_run.c).
  *
  *   kvscope engine --config glm5 --kv-path full-cast --batch 1 --context 4096
  *   kvscope engine --tp 8 --kv-path full-cast --trace full.json.gz
@@ -16,8 +17,10 @@
 
 #include "cli.h"
 #include "engine_cli.h"
+#include "kvscope/check.h"
 #include "kvscope/engine.h"
 #include "kvscope/engine_gpu.h"
+#include "kvscope/engine_run.h"
 #include "kvscope/engine_tp.h"
 #ifdef KVS_ENGINE_HAVE_TRACE
 #include "kvscope/trace.h"
@@ -162,32 +165,6 @@ static int parse_args(int argc, char **argv, struct kvs_engine_opts *o)
     return KVS_EXIT_OK;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double kvs_engine_cli_median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-void kvs_engine_cli_figures(const struct kvs_engine_opts *o, const struct kvs_engine_params *p,
-                            const struct kvs_model_config *model, double *step, double *kv, int n,
-                            double active_sum, int resident, double copy_gbps,
-                            struct kvs_engine_cli_figures *out)
-{
-    out->step_ms = kvs_engine_cli_median(step, n);
-    out->kv_ms = kvs_engine_cli_median(kv, n);
-    long long routed = o->batch * p->model.topk < resident ? o->batch * p->model.topk : resident;
-    kvs_step_bytes_compute(model, p->path, p->batch, (int64_t)(active_sum / n), p->kv_capacity,
-                           (int)routed, &out->sb);
-    out->roof_ms = out->sb.total / (copy_gbps * 1e6);
-    out->tokens_per_s = (double)o->batch * 1000.0 / out->step_ms;
-}
-
 void kvs_engine_cli_print_bytes(const char *label, const struct kvs_step_bytes *sb)
 {
     printf("  %-30s%10.2f GB  (weights %.2f, KV attention %.2f, KV cast %.2f, KV other %.3f)\n",
@@ -198,8 +175,8 @@ void kvs_engine_cli_print_bytes(const char *label, const struct kvs_step_bytes *
 #ifdef KVS_ENGINE_HAVE_TRACE
 enum kvs_status kvs_engine_cli_trace_facts(const struct kvs_engine_opts *o,
                                            const struct kvs_engine_params *p,
-                                           const struct kvs_engine_cli_figures *f, int steps,
-                                           double copy_gbps, struct kvs_trace *tr)
+                                           const struct kvs_engine_run_summary *f,
+                                           struct kvs_trace *tr)
 {
     struct kvs_engine_run_facts facts = {0};
     facts.config = p->model.name;
@@ -210,9 +187,9 @@ enum kvs_status kvs_engine_cli_trace_facts(const struct kvs_engine_opts *o,
     facts.layers = p->model.layers;
     facts.tp = o->tp > 1 ? (int)o->tp : 1;
     facts.graph = p->graph;
-    facts.steps = steps;
-    facts.bytes = f->sb;
-    facts.copy_gbps = copy_gbps;
+    facts.steps = f->steps;
+    facts.bytes = f->bytes;
+    facts.copy_gbps = f->copy_gbps;
     facts.step_ms = f->step_ms;
     char json[1024];
     if (kvs_engine_run_facts_json(&facts, json, sizeof json) >= sizeof json)
@@ -246,6 +223,145 @@ static void print_header(const struct kvs_engine_opts *o, const struct kvs_model
     printf("synthetic weights and KV rows; left out: the DSA sparse indexer (attention is dense "
            "over each sequence's context%s), the MTP layer\n",
            c->index_topk ? "; the config's index_topk is not applied" : "");
+}
+
+/* What the run's hooks need: the command line and the capture, if any. */
+struct run_ctx {
+    const struct kvs_engine_opts *o;
+    struct kvs_trace *tr;
+};
+
+static void on_ready(void *user, int world)
+{
+    const struct kvs_engine_opts *o = ((struct run_ctx *)user)->o;
+    if (o->tp) {
+        const char *nvls = getenv("NCCL_NVLS_ENABLE");
+        printf("tensor parallel: %d rank%s on GPUs 0..%d, one thread each, NCCL all-reduce "
+               "(NCCL_NVLS_ENABLE=%s)\n",
+               world, world == 1 ? "" : "s", world - 1, nvls ? nvls : "unset");
+        fflush(stdout);
+    }
+    if (o->quiet)
+        return;
+    if (o->tp)
+        printf("%6s %10s %10s %12s %14s %10s\n", "step", "ms", "tokens/s", "kv-prep ms",
+               "all-reduce ms", "active");
+    else
+        printf("%6s %10s %10s %12s %10s\n", "step", "ms", "tokens/s", "kv-prep ms", "active");
+}
+
+static void on_step(void *user, const struct kvs_engine_run_step *s)
+{
+    const struct kvs_engine_opts *o = ((struct run_ctx *)user)->o;
+    const struct kvs_engine_step_info *i0 = &s->info[0];
+    if (o->quiet)
+        return;
+    if (o->tp)
+        printf("%5s%d %10.3f %10.1f %12.3f %14.3f %10lld%s\n", s->timed ? "" : "w", i0->step,
+               s->slowest_ms, (double)o->batch * 1000.0 / s->slowest_ms, i0->kv_ms,
+               i0->allreduce_ms, (long long)i0->active, i0->graph ? "  graph" : "");
+    else
+        printf("%5s%d %10.3f %10.1f %12.3f %10lld%s\n", s->timed ? "" : "w", i0->step, i0->ms,
+               (double)o->batch * 1000.0 / i0->ms, i0->kv_ms, (long long)i0->active,
+               i0->graph ? "  graph" : "");
+}
+
+#ifdef KVS_ENGINE_HAVE_TRACE
+static enum kvs_status on_timed_begin(void *user)
+{
+    struct kvs_trace *tr = ((struct run_ctx *)user)->tr;
+    return tr ? kvs_trace_start(tr) : KVS_STATUS_OK;
+}
+
+static enum kvs_status on_timed_end(void *user)
+{
+    struct kvs_trace *tr = ((struct run_ctx *)user)->tr;
+    return tr ? kvs_trace_stop(tr) : KVS_STATUS_OK;
+}
+
+/* One file, or one per rank out of the one capture (CUPTI records the
+ * process), each with the run's facts. */
+static enum kvs_status write_traces(const struct kvs_engine_opts *o,
+                                    const struct kvs_engine_params *p,
+                                    const struct kvs_engine_run_summary *s, struct kvs_trace *tr)
+{
+    /* the run's facts and byte model into the trace ("kvscope.engine") */
+    KVS_TRY(kvs_engine_cli_trace_facts(o, p, s, tr));
+    if (!o->tp) {
+        KVS_TRY(kvs_engine_cli_write_trace(o, tr, o->trace, NULL));
+        printf("trace: %s (steps are ProfilerStep#N ranges)\n", o->trace);
+        return KVS_STATUS_OK;
+    }
+    const int W = s->world;
+    for (int r = 0; r < W; r++) {
+        char out[4096];
+        if (kvs_trace_rank_path(o->trace, r, W, out, sizeof out) != 0)
+            return KVS_STATUS_INVALID_ARGUMENT;
+        uint32_t tid = s->rank_tid[r];
+        struct kvs_trace_part part = {s->rank_device[r], &tid, 1, r == 0, r, W, "nccl"};
+        KVS_TRY(kvs_engine_cli_write_trace(o, tr, out, &part));
+        printf("trace: %s (rank %d of %d, GPU %d; steps are ProfilerStep#N ranges)\n", out, r, W,
+               part.device);
+    }
+    return KVS_STATUS_OK;
+}
+#endif
+
+static void print_summary(const struct kvs_engine_opts *o, const struct kvs_engine_params *p,
+                          const struct kvs_engine_run_summary *f)
+{
+    const int n = f->steps;
+    printf("summary over %d timed steps (median):\n", n);
+    printf("  step                          %10.3f ms\n", f->step_ms);
+    printf("  tokens/s                      %10.1f\n", f->tokens_per_s);
+    kvs_engine_cli_print_bytes("bytes moved per step", &f->bytes);
+    printf("  roofline (bytes / copy rate)  %10.3f ms\n", f->roof_ms);
+    printf("  of roofline                   %10.1f %%\n", 100.0 * f->roof_ms / f->step_ms);
+    if (o->path != KVS_KV_PATH_FP8_DIRECT && !o->graph)
+        printf("  KV prep (cast) share of step  %10.1f %%  (%.3f ms, CUDA events)\n",
+               100.0 * f->kv_ms / f->step_ms, f->kv_ms);
+    printf("result: config=%s path=%s batch=%lld context=%lld steps=%d graph=%d step_ms=%.4f "
+           "tokens_per_s=%.2f bytes_per_step=%.6g roofline_ms=%.4f roofline_pct=%.2f "
+           "kv_ms=%.4f kv_share_pct=%.2f copy_gbps=%.1f\n",
+           p->model.name, kvs_kv_path_name(p->path), o->batch, o->context, n, o->graph, f->step_ms,
+           f->tokens_per_s, f->bytes.total, f->roof_ms, 100.0 * f->roof_ms / f->step_ms, f->kv_ms,
+           o->graph ? -1.0 : 100.0 * f->kv_ms / f->step_ms, f->copy_gbps);
+}
+
+/* The run (kvs_engine_run, engine/run.c) with --trace's capture around its
+ * timed steps, then the trace files and the summary. */
+static int run_and_print(const struct kvs_engine_opts *o, const struct kvs_engine_params *p,
+                         double copy)
+{
+    struct run_ctx ctx = {o, NULL};
+    struct kvs_engine_run_hooks hooks = {&ctx, on_ready, NULL, on_step, NULL};
+#ifdef KVS_ENGINE_HAVE_TRACE
+    if (o->trace) {
+        struct kvs_trace_config tc;
+        kvs_trace_config_init(&tc);
+        if (kvs_trace_create(&tc, &ctx.tr) != KVS_STATUS_OK)
+            return KVS_EXIT_FAILURE;
+        hooks.timed_begin = on_timed_begin;
+        hooks.timed_end = on_timed_end;
+    }
+#endif
+    struct kvs_engine_run_summary s;
+    enum kvs_status st =
+        kvs_engine_run(p, (int)o->warmup, (int)o->steps, (int)o->tp, copy, &hooks, &s);
+#ifdef KVS_ENGINE_HAVE_TRACE
+    if (ctx.tr && st == KVS_STATUS_OK)
+        st = write_traces(o, p, &s, ctx.tr);
+    kvs_trace_free(ctx.tr);
+#endif
+    if (st != KVS_STATUS_OK) {
+        fprintf(stderr, "kvscope engine: %s\n", kvs_status_str(st));
+        return o->tp && st == KVS_STATUS_INVALID_ARGUMENT ? KVS_EXIT_USAGE : KVS_EXIT_FAILURE;
+    }
+    if (o->tp)
+        kvs_engine_cli_print_tp_summary(o, p, &s);
+    else
+        print_summary(o, p, &s);
+    return KVS_EXIT_OK;
 }
 
 static int engine_run(const struct kvs_engine_opts *o)
@@ -336,100 +452,7 @@ static int engine_run(const struct kvs_engine_opts *o)
         printf("device-to-device copy rate: %.0f GB/s (--copy-gbps)\n", copy);
     }
     fflush(stdout);
-    if (o->tp)
-        return kvs_engine_cli_run_tp(o, &p, copy);
-
-#ifdef KVS_ENGINE_HAVE_TRACE
-    struct kvs_trace *tr = NULL;
-    if (o->trace) {
-        struct kvs_trace_config tc;
-        kvs_trace_config_init(&tc);
-        if (kvs_trace_create(&tc, &tr) != KVS_STATUS_OK)
-            return KVS_EXIT_FAILURE;
-    }
-#endif
-    struct kvs_engine *e = NULL;
-    enum kvs_status st = kvs_engine_create(&p, &e);
-    if (st != KVS_STATUS_OK) {
-#ifdef KVS_ENGINE_HAVE_TRACE
-        kvs_trace_free(tr);
-#endif
-        fprintf(stderr, "kvscope engine: %s\n", kvs_status_str(st));
-        return KVS_EXIT_FAILURE;
-    }
-
-    int n = (int)o->steps;
-    double *ms = calloc((size_t)n, sizeof *ms), *kv = calloc((size_t)n, sizeof *kv);
-    double active_sum = 0.0;
-    if (!ms || !kv)
-        st = KVS_STATUS_NO_MEMORY;
-    if (!o->quiet && st == KVS_STATUS_OK)
-        printf("%6s %10s %10s %12s %10s\n", "step", "ms", "tokens/s", "kv-prep ms", "active");
-    for (int i = 0; st == KVS_STATUS_OK && i < o->warmup + o->steps; i++) {
-        int timed = i >= o->warmup;
-#ifdef KVS_ENGINE_HAVE_TRACE
-        if (tr && i == o->warmup)
-            st = kvs_trace_start(tr);
-        if (st != KVS_STATUS_OK)
-            break;
-#endif
-        struct kvs_engine_step_info info;
-        st = kvs_engine_step(e, &info);
-        if (st != KVS_STATUS_OK)
-            break;
-        if (!o->quiet)
-            printf("%5s%d %10.3f %10.1f %12.3f %10lld%s\n", timed ? "" : "w", info.step, info.ms,
-                   (double)o->batch * 1000.0 / info.ms, info.kv_ms, (long long)info.active,
-                   info.graph ? "  graph" : "");
-        if (timed) {
-            ms[i - o->warmup] = info.ms;
-            kv[i - o->warmup] = info.kv_ms;
-            active_sum += (double)info.active;
-        }
-    }
-    int resident = kvs_engine_expert_map(e)->resident;
-    struct kvs_engine_cli_figures f;
-    if (st == KVS_STATUS_OK)
-        kvs_engine_cli_figures(o, &p, &p.model, ms, kv, n, active_sum, resident, copy, &f);
-#ifdef KVS_ENGINE_HAVE_TRACE
-    if (tr && st == KVS_STATUS_OK) {
-        st = kvs_trace_stop(tr);
-        /* the run's facts and byte model into the trace ("kvscope.engine") */
-        if (st == KVS_STATUS_OK)
-            st = kvs_engine_cli_trace_facts(o, &p, &f, n, copy, tr);
-        if (st == KVS_STATUS_OK)
-            st = kvs_engine_cli_write_trace(o, tr, o->trace, NULL);
-        if (st == KVS_STATUS_OK)
-            printf("trace: %s (steps are ProfilerStep#N ranges)\n", o->trace);
-    }
-    kvs_trace_free(tr);
-#endif
-    kvs_engine_free(e);
-    if (st != KVS_STATUS_OK) {
-        free(ms);
-        free(kv);
-        fprintf(stderr, "kvscope engine: %s\n", kvs_status_str(st));
-        return KVS_EXIT_FAILURE;
-    }
-
-    printf("summary over %d timed steps (median):\n", n);
-    printf("  step                          %10.3f ms\n", f.step_ms);
-    printf("  tokens/s                      %10.1f\n", f.tokens_per_s);
-    kvs_engine_cli_print_bytes("bytes moved per step", &f.sb);
-    printf("  roofline (bytes / copy rate)  %10.3f ms\n", f.roof_ms);
-    printf("  of roofline                   %10.1f %%\n", 100.0 * f.roof_ms / f.step_ms);
-    if (o->path != KVS_KV_PATH_FP8_DIRECT && !o->graph)
-        printf("  KV prep (cast) share of step  %10.1f %%  (%.3f ms, CUDA events)\n",
-               100.0 * f.kv_ms / f.step_ms, f.kv_ms);
-    printf("result: config=%s path=%s batch=%lld context=%lld steps=%d graph=%d step_ms=%.4f "
-           "tokens_per_s=%.2f bytes_per_step=%.6g roofline_ms=%.4f roofline_pct=%.2f "
-           "kv_ms=%.4f kv_share_pct=%.2f copy_gbps=%.1f\n",
-           p.model.name, kvs_kv_path_name(p.path), o->batch, o->context, n, o->graph, f.step_ms,
-           f.tokens_per_s, f.sb.total, f.roof_ms, 100.0 * f.roof_ms / f.step_ms, f.kv_ms,
-           o->graph ? -1.0 : 100.0 * f.kv_ms / f.step_ms, copy);
-    free(ms);
-    free(kv);
-    return KVS_EXIT_OK;
+    return run_and_print(o, &p, copy);
 }
 
 int kvs_cmd_engine(int argc, char **argv)

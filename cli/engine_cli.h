@@ -1,10 +1,10 @@
-/* cli/engine_cli.h — what kvscope-engine's two run paths share: the parsed
- * command line, the run's preparation (params, plan, copy rate: cmd_engine.c)
- * and the median. One GPU: cmd_engine.c; --tp N: engine_tp_run.c.
+/* cli/engine_cli.h — what kvscope-engine's files share: the parsed command
+ * line, the trace writing and the printed figures. The run itself, one GPU
+ * or --tp N, is kvs_engine_run (kvscope/engine_run.h); cmd_engine.c prints
+ * one GPU's summary, engine_tp_run.c --tp's.
  *
- * defines: struct kvs_engine_opts, kvs_engine_cli_median, struct kvs_engine_cli_figures,
- *          kvs_engine_cli_figures, kvs_engine_cli_print_bytes, kvs_engine_cli_run_tp,
- *          kvs_engine_cli_write_trace, kvs_engine_cli_trace_facts
+ * defines: struct kvs_engine_opts, kvs_engine_cli_trace_facts, kvs_engine_cli_write_trace,
+ *          kvs_engine_cli_print_bytes, kvs_engine_cli_print_tp_summary
  */
 #ifndef KVSCOPE_CLI_ENGINE_CLI_H
 #define KVSCOPE_CLI_ENGINE_CLI_H
@@ -22,14 +22,14 @@ struct kvs_engine_opts {
 };
 
 /* The run's facts (kvs_engine_run_facts: config, path, shape, the byte
- * model's bytes per step in f, the copy rate, the median step) set as the
+ * model's bytes per step, the copy rate, the median step) set as the
  * trace's "kvscope.engine" object, for every file written after. */
-struct kvs_engine_cli_figures;
+struct kvs_engine_run_summary;
 struct kvs_trace;
 enum kvs_status kvs_engine_cli_trace_facts(const struct kvs_engine_opts *o,
                                            const struct kvs_engine_params *p,
-                                           const struct kvs_engine_cli_figures *f, int steps,
-                                           double copy_gbps, struct kvs_trace *tr);
+                                           const struct kvs_engine_run_summary *f,
+                                           struct kvs_trace *tr);
 
 /* Writes the trace (part NULL: all of it) to path; "-" goes to the real
  * stdout (o->stdout_fd) while the engine's own lines go to stderr. */
@@ -37,26 +37,12 @@ struct kvs_trace_part;
 enum kvs_status kvs_engine_cli_write_trace(const struct kvs_engine_opts *o, struct kvs_trace *tr,
                                            const char *path, const struct kvs_trace_part *part);
 
-/* Sorts v. */
-double kvs_engine_cli_median(double *v, int n);
-
-/* A run's summary figures: medians of the n timed steps (step and kv are
- * sorted), tokens/s, bytes moved per step by `model` (the whole model, or a
- * rank's share with --tp) and the roofline at `copy_gbps`. */
-struct kvs_engine_cli_figures {
-    double step_ms, kv_ms, tokens_per_s, roof_ms;
-    struct kvs_step_bytes sb;
-};
-void kvs_engine_cli_figures(const struct kvs_engine_opts *o, const struct kvs_engine_params *p,
-                            const struct kvs_model_config *model, double *step, double *kv, int n,
-                            double active_sum, int resident, double copy_gbps,
-                            struct kvs_engine_cli_figures *out);
 /* The summary's line "  <label> 12.34 GB  (weights ..., KV attention ...)". */
 void kvs_engine_cli_print_bytes(const char *label, const struct kvs_step_bytes *sb);
 
-/* The --tp run after the plan was printed and the copy rate measured;
- * returns the exit code. */
-int kvs_engine_cli_run_tp(const struct kvs_engine_opts *o, const struct kvs_engine_params *p,
-                          double copy_gbps);
+/* --tp N's summary and result line (engine_tp_run.c). */
+void kvs_engine_cli_print_tp_summary(const struct kvs_engine_opts *o,
+                                     const struct kvs_engine_params *p,
+                                     const struct kvs_engine_run_summary *f);
 
 #endif /* KVSCOPE_CLI_ENGINE_CLI_H */

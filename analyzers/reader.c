@@ -259,6 +259,11 @@ static bool parse_document(struct kvs_reader *r)
         return kvs_scan_fail(s, KVS_STATUS_PARSE,
                              "the trace is UTF-16 text; kvscope reads UTF-8 JSON (convert it: "
                              "iconv -f UTF-16 -t UTF-8)");
+    } else if (have >= 16 && !memcmp(b, "SQLite format 3", 16)) {
+        /* a file name is sniffed and read by nsys.c; stdin or a .gz is not a file SQLite can open */
+        return kvs_scan_fail(s, KVS_STATUS_PARSE,
+                             "this is an SQLite database (an Nsight Systems export?), which cannot be read "
+                             "from stdin or through gzip: give the uncompressed .sqlite file's name");
     }
     if (c == KVS_SCAN_EOF)
         return true; /* empty input: the caller says so */

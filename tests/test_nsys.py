@@ -12,11 +12,13 @@
    devices, extra and reordered columns.
 3. Hostile files: a cut export, the magic with garbage behind it, a column
    of the wrong type, a string past the reader's limit: a clear error,
-   exit 2, never a crash. A .nsys-rep says how to export it.
+   exit 2, never a crash. A .nsys-rep says how to export it; an export on
+   stdin or gzipped says to give the .sqlite file's name.
 4. Several exports as ranks, and compare, on sqlite inputs.
 
 Exit 0 pass, 1 fail.
 """
+import gzip
 import hashlib
 import json
 import os
@@ -346,6 +348,19 @@ rep = os.path.join(tmp, "profile.nsys-rep")
 with open(rep, "wb") as f:
     f.write(b"not read")
 refuse(rep, ".nsys-rep", "nsys export --type sqlite --output FILE.sqlite")
+
+# an export on stdin, or gzipped, is not a file SQLite can open: say so (was the
+# JSON reader's "expected '{' or '[' ..., found 'S'")
+matmul = os.path.join(root, "nvfuser_matmul_h200_nsys2024.6.2.sqlite")
+hint = "an SQLite database (an Nsight Systems export?), which cannot be read from stdin or through gzip"
+with open(matmul, "rb") as f:
+    out = subprocess.run([kvscope, "report", "-"], stdin=f, capture_output=True, text=True)
+check(out.returncode == 2 and hint in out.stderr and "found 'S'" not in out.stderr,
+      "stdin: exit %d, the export hint: %s" % (out.returncode, out.stderr.strip()))
+gz = os.path.join(tmp, "export.sqlite.gz")
+with open(matmul, "rb") as f, gzip.open(gz, "wb") as g:
+    g.write(f.read())
+refuse(gz, "gzipped export", hint)
 
 # ---------------------------------------------------------------------------
 # 5. a decode-like program written twice, as an nsys export with emit_nvtx

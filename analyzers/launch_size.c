@@ -329,19 +329,24 @@ void kvs_launch_size_group(const struct kvs_ctx *c, struct kvs_group_acc *g)
             int64_t n = tokens * row;
             g->launch_lo = g->launch_hi = n;
             struct kvs_shape *s = &g->shape_info;
-            memset(s, 0, sizeof *s);
-            s->n = 2;
-            const char *dt[2] = {a->k.dst_dtype, src ? src : ""};
-            int bits[2] = {a->k.dst_bits, src_bits};
-            for (int i = 0; i < 2; i++) {
-                s->rank[i] = 2;
-                s->dims[i][0] = tokens;
-                s->dims[i][1] = row;
-                s->bits[i] = bits[i];
-                s->numel[i] = n;
-                s->bytes[i] = bits[i] > 0 ? ceil_bytes(n, bits[i]) : -1;
-                s->dtype[i] = dt[i];
-                s->dtype_len[i] = strlen(dt[i]);
+            /* dims recorded without dtypes (an emit_nvtx range) stay as
+             * recorded ([495552, 1, 576], not [495552, 576]): the launch
+             * gives the bytes only */
+            if (s->n == 0) {
+                memset(s, 0, sizeof *s);
+                s->n = 2;
+                const char *dt[2] = {a->k.dst_dtype, src ? src : ""};
+                int bits[2] = {a->k.dst_bits, src_bits};
+                for (int i = 0; i < 2; i++) {
+                    s->rank[i] = 2;
+                    s->dims[i][0] = tokens;
+                    s->dims[i][1] = row;
+                    s->bits[i] = bits[i];
+                    s->numel[i] = n;
+                    s->bytes[i] = bits[i] > 0 ? ceil_bytes(n, bits[i]) : -1;
+                    s->dtype[i] = dt[i];
+                    s->dtype_len[i] = strlen(dt[i]);
+                }
             }
             /* a cast whose source is not named reads at least a byte per element */
             g->bytes_bound = src_bits > 0 ? 0 : -1;

@@ -489,6 +489,9 @@ for extra in ([], ["--model", "glm5", "--kv-capacity", str(POOL)]):
             # row: BF16 written (2 B) + at least 1 B read per element
             check(g["bytes_per_call"] == POOL * 576 * 3, "%s: pool cast sized from its launch: %s bytes, want %d"
                   % (label, g["bytes_per_call"], POOL * 576 * 3))
+            # the launch sizes the bytes only: the recorded dims stay (were [[495552, 576], ...])
+            check(g["dims"] == [[POOL, 1, 576], [POOL, 1, 576]] and g["dtypes"] == ["", ""],
+                  "%s: pool cast keeps its recorded dims when sized from its launch: %s" % (label, g))
             check("kv_full_buffer_cast" in [f["id"] for f in ga["findings"]],
                   "%s: kv_full_buffer_cast found: %s" % (label, ga["findings"]))
     small = [g for g in ga["groups"] if g["dims"] == [[4099, 576], [4099, 576]]]

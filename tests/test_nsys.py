@@ -107,6 +107,22 @@ def sql_facts(path):
         for name, n in db.execute("SELECT s.value, count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k "
                                   "JOIN StringIds s ON s.id = k.demangledName GROUP BY 1"):
             f["kernel_calls"][name] = n
+    # memcpy/memset names from the file's own enum tables (where it has them):
+    # "Memcpy HtoD (Pageable -> Device)" as Kineto writes them
+    if {"ENUM_CUDA_MEMCPY_OPER", "ENUM_CUDA_MEM_KIND"} <= names:
+        def short(enum):  # CUDA_MEMCPY_KIND_UVM_HTOD -> "Unified HtoD"
+            k = enum.split("_")[-1]
+            return ("Unified " if "_UVM_" in enum else "") + ("Unknown" if k == "UNKNOWN" else k[0] + "to" + k[3])
+        if "CUPTI_ACTIVITY_KIND_MEMCPY" in names:
+            for op, src, dst, n in db.execute(
+                    "SELECT o.name, s.label, d.label, count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY m "
+                    "JOIN ENUM_CUDA_MEMCPY_OPER o ON o.id = m.copyKind JOIN ENUM_CUDA_MEM_KIND s ON s.id = m.srcKind "
+                    "JOIN ENUM_CUDA_MEM_KIND d ON d.id = m.dstKind GROUP BY 1, 2, 3"):
+                f["kernel_calls"]["Memcpy %s (%s -> %s)" % (short(op), src, dst)] = n
+        if "CUPTI_ACTIVITY_KIND_MEMSET" in names:
+            for kind, n in db.execute("SELECT k.label, count(*) FROM CUPTI_ACTIVITY_KIND_MEMSET m "
+                                      "JOIN ENUM_CUDA_MEM_KIND k ON k.id = m.memKind GROUP BY 1"):
+                f["kernel_calls"]["Memset (%s)" % kind] = n
     db.close()
     return f
 

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "kvscope/compare.h"
+#include "kvscope/kernel_name.h"
 #include "kvscope/units.h"
 
 struct builder {
@@ -137,6 +138,8 @@ static void copy_tensors(struct builder *b, struct kvs_cmp_side *s, const struct
         s->tensor_dtypes[i] = dup_or_null(b, g->tensor_dtypes[i] ? g->tensor_dtypes[i] : "");
 }
 
+#define KVS_VERDICT_OP_WIDTH 72 /* columns of a kernel's name in the verdict, as in findings */
+
 static void add_to_side(struct builder *b, struct kvs_cmp_side *s, const struct kvs_group *g,
                         double peak)
 {
@@ -153,8 +156,9 @@ static void add_to_side(struct builder *b, struct kvs_cmp_side *s, const struct 
         s->calls_per_step = g->calls_per_step;
         s->gpu_ms_per_step = g->gpu_ms_per_step;
         s->bytes_per_step = bytes;
-        s->achieved_gbps = g->achieved_gbps;
-        s->efficiency = peak > 0 && !g->host_link ? g->efficiency : NAN;
+        s->bytes_known = g->bytes_per_call > 0;
+        s->achieved_gbps = s->bytes_known ? g->achieved_gbps : NAN;
+        s->efficiency = peak > 0 && !g->host_link && s->bytes_known ? g->efficiency : NAN;
         return;
     }
     /* several groups of one trace share the role: sum them, and the rate of
@@ -163,8 +167,13 @@ static void add_to_side(struct builder *b, struct kvs_cmp_side *s, const struct 
     s->calls_per_step += g->calls_per_step;
     s->gpu_ms_per_step += g->gpu_ms_per_step;
     s->bytes_per_step += bytes;
-    s->achieved_gbps = s->gpu_ms_per_step > 0 ? s->bytes_per_step / (s->gpu_ms_per_step * 1e6) : NAN;
-    s->efficiency = peak > 0 && isfinite(s->efficiency) && !g->host_link ? s->achieved_gbps / peak : NAN;
+    s->bytes_known = s->bytes_known && g->bytes_per_call > 0;
+    s->achieved_gbps = s->gpu_ms_per_step > 0 && s->bytes_known
+                           ? s->bytes_per_step / (s->gpu_ms_per_step * 1e6)
+                           : NAN;
+    s->efficiency = peak > 0 && isfinite(s->efficiency) && !g->host_link && s->bytes_known
+                        ? s->achieved_gbps / peak
+                        : NAN;
 }
 
 static struct kvs_cmp_group *find_or_add_role(struct builder *b, char *role)
@@ -220,6 +229,8 @@ static void group_changes(struct kvs_cmp_group *g)
                                    y->present ? y->gpu_ms_per_step : 0);
     g->bytes_per_step = change_of(x->present ? x->bytes_per_step : 0,
                                   y->present ? y->bytes_per_step : 0);
+    if ((x->present && !x->bytes_known) || (y->present && !y->bytes_known))
+        g->bytes_per_step.diff = g->bytes_per_step.rel = NAN; /* no change of an unknown */
     g->efficiency_diff = x->present && y->present ? y->efficiency - x->efficiency : NAN;
 }
 
@@ -358,6 +369,12 @@ static void verdict_largest_group(struct builder *b)
     const struct kvs_cmp_side *x = &best->before, *y = &best->after;
     const struct kvs_cmp_side *any = x->present ? x : y;
     char m1[KVS_FMT_BUF], m2[KVS_FMT_BUF], b1[KVS_FMT_BUF], b2[KVS_FMT_BUF], p[KVS_FMT_BUF];
+    char o1[KVS_VERDICT_OP_WIDTH + 1], o2[KVS_VERDICT_OP_WIDTH + 1];
+    /* a group of GPU work no op launched is named by its kernel: shortened
+     * as every table and finding does; unknown bytes say so, never "0 B" */
+    const char *bx = x->bytes_known ? kvs_fmt_bytes(b1, x->bytes_per_step) : "unknown bytes";
+    const char *by = y->bytes_known ? kvs_fmt_bytes(b2, y->bytes_per_step) : "unknown bytes";
+    const char *ba = any->bytes_known ? kvs_fmt_bytes(b1, any->bytes_per_step) : "unknown bytes";
     if (x->present && y->present && x->op && y->op && strcmp(x->op, y->op)) {
         /* paired by role across op names (the engine's cast_fp8_to_bf16 and
          * gather_cast_fp8_to_bf16): name both, or the after side reads as
@@ -367,27 +384,28 @@ static void verdict_largest_group(struct builder *b)
                     &b->oom,
                     "Largest change in copy/cast work: %s %s -> %s %s (%s): %s -> %s ms/step of GPU "
                     "time (%s), %s -> %s moved per step.",
-                    x->op, x->dims_short, y->op, y->dims_short, any->dtypes_short,
-                    kvs_fmt_ms(m1, x->gpu_ms_per_step), kvs_fmt_ms(m2, y->gpu_ms_per_step),
-                    kvs_fmt_signed_pct(p, kvs_cmp_rel(x->gpu_ms_per_step, y->gpu_ms_per_step)),
-                    kvs_fmt_bytes(b1, x->bytes_per_step), kvs_fmt_bytes(b2, y->bytes_per_step)));
+                    kvs_short_op(o1, sizeof o1, x->op, KVS_VERDICT_OP_WIDTH), x->dims_short,
+                    kvs_short_op(o2, sizeof o2, y->op, KVS_VERDICT_OP_WIDTH), y->dims_short,
+                    any->dtypes_short, kvs_fmt_ms(m1, x->gpu_ms_per_step),
+                    kvs_fmt_ms(m2, y->gpu_ms_per_step),
+                    kvs_fmt_signed_pct(p, kvs_cmp_rel(x->gpu_ms_per_step, y->gpu_ms_per_step)), bx, by));
     } else if (x->present && y->present) {
         verdict(b,
                 kvs_fmt_dup(
                     &b->oom,
                     "Largest change in copy/cast work: %s (%s) %s -> %s: %s -> %s ms/step of GPU "
                     "time (%s), %s -> %s moved per step.",
-                    any->op ? any->op : "?", any->dtypes_short, x->dims_short, y->dims_short,
+                    any->op ? kvs_short_op(o1, sizeof o1, any->op, KVS_VERDICT_OP_WIDTH) : "?",
+                    any->dtypes_short, x->dims_short, y->dims_short,
                     kvs_fmt_ms(m1, x->gpu_ms_per_step), kvs_fmt_ms(m2, y->gpu_ms_per_step),
-                    kvs_fmt_signed_pct(p, kvs_cmp_rel(x->gpu_ms_per_step, y->gpu_ms_per_step)),
-                    kvs_fmt_bytes(b1, x->bytes_per_step), kvs_fmt_bytes(b2, y->bytes_per_step)));
+                    kvs_fmt_signed_pct(p, kvs_cmp_rel(x->gpu_ms_per_step, y->gpu_ms_per_step)), bx, by));
     } else {
         verdict(b,
                 kvs_fmt_dup(
                     &b->oom, "Copy/cast work %s: %s (%s) %s, %s ms/step of GPU time, %s per step.",
                     x->present ? "gone after the fix" : "new after the fix",
-                    any->op ? any->op : "?", any->dtypes_short, any->dims_short,
-                    kvs_fmt_ms(m1, any->gpu_ms_per_step), kvs_fmt_bytes(b1, any->bytes_per_step)));
+                    any->op ? kvs_short_op(o1, sizeof o1, any->op, KVS_VERDICT_OP_WIDTH) : "?",
+                    any->dtypes_short, any->dims_short, kvs_fmt_ms(m1, any->gpu_ms_per_step), ba));
     }
 }
 

@@ -89,3 +89,18 @@ char *kvs_short_kernel(char *buf, size_t size, const char *name, size_t width)
     return buf;
 }
 
+
+char *kvs_short_op(char *buf, size_t size, const char *name, size_t width)
+{
+    if (name && !strchr(name, '<') && !strchr(name, '(')) {
+        size_t n = strlen(name);
+        if (width >= size)
+            width = size - 1;
+        if (n <= width)
+            snprintf(buf, size, "%s", name);
+        else
+            snprintf(buf, size, "%.*s...", (int)(width > 3 ? width - 3 : 0), name);
+        return buf;
+    }
+    return kvs_short_kernel(buf, size, name, width);
+}

@@ -89,10 +89,10 @@ bool kvs_cmp_table_groups(struct kvs_table *t, const struct kvs_comparison *c, s
         if (x->present && y->present && x->op && y->op && strcmp(x->op, y->op)) {
             /* one role, two ops (the engine's full cast and gather-cast): both */
             char a[27], b[31];
-            snprintf(op, sizeof op, "%s -> %s", kvs_truncate(a, sizeof a, x->op, 26),
-                     kvs_truncate(b, sizeof b, y->op, 30));
+            snprintf(op, sizeof op, "%s -> %s", kvs_short_op(a, sizeof a, x->op, 26),
+                     kvs_short_op(b, sizeof b, y->op, 30));
         } else {
-            kvs_truncate(op, sizeof op, any->op, 28);
+            kvs_short_op(op, sizeof op, any->op, 28);
         }
         snprintf(dims, sizeof dims, "%s -> %s",
                  kvs_truncate(d1, sizeof d1, x->present ? x->dims_short : "(none)", KVS_DIMS_WIDTH),
@@ -102,13 +102,19 @@ bool kvs_cmp_table_groups(struct kvs_table *t, const struct kvs_comparison *c, s
         strcpy(eb, "-"), strcpy(ea, "-");
         if (x->present) {
             kvs_fmt_ms(mb, x->gpu_ms_per_step);
-            kvs_fmt_bytes(bb, x->bytes_per_step);
+            if (x->bytes_known)
+                kvs_fmt_bytes(bb, x->bytes_per_step);
+            else
+                strcpy(bb, "unknown");
             if (isfinite(x->efficiency))
                 kvs_fmt_pct(eb, x->efficiency);
         }
         if (y->present) {
             kvs_fmt_ms(ma, y->gpu_ms_per_step);
-            kvs_fmt_bytes(ba, y->bytes_per_step);
+            if (y->bytes_known)
+                kvs_fmt_bytes(ba, y->bytes_per_step);
+            else
+                strcpy(ba, "unknown");
             if (isfinite(y->efficiency))
                 kvs_fmt_pct(ea, y->efficiency);
         }

@@ -402,7 +402,7 @@ static void write_cmp_side(struct kvs_jw *w, const struct kvs_cmp_side *s)
     kvs_jw_key(w, "gpu_ms_per_step");
     kvs_jw_num(w, s->gpu_ms_per_step);
     kvs_jw_key(w, "bytes_per_step");
-    kvs_jw_num(w, s->bytes_per_step);
+    kvs_jw_num_or_null(w, s->bytes_per_step, s->bytes_known);
     kvs_jw_key(w, "achieved_gbps");
     kvs_jw_num(w, s->achieved_gbps);
     kvs_jw_key(w, "efficiency");

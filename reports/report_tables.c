@@ -33,7 +33,7 @@ bool kvs_table_groups(struct kvs_table *t, const struct kvs_analysis *a, size_t 
         const struct kvs_group *g = &a->groups[i];
         char op[40], dims[160], dtypes[160], cut[160], cps[KVS_FMT_BUF], ms[KVS_FMT_BUF], frac[KVS_FMT_BUF],
             bpc[KVS_FMT_BUF], gbps[KVS_FMT_BUF], eff[KVS_FMT_BUF], match[320];
-        kvs_truncate(op, sizeof op, g->op, 28);
+        kvs_short_op(op, sizeof op, g->op, 28);
         kvs_truncate(dims, sizeof dims, kvs_short_dims(cut, sizeof cut, g), KVS_DIMS_WIDTH);
         kvs_truncate(dtypes, sizeof dtypes, kvs_short_dtypes(cut, sizeof cut, g), KVS_DTYPES_WIDTH);
         kvs_fmt_count(cps, g->calls_per_step);

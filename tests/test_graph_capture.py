@@ -168,6 +168,15 @@ for extra in ([], ["--before-capture", CAPTURE, "--kv-capacity", "131072", "--kv
     c = json.loads(out) if rc == 0 else {}
     check(rc == 0 and "kv_full_buffer_cast" in c.get("resolved", []) and "kv_full_buffer_cast" not in c.get("new", []),
           "compare %s resolves kv_full_buffer_cast (%d: %s %s)" % (extra, rc, c.get("resolved"), err[-300:]))
+    unknown = [x for x in c.get("groups", []) if x.get("before") and x["before"]["bytes_per_step"] is None]
+    if not extra:
+        check(unknown and all(x["delta"]["bytes_per_step"] is None for x in unknown),
+              "groups of unknown bytes are null in JSON, and so is their change: %d" % len(unknown))
+        rc2, text, _ = kvs("compare", REPLAY, fix, "--model", "glm5")
+        check(rc2 == 0 and " 0 B" not in text and "unknown" in text,
+              "text says 'unknown' for unknown bytes, never '0 B'")
+        check("void at::native" not in text and "unrolled_elementwise_kernel<direct_copy_kernel_cuda()" in text,
+              "kernel names are shortened in the verdict and the tables")
     pair = [x for x in c.get("groups", []) if x.get("before") and x.get("after")]
     check(pair and pair[0]["before"]["gpu_ms_per_step"] > 10 * pair[0]["after"]["gpu_ms_per_step"],
           "the cast pairs with the fix's cast by role %s" % [p.get("role") for p in pair[:2]])

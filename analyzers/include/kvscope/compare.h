@@ -54,6 +54,9 @@ struct kvs_cmp_side {
     double calls_per_step;
     double gpu_ms_per_step;
     double bytes_per_step;
+    bool bytes_known;        /* every merged group's bytes are known (no shapes and no launch
+                                sizing: not); when not, bytes_per_step counts only the known
+                                ones and is shown "unknown", achieved_gbps and efficiency NAN */
     double achieved_gbps;    /* of the merged groups: bytes / GPU time */
     double efficiency;       /* achieved / peak; NAN when the peak is unknown */
 };

@@ -3,7 +3,7 @@
  * cells) share, so a name is shortened the same way everywhere. The full
  * name stays in the analysis (and in the JSON `kernel`/`name` fields).
  *
- * defines: kvs_short_kernel
+ * defines: kvs_short_kernel, kvs_short_op
  *
  * Thread safety: reentrant.
  */
@@ -25,6 +25,13 @@ extern "C" {
  * "...". Words in parentheses that are no argument list stay ("Memcpy HtoD
  * (Pageable -> Device)"). NULL gives "-". Returns buf. */
 KVS_API char *kvs_short_kernel(char *buf, size_t size, const char *name, size_t width);
+
+/* A group's op in a sentence or a cell: an op name ("aten::copy_",
+ * "kvs::cast_fp8_to_bf16") as it is, cut to `width` columns; a C++ kernel's
+ * name (a group of GPU work no op launched: it holds '<' or '(') shortened
+ * by kvs_short_kernel, so a kernel reads the same in every table and
+ * sentence. Returns buf. */
+KVS_API char *kvs_short_op(char *buf, size_t size, const char *name, size_t width);
 
 #ifdef __cplusplus
 }

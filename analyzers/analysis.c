@@ -362,6 +362,15 @@ static enum kvs_status mark_outliers(struct kvs_step *st, size_t n)
     return KVS_STATUS_OK;
 }
 
+/* busy ms of devices x time ms, at most 1: the work of stray devices (not
+ * counted, see count_devices) stays in busy and must not push it past the
+ * whole */
+static double busy_share(double busy_ms, double time_ms, int devices)
+{
+    double f = busy_ms / (time_ms * devices);
+    return f < 1.0 ? f : 1.0;
+}
+
 static enum kvs_status build_kinds(struct kvs_ctx *c, struct kvs_analysis_impl *impl)
 {
     struct kvs_analysis *a = &impl->pub;
@@ -406,7 +415,7 @@ static enum kvs_status build_kinds(struct kvs_ctx *c, struct kvs_analysis_impl *
             double tokens = k->tokens_per_step;
             k->mean_ms /= used;
             k->gpu_ms_per_step /= used;
-            k->busy_fraction = k->mean_ms > 0 ? k->gpu_ms_per_step / (k->mean_ms * c->ndevices) : 0;
+            k->busy_fraction = k->mean_ms > 0 ? busy_share(k->gpu_ms_per_step, k->mean_ms, c->ndevices) : 0;
             k->batch = batch_n[i] > 0 ? k->batch / batch_n[i] : 0;
             k->tokens_per_step = tok_n[i] > 0 ? tokens / tok_n[i] : 0;
             k->tokens_per_s = tok_time[i] > 0 ? tokens * 1000.0 / tok_time[i] : 0;
@@ -444,7 +453,7 @@ static enum kvs_status build_steps(struct kvs_ctx *c, struct kvs_analysis_impl *
         st[i].compute_busy_ms = c->step_compute_ns[i] / 1e6;
         comm += st[i].comm_busy_ms;
         compute += st[i].compute_busy_ms;
-        st[i].busy_fraction = st[i].time_ms > 0 ? st[i].gpu_busy_ms / (st[i].time_ms * c->ndevices) : 0;
+        st[i].busy_fraction = st[i].time_ms > 0 ? busy_share(st[i].gpu_busy_ms, st[i].time_ms, c->ndevices) : 0;
         for (int k = 0; k < KVS_CAT_COUNT_; k++)
             st[i].category_ms[k] = c->step_cat_ns[i][k] / 1e6;
         wall += st[i].wall_ms;
@@ -469,7 +478,7 @@ static enum kvs_status build_steps(struct kvs_ctx *c, struct kvs_analysis_impl *
         a->steps.mean_time_ms = time / (double)c->nsteps;
         a->steps.gpu_ms_per_step = busy / (double)c->nsteps;
         a->steps.gpu_busy_fraction =
-            a->steps.mean_time_ms > 0 ? a->steps.gpu_ms_per_step / (a->steps.mean_time_ms * c->ndevices) : 0;
+            a->steps.mean_time_ms > 0 ? busy_share(a->steps.gpu_ms_per_step, a->steps.mean_time_ms, c->ndevices) : 0;
         a->steps.total_gpu_ms = busy;
         /* the trace's own token counts win over --batch */
         if (all_tokens && token_time > 0)
@@ -595,21 +604,67 @@ fail:
     return st;
 }
 
-/* Devices that ran GPU work (at least 1): one process may drive several (a
- * model split over GPUs with device_map="auto"), and busy time summed over
- * them is a fraction of devices x the step, not of the step alone. */
-static int count_devices(const struct kvs_trace_data *t)
+/* The devices counted as the step's GPUs (at least 1; -1: no memory): one
+ * process may drive several (a model split over GPUs with
+ * device_map="auto"), and busy time summed over them is a fraction of
+ * devices x the step, not of the step alone. A device counts only when its
+ * GPU time (durations summed) is at least KVS_DEVICE_MIN_SHARE of the
+ * busiest device's: a stray activity on another device id (a 1 us kernel)
+ * must not make a second GPU that idles the whole step. Those left out are
+ * said. */
+struct dev_time {
+    int32_t device;
+    int64_t ns;
+};
+
+static int cmp_dev_time(const void *a, const void *b)
 {
-    int32_t seen[64];
-    int n = 0;
-    for (size_t i = 0; i < t->ngpus && n < 64; i++) {
-        int k = 0;
-        while (k < n && seen[k] != t->gpus[i].device)
-            k++;
-        if (k == n)
-            seen[n++] = t->gpus[i].device;
+    const struct dev_time *x = a, *y = b;
+    return (x->device > y->device) - (x->device < y->device);
+}
+
+static int count_devices(const struct kvs_trace_data *t, const struct kvs_logger *log, const char *path)
+{
+    if (!t->ngpus)
+        return 1;
+    struct dev_time *v = malloc(t->ngpus * sizeof *v);
+    if (!v)
+        return -1;
+    for (size_t i = 0; i < t->ngpus; i++)
+        v[i] = (struct dev_time){t->gpus[i].device, t->gpus[i].dur};
+    qsort(v, t->ngpus, sizeof *v, cmp_dev_time);
+    size_t nd = 0; /* v[0..nd): one entry per device, its time summed (at most 2^60: event.c) */
+    for (size_t i = 0; i < t->ngpus; i++) {
+        if (nd && v[nd - 1].device == v[i].device)
+            v[nd - 1].ns += v[i].ns;
+        else
+            v[nd++] = v[i];
     }
-    return n ? n : 1;
+    int64_t top = 0;
+    for (size_t i = 0; i < nd; i++)
+        if (v[i].ns > top)
+            top = v[i].ns;
+    int counted = 0, stray = 0;
+    int32_t first = 0;
+    int64_t stray_ns = 0;
+    for (size_t i = 0; i < nd; i++) {
+        if ((double)v[i].ns >= KVS_DEVICE_MIN_SHARE * (double)top) {
+            counted++;
+        } else {
+            if (!stray++)
+                first = v[i].device;
+            stray_ns += v[i].ns;
+        }
+    }
+    free(v);
+    if (stray)
+        kvs_log(log, KVS_LOG_WARN,
+                "%s: %d stray device id%s (device %d%s) with under %.0f%% of the busiest device's "
+                "GPU time (%.3f ms in all): not counted as GPUs of the step (busy fraction, idle "
+                "time); their work stays in the GPU time",
+                path, stray, stray > 1 ? "s" : "", (int)first, stray > 1 ? ", ..." : "",
+                KVS_DEVICE_MIN_SHARE * 100, (double)stray_ns / 1e6);
+    return counted ? counted : 1;
 }
 
 /* The input's reader by its content: an Nsight Systems SQLite export
@@ -769,7 +824,10 @@ enum kvs_status kvs_analyze_input(const struct kvs_analyze_input *in,
                 "%s: no CUDA/ROCm GPU activity in the trace: a CPU-only trace, or another "
                 "accelerator's (MTIA) whose device events kvscope does not analyse",
                 path);
-    c.ndevices = count_devices(&c.t);
+    if ((c.ndevices = count_devices(&c.t, c.log, path)) < 0) {
+        st = KVS_STATUS_NO_MEMORY;
+        goto done;
+    }
     struct kvs_finding *findings = NULL;
     size_t nfind = 0;
     if ((st = kvs_findings_build(&c, &findings, &nfind)) != KVS_STATUS_OK)

@@ -22,7 +22,9 @@ here, one section per class of docs/reliability.md ("Hostile input"):
 4. silent wrong numbers: a second traceEvents array is skipped, not summed,
    and said; step ranges without a positive dur are not 0 ms steps; a 'B'
    that never closes and an 'E' without a 'B' are said; two ops sharing an
-   External id are said.
+   External id are said; a device id holding under 1% of the busiest
+   device's GPU time is not one of the step's GPUs (idle never exceeds the
+   step) and is said.
 5. output that is not what it says: md and html cut names at a character
    and replace invalid UTF-8 (as text and json do); a control character in
    a device name never reaches the terminal; a gzip member followed by zero
@@ -482,6 +484,42 @@ def test_shared_external_id(d):
           "two ops sharing an External id: said (exit %d)" % r.rc)
 
 
+def test_stray_device(d):
+    """A 1 us kernel on another device id (or on 62 of them) in a 1.0 ms step
+    whose one GPU is busy 0.4 ms: the step still has one GPU, idle 0.6 ms,
+    and the stray devices are said."""
+    for nstray in (1, 62):
+        ev = step_events(3, step_us=1000.0)
+        for e in ev:
+            if e["cat"] == "kernel":
+                e["dur"] = 400.0
+        steps = [e for e in ev if e["cat"] == "user_annotation"]
+        for s, st in enumerate(steps):
+            for k in range(nstray):
+                corr = 50_000 + s * 100 + k
+                ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel",
+                           "pid": 1, "tid": 1, "ts": st["ts"] + 500 + k, "dur": 1,
+                           "args": {"correlation": corr}})
+                ev.append({"ph": "X", "cat": "kernel", "name": "stray_kernel", "pid": 1 + k,
+                           "tid": 7, "ts": st["ts"] + 600 + k, "dur": 1.0,
+                           "args": {"correlation": corr, "device": 1 + k, "stream": 7}})
+        t = os.path.join(d, "stray%d.json" % nstray)
+        write_json(t, kineto(ev))
+        r, j = report_json(t)
+        idle = j and [f["gpu_ms_per_step"] for f in j["findings"] if f["id"] == "gpu_idle"]
+        frac = j and j["steps"]["gpu_busy_fraction"]
+        step_ms = j and j["steps"]["mean_ms"]
+        # the stray work stays in the busy time: 0.4 ms + 1 us per stray device
+        busy = 0.4 + nstray * 0.001
+        check(j and idle and step_ms and idle[0] <= step_ms and abs(idle[0] - (1 - busy)) < 0.002
+              and abs(frac - busy) < 0.002 and "stray device" in r.err,
+              "%d stray device id(s) with a 1 us kernel: idle %s ms of a %s ms step (want %.3f), "
+              "busy %s, said" % (nstray, idle and idle[0], step_ms, 1 - busy, frac))
+        r = run(["report", t])
+        check(r.rc == 0 and "over 2 GPUs" not in r.out and "GPUs are" not in r.out,
+              "%d stray device id(s): the text report does not say several GPUs" % nstray)
+
+
 # ---------------------------------------------------------------------------
 # 5. output that is not what it says
 
@@ -593,7 +631,7 @@ def main():
                      test_colliding_ids, test_colliding_names, test_step_regex_bounded,
                      test_header_bomb, test_dims_bomb, test_duplicate_trace_events,
                      test_step_without_duration, test_begin_end_unpaired,
-                     test_shared_external_id, test_md_html_utf8, test_terminal_escape,
+                     test_shared_external_id, test_stray_device, test_md_html_utf8, test_terminal_escape,
                      test_gzip_padding_bom_utf16, test_peak_gbps_one_rule):
             sub = os.path.join(d, test.__name__)
             os.mkdir(sub)

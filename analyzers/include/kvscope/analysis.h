@@ -107,8 +107,8 @@ struct kvs_trace_info {
     uint64_t ops;                /* cpu_op events */
     uint64_t kernels;            /* kernel events */
     uint64_t memcpys, memsets;
-    int gpu_devices;             /* devices with GPU activity; GPU busy ms are summed over them,
-                                    busy fractions are per device (of devices x wall time) */
+    int gpu_devices;             /* devices with >= KVS_DEVICE_MIN_SHARE of the busiest one's GPU
+                                    time; busy fractions are per device (of devices x wall time) */
     uint64_t gpu_unlinked;       /* GPU activities linked to no op */
     uint64_t graph_launched;     /* GPU activities started by a CUDA/HIP graph launch: their ops
                                     ran at capture, so no shapes describe them */
@@ -121,6 +121,11 @@ struct kvs_trace_info {
  * GPU doing it, sets the step's length (launch-bound): the gpu_idle finding
  * fires below it and compare's verdict calls such a step launch-bound. */
 #define KVS_LAUNCH_BOUND_BUSY 0.6
+
+/* A device counts as one of the step's GPUs (trace.gpu_devices, the busy
+ * fraction's devices) only with at least this share of the busiest device's
+ * GPU time; fewer are stray device ids, said in a warning. */
+#define KVS_DEVICE_MIN_SHARE 0.01
 
 struct kvs_steps {
     int64_t count;               /* 0: no step markers (figures are trace totals) */

@@ -11,7 +11,10 @@ output plus the regression input of every finding (regress-*), and the unit
 tests fuzz_replay_* run them all. Run it again after editing the cases here.
 
 --generated writes what is too many or too large to commit: a small trace cut
-at every byte offset, and slices (a few KB each) of every trace under
+at every byte offset, large traces of many events made here from a model of
+a decode trace (many_events: steps, ops with shapes, launches, kernels of each
+family on several devices and streams, copies, B/E pairs, shared and missing
+ids; up to ~1 MiB, the trace harness's -max_len), and slices (a few KB each) of every trace under
 SHARED/traces (header + a sample of events of each kind, closed so that the
 slice is a complete document; the same slice gzipped, whole and cut, for the
 gz harness). Traces are read, never copied whole. Deterministic.
@@ -24,7 +27,7 @@ import os
 import sys
 import zlib
 
-HARNESSES = ("trace", "scan", "gz", "model", "devices")
+HARNESSES = ("trace", "scan", "gz", "model", "devices", "cli")
 SLICE_BYTES = 4096
 
 
@@ -257,6 +260,36 @@ def handmade_gz(traces):
     return t
 
 
+def handmade_cli():
+    """fuzz_cli inputs: byte 0 even = report, odd = compare; arguments one a
+    line up to a blank line; the rest is the file f.json."""
+    small = small_trace().encode()
+    c = {
+        "report-text": b"\x00t.json",
+        "report-json-o": b"\x00t.json\n--format\njson\n-o\nr.json",
+        "report-html-by-name": b"\x00t.json\n-o\nr.html",
+        "report-md-eq": b"\x00t.json\n--format=md\n--output=r.md\n--top=3",
+        "report-stdin-o-stdin": b"\x00-\n-o\nt.json",
+        "report-o-model": b"\x00t.json\n--model\nm.json\n-o\nm.json",
+        "report-model-opts": b"\x00t.json\n--model=m.json\n--kv-capacity\n4096\n--batch\n8\n"
+                             b"--kv-dtype\nfp8\n--device\nH200",
+        "report-peak-both": b"\x00t.json\n--device\nH200\n--peak-gbps\n4800",
+        "report-regex": b"\x00t.json\n--step-regex\n^ProfilerStep\n--peak-gbps\n1e400",
+        "report-ranks": b"\x00t.json\nf.json\n--quiet\n-o\nranks.json\n\n" + small,
+        "report-file": b"\x00f.json\n--format\nhtml\n\n" + small,
+        "report-path-dots": b"\x00..\n-o\n.\n--output=..",
+        "report-missing-value": b"\x00t.json\n-o",
+        "report-unknown": b"\x00t.json\n--nope\n--help",
+        "report-graph": b"\x00t.json\n--graph-capture\nc.json",
+        "compare-two": b"\x01t.json\nf.json\n\n" + small,
+        "compare-json-o": b"\x01t.json\nt.json\n--format\njson\n--output\nc.json",
+        "compare-stdin": b"\x01-\nt.json\n-o\nt.json",
+        "compare-opts": b"\x01t.json\nt.json\n--peak-gbps=0.0001\n--batch=0\n--top\n-1",
+        "compare-capture": b"\x01t.json\nt.json\n--before-capture\nc.json\n--after-capture=c.json",
+    }
+    return c
+
+
 def handmade(outdir):
     tr = handmade_traces()
     for name, data in tr.items():
@@ -268,6 +301,8 @@ def handmade(outdir):
         write(outdir, "devices", "hm-" + name + ".txt", data)
     for name, data in handmade_gz(tr).items():
         write(outdir, "gz", "hm-" + name + ".bin", data)
+    for name, data in handmade_cli().items():
+        write(outdir, "cli", "hm-" + name + ".txt", data)
 
 
 # ---------------------------------------------------------------------------
@@ -364,6 +399,87 @@ def read_prefix(path, limit=8 << 20):
         return f.read(limit).decode("utf-8", "replace")
 
 
+KERNELS = ("direct_copy_kernel_cuda", "sm90_xmma_gemm_bf16bf16_bf16f32", "flash_fwd_splitkv_kernel",
+           "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "triton_poi_fused_add_0",
+           "void at::native::elementwise_kernel<128, 4>", "Memset (Device)")
+DIMS = ("[[4096,1,576],[4096,1,576]]", "[[131072,1,576],[131072,1,576]]", "[[8192,8,128],[8192,8,128]]",
+        "[[1024],[131072,576]]", "[[4096,1,656],[4096,1,656],[]]", "[]", "[[1,2,3,4,5,6,7,8]]")
+TYPES = (FP8, '["c10::BFloat16","float"]', '["long int","c10::BFloat16"]', '["float","Scalar"]', "[]")
+
+
+def many_events(seed, nbytes):
+    """A trace of many events (about nbytes of JSON) drawn from a model of a
+    decode trace: steps (X, or B/E pairs, some unclosed), ops with shapes,
+    runtime launches (a few graph launches), the kernels they launch on
+    2 streams and now and then another device, memcpy/memset, flow events;
+    ids mostly fresh, some shared, some missing; times mostly ordered, some
+    not. Deterministic for a seed."""
+    import random
+    r = random.Random(seed)
+    ev, size, ts, ext, corr, step = [], 0, 1000.0, 1, 1, 0
+    header = '"schemaVersion":1,"deviceProperties":[{"id":0,"name":"NVIDIA H200"},{"id":1,"name":"NVIDIA H100"}],'
+    while size < nbytes:
+        k = r.random()
+        if k < 0.05:
+            step_dur = r.choice((1000.0, 500.0, 2000.0, 0.0, -5.0))
+            if r.random() < 0.8:
+                e = STEP % (step, "%.3f" % ts, "%.3f" % step_dur)
+            else:
+                e = ('{"ph":"%s","cat":"user_annotation","name":"ProfilerStep#%d","pid":1,"tid":1,"ts":%.3f}'
+                     % (r.choice("BBE"), step, ts))
+            step += 1
+        elif k < 0.35:
+            e = OP % ("%.3f" % ts, "%.3f" % r.uniform(1, 50), ext, r.choice(DIMS), r.choice(TYPES))
+            ext += r.random() < 0.95
+        elif k < 0.6:
+            name = "cudaGraphLaunch" if r.random() < 0.05 else "cudaLaunchKernel"
+            e = ('{"ph":"X","cat":"cuda_runtime","name":"%s","pid":1,"tid":1,"ts":%.3f,"dur":%.3f,'
+                 '"args":{"correlation":%d,"External id":%d}}' % (name, ts, r.uniform(1, 8), corr, ext - 1))
+        elif k < 0.9:
+            dev = 0 if r.random() < 0.9 else r.choice((1, 2, 63))
+            e = ('{"ph":"X","cat":"kernel","name":"%s","pid":%d,"tid":%d,"ts":%.3f,"dur":%.3f,'
+                 '"args":{"External id":%d,"correlation":%d,"device":%d,"stream":%d,'
+                 '"grid":[%d,1,1],"block":[%d,1,1]}}'
+                 % (r.choice(KERNELS), dev, r.choice((7, 13)), ts + r.uniform(0, 30), r.uniform(0.5, 300),
+                    ext - 1, corr, dev, r.choice((7, 13)), r.choice((1, 132, 1024, 65536)),
+                    r.choice((32, 128, 256, 1024))))
+            corr += r.random() < 0.97
+        elif k < 0.96:
+            kind = r.choice(("gpu_memcpy", "gpu_memset"))
+            e = ('{"ph":"X","cat":"%s","name":"%s","pid":0,"tid":7,"ts":%.3f,"dur":%.3f,'
+                 '"args":{"bytes":%d,"device":0,"stream":7,"correlation":%d}}'
+                 % (kind, "Memcpy DtoD (Device -> Device)" if kind == "gpu_memcpy" else "Memset (Device)",
+                    ts, r.uniform(1, 20), r.choice((0, 1152, 1 << 20, 1 << 34)), corr))
+            corr += 1
+        else:
+            e = ('{"ph":"f","id":%d,"pid":0,"tid":7,"ts":%.3f,"cat":"ac2g","name":"ac2g","bp":"e"}'
+                 % (corr, ts))
+        ev.append(e)
+        size += len(e) + 2
+        ts += r.uniform(-2, 20) if r.random() < 0.98 else r.uniform(-5000, 5000)
+    return trace_of(*ev, header=header)
+
+
+def generated_many(outdir):
+    """Large many-event traces for trace (up to 960 KB), smaller ones for scan
+    and gz (gzip'ed, whole and cut) and for cli (as the file f.json behind a report or compare command line)."""
+    n = 0
+    for seed, nbytes in enumerate((16 << 10, 64 << 10, 256 << 10, 960 << 10, 960 << 10, 512 << 10)):
+        data = many_events(seed, nbytes).encode()
+        write(outdir, "trace", "many-%d.json" % seed, data)
+        if nbytes <= 64 << 10:  # scan, gz and cli take 8 KiB / 4 KiB inputs: the small ones only
+            write(outdir, "scan", "many-%d.json" % seed, data)
+            gz = gzip.compress(data, mtime=0)
+            write(outdir, "gz", "many-%d.bin" % seed, b"\x00" + gz)
+            write(outdir, "gz", "manycut-%d.bin" % seed, b"\x02" + gz[:len(gz) * 3 // 4])
+            write(outdir, "cli", "many-%d.txt" % seed,
+                  b"\x00f.json\n--format\njson\n-o\nr.json\n\n" + data)
+            write(outdir, "cli", "many-cmp-%d.txt" % seed,
+                  b"\x01t.json\nf.json\n--output=c.html\n\n" + data)
+        n += 1
+    return n
+
+
 def generated(outdir, shared):
     small = small_trace().encode()
     here = os.path.dirname(os.path.abspath(__file__))
@@ -378,6 +494,7 @@ def generated(outdir, shared):
     whole = gzip.compress(small, mtime=0)
     for i in range(0, len(whole), 2):
         write(outdir, "gz", "cut-small-%05d.bin" % i, b"\x00" + whole[:i])
+    generated_many(outdir)
     # slices of the shared traces
     root = os.path.join(shared, "traces")
     paths = sorted(os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs

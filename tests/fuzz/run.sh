@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/fuzz/run.sh — run kvscope's libFuzzer harnesses, one after another.
 #
-#   tests/fuzz/run.sh HARNESS|all SECONDS     HARNESS: trace scan gz model devices
+#   tests/fuzz/run.sh HARNESS|all SECONDS     HARNESS: trace scan gz model devices cli
 #
 # Configures and builds build-fuzz (CC=clang, -Dfuzz=enabled -Dcuda=disabled)
 # when it is missing, generates the seeds (tests/fuzz/make_seeds.py: cuts of a
@@ -20,7 +20,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
-all=(trace scan gz model devices)
+all=(trace scan gz model devices cli)
 usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [ $# -eq 2 ] || usage
 what=$1 secs=$2
@@ -54,9 +54,14 @@ fi
 read -r -a extra <<<"${KVS_FUZZ_ARGS:-}"
 found=0
 for h in "${harnesses[@]}"; do
+    # trace: inputs up to 1 MiB (the generated many-event traces); cli: its
+    # stderr (a usage error a run) closed, sanitizer reports still come out
+    quiet=()
     case $h in
         model) dict=model.dict max_len=4096 ;;
         devices) dict=devices.dict max_len=8192 ;;
+        trace) dict=trace.dict max_len=1048576 ;;
+        cli) dict=cli.dict max_len=65536 quiet=(-close_fd_mask=2) ;;
         *) dict=trace.dict max_len=8192 ;;
     esac
     mkdir -p "$work/corpus/$h" "$work/artifacts/$h" "$work/seeds/$h"
@@ -66,7 +71,7 @@ for h in "${harnesses[@]}"; do
     ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0} \
     "$build/tests/fuzz/fuzz_$h" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
         -max_len="$max_len" -dict="tests/fuzz/$dict" -print_final_stats=1 \
-        -artifact_prefix="$work/artifacts/$h/" "${extra[@]}" \
+        -artifact_prefix="$work/artifacts/$h/" "${quiet[@]}" "${extra[@]}" \
         "$work/corpus/$h" "tests/fuzz/corpus/$h" "$work/seeds/$h" >"$log" 2>&1
     rc=$?
     took=$(( $(date +%s) - start ))

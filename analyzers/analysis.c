@@ -68,6 +68,7 @@ static void ctx_free(struct kvs_ctx *c)
     free(c->gpu_op);
     free(c->gpu_launch);
     free(c->gpu_cat);
+    free(c->gpu_graph);
     free(c->gpu_family);
     free(c->gpu_kfamily);
     free(c->gpu_step);
@@ -583,6 +584,7 @@ static enum kvs_status build_result(struct kvs_ctx *c, const char *path, struct 
     ti->graph_launched = c->graph_launched;
     ti->capture_aligned = c->capture_aligned;
     ti->dropped_records = t->dropped_records;
+    ti->with_stack = t->with_stack;
     a->model = c->have_model ? kvs_arena_strdup(&impl->arena, c->model.name) : NULL;
     a->num_layers = c->have_model ? c->model.layers : 0;
     if (!ti->path)

@@ -111,6 +111,7 @@ struct kvs_ctx {
     uint64_t unlinked;
     uint64_t graph_launched;     /* GPU activities a CUDA/HIP graph launch started */
     uint64_t capture_aligned;    /* of those, kernels given their op from --graph-capture */
+    uint8_t *gpu_graph;          /* per GPU activity: 1 when a graph launch started it */
 
     /* steps */
     struct kvs_step_win *steps;

@@ -9,6 +9,7 @@
 #include "classify.h"
 #include "kvscope/kernel_name.h"
 #include "dtypes.h"
+#include "host_blocking.h"
 #include "match.h"
 #include "steps.h"
 
@@ -253,11 +254,23 @@ static int low_efficiency(struct kvs_ctx *c, size_t gi, struct kvs_finding **v, 
                                    group_desc(c, g), (long long)g->gpu_calls, (long long)g->bytes_per_call,
                                    g->gpu_calls ? (double)g->gpu_ns / 1e6 / (double)g->gpu_calls : 0.0,
                                    kernel);
+    /* the advice follows the op's dtypes: FP8 conversion advice only where
+     * an FP8 tensor is converted, a cast's only where dtypes differ */
+    bool fp8 = false;
+    for (int k = 0; k < g->shape_info.n; k++)
+        for (size_t i = 0; i + 6 <= g->shape_info.dtype_len[k] && !fp8; i++)
+            fp8 = !memcmp(g->shape_info.dtype[k] + i, "Float8", 6);
+    bool cast = is_cast(&g->shape_info);
     fd.fix = kvs_arena_strdup(
         &c->arena,
-        "A memory-bound copy/cast should run near the copy rate: use a vectorized kernel (16-byte "
-        "loads and stores; for FP8 sources convert pairs, e.g. cvt e4m3x2 -> f16x2 -> bf16), fuse "
-        "the conversion into the consumer, or avoid the copy.");
+        fp8 && cast ? "A memory-bound cast should run near the copy rate: use a vectorized kernel (16-byte "
+                      "loads and stores; convert FP8 in pairs, e.g. cvt e4m3x2 -> f16x2 -> bf16), fuse "
+                      "the conversion into the consumer, or avoid the cast."
+        : cast ? "A memory-bound cast should run near the copy rate: use a vectorized kernel (16-byte "
+                 "loads and stores), fuse the conversion into the consumer, or avoid the cast."
+               : "A memory-bound copy should run near the copy rate: avoid it (a transpose or "
+                 ".contiguous() the consumer could read strided, a copy a view would do), fuse it "
+                 "into its producer or consumer, or use a vectorized copy (16-byte loads and stores).");
     if (!fd.message || !fd.evidence || !fd.fix)
         return -1;
     return push(v, n, cap, fd);
@@ -295,7 +308,8 @@ static int64_t kth_smallest(int64_t *v, size_t n, size_t k)
     return v[k];
 }
 
-static int gpu_idle(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t *cap)
+static int gpu_idle(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t *cap,
+                    double blocked_ms)
 {
     const struct kvs_trace_data *t = &c->t;
     if (!t->ngpus)
@@ -322,21 +336,34 @@ static int gpu_idle(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t
     /* busy is summed over the devices: of devices x the step (a model split
      * over 2 GPUs, each busy 90%, is 180% of the step, and idle neither) */
     const int nd = c->ndevices; /* at least 1 (count_devices) */
-    double cap_ms = wall_ms * nd;
-    if (wall_ms <= 0 || busy_ms / cap_ms >= KVS_LAUNCH_BOUND_BUSY)
+    /* a graph capture (SGLang's and vLLM's capture traces): the captured
+     * kernels are not run, so an idle GPU says nothing about launches */
+    for (size_t i = 0; i < t->nrts; i++) {
+        const char *rn = kvs_intern_str(&t->strings, t->rts[i].name);
+        if (strstr(rn, "BeginCapture") || strstr(rn, "GraphInstantiate"))
+            return 0;
+    }
+    /* the time the host sat in blocking calls is host_blocking's: what is
+     * left is the launch side's */
+    double cap_ms = (wall_ms - blocked_ms) * nd;
+    if (wall_ms <= 0 || cap_ms <= 0 || busy_ms / cap_ms >= KVS_LAUNCH_BOUND_BUSY)
         return 0;
     int64_t *durs = malloc(t->ngpus * sizeof *durs);
     if (!durs)
         return -1;
+    size_t graphed = 0; /* of those, started by a CUDA/HIP graph launch */
     for (size_t i = 0; i < t->ngpus; i++)
-        if (!c->nsteps || c->gpu_step[i] >= 0)
+        if (!c->nsteps || c->gpu_step[i] >= 0) {
             durs[acts++] = t->gpus[i].dur;
+            graphed += c->gpu_graph[i];
+        }
     double median_us = 0;
     if (acts)
         median_us = (double)kth_smallest(durs, acts, acts / 2) / 1e3;
     free(durs);
     double per_step = c->nsteps ? (double)acts / (double)c->nsteps : (double)acts;
     double frac = busy_ms / cap_ms, idle_ms = cap_ms - busy_ms;
+    wall_ms -= blocked_ms; /* the step less its host-wait, from here on */
     char who[32], of[48];
     if (nd > 1) {
         snprintf(who, sizeof who, "The %d GPUs are", nd);
@@ -384,18 +411,34 @@ static int gpu_idle(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t
             "activity): the CPU side sets the pace, so faster kernels alone will not shorten the "
             "run; %.2f ms of the span is idle",
             who, 100.0 * frac, busy_ms, of, idle_ms);
+    bool graphs = acts && 2 * graphed >= acts; /* already graph-launched: no graph advice */
+    char host[96] = "";
+    if (blocked_ms > 0)
+        snprintf(host, sizeof host, "; %.2f ms %s of host-wait in blocking calls not counted (host_blocking)",
+                 blocked_ms, c->nsteps ? "per step" : "of the span");
     if (per_step > 0)
         fd.evidence = kvs_arena_printf(&c->arena,
                                        "%.0f GPU activities %s, median %.1f us each; one launch per "
-                                       "%.1f us of %s",
+                                       "%.1f us of %s%s%s%s",
                                        per_step, c->nsteps ? "per step" : "in the span", median_us,
-                                       us_per_launch, c->nsteps ? "step time" : "the span");
+                                       us_per_launch, c->nsteps ? "step time" : "the span",
+                                       graphs ? kvs_arena_printf(&c->arena, "; %zu of %zu launched from CUDA graphs",
+                                                                 graphed, acts)
+                                              : "",
+                                       host,
+                                       c->t.with_stack ? "; recorded with with_stack: the profiler's "
+                                                         "Python stack capture inflates CPU time"
+                                                       : "");
     else
         fd.evidence = kvs_arena_printf(&c->arena, "none of the trace's %zu GPU activities runs inside a step",
                                        t->ngpus);
     fd.fix = kvs_arena_strdup(
         &c->arena,
-        sparse ? "Find the CPU work in the gaps between GPU activities (the trace's CPU ops there): "
+        graphs ? "The step's GPU work is already launched from CUDA graphs: the gaps are between "
+                 "them (host work between graph launches, piecewise graphs split at attention, "
+                 "eager ops outside the graph): move that host work off the step, capture more of "
+                 "the step in one graph, batch more sequences per step."
+        : sparse ? "Find the CPU work in the gaps between GPU activities (the trace's CPU ops there): "
                  "move data loading and preprocessing off the step, avoid host synchronisation "
                  "(.item(), .cpu(), blocking copies), warm up compiled kernels before profiling; "
                  "CUDA graphs help only once the step is dense with launches."
@@ -424,8 +467,11 @@ enum kvs_status kvs_findings_build(struct kvs_ctx *c, struct kvs_finding **out, 
         rc = full_buffer(c, gi, &v, &n, &cap);
     for (size_t gi = 0; gi < c->ngroups && rc == 0; gi++)
         rc = low_efficiency(c, gi, &v, &n, &cap);
+    double blocked = 0;
     if (rc == 0)
-        rc = gpu_idle(c, &v, &n, &cap);
+        rc = kvs_host_blocking(c, &v, &n, &cap, &blocked);
+    if (rc == 0)
+        rc = gpu_idle(c, &v, &n, &cap, blocked);
     if (rc != 0) {
         free(v);
         return KVS_STATUS_NO_MEMORY;

@@ -6,7 +6,8 @@
  * kv_full_buffer_cast  a copy/cast whose token dim is the whole KV buffer
  *                      (the capacity given or inferred) every step
  * low_bandwidth_efficiency  a memory-bound group far below the HBM peak
- * gpu_idle             the GPU is idle most of the step: launch-bound
+ * host_blocking        the GPU idles while the CPU waits in a blocking call (host_blocking.c)
+ * gpu_idle             the GPU is idle most of the rest of the step: launch-bound
  * Thresholds and formulas: docs/analysis.md. Private to analyzers/.
  */
 #ifndef KVS_ANALYZERS_FINDINGS_H

@@ -192,7 +192,8 @@ static bool emit(struct kvs_reader *r, const struct kvs_dec_event *d)
         t->n_runtime++;
         if (d->corr == 0 && d->ext == 0)
             return true;
-        struct kvs_rt_rec rt = {d->ts, d->corr, d->ext, d->thread, d->graph_launch, d->kernel_launch};
+        struct kvs_rt_rec rt = {d->ts,     d->dur,          d->corr,          d->ext,
+                                d->thread, d->name, d->graph_launch, d->kernel_launch};
         return KVS_VEC_PUSH(t->rts, t->nrts, t->rts_cap, rt) == 0 || oom(r);
     }
     default:
@@ -220,9 +221,9 @@ static bool resolve(struct kvs_reader *r, const struct kvs_ev *e, uint8_t cat, s
     d->corr = e->corr;
     d->bytes = e->bytes;
     bool gpu = cat == KVS_EV_KERNEL || cat == KVS_EV_MEMCPY || cat == KVS_EV_MEMSET;
-    if (cat != KVS_EV_RUNTIME && !intern_span(r, &e->name, e->has_name, &d->name))
+    if (!intern_span(r, &e->name, e->has_name, &d->name))
         return false;
-    if (cat == KVS_EV_RUNTIME) { /* its name is not kept: only whether it launches a graph or a kernel */
+    if (cat == KVS_EV_RUNTIME) { /* what the analysis asks of a call's name, once */
         d->graph_launch = span_has(r, &e->name, e->has_name, "GraphLaunch");
         d->kernel_launch = span_has(r, &e->name, e->has_name, "LaunchKernel") ||
                            span_has(r, &e->name, e->has_name, "LaunchCooperativeKernel");

@@ -230,7 +230,8 @@ enum kvs_status kvs_link(struct kvs_ctx *c)
     size_t n = t->ngpus ? t->ngpus : 1;
     c->gpu_op = malloc(n * sizeof *c->gpu_op);
     c->gpu_launch = malloc(n * sizeof *c->gpu_launch);
-    if (!c->gpu_op || !c->gpu_launch)
+    c->gpu_graph = calloc(n, 1);
+    if (!c->gpu_op || !c->gpu_launch || !c->gpu_graph)
         return KVS_STATUS_NO_MEMORY;
 
     struct idx_table by_ext = {0}, by_corr = {0};
@@ -267,8 +268,10 @@ enum kvs_status kvs_link(struct kvs_ctx *c)
         TABLE_FIND(by_corr, t->rts, corr, g->corr, rt);
         /* a graph launch (cudaGraphLaunch, cuGraphLaunch, hipGraphLaunch)
          * replays kernels whose ops ran at capture: no shapes for them */
-        if (rt != KVS_NO_OP && t->rts[rt].graph_launch)
+        if (rt != KVS_NO_OP && t->rts[rt].graph_launch) {
             c->graph_launched++;
+            c->gpu_graph[i] = 1;
+        }
         if (op == KVS_NO_OP && rt != KVS_NO_OP && t->rts[rt].ext)
             FIND_OP(t->rts[rt].ext, op);
         c->gpu_op[i] = op;

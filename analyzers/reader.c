@@ -303,6 +303,19 @@ static bool parse_document(struct kvs_reader *r)
         } else if (!strcmp(key, "deviceProperties") || !strcmp(key, "distributedInfo") ||
                    !strcmp(key, "kvscope") || !strcmp(key, "kvscope.engine")) {
             ok = header_value(r, key);
+        } else if (!strcmp(key, "with_stack")) { /* 1 or true: Python stacks were recorded */
+            r->t->has_kineto_meta = true;
+            int ch = kvs_scan_peek(s);
+            if (ch == 't') {
+                r->t->with_stack = true;
+                ok = kvs_scan_skip(s);
+            } else if (ch == '-' || (ch >= '0' && ch <= '9')) {
+                struct kvs_number num;
+                ok = kvs_scan_number(s, &num);
+                r->t->with_stack = ok && (num.int_part || num.frac);
+            } else {
+                ok = kvs_scan_skip(s);
+            }
         } else {
             if (!strcmp(key, "schemaVersion") || !strcmp(key, "traceName") ||
                 !strcmp(key, "displayTimeUnit") || !strcmp(key, "baseTimeNanoseconds"))

@@ -40,10 +40,11 @@ struct kvs_op_rec {
 /* A CUDA/HIP runtime or driver call: the CPU side of a launch. */
 struct kvs_rt_rec {
     int64_t ts;
+    int64_t dur;           /* how long the CPU spent in the call (a blocking call's wait) */
     int64_t corr;          /* correlation id */
     int64_t ext;           /* External id when the call carries one, else 0 */
     uint32_t thread;
-    /* names are not kept for runtime calls: the facts the analysis needs are */
+    uint32_t name;         /* interned call name ("cudaStreamSynchronize", ...) */
     uint32_t graph_launch : 1;  /* cudaGraphLaunch / cuGraphLaunch / hipGraphLaunch */
     uint32_t kernel_launch : 1; /* cudaLaunchKernel[ExC], cuLaunchKernel[Ex], hipLaunchKernel, ... */
 };
@@ -113,6 +114,7 @@ struct kvs_trace_data {
     struct kvs_engine_rec engine; /* the "kvscope.engine" object */
     bool has_kvscope_meta;
     bool has_kineto_meta;         /* schemaVersion / deviceProperties / traceName */
+    bool with_stack;              /* "with_stack": 1/true (the profiler recorded Python stacks) */
     bool from_nsys;               /* read from an Nsight Systems SQLite export (nsys.c) */
     uint64_t dropped_records;
     int rank, world_size;         /* -1 / 0 when not recorded */

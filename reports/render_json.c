@@ -261,6 +261,8 @@ void kvs_json_write_report(struct kvs_jw *w, const struct kvs_analysis *a)
     kvs_jw_int(w, (int64_t)a->trace.graph_launched);
     kvs_jw_key(w, "capture_aligned");
     kvs_jw_int(w, (int64_t)a->trace.capture_aligned);
+    kvs_jw_key(w, "with_stack");
+    kvs_jw_bool(w, a->trace.with_stack);
     kvs_jw_obj_end(w);
 
     kvs_jw_key(w, "steps");

@@ -202,6 +202,10 @@ size_t kvs_report_facts(const struct kvs_analysis *a, struct kvs_fact facts[KVS_
     if (t->capture_aligned)
         add(x->value, sizeof x->value, " (%s given their ops from the graph's capture)",
             kvs_fmt_count(b1, (double)t->capture_aligned));
+    if (t->with_stack)
+        add(x->value, sizeof x->value,
+            "; recorded with with_stack (Python stacks): the profiler inflates CPU time, so "
+            "host gaps read longer than they run");
     if (t->dropped_records)
         add(x->value, sizeof x->value, "; %s records dropped at capture",
             kvs_fmt_count(b1, (double)t->dropped_records));
@@ -348,6 +352,9 @@ void kvs_finding_figures(const struct kvs_finding *x, struct kvs_finding_figures
     /* gpu_idle's figure is time the GPU sat idle, not GPU time to recover */
     if (x->gpu_ms_per_step > 0 && x->id && !strcmp(x->id, "gpu_idle"))
         snprintf(out->recoverable, sizeof out->recoverable, "GPU idle %s ms/step",
+                 kvs_fmt_ms(b1, x->gpu_ms_per_step));
+    else if (x->gpu_ms_per_step > 0 && x->id && !strcmp(x->id, "host_blocking"))
+        snprintf(out->recoverable, sizeof out->recoverable, "host-wait %s ms/step with the GPU idle",
                  kvs_fmt_ms(b1, x->gpu_ms_per_step));
     else if (x->gpu_ms_per_step > 0)
         snprintf(out->recoverable, sizeof out->recoverable, "recoverable %s ms/step of GPU time",

@@ -79,7 +79,7 @@ static void test_schema_and_values(void)
     static const char *const top[] = {"schema", "trace", "steps", "groups", "kernels", "findings", "engine", "roofline",
                                       NULL};
     static const char *const trace[] = {"path",           "bytes",           "events", "device",
-                                        "peak_gbps",      "graph_launched", "capture_aligned",
+                                        "peak_gbps",      "graph_launched", "capture_aligned", "with_stack",
                                         NULL};
     static const char *const steps[] = {"count", "mean_ms", "gpu_ms_per_step", "gpu_busy_fraction",
                                         "source", "mean_time_ms", "tokens_per_s", "category_ms",
@@ -108,6 +108,7 @@ static void test_schema_and_values(void)
     KVS_CHECK_EQ_INT(num(t, "events"), fx.a.trace.events);
     KVS_CHECK_EQ_STR(str(t, "device"), "NVIDIA H200");
     KVS_CHECK(num(t, "peak_gbps") == 4800);
+    KVS_CHECK(cJSON_IsFalse(cJSON_GetObjectItem(t, "with_stack")));
 
     const cJSON *s = cJSON_GetObjectItem(root, "steps");
     KVS_CHECK(keys_are(s, steps));

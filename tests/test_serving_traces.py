@@ -79,6 +79,29 @@ FAMILY_OF = [
 # their per-step totals follow the ops, not the kernel names alone
 OP_DECIDED = {"elementwise", "other", "copy_cast", "attention", "gemm"}
 
+# The findings each trace should get, no more (ids, by rank), and why:
+EXPECT_FINDINGS = {
+    # the step waits 463 ms in a blocking hipMemcpyWithStream; its GPU work is
+    # dense once launched, so no gpu_idle
+    "tracelens__inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz": ["host_blocking"],
+    # graph captures: the captured kernels do not run, an idle GPU says nothing
+    "tracelens__inference__sglang_decode__capture_traces__bs_32_rank0.json.gz": [],
+    "tracelens__inference__vllm_decode_full__capture_traces__graph_capture_rank_0."
+    "1773709742341309550.pt.trace.json.gz": [],
+    # graph steps busy all through their GPU work
+    "tracelens__inference__vllm_decode_full__graph_execution.json.gz": [],
+    "tracelens__inference__vllm_prefilldecode_piecewise__graph_execution.json.gz": [],
+    # eager prefill, 929 small launches, 13% busy: launch-bound
+    "tracelens__b200__eager_trace.json.gz": ["gpu_idle"],
+    # bf16 transposes/contiguous copies at 37-40% of the H100's peak
+    "tracelens__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz": ["low_bandwidth_efficiency"] * 3,
+    "tracelens__torch_compile_triton__trace.json.gz": [],
+    # 66% busy: under the launch-bound line
+    "resnet50_num_workers_0__worker0.1623143566756.pt.trace.json.gz": [],
+    # each step's first input copy (cudaMemcpyAsync from pageable memory) holds the host
+    "resnet50_num_workers_4__worker0.1623213129365.pt.trace.json.gz": ["host_blocking"],
+}
+
 GPU_CATS = ("kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset")
 RT_CATS = ("cuda_runtime", "cuda_driver", "Runtime")
 VLLM = re.compile(r"^execute_(?:\d+_)?context_(\d+)\((\d+)?[^)]*\)_generation_(\d+)\(")
@@ -200,6 +223,8 @@ for name in sorted(os.listdir(root)):
     if want is None:
         check(steps.get("count") == 0 and not wins,
               "%s: no step markers (kvscope %s, here %d)" % (name, steps.get("count"), len(wins)))
+        ids = [f["id"] for f in rep.get("findings", [])]
+        check(ids == EXPECT_FINDINGS.get(name), "%s: findings %s, expected %s" % (name, ids, EXPECT_FINDINGS.get(name)))
         continue
     check(len(wins) == len(want), "%s: %d step ranges here, %d expected" % (name, len(wins), len(want)))
     check(steps.get("count") == len(want) and len(items) == len(want),
@@ -243,6 +268,36 @@ for name in sorted(os.listdir(root)):
             continue
         mine = sum(b - a for a, b, _, n in launched if fam_of_name.get(n) == fam) / 1e6 / len(wins)
         check(near(ms, mine), "%s: family %s %.4f ms/step, json.load says %.4f" % (name, fam, ms, mine))
+    ids = [f["id"] for f in rep.get("findings", [])]
+    check(ids == EXPECT_FINDINGS.get(name), "%s: findings %s, expected %s" % (name, ids, EXPECT_FINDINGS.get(name)))
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        doc = json.load(fh)
+    with_stack = bool(doc.get("with_stack")) if isinstance(doc, dict) else False
+    check(rep.get("trace", {}).get("with_stack") == with_stack,
+          "%s: trace.with_stack %s, the header says %s" % (name, rep.get("trace", {}).get("with_stack"), with_stack))
+    for f in rep.get("findings", []):
+        check(bool(f.get("evidence")) and bool(f.get("fix")), "%s: %s has evidence and a fix" % (name, f["id"]))
+        if f["id"] == "low_bandwidth_efficiency" and "Float8" not in json.dumps(rep.get("groups")):
+            check("FP8" not in f["fix"] and "e4m3" not in f["fix"],
+                  "%s: no FP8 advice for a copy without FP8: %s" % (name, f["fix"]))
+        if f["id"] == "gpu_idle" and with_stack:
+            check("with_stack" in f["evidence"], "%s: gpu_idle notes with_stack" % name)
+    if name.startswith("tracelens__inference__sglang_decode__sglang"):
+        # the blocking copy, named, and its GPU-idle time from the raw events
+        call = [e for e in ev if e.get("cat") == "cuda_runtime" and e["name"] == "hipMemcpyWithStream"]
+        f = [x for x in rep.get("findings", []) if x["id"] == "host_blocking"]
+        if check(len(call) == 1 and len(f) == 1, "%s: one hipMemcpyWithStream, one host_blocking" % name):
+            a, b = ns(call[0]["ts"]), ns(call[0]["ts"]) + ns(call[0]["dur"])
+            w0, w1 = wins[0][0], wins[0][0] + int(round(items[0]["time_ms"] * 1e6))
+            a, b = max(a, w0), min(b, w1)
+            gpu = [(ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in ev
+                   if e.get("ph") == "X" and e.get("cat") in GPU_CATS]
+            inside = [(max(x, a), min(y, b)) for x, y in gpu if y > a and x < b]
+            idle = (b - a) - union(inside)
+            check("hipMemcpyWithStream" in f[0]["message"] and "synchronous copy" in f[0]["message"],
+                  "%s: host_blocking names the call: %s" % (name, f[0]["message"]))
+            check(near(f[0]["gpu_ms_per_step"], idle / 1e6),
+                  "%s: host-wait %.3f ms, json.load says %.3f" % (name, f[0]["gpu_ms_per_step"], idle / 1e6))
     if time_sum:
         check(near(steps.get("tokens_per_s"), tokens * 1000 / time_sum),
               "%s: %.1f tokens/s, json.load says %.1f" % (name, steps.get("tokens_per_s") or 0,

@@ -115,6 +115,8 @@ struct kvs_trace_info {
     uint64_t dropped_records;    /* from a kvscope capture's metadata; 0 otherwise */
     uint64_t capture_aligned;    /* graph-replayed kernels given the op they were captured under
                                     (options.graph_capture), 0 without a capture */
+    bool with_stack;             /* recorded with with_stack: the profiler's Python stack capture
+                                    inflates CPU time (gaps between launches read longer) */
 };
 
 /* Below this GPU busy fraction of the step, the CPU issuing work, not the

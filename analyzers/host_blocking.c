@@ -1,0 +1,215 @@
+/* host_blocking.c — idle GPU time that names its cause: the CPU waiting in a
+ * blocking runtime call (a synchronous memcpy/memset, a stream/device/event
+ * synchronize, an async copy that waited: a DtoH for .item()/.tolist())
+ * while the GPU has nothing to run. The host_blocking finding (see
+ * host_blocking.h; figures in docs/analysis.md). Private to analyzers/.
+ */
+#include "host_blocking.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "steps.h"
+
+#define ASYNC_WAIT_NS 1000000  /* an async copy call this long waited for the GPU (pageable DtoH) */
+#define MIN_BLOCKED_FRACTION 0.05 /* of the step: below this, no finding */
+
+enum wait_kind { WAIT_NONE = 0, WAIT_SYNC, WAIT_MEMCPY, WAIT_MEMSET, WAIT_ASYNC_COPY };
+
+static enum wait_kind kind_of(const char *name, int64_t dur)
+{
+    if (strstr(name, "Synchronize"))
+        return WAIT_SYNC; /* cuda/hip Stream, Device, Event, Ctx */
+    bool async = strstr(name, "Async") != NULL;
+    bool copy = strstr(name, "emcpy") != NULL; /* cudaMemcpy*, hipMemcpy*, cuMemcpy* */
+    bool set = strstr(name, "emset") != NULL;
+    if ((copy || set) && !async)
+        return copy ? WAIT_MEMCPY : WAIT_MEMSET;
+    if (copy && dur >= ASYNC_WAIT_NS)
+        return WAIT_ASYNC_COPY;
+    return WAIT_NONE;
+}
+
+struct ival {
+    int64_t a, b;
+};
+
+static int cmp_ival(const void *x, const void *y)
+{
+    const struct ival *p = x, *q = y;
+    return p->a < q->a ? -1 : p->a > q->a;
+}
+
+/* the union of all GPU activity (any device), merged in place */
+static size_t gpu_union(const struct kvs_trace_data *t, struct ival *u)
+{
+    for (size_t i = 0; i < t->ngpus; i++)
+        u[i] = (struct ival){t->gpus[i].ts, t->gpus[i].ts + t->gpus[i].dur};
+    qsort(u, t->ngpus, sizeof *u, cmp_ival);
+    size_t m = 0;
+    for (size_t i = 0; i < t->ngpus; i++) {
+        if (m && u[i].a <= u[m - 1].b) {
+            if (u[i].b > u[m - 1].b)
+                u[m - 1].b = u[i].b;
+            continue;
+        }
+        u[m++] = u[i];
+    }
+    return m;
+}
+
+/* GPU-idle time within [a, b) */
+static int64_t idle_in(const struct ival *u, size_t m, int64_t a, int64_t b)
+{
+    if (b <= a)
+        return 0;
+    size_t lo = 0, hi = m; /* first interval ending after a */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (u[mid].b <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int64_t busy = 0;
+    for (size_t i = lo; i < m && u[i].a < b; i++) {
+        int64_t x = u[i].a > a ? u[i].a : a, y = u[i].b < b ? u[i].b : b;
+        if (y > x)
+            busy += y - x;
+    }
+    return (b - a) - busy;
+}
+
+static const char *what_of(enum wait_kind k)
+{
+    switch (k) {
+    case WAIT_SYNC: return "a synchronize";
+    case WAIT_MEMCPY: return "a synchronous copy";
+    case WAIT_MEMSET: return "a synchronous memset";
+    case WAIT_ASYNC_COPY: return "an async copy that blocked the host: pageable host memory";
+    case WAIT_NONE: break;
+    }
+    return "a call";
+}
+
+static const char *fix_of(enum wait_kind k)
+{
+    if (k == WAIT_SYNC)
+        return "Take the synchronisation out of the step (torch.cuda.synchronize(), "
+               "stream/event synchronize): wait only where the host needs a result, and launch the "
+               "next step's work before waiting for this one's.";
+    if (k == WAIT_ASYNC_COPY)
+        return "An async copy blocks the host when the host side is pageable memory: pin it "
+               "(DataLoader(pin_memory=True), tensor.pin_memory()) and copy with non_blocking=True; "
+               "for a read of a GPU value (.item(), .tolist(), .cpu()) keep it on the GPU or read it "
+               "a step later.";
+    if (k == WAIT_MEMSET)
+        return "Use an asynchronous memset on the step's stream (cudaMemsetAsync, tensor.zero_()) "
+               "instead of a synchronous one.";
+    return "Keep the value on the GPU: no .item(), .tolist() or .cpu() of a GPU tensor on the step's "
+           "critical path (each waits for all queued work, then copies); where the host needs it, "
+           "copy into pinned memory with non_blocking=True and read it a step later, or overlap "
+           "the copy with the next step's launches.";
+}
+
+int kvs_host_blocking(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t *cap,
+                      double *blocked_ms_per_step)
+{
+    const struct kvs_trace_data *t = &c->t;
+    *blocked_ms_per_step = 0;
+    if (!t->ngpus || !t->nrts)
+        return 0;
+    size_t nwin = c->nsteps ? c->nsteps : 1;
+    struct ival *u = malloc(t->ngpus * sizeof *u);
+    int64_t *blocked = calloc(nwin, sizeof *blocked);
+    if (!u || !blocked) {
+        free(u);
+        free(blocked);
+        return -1;
+    }
+    size_t m = gpu_union(t, u);
+    /* without steps, the window is the trace from the first to the last
+     * GPU activity or runtime call */
+    int64_t lo = u[0].a, hi = u[m - 1].b;
+    for (size_t i = 0; !c->nsteps && i < t->nrts; i++) {
+        if (t->rts[i].ts < lo)
+            lo = t->rts[i].ts;
+        if (t->rts[i].ts + t->rts[i].dur > hi)
+            hi = t->rts[i].ts + t->rts[i].dur;
+    }
+    int64_t best_idle = 0;
+    size_t best = 0;
+    enum wait_kind best_kind = WAIT_NONE, main_kind = WAIT_NONE;
+    int64_t kind_ns[5] = {0};
+    size_t ncalls = 0;
+    for (size_t i = 0; i < t->nrts; i++) {
+        const struct kvs_rt_rec *r = &t->rts[i];
+        if (!r->name || r->dur <= 0)
+            continue;
+        enum wait_kind k = kind_of(kvs_intern_str(&t->strings, r->name), r->dur);
+        if (k == WAIT_NONE)
+            continue;
+        int32_t s = c->nsteps ? kvs_step_at(c, r->ts) : 0;
+        if (s < 0)
+            continue;
+        int64_t w0 = c->nsteps ? c->steps[s].start : lo;
+        int64_t w1 = c->nsteps ? c->steps[s].start + kvs_step_time_ns(c, (size_t)s) : hi;
+        int64_t a = r->ts > w0 ? r->ts : w0, b = r->ts + r->dur < w1 ? r->ts + r->dur : w1;
+        int64_t idle = idle_in(u, m, a, b);
+        if (idle <= 0)
+            continue;
+        blocked[s] += idle;
+        kind_ns[k] += idle;
+        ncalls++;
+        if (idle > best_idle) {
+            best_idle = idle;
+            best = i;
+            best_kind = k;
+        }
+    }
+    free(u);
+    double sum = 0, time = 0;
+    size_t with = 0;
+    for (size_t k = 0; k < nwin; k++) {
+        sum += (double)blocked[k];
+        time += c->nsteps ? (double)kvs_step_time_ns(c, k) : (double)(hi - lo);
+        with += blocked[k] > 0;
+    }
+    free(blocked);
+    for (int k = 1; k < 5; k++)
+        if (kind_ns[k] > kind_ns[main_kind])
+            main_kind = (enum wait_kind)k;
+    double per_step = sum / 1e6 / (double)nwin, step_ms = time / 1e6 / (double)nwin;
+    if (step_ms <= 0 || per_step < MIN_BLOCKED_FRACTION * step_ms)
+        return 0;
+    *blocked_ms_per_step = per_step;
+    const struct kvs_rt_rec *r = &t->rts[best];
+    const char *call = kvs_intern_str(&t->strings, r->name);
+    int32_t bs = c->nsteps ? kvs_step_at(c, r->ts) : -1;
+    struct kvs_finding fd = {0};
+    fd.id = "host_blocking";
+    fd.group = -1;
+    fd.gpu_ms_per_step = per_step;
+    fd.severity = per_step >= 0.3 * step_ms ? KVS_SEV_HIGH : KVS_SEV_WARN;
+    fd.message = kvs_arena_printf(
+        &c->arena,
+        "The CPU waits in blocking calls while the GPU has nothing to run: %.2f ms %s (%.0f%% of "
+        "the %.2f ms %s), most of it in %s (%s, %.2f ms)",
+        per_step, c->nsteps ? "per step" : "of the span", 100.0 * per_step / step_ms, step_ms,
+        c->nsteps ? "step" : "span", call, what_of(best_kind), (double)r->dur / 1e6);
+    char where[64] = "";
+    if (bs >= 0)
+        snprintf(where, sizeof where, " in step #%lld", (long long)c->steps[bs].index);
+    fd.evidence = kvs_arena_printf(
+        &c->arena,
+        "%zu blocking calls over the GPU's idle time in %zu of %zu %s; the largest: %s%s at "
+        "+%.3f ms, %.3f ms in the call, %.3f ms of it with the GPU idle (correlation %lld)",
+        ncalls, with, nwin, c->nsteps ? "steps" : "spans", call, where,
+        (double)(r->ts - (bs >= 0 ? c->steps[bs].start : lo)) / 1e6, (double)r->dur / 1e6,
+        (double)best_idle / 1e6, (long long)r->corr);
+    fd.fix = kvs_arena_strdup(&c->arena, fix_of(main_kind));
+    if (!fd.message || !fd.evidence || !fd.fix)
+        return -1;
+    return KVS_VEC_PUSH(*v, *n, *cap, fd);
+}

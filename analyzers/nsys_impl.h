@@ -30,7 +30,8 @@ struct kvs_nsys {
     bool have_strings;                 /* a StringIds table */
     sqlite3_stmt *string_q;            /* SELECT value FROM StringIds WHERE id = ? */
     struct kvs_u64map string_map;      /* StringIds id -> interned id + 1 */
-    struct kvs_u64map api_map;         /* StringIds id of a runtime call -> what it launches (nsys_rows.c) */
+    struct kvs_u64map api_map;         /* StringIds id of a runtime call -> its name without the
+                                          version suffix | launch bits << 30 (nsys_rows.c) */
     bool present[KVS_NSYS_TABLES_];
     uint64_t rows[KVS_NSYS_TABLES_];   /* rows read per table */
     uint64_t nvtx_ranges, nvtx_ops, nvtx_marks, nvtx_open; /* NVTX rows by what they became */

@@ -5,7 +5,8 @@
  *   CUPTI_ACTIVITY_KIND_KERNEL   -> GPU kernel (name via StringIds)
  *   CUPTI_ACTIVITY_KIND_MEMCPY   -> GPU memcpy ("Memcpy HtoD (Pinned -> Device)", as Kineto names it)
  *   CUPTI_ACTIVITY_KIND_MEMSET   -> GPU memset ("Memset (Device)")
- *   CUPTI_ACTIVITY_KIND_RUNTIME  -> runtime/driver call (its correlation id links the GPU work)
+ *   CUPTI_ACTIVITY_KIND_RUNTIME  -> runtime/driver call, named without its _vNNNN suffix
+ *                                   (its correlation id links the GPU work)
  *   CUPTI_ACTIVITY_KIND_SYNCHRONIZATION -> counted
  *   NVTX_EVENTS                  -> emit_nvtx op ranges become ops (name + dims), other
  *                                   ranges become annotation ranges (steps, layers);
@@ -280,12 +281,23 @@ static enum kvs_status gpu_row(struct kvs_nsys *n, const struct stream *s)
 // ----------------------------------------------------------------------------
 // CPU rows
 
-enum { API_GRAPH_LAUNCH = 1, API_KERNEL_LAUNCH = 2, API_KNOWN = 4 };
+enum { API_GRAPH_LAUNCH = 1, API_KERNEL_LAUNCH = 2 };
 
-/* what runtime call name `sid` launches (API_* bits), cached per name; the
- * names are matched as the JSON reader matches them (keep.c), so the
- * version suffix (cudaGraphLaunch_v10000) does not matter */
-static enum kvs_status api_kind(struct kvs_nsys *n, int64_t sid, uint32_t *kind)
+/* nsys stores API names with their version suffix (cudaLaunchKernel_v7000,
+ * cuGetProcAddress_v2); Kineto and kvscope's own traces name the call
+ * without it, so the name is kept as cudaLaunchKernel */
+static size_t api_name_len(const char *name, size_t len)
+{
+    size_t i = len;
+    while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9')
+        i--;
+    return i < len && i >= 3 && name[i - 1] == 'v' && name[i - 2] == '_' ? i - 2 : len;
+}
+
+/* the call name of StringIds row `sid` without its suffix (*name, 0 when
+ * none) and what it launches (*kind, API_* bits), cached per name; the
+ * names are matched as the JSON reader matches them (keep.c) */
+static enum kvs_status api_of(struct kvs_nsys *n, int64_t sid, uint32_t *name, uint32_t *kind)
 {
     bool added;
     uint32_t *slot = kvs_u64map_put(&n->api_map, (uint64_t)sid, &added);
@@ -296,11 +308,22 @@ static enum kvs_status api_kind(struct kvs_nsys *n, int64_t sid, uint32_t *kind)
         enum kvs_status st = kvs_nsys_string(n, sid, &id);
         if (st != KVS_STATUS_OK)
             return st;
-        const char *name = kvs_intern_str(&n->t->strings, id);
-        *slot = API_KNOWN | (strstr(name, "GraphLaunch") ? API_GRAPH_LAUNCH : 0) |
-                (strstr(name, "LaunchKernel") || strstr(name, "LaunchCooperativeKernel") ? API_KERNEL_LAUNCH : 0);
+        const char *full = kvs_intern_str(&n->t->strings, id);
+        size_t len = api_name_len(full, kvs_intern_len(&n->t->strings, id));
+        uint32_t bits = (strstr(full, "GraphLaunch") ? API_GRAPH_LAUNCH : 0) |
+                        (strstr(full, "LaunchKernel") || strstr(full, "LaunchCooperativeKernel") ? API_KERNEL_LAUNCH : 0);
+        uint32_t short_id = id && len ? kvs_intern_id(&n->t->strings, full, len) : 0;
+        if (short_id == KVS_INTERN_NONE)
+            return KVS_STATUS_NO_MEMORY;
+        if (short_id >= 1u << 30) { /* the two launch bits ride on top of the id */
+            kvs_log(n->opt->log, KVS_LOG_ERROR, "%s: more than 2^30 distinct names",
+                    n->path);
+            return KVS_STATUS_LIMIT;
+        }
+        *slot = short_id | bits << 30;
     }
-    *kind = *slot;
+    *name = *slot & ((1u << 30) - 1);
+    *kind = *slot >> 30;
     return KVS_STATUS_OK;
 }
 
@@ -318,11 +341,12 @@ static enum kvs_status runtime_row(struct kvs_nsys *n, const struct stream *s)
         return KVS_STATUS_OK;
     struct kvs_rt_rec rt = {0};
     uint32_t kind = 0;
-    if (has_name && (st = api_kind(n, sid, &kind)) != KVS_STATUS_OK)
+    if (has_name && (st = api_of(n, sid, &rt.name, &kind)) != KVS_STATUS_OK)
         return st;
     if ((st = thread_of(n, gtid, has_tid, &rt.thread)) != KVS_STATUS_OK)
         return st;
     rt.ts = s->start;
+    rt.dur = dur;
     rt.corr = qualified_corr(corr, has_tid ? pid_of(gtid) : 0);
     rt.graph_launch = (kind & API_GRAPH_LAUNCH) != 0;
     rt.kernel_launch = (kind & API_KERNEL_LAUNCH) != 0;

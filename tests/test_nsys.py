@@ -240,6 +240,12 @@ class Export:
                         (start, start + dur, dev, stream, self.corr, GPID, self.sid(name),
                          self.sid(name.split("<")[0]), grid, block, graph_node))
 
+    def call(self, ts, dur, api):
+        """a runtime call that launches nothing (cudaStreamSynchronize_v3020)"""
+        self.corr += 1
+        self.db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, 0, ?, ?, ?, 0, NULL)",
+                        (ts, ts + dur, GTID, self.corr, self.sid(api)))
+
     def memcpy(self, ts, start, dur, nbytes, kind=8, src=2, dst=2, dev=0):
         self.corr += 1
         self.db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, 0, ?, ?, ?, 0, NULL)",
@@ -284,6 +290,29 @@ for step in range(3):
     e.nvtx(s0 + 5_000_000, None, "a mark", kind=34)
 got = check_export(e.close(), "old_meta")
 check(got.get("steps") == 3, "old_meta: %s steps from registered NVTX 'step N' ranges, want 3" % got.get("steps"))
+
+# (a2) runtime names without their version suffix: a 6 ms cudaStreamSynchronize_v3020
+# a step while the GPU idles is the host_blocking finding, named as Kineto names the
+# call (cudaStreamSynchronize), as SQL's StringIds name less its _vNNNN says
+e = Export(os.path.join(tmp, "sync.sqlite"))
+e.gpu("NVIDIA H200", 0)
+for step in range(3):
+    s0 = t + step * 10_000_000
+    e.nvtx(s0, s0 + 9_500_000, "step %d" % step)
+    e.launch(s0 + 10_000, GEMM, s0 + 50_000, 2_000_000)
+    e.call(s0 + 2_100_000, 6_000_000, "cudaStreamSynchronize_v3020")
+got = check_export(e.close(), "sync")
+db = sqlite3.connect(e.path)
+sync_name = re.sub(r"_v[0-9]+$", "", db.execute(
+    "SELECT s.value FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId "
+    "WHERE s.value LIKE '%Synchronize%'").fetchone()[0])
+db.close()
+rc, _, err = run_report(e.path, "--format", "json", "-o", os.path.join(tmp, "sync.json"))
+with open(os.path.join(tmp, "sync.json")) as f:
+    hb = [x for x in json.load(f).get("findings", []) if x.get("id") == "host_blocking"]
+check(rc == 0 and len(hb) == 1, "sync: one host_blocking finding (exit %d): %s" % (rc, hb or err))
+check(hb and "most of it in %s (" % sync_name in hb[0].get("message", "") and "_v3020" not in hb[0]["message"],
+      "sync: the blocking call named %s, without its suffix: %s" % (sync_name, hb and hb[0].get("message")))
 
 # (b) graph-launched kernels (graphNodeId set, launched by cudaGraphLaunch) beside NULL ids
 e = Export(os.path.join(tmp, "graphs.sqlite"))

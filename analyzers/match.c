@@ -172,6 +172,28 @@ static bool has_near_sibling(const struct kvs_ctx *c, const struct kvs_group_acc
     return false;
 }
 
+/* A KV pool is the tensor a copy or cast moves (the group's op copies or
+ * casts, or its kernels were sized from their launch as a cast), held in the
+ * cache's own precision. Not a KV pool: the activation of a GEMM that a
+ * memset ran under (aten::mm [8944,2816] in the H100 Qwen trace), or a
+ * float32 table cast down once per use (a RoPE cos/sin cache,
+ * triton_poi_fused__to_copy_1 [131072,64] float -> BFloat16 in the vLLM
+ * capture): no serving engine keeps its KV cache in 32-bit floats. */
+static bool plays_kv_role(const struct kvs_ctx *c, const struct kvs_group_acc *g)
+{
+    const struct kvs_shape *s = &g->shape_info;
+    if (!kvs_op_is_copy(kvs_intern_str(&c->t.strings, g->op_name)))
+        return false;
+    for (int i = 0; i < s->n && i < 2; i++) {
+        size_t l;
+        const char *d = kvs_dtype_short(s->dtype[i], s->dtype_len[i], &l);
+        if ((l == 5 && !memcmp(d, "float", 5)) || (l == 7 && !memcmp(d, "float32", 7)) ||
+            (l == 5 && !memcmp(d, "Float", 5)))
+            return false;
+    }
+    return true;
+}
+
 /* layer ranges per step (or distinct layer names); -1 when memory ran out */
 static int count_layers(struct kvs_ctx *c)
 {
@@ -339,7 +361,7 @@ static void match_one(struct kvs_ctx *c, struct kvs_group_acc *g, const struct t
     bool may_infer = c->opt->kv_capacity <= 0 && (!c->have_model || row_ok) && !c->backward &&
                      tokens >= BUFFER_MIN_TOKENS && cps >= 1 &&
                      (!c->nsteps || g->steps_with_calls == (int64_t)c->nsteps) &&
-                     !gathers_its_rows(s, dims[0]) && !has_near_sibling(c, g);
+                     !gathers_its_rows(s, dims[0]) && !has_near_sibling(c, g) && plays_kv_role(c, g);
     if (may_infer) {
         if (active > 0 && tokens / BUFFER_RATIO >= active) /* tokens >= 8 x active, without overflow */
             inferred = true;

@@ -11,8 +11,9 @@
  * layers.12, ...), and a leading dim at least 8x larger than every other
  * token count seen with the same row (the active tokens: [1024,1,576] beside
  * [131072,1,576]), touched in every step, keeping its size, and not the
- * output of a gather of that many rows, is a preallocated buffer
- * (docs/analysis.md lists the rules). Private to analyzers/.
+ * output of a gather of that many rows, moved by a copy/cast op and not
+ * float32 (a KV role: no GEMM activation, no RoPE table), is a preallocated
+ * buffer (docs/analysis.md lists the rules). Private to analyzers/.
  */
 #ifndef KVS_ANALYZERS_MATCH_H
 #define KVS_ANALYZERS_MATCH_H

@@ -316,6 +316,34 @@ for name in ("tracelens__inference__vllm_decode_full__graph_execution.json.gz",
     ids = [f["id"] for f in rep.get("findings", [])]
     check("gpu_idle" not in ids, "%s: no gpu_idle finding (findings: %s)" % (name, ids))
 
+# No false labels: a leading dim is a "preallocated buffer" only for a KV
+# role (a copy/cast of the cache's rows, in the cache's precision). None of
+# these serving traces casts a whole KV pool, so no group is called one: not
+# the H100 trace's aten::mm [8944,2816] (a GEMM activation, a memset under
+# it), not the vLLM capture's triton_poi_fused__to_copy_1 [131072,64]
+# float -> BFloat16 (a RoPE cos/sin table) when the capture is merged.
+vllm_graph = os.path.join(root, "tracelens__inference__vllm_decode_full__graph_execution.json.gz")
+vllm_capture = os.path.join(root, "tracelens__inference__vllm_decode_full__capture_traces__"
+                                  "graph_capture_rank_0.1773709742341309550.pt.trace.json.gz")
+merged = subprocess.run([kvscope, "report", vllm_graph, "--graph-capture", vllm_capture,
+                         "--format", "json"], capture_output=True, text=True)
+check(merged.returncode == 0, "vllm graph + capture: kvscope report exits 0")
+labelled = {"vllm graph + capture": json.loads(merged.stdout) if merged.stdout.strip() else {}}
+for name in sorted(EXPECT_STEPS):
+    labelled[name] = report(os.path.join(root, name))
+for name, rep in sorted(labelled.items()):
+    for g in rep.get("groups", []):
+        m = g.get("match") or {}
+        check("preallocated" not in m.get("label", "") and not m.get("capacity_tokens"),
+              "%s: %s %s is no KV buffer (label %r)" % (name, g["op"][:40], g["dims"][:1],
+                                                       m.get("label")))
+h100 = labelled["tracelens__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"]
+check(any(g["op"] == "aten::mm" and g["dims"][:1] == [[8944, 2816]] for g in h100.get("groups", [])),
+      "h100: the aten::mm [8944,2816] group is still there (its label is what is checked)")
+rope = [g for g in labelled["vllm graph + capture"].get("groups", [])
+        if g["op"] == "triton_poi_fused__to_copy_1" and g["dims"][:1] == [[131072, 64]]]
+check(len(rope) == 1, "vllm graph + capture: the [131072,64] RoPE-table cast is a group")
+
 # every shared trace's kernels of 3% of the GPU time or more: the family
 # their library's name says
 everything = os.path.join(shared, "traces")

@@ -260,7 +260,8 @@ int kvs_project_ranges(const struct kvs_trace_rec *recs, size_t nrecs,
         }
         nactive = keep;
     }
-    qsort(S.v, S.n, sizeof *S.v, cmp_span);
+    if (S.n > 1) /* qsort(NULL, 0, ...) is undefined: a trace with no ranges has no spans */
+        qsort(S.v, S.n, sizeof *S.v, cmp_span);
     *out = S.v;
     *nout = S.n;
     S.v = NULL;

@@ -308,6 +308,19 @@ static int64_t kth_smallest(int64_t *v, size_t n, size_t k)
     return v[k];
 }
 
+/* first GPU activity's start to the last one's end (ngpus > 0) */
+static double gpu_span_ms(const struct kvs_trace_data *t)
+{
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (size_t i = 0; i < t->ngpus; i++) {
+        if (t->gpus[i].ts < lo)
+            lo = t->gpus[i].ts;
+        if (t->gpus[i].ts + t->gpus[i].dur > hi)
+            hi = t->gpus[i].ts + t->gpus[i].dur;
+    }
+    return (double)(hi - lo) / 1e6;
+}
+
 static int gpu_idle(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t *cap,
                     double blocked_ms)
 {
@@ -323,14 +336,7 @@ static int gpu_idle(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t
         wall_ms = w / 1e6 / (double)c->nsteps;
         busy_ms = step_busy_ms(c);
     } else {
-        int64_t lo = INT64_MAX, hi = INT64_MIN;
-        for (size_t i = 0; i < t->ngpus; i++) {
-            if (t->gpus[i].ts < lo)
-                lo = t->gpus[i].ts;
-            if (t->gpus[i].ts + t->gpus[i].dur > hi)
-                hi = t->gpus[i].ts + t->gpus[i].dur;
-        }
-        wall_ms = (double)(hi - lo) / 1e6;
+        wall_ms = gpu_span_ms(t);
         busy_ms = c->trace_busy_ns / 1e6;
     }
     /* busy is summed over the devices: of devices x the step (a model split
@@ -450,6 +456,63 @@ static int gpu_idle(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t
     return push(v, n, cap, fd);
 }
 
+/* Communication with nothing beside it: the time collectives (the
+ * communication families: NCCL/RCCL, DeepEP, NVSHMEM, all-reduce kernels)
+ * run while no other GPU work does — busy less the union of the rest, per
+ * step. Worth a finding when it is KVS_EXPOSED_COMM_SHARE or more of the
+ * step: the rank waits in (or for) its collectives. */
+static int exposed_comm(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t *cap)
+{
+    const struct kvs_trace_data *t = &c->t;
+    if (!t->ngpus)
+        return 0;
+    double comm_ms = 0, exposed_ms = 0, wall_ms = 0;
+    if (c->nsteps) {
+        for (size_t i = 0; i < c->nsteps; i++) {
+            double e = c->step_busy_ns[i] - c->step_compute_ns[i];
+            exposed_ms += e > 0 ? e : 0;
+            comm_ms += c->step_comm_ns[i];
+            wall_ms += (double)kvs_step_time_ns(c, i);
+        }
+        exposed_ms /= 1e6 * (double)c->nsteps;
+        comm_ms /= 1e6 * (double)c->nsteps;
+        wall_ms /= 1e6 * (double)c->nsteps;
+    } else {
+        wall_ms = gpu_span_ms(t);
+        double e = c->trace_busy_ns - c->trace_compute_ns;
+        exposed_ms = e > 0 ? e / 1e6 : 0;
+        comm_ms = c->trace_comm_ns / 1e6;
+    }
+    const int nd = c->ndevices;
+    if (comm_ms <= 0 || wall_ms <= 0 || exposed_ms < KVS_EXPOSED_COMM_SHARE * wall_ms * nd)
+        return 0;
+    const char *per = c->nsteps ? "per step" : "of the span";
+    struct kvs_finding fd = {0};
+    fd.id = "exposed_comm";
+    fd.severity = exposed_ms >= 0.5 * wall_ms * nd ? KVS_SEV_HIGH : KVS_SEV_WARN;
+    fd.gpu_ms_per_step = exposed_ms;
+    fd.group = -1;
+    fd.message = kvs_arena_printf(
+        &c->arena,
+        "Communication runs with nothing beside it for %.2f ms %s (%.0f%% of %s%.2f ms): the GPU "
+        "waits in (or for) its collectives instead of computing",
+        exposed_ms, per, 100.0 * exposed_ms / (wall_ms * nd), nd > 1 ? kvs_arena_printf(&c->arena, "%d x ", nd) : "",
+        wall_ms);
+    fd.evidence = kvs_arena_printf(&c->arena,
+                                   "communication kernels %.2f ms %s, %.2f ms of it overlapped by "
+                                   "other GPU work",
+                                   comm_ms, per, comm_ms - exposed_ms > 0 ? comm_ms - exposed_ms : 0.0);
+    fd.fix = kvs_arena_strdup(
+        &c->arena,
+        "Overlap the collectives with computation (run them on their own stream beside independent "
+        "work, split the step so the next layer's GEMMs run during the all-reduce, fuse the "
+        "all-reduce into the GEMM); with several ranks, check which rank the others wait for "
+        "(kvscope report RANK0 RANK1 ...).");
+    if (!fd.message || !fd.evidence || !fd.fix)
+        return -1;
+    return push(v, n, cap, fd);
+}
+
 static int cmp_finding(const void *a, const void *b)
 {
     const struct kvs_finding *x = a, *y = b;
@@ -472,6 +535,8 @@ enum kvs_status kvs_findings_build(struct kvs_ctx *c, struct kvs_finding **out, 
         rc = kvs_host_blocking(c, &v, &n, &cap, &blocked);
     if (rc == 0)
         rc = gpu_idle(c, &v, &n, &cap, blocked);
+    if (rc == 0)
+        rc = exposed_comm(c, &v, &n, &cap);
     if (rc != 0) {
         free(v);
         return KVS_STATUS_NO_MEMORY;

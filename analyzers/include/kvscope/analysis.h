@@ -129,6 +129,10 @@ struct kvs_trace_info {
  * GPU time; fewer are stray device ids, said in a warning. */
 #define KVS_DEVICE_MIN_SHARE 0.01
 
+/* exposed_comm: communication with no other GPU work beside it for at least
+ * this share of the step (docs/analysis.md) */
+#define KVS_EXPOSED_COMM_SHARE 0.2
+
 struct kvs_steps {
     int64_t count;               /* 0: no step markers (figures are trace totals) */
     const char *source;          /* how they were found: "serving-engine step ranges",

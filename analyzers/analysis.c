@@ -5,6 +5,7 @@
  *   kvs_analyze_file("trace.json.gz", &opt, &a); ... kvs_analysis_free(a);
  */
 #include "kvscope/analysis.h"
+#include "kvscope/units.h" /* kvs_finite_or0 */
 
 #include <math.h>
 #include <stdio.h>
@@ -235,6 +236,9 @@ static enum kvs_status build_groups(struct kvs_ctx *c, struct kvs_analysis_impl 
         o->achieved_gbps = f.achieved_gbps;
         o->efficiency = f.efficiency;
         o->host_link = f.host_link;
+        /* not clamped: shown, and said to be over the peak */
+        o->over_peak = c->peak_gbps > 0 && !f.host_link && o->bytes_per_call > 0 &&
+                       f.efficiency > 1.0005;
         o->has_match = g->has_match;
         if (g->has_match) {
             o->match = g->match;
@@ -425,6 +429,8 @@ static enum kvs_status build_kinds(struct kvs_ctx *c, struct kvs_analysis_impl *
     }
     a->kinds = out;
     a->nkind = n;
+    for (size_t i = 0; i < n; i++)
+        a->steps.outliers += out[i].outliers;
     return KVS_STATUS_OK;
 }
 
@@ -455,6 +461,7 @@ static enum kvs_status build_steps(struct kvs_ctx *c, struct kvs_analysis_impl *
         comm += st[i].comm_busy_ms;
         compute += st[i].compute_busy_ms;
         st[i].busy_fraction = st[i].time_ms > 0 ? busy_share(st[i].gpu_busy_ms, st[i].time_ms, c->ndevices) : 0;
+        st[i].idle_ms = fmax(0, st[i].wall_ms * c->ndevices - st[i].gpu_busy_ms);
         for (int k = 0; k < KVS_CAT_COUNT_; k++)
             st[i].category_ms[k] = c->step_cat_ns[i][k] / 1e6;
         wall += st[i].wall_ms;
@@ -481,6 +488,8 @@ static enum kvs_status build_steps(struct kvs_ctx *c, struct kvs_analysis_impl *
         a->steps.gpu_busy_fraction =
             a->steps.mean_time_ms > 0 ? busy_share(a->steps.gpu_ms_per_step, a->steps.mean_time_ms, c->ndevices) : 0;
         a->steps.total_gpu_ms = busy;
+        /* the GPU work outlasts the CPU ranges (it runs behind the CPU) */
+        a->steps.gpu_lags = a->steps.mean_time_ms > a->steps.mean_ms * 1.001;
         /* the trace's own token counts win over --batch */
         if (all_tokens && token_time > 0)
             a->steps.tokens_per_s = tokens * 1000.0 / token_time;
@@ -498,8 +507,13 @@ static enum kvs_status build_steps(struct kvs_ctx *c, struct kvs_analysis_impl *
     double both = a->steps.comm_ms_per_step + a->steps.compute_ms_per_step -
                   (c->nsteps ? busy / (double)c->nsteps : busy);
     a->steps.overlap_ms_per_step = both > 0 && a->steps.comm_ms_per_step > 0 ? both : 0;
-    for (int k = 0; k < KVS_CAT_COUNT_; k++)
+    double cat_sum = 0;
+    for (int k = 0; k < KVS_CAT_COUNT_; k++) {
         a->category_ms[k] = c->cat_ns[k] / 1e6;
+        cat_sum += kvs_finite_or0(a->category_ms[k]);
+    }
+    for (int k = 0; k < KVS_CAT_COUNT_ && cat_sum > 0; k++)
+        a->category_share[k] = kvs_finite_or0(a->category_ms[k]) / cat_sum;
     return build_kinds(c, impl);
 }
 

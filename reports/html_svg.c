@@ -154,15 +154,12 @@ void kvs_svg_steps(FILE *f, const struct kvs_analysis *a, size_t max_steps)
     const double W = 860, left = 60, right = 150, top = 16, plot_h = 240;
     double plot_w = W - left - right, bottom = top + plot_h, H = bottom + 46;
     double ymax = 0;
-    /* GPU ms are summed over the trace's devices: idle is what devices x
-     * the step leaves */
-    double devices = a->trace.gpu_devices > 1 ? a->trace.gpu_devices : 1;
     for (size_t i = 0; i < n; i++) {
         const struct kvs_step *s = &a->step[i];
         double sum = 0;
         for (int c = 0; c < KVS_CAT_COUNT_; c++)
             sum += fmax(0, fin(s->category_ms[c]));
-        sum += fmax(0, fin(s->wall_ms) * devices - fin(s->gpu_busy_ms));
+        sum += fin(s->idle_ms);
         ymax = fmax(ymax, sum);
     }
     ymax = ymax > 0 ? ymax * 1.05 : 1;
@@ -189,8 +186,7 @@ void kvs_svg_steps(FILE *f, const struct kvs_analysis *a, size_t max_steps)
                 kvs_fmt_ms(ms, s->gpu_busy_ms), kvs_fmt_pct(busy, s->busy_fraction));
         fputs("</title>\n", f);
         for (int c = 0; c <= KVS_CAT_COUNT_; c++) {
-            double v = c < KVS_CAT_COUNT_ ? fin(s->category_ms[c])
-                                          : fin(s->wall_ms) * devices - fin(s->gpu_busy_ms);
+            double v = c < KVS_CAT_COUNT_ ? fin(s->category_ms[c]) : fin(s->idle_ms);
             if (!(v > 0))
                 continue;
             double h = v / ymax * plot_h;

@@ -64,12 +64,10 @@ bool kvs_table_groups(struct kvs_table *t, const struct kvs_analysis *a, size_t 
             strcpy(match, "-");
         const char *row[] = {op, dims, dtypes, cps, ms, frac, bpc, gbps, eff, match};
         kvs_table_add(t, row);
-        over_peak = over_peak || (a->trace.peak_gbps > 0 && !g->host_link &&
-                                  g->bytes_per_call > 0 && g->efficiency > 1.0005);
+        over_peak = over_peak || g->over_peak;
     }
     set_note(t, max_rows, n, "groups");
-    /* not clamped: a rate above the HBM peak says the bytes did not all come
-     * from HBM, which a reader should be told rather than shown 100% */
+    /* not clamped (kvs_group.over_peak): a reader is told, rather than shown 100% */
     if (over_peak) {
         size_t len = t->note ? strlen(t->note_buf) : 0;
         snprintf(t->note_buf + len, sizeof t->note_buf - len,
@@ -215,11 +213,8 @@ size_t kvs_report_facts(const struct kvs_analysis *a, struct kvs_fact facts[KVS_
     x->label = "steps";
     x->value[0] = 0;
     if (s->count > 0) {
-        /* the GPU work outlasts the CPU ranges (it runs behind the CPU): the
-         * step takes as long as its GPU work */
-        bool lag = s->mean_time_ms > s->mean_ms * 1.001;
         char per[96];
-        if (lag)
+        if (s->gpu_lags) /* the step takes as long as its GPU work */
             snprintf(per, sizeof per, "%s ms/step (GPU work; the CPU range is %s ms)",
                      kvs_fmt_ms(b1, s->mean_time_ms), kvs_fmt_ms(b4, s->mean_ms));
         else
@@ -244,10 +239,7 @@ size_t kvs_report_facts(const struct kvs_analysis *a, struct kvs_fact facts[KVS_
     }
     /* steps of each kind apart, when the trace says their kinds or a step
      * stands out (a decode step is not averaged with a prefill) */
-    int64_t outliers = 0;
-    for (size_t i = 0; a->kinds && i < a->nkind; i++)
-        outliers += a->kinds[i].outliers;
-    if (a->nkind && (a->nkind > 1 || a->kinds[0].kind != KVS_STEP_UNKNOWN || outliers)) {
+    if (a->nkind && (a->nkind > 1 || a->kinds[0].kind != KVS_STEP_UNKNOWN || s->outliers)) {
         x = &facts[n++];
         x->label = "by kind";
         x->value[0] = 0;
@@ -370,11 +362,6 @@ void kvs_finding_figures(const struct kvs_finding *x, struct kvs_finding_figures
 size_t kvs_category_parts(const struct kvs_analysis *a,
                           char parts[KVS_CAT_COUNT_][KVS_CAT_PART_BUF])
 {
-    double sum = 0;
-    for (int c = 0; c < KVS_CAT_COUNT_; c++)
-        sum += kvs_finite_or0(a->category_ms[c]);
-    if (sum <= 0)
-        return 0;
     size_t n = 0;
     for (int c = 0; c < KVS_CAT_COUNT_; c++) {
         char ms[KVS_FMT_BUF], pct[KVS_FMT_BUF];
@@ -382,7 +369,7 @@ size_t kvs_category_parts(const struct kvs_analysis *a,
         if (v <= 0)
             continue;
         snprintf(parts[n++], KVS_CAT_PART_BUF, "%s %s ms (%s)", kvs_cat_label(c), kvs_fmt_ms(ms, v),
-                 kvs_fmt_pct(pct, v / sum));
+                 kvs_fmt_pct(pct, a->category_share[c]));
     }
     return n;
 }

@@ -146,13 +146,17 @@ static void timing(struct kvs_fixture *fx, double mean_ms, double spread)
         s->gpu_span_ms = s->wall_ms * 0.9;
         s->gpu_busy_ms = total / 4;
         s->busy_fraction = s->gpu_busy_ms / s->wall_ms;
+        s->idle_ms = s->wall_ms > s->gpu_busy_ms ? s->wall_ms - s->gpu_busy_ms : 0;
         s->category_ms[KVS_CAT_COPY_CAST] = (cast + 0.08 + 0.488) / 4;
         s->category_ms[KVS_CAT_GEMM] = 7.5;
         s->category_ms[KVS_CAT_ATTENTION] = 1.0;
         s->category_ms[KVS_CAT_COMM] = 0.25;
     }
+    double sum = 0;
     for (int c = 0; c < KVS_CAT_COUNT_; c++)
-        a->category_ms[c] = 4 * fx->step[0].category_ms[c];
+        sum += a->category_ms[c] = 4 * fx->step[0].category_ms[c];
+    for (int c = 0; c < KVS_CAT_COUNT_; c++)
+        a->category_share[c] = a->category_ms[c] / sum;
 }
 
 void kvs_fixture_unfixed(struct kvs_fixture *fx)

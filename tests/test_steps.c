@@ -2,7 +2,8 @@
  * here: serving engines' step names parsed into kind, batch and tokens;
  * steps of different kinds reported apart; a warm-up step said and left out
  * of its kind's mean; GPU work that runs after its step's CPU range still
- * belongs to the step that launched it.
+ * belongs to the step that launched it; the figures the renderers print
+ * as they are (idle time, category shares, over-peak groups).
  *
  *   meson test -C build test_steps
  */
@@ -15,14 +16,20 @@
 
 #define TOL 1e-9
 
-static struct kvs_analysis *analyze_text(const char *json, size_t n)
+static struct kvs_analysis *analyze_peak(const char *json, size_t n, double peak_gbps)
 {
     struct kvs_analysis_options opt;
     kvs_analysis_options_init(&opt);
+    opt.peak_gbps = peak_gbps;
     struct kvs_analysis *a = NULL;
     enum kvs_status st = kvs_analyze_memory(json, n, "steps.json", &opt, &a);
     KVS_CHECK_EQ_INT(st, KVS_STATUS_OK);
     return a;
+}
+
+static struct kvs_analysis *analyze_text(const char *json, size_t n)
+{
+    return analyze_peak(json, n, 0);
 }
 
 static void test_names(void)
@@ -145,6 +152,13 @@ static void test_serving_steps(void)
     /* all steps: (1000 + 16) tokens over 5 + 3 + 1 + 1 + 1 ms */
     KVS_CHECK_NEAR(a->steps.tokens_per_s, 1016 * 1000.0 / 11.0, 1e-6);
     KVS_CHECK_NEAR(a->steps.mean_time_ms, 11.0 / 5, TOL);
+    /* the figures the renderers print as they are (docs/analysis.md): one
+     * outlier in all; each step's idle time in its CPU range; the GPU work
+     * ends inside the CPU ranges on average (mean_time_ms == mean_ms) */
+    KVS_CHECK_EQ_INT(a->steps.outliers, 1);
+    KVS_CHECK_NEAR(a->step[0].idle_ms, 1.0, TOL);
+    KVS_CHECK_NEAR(a->step[2].idle_ms, 0.7, TOL);
+    KVS_CHECK(!a->steps.gpu_lags);
     kvs_analysis_free(a);
 }
 
@@ -175,6 +189,82 @@ static void test_gpu_behind_cpu(void)
     KVS_CHECK_NEAR(a->steps.tokens_per_s, 32 * 1000.0 / 9.8, 1e-6);
     for (size_t i = 0; i < a->nfinding; i++)
         KVS_CHECK_MSG(strcmp(a->findings[i].id, "gpu_idle"), "%s", a->findings[i].message);
+    /* busy 9.8 ms in a 0.5 ms CPU range: no idle time (not -9.3), and the
+     * steps take as long as their GPU work */
+    KVS_CHECK_NEAR(a->step[0].idle_ms, 0.0, TOL);
+    KVS_CHECK(a->steps.gpu_lags);
+    KVS_CHECK_EQ_INT(a->steps.outliers, 0);
+    kvs_analysis_free(a);
+}
+
+/* One 10 ms ProfilerStep on two GPUs: a 3 ms GEMM on device 0 and a 2 ms
+ * one on device 1, a 1 ms device-to-device copy of 2 GB (read and written:
+ * 4000 GB/s) and a 0.5 ms host-to-device copy of 1 GB, all launched in the
+ * step, one after another. With --peak-gbps 1000 the DtoD copy is over the
+ * peak (4 times it);
+ * the HtoD copy, bound by the host link, is not judged against it. */
+static void test_step_figures(void)
+{
+    static const struct {
+        const char *cat, *name, *args;
+        double ts, dur;
+    } gpu[] = {
+        {"kernel", "gemm_kernel", "\"device\":0,\"stream\":7", 1000, 3000},
+        {"kernel", "gemm_kernel", "\"device\":1,\"stream\":7", 1000, 2000},
+        {"gpu_memcpy", "Memcpy DtoD (Device -> Device)", "\"device\":0,\"stream\":7,\"bytes\":2000000000", 4500, 1000},
+        {"gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", "\"device\":0,\"stream\":7,\"bytes\":1000000000", 6000, 500},
+    };
+    static const char *const launch[] = {"cudaLaunchKernel", "cudaLaunchKernel", "cudaMemcpyAsync",
+                                         "cudaMemcpyAsync"};
+    char json[8192];
+    size_t n = (size_t)snprintf(json, sizeof json,
+                                "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"user_annotation\","
+                                "\"name\":\"ProfilerStep#1\",\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":10000}");
+    for (int i = 0; i < 4; i++)
+        n += (size_t)snprintf(
+            json + n, sizeof json - n,
+            ",{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"%s\",\"pid\":1,\"tid\":1,"
+            "\"ts\":%d,\"dur\":10,\"args\":{\"correlation\":%d}}"
+            ",{\"ph\":\"X\",\"cat\":\"%s\",\"name\":\"%s\",\"pid\":0,\"tid\":7,"
+            "\"ts\":%.0f,\"dur\":%.0f,\"args\":{\"correlation\":%d,%s}}",
+            launch[i], 100 + 10 * i, 50 + i, gpu[i].cat, gpu[i].name, gpu[i].ts, gpu[i].dur, 50 + i,
+            gpu[i].args);
+    n += (size_t)snprintf(json + n, sizeof json - n, "]}");
+    KVS_REQUIRE(n < sizeof json);
+    struct kvs_analysis *a = analyze_peak(json, n, 1000);
+    KVS_REQUIRE(a);
+    KVS_REQUIRE(a->nstep == 1);
+    KVS_CHECK_EQ_INT(a->trace.gpu_devices, 2);
+    /* busy 3 + 2 + 1 + 0.5 ms of 2 GPUs x 10 ms */
+    KVS_CHECK_NEAR(a->step[0].gpu_busy_ms, 6.5, TOL);
+    KVS_CHECK_NEAR(a->step[0].idle_ms, 13.5, TOL);
+    /* GEMM 5 ms, copy/cast 1.5 ms: shares of their sum */
+    KVS_CHECK_NEAR(a->category_ms[KVS_CAT_GEMM], 5.0, TOL);
+    KVS_CHECK_NEAR(a->category_ms[KVS_CAT_COPY_CAST], 1.5, TOL);
+    KVS_CHECK_NEAR(a->category_share[KVS_CAT_GEMM], 5.0 / 6.5, TOL);
+    KVS_CHECK_NEAR(a->category_share[KVS_CAT_COPY_CAST], 1.5 / 6.5, TOL);
+    KVS_CHECK_NEAR(a->category_share[KVS_CAT_ATTENTION], 0.0, TOL);
+    KVS_CHECK(!a->steps.gpu_lags);
+    int seen = 0;
+    for (size_t i = 0; i < a->ngroup; i++) {
+        const struct kvs_group *g = &a->groups[i];
+        if (strstr(g->op, "DtoD")) {
+            seen |= 1;
+            KVS_CHECK_NEAR(g->efficiency, 4.0, 1e-9);
+            KVS_CHECK(g->over_peak);
+        } else if (strstr(g->op, "HtoD")) {
+            seen |= 2;
+            KVS_CHECK(g->host_link);
+            KVS_CHECK(!g->over_peak); /* over 1000 GB/s too, but not an HBM rate */
+        }
+    }
+    KVS_CHECK_EQ_INT(seen, 3);
+    kvs_analysis_free(a);
+    /* without a peak nothing is over it */
+    a = analyze_text(json, n);
+    KVS_REQUIRE(a);
+    for (size_t i = 0; i < a->ngroup; i++)
+        KVS_CHECK(!a->groups[i].over_peak);
     kvs_analysis_free(a);
 }
 
@@ -184,6 +274,7 @@ int main(int argc, char **argv)
         {"names", test_names},
         {"serving_steps", test_serving_steps},
         {"gpu_behind_cpu", test_gpu_behind_cpu},
+        {"step_figures", test_step_figures},
         {NULL, NULL},
     };
     return kvs_test_main(argc, argv, tests);

@@ -151,6 +151,9 @@ struct kvs_steps {
     double comm_ms_per_step;
     double compute_ms_per_step;
     double overlap_ms_per_step;
+    int64_t outliers;            /* steps left out of their kind's figures (kvs_step.outlier) */
+    bool gpu_lags;               /* mean_time_ms is over mean_ms by more than 0.1%: the GPU work
+                                    outlasts the CPU ranges, a step takes as long as its GPU work */
 };
 
 struct kvs_step {
@@ -166,6 +169,8 @@ struct kvs_step {
                                     CPU (CUDA graphs) the step takes as long as its GPU work */
     double gpu_busy_ms;          /* union of the GPU work the step launched, summed over devices */
     double busy_fraction;        /* gpu_busy_ms / (time_ms x trace.gpu_devices) */
+    double idle_ms;              /* wall_ms x trace.gpu_devices less gpu_busy_ms, not below 0:
+                                    the devices' idle time within the step's CPU range */
     const char *outlier;         /* "warm-up" (the first of its kind) or "outlier": its time is
                                     over 1.5 x the median of its kind (3+ steps); else NULL */
     double category_ms[KVS_CAT_COUNT_]; /* GPU time by category of the work it launched */
@@ -261,6 +266,9 @@ struct kvs_group {
     bool host_link;              /* its GPU time is mostly host<->device copies (HtoD, DtoH):
                                     the host link (PCIe, NVLink-C2C) bounds them, not HBM, so
                                     they are not judged against the HBM peak */
+    bool over_peak;              /* bytes known, not host_link, efficiency over 1 by more than a
+                                    shown 100.0% rounds off: the bytes did not all come from HBM
+                                    (the L2 cache held them), or the peak is wrong */
     bool has_match;
     struct kvs_match match;      /* valid when has_match */
 };
@@ -317,6 +325,7 @@ struct kvs_analysis {
     size_t nfinding;
     const struct kvs_finding *findings;  /* ranked by gpu_ms_per_step, descending */
     double category_ms[KVS_CAT_COUNT_];  /* GPU time by category over the steps (or trace) */
+    double category_share[KVS_CAT_COUNT_]; /* each category_ms over their sum; all 0 when none */
     const char *model;                   /* model name used for matching, or NULL */
     int num_layers;                      /* from the model config, 0 when unknown */
     struct kvs_engine_info engine;       /* kvscope's engine's own facts, when it made the trace */

@@ -803,7 +803,13 @@ enum kvs_status kvs_analyze_input(const struct kvs_analyze_input *in,
         size_t sized = 0;
         for (size_t i = 0; i < c.ngroups; i++)
             sized += c.groups[i].launch_sized;
-        if (c.capture_aligned)
+        if (c.graph_node_ops && !c.capture_aligned)
+            kvs_log(c.log, KVS_LOG_INFO,
+                    "%s: %llu of %zu GPU activities were launched from CUDA graphs; %llu of them "
+                    "carry the op (shapes, dtypes) their graph node was captured under",
+                    path, (unsigned long long)c.graph_launched, c.t.ngpus,
+                    (unsigned long long)c.graph_node_ops);
+        else if (c.capture_aligned)
             kvs_log(c.log, KVS_LOG_INFO,
                     "%s: %llu of %zu GPU activities were launched from CUDA graphs; %llu of them "
                     "have the ops (shapes, dtypes, External ids) they were captured under",

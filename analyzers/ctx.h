@@ -111,6 +111,8 @@ struct kvs_ctx {
     uint64_t unlinked;
     uint64_t graph_launched;     /* GPU activities a CUDA/HIP graph launch started */
     uint64_t capture_aligned;    /* of those, kernels given their op from --graph-capture */
+    uint64_t graph_node_ops;     /* of those, kernels whose own External id names the op their
+                                  * graph node was captured under (kvscope's capture; link.c) */
     uint8_t *gpu_graph;          /* per GPU activity: 1 when a graph launch started it */
 
     /* steps */

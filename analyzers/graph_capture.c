@@ -233,7 +233,7 @@ enum kvs_status kvs_graph_capture_merge(struct kvs_ctx *c, const char *capture, 
                 }
                 key_of[co->key] = key + 1;
             }
-            struct kvs_op_rec o = {rt->ts, 0, co->ext, key_of[co->key] - 1, rt->thread};
+            struct kvs_op_rec o = {rt->ts, 0, co->ext, key_of[co->key] - 1, rt->thread, 0};
             if (KVS_VEC_PUSH(t->ops, t->nops, t->ops_cap, o) < 0) {
                 free(key_of);
                 free(replay_rt);

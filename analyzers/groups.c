@@ -237,7 +237,7 @@ enum kvs_status kvs_groups_build(struct kvs_ctx *c)
         for (size_t k = 0; k < t->nops; k++) {
             const struct kvs_op_rec *o = &t->ops[k];
             uint32_t v = group_of_key[o->key];
-            if (!v)
+            if (!v || o->captured)
                 continue;
             struct kvs_group_acc *a = &acc[v - 1];
             a->calls++;

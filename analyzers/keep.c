@@ -151,7 +151,7 @@ static bool emit(struct kvs_reader *r, const struct kvs_dec_event *d)
                 return oom(r);
             *k = (uint32_t)t->nopkeys; /* index + 1 */
         }
-        struct kvs_op_rec o = {d->ts, d->dur, d->ext, *k - 1, d->thread};
+        struct kvs_op_rec o = {d->ts, d->dur, d->ext, *k - 1, d->thread, 0};
         if (t->ops_ext_sorted && (d->ext <= 0 || (t->nops && d->ext <= t->ops[t->nops - 1].ext)))
             t->ops_ext_sorted = false;
         t->n_ops++;

@@ -224,6 +224,51 @@ static enum kvs_status enclose_in_order(struct kvs_ctx *c, struct pending *pend,
     return st;
 }
 
+/* A kernel a graph replayed whose own External id names an op that does not
+ * enclose the graph launch: the op its node was captured under (kvscope's
+ * capture writes it so). */
+struct replayed {
+    uint32_t gpu, op, rt;
+};
+
+/* Each replay gets a copy of the op at its graph launch (one per op and
+ * launch, shared by the op's kernels in that replay), so steps and calls
+ * count the replays like eager calls; the captured op itself is marked
+ * and counts as none. */
+static enum kvs_status replay_ops(struct kvs_ctx *c, const struct replayed *r, size_t n)
+{
+    struct kvs_trace_data *t = &c->t;
+    struct kvs_u64map copy_of = {0};
+    enum kvs_status st = KVS_STATUS_OK;
+    for (size_t i = 0; i < n && st == KVS_STATUS_OK; i++) {
+        bool added;
+        uint32_t *v = kvs_u64map_put(&copy_of, kvs_pair_key(r[i].op, r[i].rt), &added);
+        if (!v) {
+            st = KVS_STATUS_NO_MEMORY;
+            break;
+        }
+        if (added) {
+            const struct kvs_rt_rec *rt = &t->rts[r[i].rt];
+            struct kvs_op_rec o = t->ops[r[i].op];
+            o.ts = rt->ts;
+            o.dur = rt->dur;
+            o.thread = rt->thread;
+            o.captured = 0;
+            t->ops[r[i].op].captured = 1;
+            if (KVS_VEC_PUSH(t->ops, t->nops, t->ops_cap, o) < 0) {
+                st = KVS_STATUS_NO_MEMORY;
+                break;
+            }
+            *v = (uint32_t)t->nops; /* index + 1 */
+        }
+        c->gpu_op[r[i].gpu] = *v - 1;
+    }
+    if (n)
+        t->ops_ext_sorted = false; /* the copies repeat their op's id */
+    kvs_u64map_free(&copy_of);
+    return st;
+}
+
 enum kvs_status kvs_link(struct kvs_ctx *c)
 {
     const struct kvs_trace_data *t = &c->t;
@@ -259,6 +304,8 @@ enum kvs_status kvs_link(struct kvs_ctx *c)
 
     struct pending *pend = NULL;
     size_t npend = 0, pend_cap = 0;
+    struct replayed *rep = NULL;
+    size_t nrep = 0, rep_cap = 0;
     enum kvs_status st = KVS_STATUS_OK;
     c->graph_launched = 0;
     for (size_t i = 0; i < t->ngpus; i++) {
@@ -271,6 +318,14 @@ enum kvs_status kvs_link(struct kvs_ctx *c)
         if (rt != KVS_NO_OP && t->rts[rt].graph_launch) {
             c->graph_launched++;
             c->gpu_graph[i] = 1;
+        }
+        if (op != KVS_NO_OP && c->gpu_graph[i] &&
+            (t->ops[op].ts > t->rts[rt].ts || t->ops[op].ts + t->ops[op].dur < t->rts[rt].ts)) {
+            struct replayed one = {(uint32_t)i, op, rt};
+            if (KVS_VEC_PUSH(rep, nrep, rep_cap, one) < 0) {
+                st = KVS_STATUS_NO_MEMORY;
+                break;
+            }
         }
         if (op == KVS_NO_OP && rt != KVS_NO_OP && t->rts[rt].ext)
             FIND_OP(t->rts[rt].ext, op);
@@ -293,6 +348,10 @@ enum kvs_status kvs_link(struct kvs_ctx *c)
         st = in_order ? enclose_in_order(c, pend, npend) : enclose_sorting(c, pend, npend);
     }
     free(pend);
+    c->graph_node_ops = nrep;
+    if (st == KVS_STATUS_OK && nrep)
+        st = replay_ops(c, rep, nrep);
+    free(rep);
     if (st != KVS_STATUS_OK)
         return st;
     c->unlinked = 0;

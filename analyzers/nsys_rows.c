@@ -401,7 +401,7 @@ static enum kvs_status keep_op(struct kvs_nsys *n, const char *text, size_t name
             return KVS_STATUS_NO_MEMORY;
         *k = (uint32_t)t->nopkeys;
     }
-    struct kvs_op_rec o = {ts, dur, 0, *k - 1, thread};
+    struct kvs_op_rec o = {ts, dur, 0, *k - 1, thread, 0};
     t->n_ops++;
     n->nvtx_ops++;
     return KVS_VEC_PUSH(t->ops, t->nops, t->ops_cap, o) == 0 ? KVS_STATUS_OK : KVS_STATUS_NO_MEMORY;

@@ -34,7 +34,9 @@ struct kvs_op_rec {
     int64_t ts, dur;       /* ns on the trace clock */
     int64_t ext;           /* External id, 0 when none */
     uint32_t key;          /* index into kvs_trace_data.opkeys */
-    uint32_t thread;       /* dense thread id (kvs_trace_data.threads) */
+    uint32_t thread : 31;  /* dense thread id (kvs_trace_data.threads) */
+    uint32_t captured : 1; /* recorded while a CUDA graph was captured: its work ran in the
+                            * replays, each given a copy of it (link.c); not a call itself */
 };
 
 /* A CUDA/HIP runtime or driver call: the CPU side of a launch. */

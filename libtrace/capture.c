@@ -135,8 +135,21 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
     else if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
         if (t->on_context)
             t->on_context(t->on_context_user);
-    } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API || domain == CUPTI_CB_DOMAIN_RUNTIME_API)
-        on_profiler_api(t, domain, cbid, data);
+    } else if (domain == CUPTI_CB_DOMAIN_RESOURCE &&
+               (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED ||
+                cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED)) {
+        kvs_capture_graph_node(t, cbid, data);
+    } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API || domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+        const CUpti_CallbackData *cd = data;
+        int sc = kvs_capture_stream_capture_cbid(domain == CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+        if (sc == 1 && cd->callbackSite == CUPTI_API_EXIT && cd->functionReturnValue &&
+            *(const int *)cd->functionReturnValue == 0) /* cudaSuccess, CUDA_SUCCESS */
+            kvs_capture_stream_capture(1);
+        else if (sc == 0 && cd->callbackSite == CUPTI_API_ENTER)
+            kvs_capture_stream_capture(0);
+        else if (sc < 0)
+            on_profiler_api(t, domain, cbid, data);
+    }
     cb_leave();
 }
 
@@ -213,6 +226,45 @@ void kvs_trace_config_init(struct kvs_trace_config *cfg)
     cfg->rank = -1;
     cfg->world_size = 0;
     cfg->set_nvtx_env = 1;
+}
+
+/* CUDA graphs: graph nodes as they are created and cloned, and the stream
+ * captures that create them, so that replayed work gets the op and ranges
+ * its node was captured under (capture_host.c). Part of every capture that
+ * records ops: without these callbacks a graphed program's trace has no
+ * shapes. A CUPTI that refuses one loses that context only. */
+static void follow_graphs(struct kvs_trace *t)
+{
+    static const CUpti_CallbackId res[] = {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+                                           CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED};
+    static const CUpti_CallbackId rt[] = {
+        CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000,
+        CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000,
+        CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_v12030,
+        CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_ptsz_v12030,
+        CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000,
+        CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000};
+    static const CUpti_CallbackId drv[] = {
+        CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture,
+        CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2,
+        CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph,
+        CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture,
+        CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz};
+    int refused = 0;
+    for (size_t i = 0; i < sizeof res / sizeof res[0]; i++)
+        refused += cuptiEnableCallback(1, t->sub, CUPTI_CB_DOMAIN_RESOURCE, res[i]) != CUPTI_SUCCESS;
+    for (size_t i = 0; i < sizeof rt / sizeof rt[0]; i++)
+        refused += cuptiEnableCallback(1, t->sub, CUPTI_CB_DOMAIN_RUNTIME_API, rt[i]) != CUPTI_SUCCESS;
+    for (size_t i = 0; i < sizeof drv / sizeof drv[0]; i++)
+        refused += cuptiEnableCallback(1, t->sub, CUPTI_CB_DOMAIN_DRIVER_API, drv[i]) != CUPTI_SUCCESS;
+    if (refused)
+        kvs_log(&t->lg, KVS_LOG_WARN,
+                "CUPTI refused %d of the CUDA-graph callbacks: work replayed by a graph may not "
+                "get the op it was captured under",
+                refused);
 }
 
 static void read_process_name(char *buf, size_t n)
@@ -353,6 +405,8 @@ enum kvs_status kvs_trace_create(const struct kvs_trace_config *cfg, struct kvs_
     if (st == KVS_STATUS_OK)
         st = KVS_CUPTI_STATUS(lg, cuptiEnableCallback(1, t->sub, CUPTI_CB_DOMAIN_RESOURCE,
                                                       CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
+    if (st == KVS_STATUS_OK && (cfg->activities & KVS_TRACE_NVTX))
+        follow_graphs(t);
     if (st != KVS_STATUS_OK) {
         cuptiUnsubscribe(t->sub);
         trace_release(t);

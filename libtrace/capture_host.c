@@ -8,6 +8,14 @@
  * Per-thread state: a stack of open ranges in thread-local storage. Frames
  * remember which capture (gen) made their record, so a frame left open by
  * a capture that was freed is popped without touching freed memory.
+ *
+ * CUDA graphs: a node created on a thread (inside a stream capture, or by
+ * cudaGraphAdd*Node) is remembered with the innermost open op's External id
+ * and the thread and time, so the writer gives the kernels each replay runs
+ * for it that op and the ranges open at the time. While this thread holds a
+ * stream capture open, ops and ranges are recorded even when the capture
+ * window is closed: programs capture their graphs in a warm-up, before the
+ * window, and replay them inside it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -28,16 +36,25 @@ struct frame {
     int ext_pushed;
 };
 
+#define MAX_GRAPH_NODES (1u << 22)
+
 static _Thread_local struct {
     int depth; /* may exceed MAX_DEPTH: those frames are counted, not kept */
     struct frame f[MAX_DEPTH];
 } t_stack;
 
+static _Thread_local int t_stream_captures; /* stream captures this thread holds open */
+
 int kvs_capture_host_init(struct kvs_trace *t)
 {
     if (pthread_mutex_init(&t->nvtx_mu, NULL) != 0)
         return -1;
-    if (kvs_map_init(&t->reg_strings, 64) != 0 || kvs_map_init(&t->open_ranges, 64) != 0)
+    if (pthread_mutex_init(&t->graph_mu, NULL) != 0) {
+        pthread_mutex_destroy(&t->nvtx_mu);
+        return -1;
+    }
+    if (kvs_map_init(&t->reg_strings, 64) != 0 || kvs_map_init(&t->open_ranges, 64) != 0 ||
+        kvs_map_init(&t->graph_node_of, 64) != 0)
         return -1;
     return 0;
 }
@@ -46,7 +63,17 @@ void kvs_capture_host_free(struct kvs_trace *t)
 {
     kvs_map_free(&t->reg_strings);
     kvs_map_free(&t->open_ranges);
+    kvs_map_free(&t->graph_node_of);
+    free(t->graph_nodes);
+    pthread_mutex_destroy(&t->graph_mu);
     pthread_mutex_destroy(&t->nvtx_mu);
+}
+
+/* Ops and ranges are recorded inside the window, and outside it while this
+ * thread captures a graph. */
+static int recording(struct kvs_trace *t)
+{
+    return atomic_load_explicit(&t->running, memory_order_acquire) || t_stream_captures > 0;
 }
 
 static const char *domain_name(struct kvs_trace *t, uint64_t handle)
@@ -82,7 +109,7 @@ static void push(struct kvs_trace *t, enum kvs_trace_rec_kind kind, const char *
                  uint64_t domain, int nt, const struct kvs_tensor_desc *tens)
 {
     int d = t_stack.depth++;
-    int running = atomic_load_explicit(&t->running, memory_order_acquire);
+    int running = recording(t);
     if (d >= MAX_DEPTH) {
         if (running)
             atomic_fetch_add(&t->host_overflow, 1);
@@ -230,7 +257,7 @@ static void push_attr(struct kvs_trace *t, uint64_t domain, const nvtxEventAttri
  * and ends with the capture window. */
 static void start_range(struct kvs_trace *t, uint64_t domain, const char *msg, const void *ret)
 {
-    if (!atomic_load_explicit(&t->running, memory_order_acquire))
+    if (!recording(t))
         return;
     uint64_t ext;
     if (!ret) {
@@ -355,4 +382,132 @@ void kvs_capture_nvtx(struct kvs_trace *t, CUpti_CallbackId cbid, const CUpti_Nv
     default:
         break; /* marks, naming, sync: not recorded */
     }
+}
+
+// ----------------------------------------------------------------------------
+// CUDA graph nodes
+
+int kvs_capture_stream_capture_cbid(int driver, CUpti_CallbackId cbid)
+{
+    if (driver) {
+        switch (cbid) {
+        case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture:
+        case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz:
+        case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2:
+        case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz:
+        case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph:
+        case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz:
+            return 1;
+        case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture:
+        case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz:
+            return 0;
+        default:
+            return -1;
+        }
+    }
+    switch (cbid) {
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_v12030:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_ptsz_v12030:
+        return 1;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000:
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+/* The runtime's call and the driver's inside it may both be seen: each
+ * counts, begins and ends alike, so the count returns to 0 either way. */
+void kvs_capture_stream_capture(int begin)
+{
+    if (begin)
+        t_stream_captures++;
+    else if (t_stream_captures > 0)
+        t_stream_captures--;
+}
+
+static void add_graph_node(struct kvs_trace *t, uint64_t id, const struct kvs_trace_rec *r)
+{
+    pthread_mutex_lock(&t->graph_mu);
+    uint64_t at = 0;
+    int known = kvs_map_get(&t->graph_node_of, id, &at);
+    if (!known && t->ngraph_nodes >= MAX_GRAPH_NODES) {
+        pthread_mutex_unlock(&t->graph_mu);
+        atomic_fetch_add(&t->host_overflow, 1);
+        return;
+    }
+    if (!known && t->ngraph_nodes == t->graph_nodes_cap) {
+        size_t cap = t->graph_nodes_cap ? 2 * t->graph_nodes_cap : 256;
+        struct kvs_trace_rec *v = realloc(t->graph_nodes, cap * sizeof *v);
+        if (!v) {
+            pthread_mutex_unlock(&t->graph_mu);
+            atomic_fetch_add(&t->host_overflow, 1);
+            return;
+        }
+        t->graph_nodes = v;
+        t->graph_nodes_cap = cap;
+    }
+    struct kvs_trace_rec *slot = NULL;
+    if (known)
+        slot = &t->graph_nodes[at - 1]; /* an id reused after its node was destroyed */
+    else if (kvs_map_put(&t->graph_node_of, id, t->ngraph_nodes + 1) == 0)
+        slot = &t->graph_nodes[t->ngraph_nodes++];
+    if (slot) {
+        *slot = *r;
+        slot->u.node.node_id = id;
+    }
+    pthread_mutex_unlock(&t->graph_mu);
+    if (!slot)
+        atomic_fetch_add(&t->host_overflow, 1);
+}
+
+void kvs_capture_graph_node(struct kvs_trace *t, CUpti_CallbackId cbid, const CUpti_ResourceData *d)
+{
+    const CUpti_GraphData *g = d ? d->resourceDescriptor : NULL;
+    uint64_t id = 0;
+    if (!g || !g->node || cuptiGetGraphNodeId(g->node, &id) != CUPTI_SUCCESS || !id)
+        return;
+    int64_t t0 = kvs_now_ns();
+    if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
+        uint64_t orig = 0, at = 0;
+        if (!g->originalNode || cuptiGetGraphNodeId(g->originalNode, &orig) != CUPTI_SUCCESS)
+            return;
+        pthread_mutex_lock(&t->graph_mu);
+        struct kvs_trace_rec r;
+        int known = kvs_map_get(&t->graph_node_of, orig, &at);
+        if (known)
+            r = t->graph_nodes[at - 1];
+        pthread_mutex_unlock(&t->graph_mu);
+        if (known)
+            add_graph_node(t, id, &r);
+        atomic_fetch_add(&t->callback_ns, (unsigned long long)(kvs_now_ns() - t0));
+        return;
+    }
+    /* the innermost op of this capture open on this thread, and whether any
+     * recorded range is open (the ranges themselves are found at write time
+     * from the thread and the time) */
+    uint64_t ext = 0;
+    int open = 0;
+    int top = t_stack.depth < MAX_DEPTH ? t_stack.depth : MAX_DEPTH;
+    for (int i = top - 1; i >= 0; i--) {
+        const struct frame *f = &t_stack.f[i];
+        if (!f->rec || f->gen != t->gen)
+            continue;
+        open = 1;
+        if (f->rec->kind == KVS_TREC_OP) {
+            ext = f->rec->u.host.external_id;
+            break;
+        }
+    }
+    if (open) {
+        struct kvs_trace_rec r = {.kind = KVS_TREC_GRAPH_NODE, .start_ns = t0, .end_ns = t0};
+        r.u.node.external_id = ext;
+        r.u.node.pid = t->pid;
+        r.u.node.tid = kvs_gettid();
+        add_graph_node(t, id, &r);
+    }
+    atomic_fetch_add(&t->callback_ns, (unsigned long long)(kvs_now_ns() - t0));
 }

@@ -69,6 +69,12 @@ struct kvs_trace {
     void (*on_context)(void *user);   /* called on CUPTI's context-created callback */
     void *on_context_user;
 
+    /* CUDA graph nodes and what was open when each was created (capture_host.c) */
+    pthread_mutex_t graph_mu;
+    struct kvs_map graph_node_of;     /* CUPTI graph node id -> index + 1 into graph_nodes */
+    struct kvs_trace_rec *graph_nodes; /* KVS_TREC_GRAPH_NODE records, one per node id */
+    size_t ngraph_nodes, graph_nodes_cap;
+
     /* names made at write time */
     struct kvs_map demangled;        /* CUPTI name pointer -> malloc'd demangled name */
     char **api_names[2];             /* [runtime, driver][cbid] -> name without _vNNNN */
@@ -82,6 +88,18 @@ char *kvs_demangle(const char *mangled);
 
 /* capture_host.c: the NVTX callback (CUPTI_CB_DOMAIN_NVTX) and the hooks. */
 void kvs_capture_nvtx(struct kvs_trace *t, CUpti_CallbackId cbid, const CUpti_NvtxData *d);
+/* capture_host.c: a graph node created (CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+ * on the creating thread: what is open there is the node's context) or
+ * cloned (_CLONED, at instantiation: the clone gets its original's). */
+void kvs_capture_graph_node(struct kvs_trace *t, CUpti_CallbackId cbid, const CUpti_ResourceData *d);
+/* capture_host.c: this thread begins (begin = 1, at the call's exit when it
+ * succeeded) or ends (0, at the call's entry) a stream capture. While one is
+ * open, ops and ranges are recorded even outside the capture window: the
+ * graph's replays inside the window are given them. */
+void kvs_capture_stream_capture(int begin);
+/* Runtime/driver callback ids of the stream-capture calls above: 1 begin,
+ * 0 end, -1 neither. */
+int kvs_capture_stream_capture_cbid(int driver, CUpti_CallbackId cbid);
 void kvs_capture_hooks_init(struct kvs_trace *t);
 int kvs_capture_host_init(struct kvs_trace *t);  /* 0 ok */
 void kvs_capture_host_free(struct kvs_trace *t);

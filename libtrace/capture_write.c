@@ -1,6 +1,6 @@
 /* capture_write.c — kvs_trace_write: walk the ready CUPTI buffers into plain
  * records (walking kept apart from handling a record, cupti_records.c),
- * add the host records, keep one rank's share when asked (kvs_trace_write_part,
+ * add the host records and the graph-node links, keep one rank's share when asked (kvs_trace_write_part,
  * select.c), describe the devices, and hand everything to the writer. Runs
  * on the controlling thread after kvs_trace_stop.
  */
@@ -267,8 +267,11 @@ enum kvs_status kvs_trace_write_part(struct kvs_trace *t, const char *path,
     for (size_t i = 0; i < nv; i++)
         ncupti += walk_buffer(&views[i], t, NULL, NULL);
     size_t nhost = kvs_host_store_count(&t->host);
+    pthread_mutex_lock(&t->graph_mu);
+    size_t nnodes = t->ngraph_nodes;
+    pthread_mutex_unlock(&t->graph_mu);
     struct convert_ctx c = {{api_name, kernel_name, t, t->clock_offset_ns, 0}, NULL, 0,
-                            ncupti + nhost};
+                            ncupti + nhost + nnodes};
     c.out = malloc((c.cap ? c.cap : 1) * sizeof *c.out);
     struct kvs_trace_device *devs = calloc(KVS_MAX_DEVICES, sizeof *devs);
     if (!c.out || !devs) {
@@ -283,6 +286,13 @@ enum kvs_status kvs_trace_write_part(struct kvs_trace *t, const char *path,
     free(views);
     int64_t end = t->window_end_ns ? t->window_end_ns : kvs_now_ns();
     c.n += kvs_host_store_collect(&t->host, c.out + c.n, c.cap - c.n, end);
+    pthread_mutex_lock(&t->graph_mu); /* graph nodes: links for replayed work */
+    if (nnodes > t->ngraph_nodes)
+        nnodes = t->ngraph_nodes;
+    if (nnodes) /* memcpy from NULL is undefined even for 0 bytes */
+        memcpy(c.out + c.n, t->graph_nodes, nnodes * sizeof *c.out);
+    pthread_mutex_unlock(&t->graph_mu);
+    c.n += nnodes;
     if (part) {
         size_t kept = kvs_trace_select(c.out, c.n, part);
         if (kept == (size_t)-1) {

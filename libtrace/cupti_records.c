@@ -81,6 +81,8 @@ int kvs_cupti_convert(struct kvs_cupti_names *n, const CUpti_Activity *rec,
         o->u.gpu.block[2] = k->blockZ;
         o->u.gpu.registers = k->registersPerThread;
         o->u.gpu.shared_mem = k->staticSharedMemory + k->dynamicSharedMemory;
+        o->u.gpu.graph_id = k->graphId;
+        o->u.gpu.graph_node_id = k->graphNodeId;
         return 1;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -96,6 +98,8 @@ int kvs_cupti_convert(struct kvs_cupti_names *n, const CUpti_Activity *rec,
         o->u.gpu.copy_kind = kvs_cupti_memcpy_kind(m->copyKind);
         o->u.gpu.src_kind = kvs_cupti_memory_kind(m->srcKind);
         o->u.gpu.dst_kind = kvs_cupti_memory_kind(m->dstKind);
+        o->u.gpu.graph_id = m->graphId;
+        o->u.gpu.graph_node_id = m->graphNodeId;
         return 1;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
@@ -109,6 +113,8 @@ int kvs_cupti_convert(struct kvs_cupti_names *n, const CUpti_Activity *rec,
         gpu_common(o, m->deviceId, m->contextId, m->streamId);
         o->u.gpu.bytes = m->bytes;
         o->u.gpu.dst_kind = kvs_cupti_memory_kind(m->memoryKind);
+        o->u.gpu.graph_id = m->graphId;
+        o->u.gpu.graph_node_id = m->graphNodeId;
         return 1;
     }
     case CUPTI_ACTIVITY_KIND_RUNTIME:

@@ -110,6 +110,8 @@ size_t kvs_trace_select(struct kvs_trace_rec *recs, size_t n, const struct kvs_t
                 rc |= kvs_map_put(&s.kept_corr, r->correlation, 1);
         } else if (r->kind == KVS_TREC_RANGE || r->kind == KVS_TREC_OP) {
             keep[i] = (unsigned char)own_thread(part, r->u.host.tid);
+        } else if (r->kind == KVS_TREC_GRAPH_NODE) {
+            keep[i] = (unsigned char)own_thread(part, r->u.node.tid);
         } else if (r->kind == KVS_TREC_SYNC) {
             keep[i] = (unsigned char)keep_sync(&s, part, r);
         } else if (r->kind == KVS_TREC_OVERHEAD) {

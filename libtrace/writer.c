@@ -27,6 +27,8 @@ struct index {
     struct kvs_map dev_of_ctx;/* context -> device */
     struct kvs_map streams;   /* device << 32 | stream, GPU tracks seen */
     struct kvs_map threads;   /* pid << 32 | tid, CPU tracks seen */
+    struct kvs_map node_of;   /* graph node id -> index of its KVS_TREC_GRAPH_NODE record */
+    const struct kvs_trace_rec *recs;
     struct kvs_gpu_span *spans;
     size_t nspans;
 };
@@ -44,21 +46,25 @@ static void index_free(struct index *x)
     kvs_map_free(&x->dev_of_ctx);
     kvs_map_free(&x->streams);
     kvs_map_free(&x->threads);
+    kvs_map_free(&x->node_of);
     free(x->spans);
 }
 
 static int index_build(struct index *x, const struct kvs_trace_rec *recs, size_t n)
 {
     memset(x, 0, sizeof *x);
-    size_t next = 0, napi = 0, ngpu = 0;
+    x->recs = recs;
+    size_t next = 0, napi = 0, ngpu = 0, nnode = 0;
     for (size_t i = 0; i < n; i++) {
         next += recs[i].kind == KVS_TREC_EXTERNAL_ID;
+        nnode += recs[i].kind == KVS_TREC_GRAPH_NODE;
         napi += recs[i].kind == KVS_TREC_RUNTIME || recs[i].kind == KVS_TREC_DRIVER;
         ngpu += is_gpu(recs[i].kind);
     }
     if (kvs_map_init(&x->ext_of, next) || kvs_map_init(&x->api_of, napi) ||
         kvs_map_init(&x->launched, ngpu) || kvs_map_init(&x->dev_of_ctx, 8) ||
-        kvs_map_init(&x->streams, 16) || kvs_map_init(&x->threads, 16))
+        kvs_map_init(&x->streams, 16) || kvs_map_init(&x->threads, 16) ||
+        kvs_map_init(&x->node_of, nnode))
         return -1;
     for (size_t i = 0; i < n; i++) {
         const struct kvs_trace_rec *r = &recs[i];
@@ -76,7 +82,8 @@ static int index_build(struct index *x, const struct kvs_trace_rec *recs, size_t
         case KVS_TREC_KERNEL:
         case KVS_TREC_MEMCPY:
         case KVS_TREC_MEMSET:
-            if (r->correlation)
+            /* the first: a graph launch runs many, and a flow has one end */
+            if (r->correlation && !kvs_map_get(&x->launched, r->correlation, NULL))
                 rc = kvs_map_put(&x->launched, r->correlation, i);
             rc |= kvs_map_put(&x->dev_of_ctx, r->u.gpu.context, r->u.gpu.device);
             rc |= kvs_map_put(&x->streams, (uint64_t)r->u.gpu.device << 32 | r->u.gpu.stream, 1);
@@ -85,13 +92,17 @@ static int index_build(struct index *x, const struct kvs_trace_rec *recs, size_t
         case KVS_TREC_OP:
             rc = kvs_map_put(&x->threads, (uint64_t)r->u.host.pid << 32 | r->u.host.tid, 1);
             break;
+        case KVS_TREC_GRAPH_NODE:
+            if (r->u.node.node_id)
+                rc = kvs_map_put(&x->node_of, r->u.node.node_id, i);
+            break;
         default:
             break;
         }
         if (rc)
             return -1;
     }
-    return kvs_project_ranges(recs, n, &x->api_of, &x->spans, &x->nspans);
+    return kvs_project_ranges(recs, n, &x->api_of, &x->node_of, &x->spans, &x->nspans);
 }
 
 // ----------------------------------------------------------------------------
@@ -122,6 +133,20 @@ static void ext_arg(struct kvs_out *o, const struct index *x, uint32_t correlati
     uint64_t ext;
     if (correlation && kvs_map_get(&x->ext_of, correlation, &ext))
         kvs_out_fmt(o, "\"External id\": %llu, ", (unsigned long long)ext);
+}
+
+/* Work a graph replays: the op its node was created under, when one was
+ * open, rather than whatever encloses the graph launch. */
+static void gpu_ext_arg(struct kvs_out *o, const struct index *x, const struct kvs_trace_rec *r)
+{
+    uint64_t at;
+    if (r->u.gpu.graph_node_id && kvs_map_get(&x->node_of, r->u.gpu.graph_node_id, &at) &&
+        x->recs[at].u.node.external_id) {
+        kvs_out_fmt(o, "\"External id\": %llu, ",
+                    (unsigned long long)x->recs[at].u.node.external_id);
+        return;
+    }
+    ext_arg(o, x, r->correlation);
 }
 
 static void flow(struct kvs_out *o, const char *ph, uint32_t id, int64_t pid, int64_t tid,
@@ -155,11 +180,14 @@ static void write_gpu(struct kvs_out *o, const struct kvs_trace_meta *m, const s
     }
     x_head(o, cat, nm, g->device, g->stream, r->start_ns, r->end_ns);
     kvs_out_str(o, ", \"args\": {");
-    ext_arg(o, x, r->correlation);
+    gpu_ext_arg(o, x, r);
     if (r->kind == KVS_TREC_KERNEL)
         kvs_out_str(o, "\"queued\": 0, ");
     kvs_out_fmt(o, "\"device\": %u, \"context\": %u, \"stream\": %u, \"correlation\": %u", g->device,
                 g->context, g->stream, r->correlation);
+    if (g->graph_node_id) /* Kineto's keys */
+        kvs_out_fmt(o, ", \"graph id\": %u, \"graph node id\": %llu", g->graph_id,
+                    (unsigned long long)g->graph_node_id);
     if (r->kind == KVS_TREC_KERNEL) {
         kvs_out_fmt(o, ", \"registers per thread\": %u, \"shared memory\": %d", g->registers,
                     g->shared_mem);
@@ -181,8 +209,9 @@ static void write_gpu(struct kvs_out *o, const struct kvs_trace_meta *m, const s
         kvs_out_double(o, dur > 0 ? (double)g->bytes / (double)dur : 0.0); /* bytes/ns = GB/s */
     }
     kvs_out_str(o, "}}");
-    uint64_t api;
-    if (r->correlation && kvs_map_get(&x->api_of, r->correlation, &api))
+    uint64_t api, first;
+    if (r->correlation && kvs_map_get(&x->api_of, r->correlation, &api) &&
+        kvs_map_get(&x->launched, r->correlation, &first) && x->recs + first == r)
         flow(o, "f", r->correlation, g->device, g->stream, r->start_ns);
 }
 
@@ -271,6 +300,7 @@ static void write_rec(struct kvs_out *o, const struct kvs_trace_meta *m, const s
         write_host(o, r);
         break;
     case KVS_TREC_EXTERNAL_ID:
+    case KVS_TREC_GRAPH_NODE:
         break;
     }
 }
@@ -501,7 +531,7 @@ static void write_doc(struct kvs_out *o, const struct kvs_trace_meta *m,
     kvs_out_str(o, "  \"traceEvents\": [\n");
     int first = 1;
     for (size_t i = 0; i < n; i++) {
-        if (recs[i].kind == KVS_TREC_EXTERNAL_ID)
+        if (recs[i].kind == KVS_TREC_EXTERNAL_ID || recs[i].kind == KVS_TREC_GRAPH_NODE)
             continue; /* a link, not an event */
         if (!first)
             kvs_out_str(o, ",\n");

@@ -107,6 +107,7 @@ struct launch {
     uint32_t tid;
     int64_t at;     /* API call start: when the work was launched */
     size_t gpu;     /* index of the GPU record */
+    uint64_t replay;/* a graph node's context: 1 + the graph launch's correlation; else 0 */
 };
 
 struct rng {
@@ -142,7 +143,9 @@ static int cmp_span(const void *a, const void *b)
         return x->range < y->range ? -1 : 1;
     if (x->device != y->device)
         return x->device < y->device ? -1 : 1;
-    return x->stream < y->stream ? -1 : x->stream > y->stream;
+    if (x->stream != y->stream)
+        return x->stream < y->stream ? -1 : 1;
+    return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
 }
 
 static int is_gpu(enum kvs_trace_rec_kind k)
@@ -163,13 +166,15 @@ struct span_set {
     struct kvs_map head;  /* range -> index of its first span */
 };
 
-static int span_add(struct span_set *s, size_t range, const struct kvs_trace_rec *g)
+static int span_add(struct span_set *s, size_t range, const struct kvs_trace_rec *g,
+                    uint64_t replay)
 {
     uint64_t first;
     int has = kvs_map_get(&s->head, range, &first);
     for (size_t i = has ? (size_t)first : SIZE_MAX; i != SIZE_MAX; i = s->next[i]) {
         struct kvs_gpu_span *sp = &s->v[i];
-        if (sp->device == g->u.gpu.device && sp->stream == g->u.gpu.stream) {
+        if (sp->device == g->u.gpu.device && sp->stream == g->u.gpu.stream &&
+            sp->replay == replay) {
             if (g->start_ns < sp->start_ns)
                 sp->start_ns = g->start_ns;
             if (g->end_ns > sp->end_ns)
@@ -193,6 +198,7 @@ static int span_add(struct span_set *s, size_t range, const struct kvs_trace_rec
     sp->range = range;
     sp->device = g->u.gpu.device;
     sp->stream = g->u.gpu.stream;
+    sp->replay = replay;
     sp->start_ns = g->start_ns;
     sp->end_ns = g->end_ns > g->start_ns ? g->end_ns : g->start_ns;
     s->next[s->n] = has ? (size_t)first : SIZE_MAX;
@@ -202,14 +208,27 @@ static int span_add(struct span_set *s, size_t range, const struct kvs_trace_rec
     return 0;
 }
 
+/* The graph node record of a GPU record, or NULL. */
+static const struct kvs_trace_rec *node_of(const struct kvs_trace_rec *recs,
+                                           const struct kvs_map *nodes,
+                                           const struct kvs_trace_rec *r)
+{
+    uint64_t at;
+    if (!nodes || !r->u.gpu.graph_node_id || !kvs_map_get(nodes, r->u.gpu.graph_node_id, &at))
+        return NULL;
+    return &recs[at];
+}
+
 int kvs_project_ranges(const struct kvs_trace_rec *recs, size_t nrecs,
-                       const struct kvs_map *api_of, struct kvs_gpu_span **out, size_t *nout)
+                       const struct kvs_map *api_of, const struct kvs_map *nodes,
+                       struct kvs_gpu_span **out, size_t *nout)
 {
     *out = NULL;
     *nout = 0;
     size_t nl = 0, nr = 0;
     for (size_t i = 0; i < nrecs; i++) {
         nl += is_gpu(recs[i].kind) && recs[i].correlation;
+        nl += is_gpu(recs[i].kind) && node_of(recs, nodes, &recs[i]);
         nr += recs[i].kind == KVS_TREC_RANGE;
     }
     if (nl == 0 || nr == 0)
@@ -225,10 +244,18 @@ int kvs_project_ranges(const struct kvs_trace_rec *recs, size_t nrecs,
     for (size_t i = 0; i < nrecs; i++) {
         const struct kvs_trace_rec *r = &recs[i];
         uint64_t api;
-        if (is_gpu(r->kind) && r->correlation && kvs_map_get(api_of, r->correlation, &api))
-            L[nl++] = (struct launch){recs[api].u.api.tid, recs[api].start_ns, i};
-        else if (r->kind == KVS_TREC_RANGE)
+        if (is_gpu(r->kind)) {
+            if (r->correlation && kvs_map_get(api_of, r->correlation, &api))
+                L[nl++] = (struct launch){recs[api].u.api.tid, recs[api].start_ns, i, 0};
+            /* replayed work: also inside what was open when its node was
+             * made, once per graph launch */
+            const struct kvs_trace_rec *nd = node_of(recs, nodes, r);
+            if (nd)
+                L[nl++] = (struct launch){nd->u.node.tid, nd->start_ns, i,
+                                          1 + (uint64_t)r->correlation};
+        } else if (r->kind == KVS_TREC_RANGE) {
             R[nr++] = (struct rng){r->u.host.tid, r->start_ns, r->end_ns, i};
+        }
     }
     qsort(L, nl, sizeof *L, cmp_launch);
     qsort(R, nr, sizeof *R, cmp_rng);
@@ -255,7 +282,7 @@ int kvs_project_ranges(const struct kvs_trace_rec *recs, size_t nrecs,
             if (g->end < l->at)
                 continue;
             active[keep++] = active[a];
-            if (span_add(&S, g->rec, &recs[l->gpu]) != 0)
+            if (span_add(&S, g->rec, &recs[l->gpu], l->replay) != 0)
                 goto done;
         }
         nactive = keep;

@@ -63,16 +63,22 @@ void kvs_map_free(struct kvs_map *m);
 struct kvs_gpu_span {
     size_t range;        /* index of the KVS_TREC_RANGE record */
     uint32_t device, stream;
+    uint64_t replay;     /* 0, or 1 + the graph launch's correlation (a graph node's range) */
     int64_t start_ns, end_ns;
 };
 
 /* For every range record, on every (device, stream) that ran work launched
  * (by an API call on the range's thread, between its start and end) inside
  * it, one span from the first start to the last end of that work. api_of
- * maps a GPU record's correlation to the index of its API record. Spans come
- * back sorted by range index, then device, then stream, in a malloc'd array
- * (*out, *nout; free() it). Returns 0, or -1 when out of memory. */
+ * maps a GPU record's correlation to the index of its API record. Work a
+ * graph replays whose node is in `nodes` (graph node id -> index of its
+ * KVS_TREC_GRAPH_NODE record; may be NULL) also counts as launched by the
+ * node's thread when the node was made: one span per range, stream and
+ * graph launch (replay). Spans come back sorted by range index, then device,
+ * stream and start, in a malloc'd array (*out, *nout; free() it). Returns 0,
+ * or -1 when out of memory. */
 int kvs_project_ranges(const struct kvs_trace_rec *recs, size_t nrecs,
-                       const struct kvs_map *api_of, struct kvs_gpu_span **out, size_t *nout);
+                       const struct kvs_map *api_of, const struct kvs_map *nodes,
+                       struct kvs_gpu_span **out, size_t *nout);
 
 #endif /* KVSCOPE_WRITER_INTERNAL_H */

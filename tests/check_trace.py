@@ -67,6 +67,8 @@ def main(path):
             if cat == "kernel":
                 item.update(grid=args.get("grid"), block=args.get("block"),
                             stream=args.get("stream"), correlation=args.get("correlation"))
+                if "graph node id" in args:
+                    item.update(graph_id=args.get("graph id"), graph_node=args["graph node id"])
                 kernels.append(item)
             elif cat == "cpu_op":
                 item.update(dims=args.get("Input Dims"), types=args.get("Input type"))

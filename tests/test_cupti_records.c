@@ -59,6 +59,12 @@ static void test_kernel(void)
     KVS_CHECK_EQ_INT(r.u.gpu.block[0], 256);
     KVS_CHECK_EQ_INT(r.u.gpu.registers, 40);
     KVS_CHECK_EQ_INT(r.u.gpu.shared_mem, 5120);
+    KVS_CHECK_EQ_INT(r.u.gpu.graph_node_id, 0); /* an eager launch */
+    /* a graph replay's kernel says its graph and node */
+    k.graphId = 3, k.graphNodeId = 0x100000005ull;
+    KVS_REQUIRE(kvs_cupti_convert(&n, (CUpti_Activity *)&k, &r) == 1);
+    KVS_CHECK_EQ_INT(r.u.gpu.graph_id, 3);
+    KVS_CHECK_EQ_INT(r.u.gpu.graph_node_id, 0x100000005ll);
     /* a kernel that had not finished at a forced flush is left out */
     k.end = 0;
     KVS_CHECK(kvs_cupti_convert(&n, (CUpti_Activity *)&k, &r) == 0);
@@ -82,6 +88,10 @@ static void test_memcpy_memset(void)
     m.copyKind = 200; /* unknown kinds stay printable */
     KVS_REQUIRE(kvs_cupti_convert(&n, (CUpti_Activity *)&m, &r) == 1);
     KVS_CHECK_EQ_STR(r.u.gpu.copy_kind, "Unknown");
+    m.graphId = 2, m.graphNodeId = 9;
+    KVS_REQUIRE(kvs_cupti_convert(&n, (CUpti_Activity *)&m, &r) == 1);
+    KVS_CHECK_EQ_INT(r.u.gpu.graph_id, 2);
+    KVS_CHECK_EQ_INT(r.u.gpu.graph_node_id, 9);
 
     CUpti_ActivityMemset4 s;
     memset(&s, 0, sizeof s);
@@ -90,6 +100,9 @@ static void test_memcpy_memset(void)
     KVS_REQUIRE(kvs_cupti_convert(&n, (CUpti_Activity *)&s, &r) == 1);
     KVS_CHECK_EQ_INT(r.kind, KVS_TREC_MEMSET);
     KVS_CHECK_EQ_STR(r.u.gpu.dst_kind, "Device");
+    s.graphId = 2, s.graphNodeId = 10;
+    KVS_REQUIRE(kvs_cupti_convert(&n, (CUpti_Activity *)&s, &r) == 1);
+    KVS_CHECK_EQ_INT(r.u.gpu.graph_node_id, 10);
 }
 
 static void test_api_sync_ext_overhead(void)

@@ -342,6 +342,112 @@ static void test_document(void)
     cJSON_Delete(sum);
 }
 
+// ----------------------------------------------------------------------------
+// CUDA graphs: replayed kernels get the op and ranges their node was made under
+
+static struct kvs_trace_rec graph_node(uint64_t id, uint64_t ext, int64_t at)
+{
+    struct kvs_trace_rec r = {.kind = KVS_TREC_GRAPH_NODE, .start_ns = at, .end_ns = at};
+    r.u.node.node_id = id;
+    r.u.node.external_id = ext;
+    r.u.node.pid = PID;
+    r.u.node.tid = TID;
+    return r;
+}
+
+static struct kvs_trace_rec replayed(const char *name, uint32_t corr, uint64_t node, int64_t s,
+                                     int64_t e)
+{
+    struct kvs_trace_rec k = gpu(KVS_TREC_KERNEL, name, corr, 7, s, e);
+    k.u.gpu.graph_id = 5;
+    k.u.gpu.graph_node_id = node;
+    return k;
+}
+
+static void test_graph_replay(void)
+{
+    struct kvs_trace_rec r[32];
+    size_t n = 0;
+    /* the capture (no GPU work of its own): layer_0 holds the cast op (node
+     * 77, instantiated as its clone 1077) and, after the op, node 78 */
+    r[n++] = host(KVS_TREC_RANGE, "layer_0", TID, T0, T0 + 1000, 1);
+    struct kvs_trace_rec op = host(KVS_TREC_OP, "kvs::kv_cast", TID, T0 + 100, T0 + 900, 20);
+    op.u.host.ntensors = 2;
+    op.u.host.tensors = g_copy_in;
+    r[n++] = op;
+    r[n++] = graph_node(77, 20, T0 + 500);
+    r[n++] = graph_node(1077, 20, T0 + 500);
+    r[n++] = graph_node(78, 0, T0 + 950);
+    /* two replays, each launched inside its step and an op of its own */
+    for (int rep = 0; rep < 2; rep++) {
+        int64_t b = T0 + 10000 + 20000 * rep;
+        uint32_t corr = 40 + (uint32_t)rep;
+        r[n++] = host(KVS_TREC_RANGE, rep ? "step_2" : "step_1", TID, b, b + 10000, 2 + rep);
+        r[n++] = host(KVS_TREC_OP, "CUDAGraph::replay", TID, b + 50, b + 500, 30 + rep);
+        r[n++] = api(KVS_TREC_RUNTIME, "cudaGraphLaunch", 311, corr, b + 100, b + 200);
+        r[n++] = link_ext(corr, 30 + (uint64_t)rep);
+        r[n++] = replayed("cast_kernel", corr, 1077, b + 1000, b + 2000);
+        r[n++] = replayed("after_kernel", corr, 78, b + 2000, b + 2500);
+    }
+    struct kvs_trace_device dev = h200();
+    struct kvs_trace_meta m;
+    make_meta(&m, &dev);
+    char path[] = "/tmp/kvs_writer_graphXXXXXX";
+    int fd = mkstemp(path);
+    KVS_REQUIRE(fd >= 0);
+    close(fd);
+    KVS_REQUIRE(kvs_trace_write_json(&m, r, n, path, NULL) == KVS_STATUS_OK);
+    cJSON *sum;
+    kvs_check_trace_valid(path, &sum);
+    unlink(path);
+    if (!sum)
+        return;
+    /* the node's op, not the replay op around the launch; the node without
+     * an op keeps its launch's */
+    int casts = 0, afters = 0;
+    const cJSON *k;
+    cJSON_ArrayForEach(k, kvs_summary_array(sum, "kernels"))
+    {
+        const char *nm = cJSON_GetObjectItemCaseSensitive(k, "name")->valuestring;
+        long long corr = kvs_summary_int(k, "correlation", -1);
+        KVS_CHECK_EQ_INT(kvs_summary_int(k, "graph_id", -1), 5);
+        if (!strcmp(nm, "cast_kernel")) {
+            KVS_CHECK_EQ_INT(kvs_summary_int(k, "ext", -1), 20);
+            KVS_CHECK_EQ_INT(kvs_summary_int(k, "graph_node", -1), 1077);
+            casts++;
+        } else {
+            KVS_CHECK_EQ_INT(kvs_summary_int(k, "ext", -1), corr - 40 + 30);
+            KVS_CHECK_EQ_INT(kvs_summary_int(k, "graph_node", -1), 78);
+            afters++;
+        }
+    }
+    KVS_CHECK_EQ_INT(casts, 2);
+    KVS_CHECK_EQ_INT(afters, 2);
+    /* layer_0 over each replay's two kernels (one span per replay), the
+     * steps over their own */
+    const cJSON *ga = kvs_summary_array(sum, "gpu_user_annotations");
+    int layers = 0;
+    const cJSON *g;
+    cJSON_ArrayForEach(g, ga)
+    {
+        const char *nm = cJSON_GetObjectItemCaseSensitive(g, "name")->valuestring;
+        if (strcmp(nm, "layer_0"))
+            continue;
+        int64_t want = T0 + 11000 + 20000 * layers;
+        KVS_CHECK_EQ_INT(kvs_summary_int(g, "ts_ns", 0), want);
+        KVS_CHECK_EQ_INT(kvs_summary_int(g, "dur_ns", 0), 1500);
+        KVS_CHECK_EQ_INT(kvs_summary_int(g, "ext", 0), 1);
+        layers++;
+    }
+    KVS_CHECK_EQ_INT(layers, 2);
+    const cJSON *s1 = find_named(ga, "step_1", 7), *s2 = find_named(ga, "step_2", 7);
+    KVS_REQUIRE(s1 && s2);
+    KVS_CHECK_EQ_INT(kvs_summary_int(s1, "ts_ns", 0), T0 + 11000);
+    KVS_CHECK_EQ_INT(kvs_summary_int(s2, "dur_ns", 0), 1500);
+    KVS_CHECK_EQ_INT(cJSON_GetArraySize(ga), 4);
+    cJSON_Delete(sum);
+}
+
 static void test_gzip_equals_plain(void)
 {
     struct kvs_trace_rec recs[32];
@@ -574,6 +680,7 @@ int main(int argc, char **argv)
         {"long_string_chunks", test_long_string_chunks},
         {"map", test_map},
         {"document", test_document},
+        {"graph_replay", test_graph_replay},
         {"gzip_equals_plain", test_gzip_equals_plain},
         {"many_records", test_many_records},
         {"check_script_can_fail", test_check_script_can_fail},

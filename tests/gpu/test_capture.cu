@@ -5,7 +5,9 @@
  * tests/check_trace.py) must hold all of them; kernel durations must agree
  * with CUDA-event timings within 5%; every kernel inside an op carries the
  * op's External id; a tiny pool drops and counts; a second CUPTI subscriber
- * makes kvs_trace_create fail clearly. Exits 77 without a GPU.
+ * makes kvs_trace_create fail clearly; a CUDA graph captured before the
+ * window and replayed inside it gives its kernels the ops and ranges they
+ * were captured under. Exits 77 without a GPU.
  *   meson test -C build --suite gpu test_capture
  */
 #include <cupti.h>
@@ -337,6 +339,147 @@ static void test_capture_workload(void)
 }
 
 // ----------------------------------------------------------------------------
+// CUDA graphs: a graph captured before the window (ops and ranges recorded
+// because a stream capture is open), replayed inside it. Every replayed
+// kernel says its graph node and carries the External id of the op it was
+// captured under; each replay projects the capture's layer ranges onto its
+// kernels; `kvscope report` counts one call per op per replay.
+
+#define NREPLAY 3
+
+static void test_graph_replay(void)
+{
+    struct kvs_trace_config cfg;
+    kvs_trace_config_init(&cfg);
+    struct kvs_trace *t = NULL;
+    KVS_REQUIRE(kvs_trace_create(&cfg, &t) == KVS_STATUS_OK);
+    cudaStream_t s;
+    KVS_TEST_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    int *out = nullptr;
+    KVS_TEST_CUDA(cudaMalloc(&out, 1024 * sizeof(int)));
+    spin<<<1, 32, 0, s>>>(10000, out); /* module load outside the capture */
+    KVS_TEST_CUDA(cudaStreamSynchronize(s));
+
+    /* capture: layer_0 > kv_cast [[1,1024] x2] > spin<<<7>>>; layer_1 >
+     * kv_cast [[2,1024] x2] > spin<<<8>>>; then tiny<<<1,1>>> under no op */
+    KVS_TEST_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    for (int l = 0; l < 2; l++) {
+        char name[32];
+        snprintf(name, sizeof name, "layer_%d", l);
+        kvs_range_begin(name);
+        struct kvs_tensor_desc d[2] = {{2, {l + 1, 1024}, "c10::BFloat16"},
+                                       {2, {l + 1, 1024}, "c10::Float8_e4m3fn"}};
+        kvs_op_begin("kvs::kv_cast", 2, d);
+        spin<<<7 + l, 96, 0, s>>>(100000, out);
+        kvs_op_end();
+        kvs_range_end();
+    }
+    tiny<<<1, 1, 0, s>>>(out);
+    cudaGraph_t g = nullptr;
+    KVS_TEST_CUDA(cudaStreamEndCapture(s, &g));
+    cudaGraphExec_t ge = nullptr;
+    KVS_TEST_CUDA(cudaGraphInstantiate(&ge, g, 0));
+
+    KVS_REQUIRE(kvs_trace_start(t) == KVS_STATUS_OK);
+    for (int r = 0; r < NREPLAY; r++) {
+        char name[32];
+        snprintf(name, sizeof name, "ProfilerStep#%d", r);
+        kvs_range_begin(name);
+        KVS_TEST_CUDA(cudaGraphLaunch(ge, s));
+        KVS_TEST_CUDA(cudaStreamSynchronize(s));
+        kvs_range_end();
+    }
+    KVS_REQUIRE(kvs_trace_stop(t) == KVS_STATUS_OK);
+    char path[128];
+    tmp_trace(path, sizeof path, "graph");
+    KVS_REQUIRE(kvs_trace_write(t, path) == KVS_STATUS_OK);
+    kvs_trace_free(t);
+    cudaGraphExecDestroy(ge);
+    cudaGraphDestroy(g);
+
+    cJSON *sum;
+    kvs_check_trace_valid(path, &sum);
+    if (sum) {
+        /* the two captured ops, with their dims: ext -> layer */
+        long long op_ext[2] = {-1, -1};
+        const cJSON *op;
+        cJSON_ArrayForEach(op, kvs_summary_array(sum, "ops"))
+        {
+            int d0 = cJSON_GetArrayItem(cJSON_GetArrayItem(
+                         cJSON_GetObjectItemCaseSensitive(op, "dims"), 0), 0)->valueint;
+            KVS_REQUIRE(d0 == 1 || d0 == 2);
+            op_ext[d0 - 1] = kvs_summary_int(op, "ext", -1);
+        }
+        KVS_CHECK_EQ_INT(cJSON_GetArraySize(kvs_summary_array(sum, "ops")), 2);
+        int spins[2] = {0, 0}, tinies = 0;
+        const cJSON *k;
+        cJSON_ArrayForEach(k, kvs_summary_array(sum, "kernels"))
+        {
+            const char *name = cJSON_GetObjectItemCaseSensitive(k, "name")->valuestring;
+            long long node = kvs_summary_int(k, "graph_node", 0);
+            KVS_CHECK_MSG(node > 0, "%s: replayed without a graph node id", name);
+            if (strstr(name, "spin")) {
+                int l = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(k, "grid"), 0)->valueint - 7;
+                KVS_REQUIRE(l == 0 || l == 1);
+                KVS_CHECK_MSG(kvs_summary_int(k, "ext", -1) == op_ext[l],
+                              "layer %d's kernel: External id %lld, its op's %lld", l,
+                              kvs_summary_int(k, "ext", -1), op_ext[l]);
+                spins[l]++;
+            } else {
+                KVS_CHECK_MSG(cJSON_GetObjectItemCaseSensitive(k, "ext") == NULL,
+                              "the kernel captured under no op has External id %lld",
+                              kvs_summary_int(k, "ext", -1));
+                tinies++;
+            }
+        }
+        KVS_CHECK_EQ_INT(spins[0], NREPLAY);
+        KVS_CHECK_EQ_INT(spins[1], NREPLAY);
+        KVS_CHECK_EQ_INT(tinies, NREPLAY);
+        const cJSON *ga = kvs_summary_array(sum, "gpu_user_annotations");
+        KVS_CHECK_EQ_INT(count_named(ga, "layer_0"), NREPLAY);
+        KVS_CHECK_EQ_INT(count_named(ga, "layer_1"), NREPLAY);
+        KVS_CHECK_EQ_INT(count_named(ga, "ProfilerStep#1"), 1);
+        cJSON_Delete(sum);
+    }
+
+    /* the report: one call per op per replay, with the op's dims */
+    const char *kvs = getenv("KVS_KVSCOPE");
+    if (kvs && access(kvs, X_OK) == 0) {
+        char rep[160], cmd[1024];
+        snprintf(rep, sizeof rep, "%s.report.json", path);
+        snprintf(cmd, sizeof cmd, "'%s' report --quiet --format json -o '%s' '%s'", kvs, rep, path);
+        KVS_CHECK_MSG(system(cmd) == 0, "%s failed", cmd);
+        FILE *f = fopen(rep, "rb");
+        std::vector<char> text(1 << 22);
+        size_t n = f ? fread(text.data(), 1, text.size() - 1, f) : 0;
+        if (f)
+            fclose(f);
+        unlink(rep);
+        text[n] = '\0';
+        cJSON *doc = cJSON_Parse(text.data());
+        KVS_REQUIRE(doc);
+        int groups = 0;
+        const cJSON *gr;
+        cJSON_ArrayForEach(gr, cJSON_GetObjectItemCaseSensitive(doc, "groups"))
+        {
+            const cJSON *op = cJSON_GetObjectItemCaseSensitive(gr, "op");
+            if (!cJSON_IsString(op) || strcmp(op->valuestring, "kvs::kv_cast"))
+                continue;
+            KVS_CHECK_EQ_INT(kvs_summary_int(gr, "calls", -1), NREPLAY);
+            groups++;
+        }
+        KVS_CHECK_EQ_INT(groups, 2);
+        cJSON_Delete(doc);
+    }
+    if (getenv("KVS_KEEP_TRACE"))
+        fprintf(stderr, "trace kept: %s\n", path);
+    else
+        unlink(path);
+    cudaFree(out);
+    cudaStreamDestroy(s);
+}
+
+// ----------------------------------------------------------------------------
 // a pool of one small buffer: records dropped and counted, memory bounded
 
 static void test_tiny_pool(void)
@@ -385,6 +528,7 @@ int main(int argc, char **argv)
     static const struct kvs_test tests[] = {
         {"second_subscriber_refused", test_second_subscriber_refused},
         {"capture_workload", test_capture_workload},
+        {"graph_replay", test_graph_replay},
         {"tiny_pool", test_tiny_pool},
         {NULL, NULL},
     };

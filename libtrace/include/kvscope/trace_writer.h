@@ -28,6 +28,9 @@
  * API calls (through KVS_TREC_EXTERNAL_ID links), to emit flows, and to
  * project every range (user_annotation) onto the GPU streams that ran the
  * work launched inside it (gpu_user_annotation, one per device and stream).
+ * Work a CUDA graph replays is given the op and the ranges its node was
+ * created under (KVS_TREC_GRAPH_NODE links), and says its "graph id" and
+ * "graph node id" as Kineto does.
  *
  * Thread safety: the functions are reentrant; records must not change while
  * being written.
@@ -57,6 +60,7 @@ enum kvs_trace_rec_kind {
     KVS_TREC_RANGE,       /* cat "user_annotation": an NVTX or kvs_range range */
     KVS_TREC_OP,          /* cat "cpu_op": a kvs_op_begin/end op with shapes */
     KVS_TREC_EXTERNAL_ID, /* no event: links `correlation` to an op's external id */
+    KVS_TREC_GRAPH_NODE,  /* no event: the op and ranges a CUDA graph node was created under */
 };
 
 /* GPU activity: kernels, memcpy, memset. */
@@ -70,6 +74,10 @@ struct kvs_trace_gpu {
      * memset: dst_kind only. Static strings; the writer composes the event name
      * "Memcpy HtoD (Pageable -> Device)" / "Memset (Device)" when name is NULL. */
     const char *copy_kind, *src_kind, *dst_kind;
+    /* work a CUDA graph launched: CUPTI's graph id and graph node id
+     * (written as "graph id", "graph node id"); 0 = not from a graph */
+    uint32_t graph_id;
+    uint64_t graph_node_id;
 };
 
 /* A CUDA runtime/driver API call (CPU side). */
@@ -94,6 +102,18 @@ struct kvs_trace_host {
     const struct kvs_tensor_desc *tensors;
 };
 
+/* A CUDA graph node and what was open on the thread that created it (a
+ * stream capture, or cudaGraphAdd*Node): work the graph replays with this
+ * node id gets the op's "External id" instead of its graph launch's, and
+ * counts as launched inside the ranges that were open on `tid` at the
+ * record's start_ns (projected once per replay: one gpu_user_annotation per
+ * range, stream and graph launch). external_id 0: no op was open. */
+struct kvs_trace_graph_node {
+    uint64_t node_id;            /* CUPTI's graph node id (a clone's id maps to its original's) */
+    uint64_t external_id;        /* the innermost open op's External id, 0 = none */
+    uint32_t pid, tid;           /* the creating thread */
+};
+
 /* One record. Times are CPU-clock nanoseconds (CLOCK_MONOTONIC; GPU times
  * already mapped onto it). end_ns < start_ns is written as a zero duration.
  * Strings are borrowed: they must outlive the write. */
@@ -108,6 +128,7 @@ struct kvs_trace_rec {
         struct kvs_trace_sync sync;
         struct kvs_trace_host host;
         uint64_t external_id;    /* KVS_TREC_EXTERNAL_ID */
+        struct kvs_trace_graph_node node; /* KVS_TREC_GRAPH_NODE */
     } u;
 };
 
@@ -210,7 +231,8 @@ struct kvs_trace_part {
  * launched kept GPU work (libraries' helper threads launch for a rank too);
  * a synchronization on a context of part->device (contexts are learnt from
  * the GPU records), or, when its context ran no recorded work, one whose API
- * call is kept; External-id links of kept calls or work; CUPTI overhead when
+ * call is kept; External-id links of kept calls or work; graph-node links
+ * made on part's threads; CUPTI overhead when
  * part->process_records. Returns n unchanged for a NULL part. Returns
  * (size_t)-1, the records untouched, when out of memory. */
 KVS_API size_t kvs_trace_select(struct kvs_trace_rec *recs, size_t n,

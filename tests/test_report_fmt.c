@@ -85,6 +85,44 @@ static void test_kernel_names(void)
     KVS_CHECK_EQ_INT(strlen(b), 7);
     kvs_short_kernel(b, sizeof b, NULL, 60);
     KVS_CHECK_EQ_STR(b, "-");
+
+    /* the namespace that identifies a kernel stays, a library's goes; a
+     * launcher template shows the kernel it launches; a return type goes */
+    kvs_short_kernel(b, sizeof b,
+                     "void dpsk::ep::internode::dispatch<true, 8, 4>(dpsk::ep::Params, int)", 80);
+    KVS_CHECK_EQ_STR(b, "dpsk::ep::internode::dispatch<true, 8, 4>()");
+    kvs_short_kernel(b, sizeof b,
+                     "void cutlass::device_kernel<dpsk::ep::internode::dispatch<true, 8> >("
+                     "dpsk::ep::internode::dispatch<true, 8>::Params)", 80);
+    KVS_CHECK_EQ_STR(b, "dpsk::ep::internode::dispatch<true, 8>()");
+    kvs_short_kernel(b, sizeof b,
+                     "void cutlass::device_kernel<flash::FlashAttnFwdSm90<flash::CollectiveMainloop"
+                     "<cutlass::bfloat16_t>, 128> >(flash::FlashAttnFwdSm90<flash::CollectiveMainloop"
+                     "<cutlass::bfloat16_t>, 128>::Params)", 80);
+    KVS_CHECK_EQ_STR(b, "flash::FlashAttnFwdSm90<CollectiveMainloop<bfloat16_t>, 128>()");
+    /* names from the serving traces (b200, h100, sglang) */
+    kvs_short_kernel(b, sizeof b,
+                     "void cutlass::Kernel2<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>("
+                     "cutlass_80_simt_sgemm_128x32_8x5_nn_align1::Params)", 80);
+    KVS_CHECK_EQ_STR(b, "cutlass_80_simt_sgemm_128x32_8x5_nn_align1()");
+    kvs_short_kernel(b, sizeof b,
+                     "std::enable_if<(((8)>(0)))&&vllm::_typeConvert<c10::BFloat16>::exists, "
+                     "void>::type vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, "
+                     "long, c10::BFloat16*, c10::BFloat16 const*, float, int, int)", 80);
+    KVS_CHECK_EQ_STR(b, "vllm::fused_add_rms_norm_kernel<BFloat16, 8>()");
+    kvs_short_kernel(b, sizeof b,
+                     "void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, unsigned char, "
+                     "(vllm::Fp8KVCacheDataType)1>(__nv_bfloat16 const*, long, int)", 100);
+    KVS_CHECK_EQ_STR(b, "vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, unsigned char, "
+                        "(Fp8KVCacheDataType)1>()");
+    kvs_short_kernel(b, sizeof b,
+                     "void at::native::(anonymous namespace)::CatArrayBatchedCopy<at::native::"
+                     "(anonymous namespace)::OpaqueType<2u>, unsigned int, 4, 64, 64>(int)", 80);
+    KVS_CHECK_EQ_STR(b, "CatArrayBatchedCopy<OpaqueType<2u>, unsigned int, 4, 64, 64>()");
+    kvs_short_kernel(b, sizeof b, "void vllm::native::f(int)", 80); /* 'native' inside a chain */
+    KVS_CHECK_EQ_STR(b, "vllm::native::f()");
+    kvs_short_op(b, sizeof b, "void dpsk::ep::internode::combine<4>(int)", 60); /* a bare group */
+    KVS_CHECK_EQ_STR(b, "dpsk::ep::internode::combine<4>()");
 }
 
 static void test_group_dims(void)

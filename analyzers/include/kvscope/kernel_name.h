@@ -19,9 +19,13 @@ extern "C" {
 #endif
 
 /* `name` in at most `width` columns (at least 8, at most size - 1) into buf:
- * "void " and namespace/class qualifiers of plain identifiers dropped
- * ("at::native::", "(anonymous namespace)::"), argument lists emptied
- * ("f<T>(int, float)" -> "f<T>()"), template arguments kept, the rest cut with
+ * the return type dropped ("void ", "std::enable_if<...>::type "); the
+ * namespaces that identify the kernel kept ("vllm::", "dpsk::ep::internode::")
+ * and a library's dropped ("at::native::", "c10::", "std::", "cub::",
+ * "(anonymous namespace)::"); every qualifier inside template arguments
+ * dropped; a launcher template shows the kernel it launches
+ * ("cutlass::device_kernel<flash::Fwd<T>>(...)" -> "flash::Fwd<T>()");
+ * argument lists emptied ("f<T>(int, float)" -> "f<T>()"); the rest cut with
  * "...". Words in parentheses that are no argument list stay ("Memcpy HtoD
  * (Pageable -> Device)"). NULL gives "-". Returns buf. */
 KVS_API char *kvs_short_kernel(char *buf, size_t size, const char *name, size_t width);

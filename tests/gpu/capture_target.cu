@@ -7,6 +7,9 @@
  *   capture_target exit      the same, then exit(0) from inside a function
  *   capture_target loop      steps until a signal ends it (prints "ready" after step 1)
  *   capture_target window    steps 0-1 outside, 2-3 inside cudaProfilerStart/Stop
+ *   capture_target graph     one step's 6 kernels captured into a CUDA graph on one
+ *                            stream before cudaProfilerStart, replayed 3 times inside
+ *                            cudaProfilerStart/Stop (ranges step_0..2 around the launches)
  *
  * Each step: NVTX range "step_N" containing 6 kernels "busy" of ~50 us on
  * alternating streams, a 16 MiB device copy and a 4 MiB memset; kernels 0
@@ -118,6 +121,42 @@ int main(int argc, char **argv)
         step(3);
         CK(cudaProfilerStop());
         step(4);
+        return 0;
+    }
+    if (!strcmp(mode, "graph")) {
+        busy<<<1, 32, 0, g_s[0]>>>(1000, g_out); /* module loaded before the capture */
+        CK(cudaStreamSynchronize(g_s[0]));
+        cudaGraph_t g;
+        cudaGraphExec_t ge;
+        CK(cudaStreamBeginCapture(g_s[0], cudaStreamCaptureModeThreadLocal));
+        for (int k = 0; k < 6; k++) {
+            nvtxEventAttributes_t a;
+            memset(&a, 0, sizeof a);
+            a.version = NVTX_VERSION;
+            a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+            a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+            a.message.ascii = "layer";
+            if (k == 0 || k == 3)
+                nvtxDomainRangePushEx(g_app, &a);
+            busy<<<2, 32, 0, g_s[0]>>>(50000, g_out);
+            CK(cudaGetLastError());
+            if (k == 0 || k == 3)
+                nvtxDomainRangePop(g_app);
+        }
+        CK(cudaStreamEndCapture(g_s[0], &g));
+        CK(cudaGraphInstantiate(&ge, g, 0));
+        CK(cudaProfilerStart());
+        for (int r = 0; r < 3; r++) {
+            char name[32];
+            snprintf(name, sizeof name, "step_%d", r);
+            nvtxRangePushA(name);
+            CK(cudaGraphLaunch(ge, g_s[0]));
+            CK(cudaStreamSynchronize(g_s[0]));
+            nvtxRangePop();
+        }
+        CK(cudaProfilerStop());
+        CK(cudaGraphExecDestroy(ge));
+        CK(cudaGraphDestroy(g));
         return 0;
     }
     fprintf(stderr, "capture_target: unknown mode %s\n", mode);

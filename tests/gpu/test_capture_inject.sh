@@ -3,7 +3,8 @@
 # on an unmodified CUDA program (tests/gpu/capture_target.cu): the trace is
 # complete and valid when the program returns from main, when it calls
 # exit(), when the launcher is sent SIGTERM mid-run, and with
-# --window cudaProfilerStart it holds only the window. Checked with Python's
+# --window cudaProfilerStart it holds only the window, and a graph captured
+# before that window keeps its ranges in the replays. Checked with Python's
 # json (tests/check_trace.py). Exits 77 without a GPU.
 #   meson test -C build --suite gpu test_capture_inject
 set -u
@@ -107,7 +108,20 @@ sorted(set(r for r in ua if r.startswith("step"))) == ["step_2", "step_3"]
 s["kvscope"]["window"] == "cudaProfilerStart"
 '
 
-# 5. a program that fails to start: its exit code, no trace claimed
+# 5. a CUDA graph captured before the window and replayed inside it: each
+#    replayed kernel says its graph node, and the "layer" ranges it was
+#    captured under (recorded while the capture was open, outside the
+#    window) are drawn over it once per replay
+"$kvs" capture --window cudaProfilerStart -o "$tmp/graph.json" -- "$target" graph
+expect "graph captured before the window" "$tmp/graph.json" '
+len(kern) == 18
+all(k.get("graph_node", 0) > 0 for k in kern)
+sorted(set(r for r in ua if r.startswith("step"))) == ["step_0", "step_1", "step_2"]
+ua.count("layer") == 2
+ga.count("layer") == 6 and ga.count("step_1") == 1
+'
+
+# 6. a program that fails to start: its exit code, no trace claimed
 "$kvs" capture -o "$tmp/none.json" -- /nonexistent/program 2>/dev/null
 rc=$?
 [ $rc -eq 127 ] && echo "ok   missing program exits 127" || { echo "FAIL missing program: exit $rc"; fail=1; }

@@ -25,6 +25,7 @@
 #include "match.h"
 #include "nsys.h"
 #include "reader.h"
+#include "roofline.h"
 #include "steps.h"
 
 /* the public struct first, so that kvs_analysis_free can find the rest */
@@ -81,6 +82,7 @@ static void ctx_free(struct kvs_ctx *c)
     free(c->step_comm_ns);
     free(c->step_compute_ns);
     free(c->groups);
+    free(c->ops);
     kvs_arena_free(&c->arena);
 }
 
@@ -116,6 +118,8 @@ static enum kvs_status pick_device(struct kvs_ctx *c)
         if (found) {
             c->peak_gbps = info.peak_gbps;
             c->copy_gbps = info.copy_gbps;
+            c->bf16_tflops = info.bf16_tflops;
+            c->fp8_tflops = info.fp8_tflops;
             c->peak_source = "device table";
             if (o->device)
                 c->device = kvs_arena_strdup(&c->arena, info.name);
@@ -191,6 +195,67 @@ static void step_roofline(struct kvs_analysis *a)
         r->copy_fraction = r->achieved_gbps / r->copy_gbps;
 }
 
+/* a shape's tensors as the result keeps them; false when memory ran out */
+static bool layout_tensors(struct kvs_arena *ar, const struct kvs_shape *s,
+                           const struct kvs_dims **dims, const char *const **dtypes)
+{
+    struct kvs_dims *td = kvs_arena_alloc(ar, (size_t)(s->n ? s->n : 1) * sizeof *td);
+    const char **tt = kvs_arena_alloc(ar, (size_t)(s->n ? s->n : 1) * sizeof *tt);
+    if (!td || !tt)
+        return false;
+    for (int k = 0; k < s->n; k++) {
+        td[k].rank = s->rank[k] < 8 ? s->rank[k] : 8;
+        memcpy(td[k].d, s->dims[k], sizeof(int64_t) * (size_t)td[k].rank);
+        char *dt = kvs_arena_alloc(ar, s->dtype_len[k] + 1);
+        if (!dt)
+            return false;
+        memcpy(dt, s->dtype[k], s->dtype_len[k]);
+        tt[k] = dt;
+    }
+    *dims = td;
+    *dtypes = tt;
+    return true;
+}
+
+/* the roofline table (roofline.c) as the result keeps it */
+static enum kvs_status build_ops(struct kvs_ctx *c, struct kvs_analysis_impl *impl)
+{
+    struct kvs_arena *ar = &impl->arena;
+    struct kvs_op_roofline *out = kvs_arena_alloc(ar, (c->nops ? c->nops : 1) * sizeof *out);
+    if (!out)
+        return KVS_STATUS_NO_MEMORY;
+    double steps = c->nsteps ? (double)c->nsteps : 1;
+    for (size_t i = 0; i < c->nops; i++) {
+        const struct kvs_op_acc *a = &c->ops[i];
+        struct kvs_op_roofline *o = &out[i];
+        o->op = kvs_intern_str(&impl->strings, a->op_name);
+        o->family = kvs_op_family_name(a->cost.family);
+        o->kernel = a->top_kernel ? kvs_intern_str(&impl->strings, a->top_kernel) : NULL;
+        o->ntensors = a->shape_info.n;
+        if (!layout_tensors(ar, &a->shape_info, &o->tensor_dims, &o->tensor_dtypes))
+            return KVS_STATUS_NO_MEMORY;
+        o->calls = a->calls;
+        o->calls_per_step = (double)(c->nsteps ? a->calls_in_steps : a->calls) / steps;
+        o->gpu_ms = (double)a->gpu_ns / 1e6;
+        o->gpu_ms_per_step = (double)(c->nsteps ? a->gpu_ns_in_steps : a->gpu_ns) / 1e6 / steps;
+        o->gpu_fraction = c->trace_busy_ns > 0 ? (double)a->gpu_busy_ns / c->trace_busy_ns : 0;
+        o->us_per_call = a->calls > 0 ? (double)a->gpu_ns / 1e3 / (double)a->calls : 0;
+        o->bytes_per_call = a->cost.bytes > 0 ? a->cost.bytes : -1;
+        o->flops_per_call = a->cost.flops;
+        o->sized_from = a->sized_from;
+        o->precision = a->cost.precision;
+        o->achieved_gbps = a->achieved_gbps;
+        o->achieved_tflops = a->achieved_tflops;
+        o->intensity = a->intensity;
+        o->peak_tflops = a->peak_tflops;
+        o->bound = a->bound;
+        o->roof_fraction = a->roof_fraction;
+    }
+    impl->pub.ops = out;
+    impl->pub.nop = c->nops;
+    return KVS_STATUS_OK;
+}
+
 static enum kvs_status build_groups(struct kvs_ctx *c, struct kvs_analysis_impl *impl)
 {
     struct kvs_analysis *a = &impl->pub;
@@ -207,21 +272,8 @@ static enum kvs_status build_groups(struct kvs_ctx *c, struct kvs_analysis_impl 
         o->op = kvs_intern_str(&impl->strings, g->op_name);
         o->kernel = g->top_kernel ? kvs_intern_str(&impl->strings, g->top_kernel) : NULL;
         o->ntensors = s->n;
-        struct kvs_dims *td = kvs_arena_alloc(ar, (size_t)(s->n ? s->n : 1) * sizeof *td);
-        const char **tt = kvs_arena_alloc(ar, (size_t)(s->n ? s->n : 1) * sizeof *tt);
-        if (!td || !tt)
+        if (!layout_tensors(ar, s, &o->tensor_dims, &o->tensor_dtypes))
             return KVS_STATUS_NO_MEMORY;
-        for (int k = 0; k < s->n; k++) {
-            td[k].rank = s->rank[k] < 8 ? s->rank[k] : 8;
-            memcpy(td[k].d, s->dims[k], sizeof(int64_t) * (size_t)td[k].rank);
-            char *dt = kvs_arena_alloc(ar, s->dtype_len[k] + 1);
-            if (!dt)
-                return KVS_STATUS_NO_MEMORY;
-            memcpy(dt, s->dtype[k], s->dtype_len[k]);
-            tt[k] = dt;
-        }
-        o->tensor_dims = td;
-        o->tensor_dtypes = tt;
         o->role = kvs_arena_strdup(ar, g->role ? g->role : o->op);
         o->calls = g->calls;
         o->calls_per_step = f.calls_per_step;
@@ -583,6 +635,8 @@ static enum kvs_status build_result(struct kvs_ctx *c, const char *path, struct 
     ti->peak_gbps = c->peak_gbps;
     ti->peak_source = c->peak_source;
     ti->copy_gbps = c->copy_gbps;
+    ti->peak_bf16_tflops = c->bf16_tflops;
+    ti->peak_fp8_tflops = c->fp8_tflops;
     ti->producer = t->from_nsys          ? "nsight-systems"
                  : t->has_kvscope_meta ? "kvscope"
                  : (t->has_kineto_meta || t->n_ops) ? "pytorch-kineto"
@@ -604,7 +658,8 @@ static enum kvs_status build_result(struct kvs_ctx *c, const char *path, struct 
     if (!ti->path)
         goto fail;
     if ((st = build_steps(c, impl)) != KVS_STATUS_OK || (st = build_groups(c, impl)) != KVS_STATUS_OK ||
-        (st = build_kernels(c, impl)) != KVS_STATUS_OK || (st = build_families(c, impl)) != KVS_STATUS_OK)
+        (st = build_kernels(c, impl)) != KVS_STATUS_OK || (st = build_families(c, impl)) != KVS_STATUS_OK ||
+        (st = build_ops(c, impl)) != KVS_STATUS_OK)
         goto fail;
     if (!copy_engine(impl, &t->engine)) {
         st = KVS_STATUS_NO_MEMORY;
@@ -850,6 +905,8 @@ enum kvs_status kvs_analyze_input(const struct kvs_analyze_input *in,
         st = KVS_STATUS_NO_MEMORY;
         goto done;
     }
+    if ((st = kvs_roofline_build(&c)) != KVS_STATUS_OK)
+        goto done;
     struct kvs_finding *findings = NULL;
     size_t nfind = 0;
     if ((st = kvs_findings_build(&c, &findings, &nfind)) != KVS_STATUS_OK)

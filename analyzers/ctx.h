@@ -14,6 +14,7 @@
 #include "kvscope/analysis.h"
 #include "launch_size.h"
 #include "models.h"
+#include "opcost.h"
 #include "records.h"
 #include "shapes.h"
 
@@ -77,6 +78,25 @@ struct kvs_group_acc {
     const char *role;            /* in the arena */
 };
 
+/* one op group of the roofline table (roofline.c): every op name + shape
+ * key that launched GPU work, and GPU work no op launched by its name */
+struct kvs_op_acc {
+    uint32_t op_name;            /* interned op name, or the activity name when bare */
+    uint32_t shape;              /* interned shape key, 0 when none */
+    bool bare;                   /* GPU work no op launched */
+    uint32_t top_kernel;
+    int64_t top_kernel_ns;
+    int64_t calls;               /* calls that launched GPU work (activities when bare) */
+    int64_t calls_in_steps;
+    int64_t gpu_ns, gpu_ns_in_steps, gpu_busy_ns;
+    struct kvs_shape shape_info;
+    struct kvs_op_cost cost;     /* copy: bytes from its copy/cast group */
+    const char *sized_from;      /* copy: its group's; "dims" for the other families; NULL */
+    /* figures (roofline.c; NAN when unknown) */
+    double achieved_gbps, achieved_tflops, intensity, peak_tflops, roof_fraction;
+    const char *bound;           /* "memory", "compute", NULL */
+};
+
 /* The kernel family table, in the analysis' arena (classify.c). */
 #define KVS_MAX_FAMILIES 64
 struct kvs_family {
@@ -134,6 +154,10 @@ struct kvs_ctx {
     struct kvs_group_acc *groups;
     size_t ngroups;
 
+    /* the roofline table of every op group (roofline.c), by GPU time */
+    struct kvs_op_acc *ops;
+    size_t nops;
+
     /* model */
     bool have_model;
     struct kvs_model model;      /* valid when have_model */
@@ -145,6 +169,7 @@ struct kvs_ctx {
     const char *device;          /* name used */
     double peak_gbps, copy_gbps;
     const char *peak_source;
+    double bf16_tflops, fp8_tflops; /* dense tensor peaks, 0 unknown */
 
     /* the result being built */
     struct kvs_arena arena;

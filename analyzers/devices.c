@@ -94,6 +94,8 @@ enum kvs_status kvs_device_lookup_in(const char *table, size_t table_len, const 
             const cJSON *peak = cJSON_GetObjectItemCaseSensitive(dev, "hbm_gbps");
             const cJSON *per = cJSON_GetObjectItemCaseSensitive(dev, "per_device_gbps");
             const cJSON *copy = cJSON_GetObjectItemCaseSensitive(dev, "measured_copy_gbps");
+            const cJSON *bf16 = cJSON_GetObjectItemCaseSensitive(dev, "bf16_tflops");
+            const cJSON *fp8 = cJSON_GetObjectItemCaseSensitive(dev, "fp8_tflops");
             /* an entry without a name (or one cJSON cut short at a NUL byte) names nothing */
             if (!cJSON_IsString(dn) || !dn->valuestring[0] || !cJSON_IsNumber(peak))
                 continue;
@@ -102,6 +104,8 @@ enum kvs_status kvs_device_lookup_in(const char *table, size_t table_len, const 
             snprintf(out->name, sizeof out->name, "%s", dn->valuestring);
             out->peak_gbps = cJSON_IsNumber(per) ? per->valuedouble : peak->valuedouble;
             out->copy_gbps = cJSON_IsNumber(copy) ? copy->valuedouble : 0;
+            out->bf16_tflops = cJSON_IsNumber(bf16) && bf16->valuedouble > 0 ? bf16->valuedouble : 0;
+            out->fp8_tflops = cJSON_IsNumber(fp8) && fp8->valuedouble > 0 ? fp8->valuedouble : 0;
         }
     }
     cJSON_Delete(root);

@@ -1,4 +1,4 @@
-/* devices.h — peak memory bandwidth by device name, from the bundled table
+/* devices.h — peak memory bandwidth and dense tensor TFLOP/s by device name, from the bundled table
  * analyzers/data/devices.json.
  *
  * defines: struct kvs_device_info, kvs_device_lookup, kvs_device_lookup_in,
@@ -23,6 +23,8 @@ struct kvs_device_info {
     char name[96];          /* the table's name for it */
     double peak_gbps;       /* per visible device */
     double copy_gbps;       /* measured copy rate, 0 when none */
+    double bf16_tflops;     /* dense BF16/FP16 tensor peak, TFLOP/s; 0 when unknown */
+    double fp8_tflops;      /* dense FP8 tensor peak; 0 when unknown or none */
 };
 
 /* KVS_STATUS_OK and *found; KVS_STATUS_INTERNAL if the bundled table is

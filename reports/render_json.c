@@ -162,6 +162,55 @@ static void write_group(struct kvs_jw *w, const struct kvs_group *g, bool have_p
     kvs_jw_obj_end(w);
 }
 
+/* one op group of the roofline table: unknown figures are null */
+static void write_op(struct kvs_jw *w, const struct kvs_op_roofline *o)
+{
+    kvs_jw_obj(w);
+    kvs_jw_key(w, "op");
+    kvs_jw_str(w, o->op);
+    kvs_jw_key(w, "family");
+    kvs_jw_str(w, o->family);
+    kvs_jw_key(w, "kernel");
+    kvs_jw_str(w, o->kernel);
+    kvs_jw_key(w, "dims");
+    write_dims(w, o->ntensors, o->tensor_dims);
+    kvs_jw_key(w, "dtypes");
+    write_dtypes(w, o->ntensors, o->tensor_dtypes);
+    kvs_jw_key(w, "calls");
+    kvs_jw_int(w, o->calls);
+    kvs_jw_key(w, "calls_per_step");
+    kvs_jw_num(w, o->calls_per_step);
+    kvs_jw_key(w, "gpu_ms");
+    kvs_jw_num(w, o->gpu_ms);
+    kvs_jw_key(w, "gpu_ms_per_step");
+    kvs_jw_num(w, o->gpu_ms_per_step);
+    kvs_jw_key(w, "gpu_fraction");
+    kvs_jw_num(w, o->gpu_fraction);
+    kvs_jw_key(w, "us_per_call");
+    kvs_jw_num(w, o->us_per_call);
+    kvs_jw_key(w, "bytes_per_call");
+    kvs_jw_num_or_null(w, o->bytes_per_call, o->bytes_per_call > 0);
+    kvs_jw_key(w, "flops_per_call");
+    kvs_jw_num_or_null(w, o->flops_per_call, o->flops_per_call >= 0);
+    kvs_jw_key(w, "sized_from");
+    kvs_jw_str(w, o->sized_from);
+    kvs_jw_key(w, "precision");
+    kvs_jw_str(w, o->precision);
+    kvs_jw_key(w, "achieved_gbps");
+    kvs_jw_num(w, o->achieved_gbps); /* NAN -> null */
+    kvs_jw_key(w, "achieved_tflops");
+    kvs_jw_num(w, o->achieved_tflops);
+    kvs_jw_key(w, "intensity");
+    kvs_jw_num(w, o->intensity);
+    kvs_jw_key(w, "peak_tflops");
+    kvs_jw_num_or_null(w, o->peak_tflops, o->peak_tflops > 0);
+    kvs_jw_key(w, "bound");
+    kvs_jw_str(w, o->bound);
+    kvs_jw_key(w, "roof_fraction");
+    kvs_jw_num(w, o->roof_fraction);
+    kvs_jw_obj_end(w);
+}
+
 enum kvs_status kvs_render_json_report(FILE *out, const struct kvs_analysis *a,
                                        const struct kvs_render_options *opt)
 {
@@ -263,6 +312,10 @@ void kvs_json_write_report(struct kvs_jw *w, const struct kvs_analysis *a)
     kvs_jw_int(w, (int64_t)a->trace.capture_aligned);
     kvs_jw_key(w, "with_stack");
     kvs_jw_bool(w, a->trace.with_stack);
+    kvs_jw_key(w, "peak_bf16_tflops");
+    kvs_jw_num_or_null(w, a->trace.peak_bf16_tflops, a->trace.peak_bf16_tflops > 0);
+    kvs_jw_key(w, "peak_fp8_tflops");
+    kvs_jw_num_or_null(w, a->trace.peak_fp8_tflops, a->trace.peak_fp8_tflops > 0);
     kvs_jw_obj_end(w);
 
     kvs_jw_key(w, "steps");
@@ -356,6 +409,11 @@ void kvs_json_write_report(struct kvs_jw *w, const struct kvs_analysis *a)
     write_engine(w, &a->engine);
     kvs_jw_key(w, "roofline");
     write_roofline(w, &a->roofline);
+    kvs_jw_key(w, "ops");
+    kvs_jw_arr(w);
+    for (size_t i = 0; a->ops && i < a->nop; i++)
+        write_op(w, &a->ops[i]);
+    kvs_jw_arr_end(w);
     kvs_jw_obj_end(w);
 }
 

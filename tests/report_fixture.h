@@ -18,6 +18,9 @@ struct kvs_fixture {
     const char *dtypes[3][7];
     struct kvs_kernel_stat kernels[4];
     struct kvs_finding findings[3];
+    struct kvs_op_roofline ops[3];  /* a memory-bound GEMV, an elementwise op, an unknown op */
+    struct kvs_dims op_dims[3][2];
+    const char *op_dtypes[3][2];
 };
 
 /* An MLA decode trace that casts the whole FP8 KV pool (131072 x 576) to

@@ -77,10 +77,10 @@ static void test_schema_and_values(void)
     KVS_REQUIRE(root != NULL);
 
     static const char *const top[] = {"schema", "trace", "steps", "groups", "kernels", "findings", "engine", "roofline",
-                                      NULL};
+                                      "ops", NULL};
     static const char *const trace[] = {"path",           "bytes",           "events", "device",
                                         "peak_gbps",      "graph_launched", "capture_aligned", "with_stack",
-                                        NULL};
+                                        "peak_bf16_tflops", "peak_fp8_tflops", NULL};
     static const char *const steps[] = {"count", "mean_ms", "gpu_ms_per_step", "gpu_busy_fraction",
                                         "source", "mean_time_ms", "tokens_per_s", "category_ms",
                                         "by_kind", "items", "by_family", NULL};
@@ -109,6 +109,31 @@ static void test_schema_and_values(void)
     KVS_CHECK_EQ_STR(str(t, "device"), "NVIDIA H200");
     KVS_CHECK(num(t, "peak_gbps") == 4800);
     KVS_CHECK(cJSON_IsFalse(cJSON_GetObjectItem(t, "with_stack")));
+    KVS_CHECK(num(t, "peak_bf16_tflops") == 989 && num(t, "peak_fp8_tflops") == 1979);
+
+    /* the roofline table: figures read back exactly; unknown ones are null, not 0 */
+    static const char *const op[] = {"op", "family", "kernel", "dims", "dtypes", "calls",
+                                     "calls_per_step", "gpu_ms", "gpu_ms_per_step", "gpu_fraction",
+                                     "us_per_call", "bytes_per_call", "flops_per_call", "sized_from",
+                                     "precision", "achieved_gbps", "achieved_tflops", "intensity",
+                                     "peak_tflops", "bound", "roof_fraction", NULL};
+    const cJSON *ops = cJSON_GetObjectItem(root, "ops");
+    KVS_REQUIRE(cJSON_GetArraySize(ops) == 3);
+    const cJSON *o0 = cJSON_GetArrayItem(ops, 0), *o1 = cJSON_GetArrayItem(ops, 1),
+                *o2 = cJSON_GetArrayItem(ops, 2);
+    KVS_CHECK(keys_are(o0, op) && keys_are(o1, op) && keys_are(o2, op));
+    KVS_CHECK_EQ_STR(str(o0, "family"), "matmul");
+    KVS_CHECK(num(o0, "flops_per_call") == 25165824 && num(o0, "bytes_per_call") == 25182208);
+    KVS_CHECK(num(o0, "intensity") == fx.ops[0].intensity);
+    KVS_CHECK(num(o0, "roof_fraction") == fx.ops[0].roof_fraction);
+    KVS_CHECK_EQ_STR(str(o0, "bound"), "memory");
+    KVS_CHECK_EQ_STR(str(o0, "precision"), "bf16");
+    KVS_CHECK(num(o0, "peak_tflops") == 989);
+    KVS_CHECK(is_null(o1, "flops_per_call") && is_null(o1, "achieved_tflops") &&
+              is_null(o1, "intensity") && is_null(o1, "peak_tflops") && is_null(o1, "precision"));
+    KVS_CHECK(num(o1, "achieved_gbps") == 12.288);
+    KVS_CHECK(is_null(o2, "family") && is_null(o2, "bytes_per_call") && is_null(o2, "flops_per_call") &&
+              is_null(o2, "bound") && is_null(o2, "roof_fraction") && is_null(o2, "achieved_gbps"));
 
     const cJSON *s = cJSON_GetObjectItem(root, "steps");
     KVS_CHECK(keys_are(s, steps));

@@ -5,7 +5,7 @@
  *          kvs_analysis_options_init, kvs_analyze_file, kvs_analyze_memory,
  *          kvs_analysis_free,
  *          kvs_category_name, KVS_LAUNCH_BOUND_BUSY, enum kvs_step_kind,
- *          struct kvs_engine_info, struct kvs_step_roofline
+ *          struct kvs_engine_info, struct kvs_step_roofline, struct kvs_op_roofline
  *
  * kvs_analyze_file() streams a Chrome-trace JSON file (PyTorch/Kineto's or
  * kvscope's own; plain, .gz, or "-" for stdin), links GPU activity to the ops
@@ -117,6 +117,9 @@ struct kvs_trace_info {
                                     (options.graph_capture), 0 without a capture */
     bool with_stack;             /* recorded with with_stack: the profiler's Python stack capture
                                     inflates CPU time (gaps between launches read longer) */
+    double peak_bf16_tflops;     /* the device's dense BF16/FP16 tensor peak (device table), TFLOP/s;
+                                    0 when unknown */
+    double peak_fp8_tflops;      /* its dense FP8 tensor peak; 0 when unknown or none */
 };
 
 /* Below this GPU busy fraction of the step, the CPU issuing work, not the
@@ -295,6 +298,38 @@ struct kvs_family_stat {
     double gpu_ms_per_step;      /* gpu_ms / steps (= gpu_ms without steps) */
 };
 
+/* One op group against the device's roofline (docs/analysis.md, "Per-op
+ * roofline"): an op name + its recorded shapes that launched GPU work, or
+ * GPU work no op launched, by its activity's name. Per-call figures are of
+ * the calls that launched GPU work; rates are per call over its GPU time
+ * (durations summed). */
+struct kvs_op_roofline {
+    const char *op;              /* "aten::mm", "kvs::mla_decode"; the activity name when no op */
+    const char *family;          /* "matmul", "attention", "embedding", "norm", "elementwise",
+                                    "reduction", "copy"; NULL: no formula for it (unknown) */
+    const char *kernel;          /* the kernel with the most GPU time in it */
+    int ntensors;
+    const struct kvs_dims *tensor_dims;  /* ntensors entries, as for kvs_group */
+    const char *const *tensor_dtypes;
+    int64_t calls;               /* calls that launched GPU work (activities when no op) */
+    double calls_per_step;
+    double gpu_ms, gpu_ms_per_step;
+    double gpu_fraction;         /* the union of its activities over GPU busy time: <= 1 */
+    double us_per_call;          /* GPU time per call */
+    double bytes_per_call;       /* read + written; < 0 unknown */
+    double flops_per_call;       /* < 0: unknown, or not defined (bytes-only families) */
+    const char *sized_from;      /* "dims", or a copy's group's ("activity bytes", "launch"); NULL */
+    const char *precision;       /* "fp8", "bf16", "fp16", "fp32": the inputs of a matmul or
+                                    attention, whose tensor peak is its compute roof; NULL */
+    double achieved_gbps;        /* bytes_per_call / us_per_call; NAN unknown */
+    double achieved_tflops;      /* flops_per_call / us_per_call; NAN unknown */
+    double intensity;            /* FLOP per byte; NAN unknown */
+    double peak_tflops;          /* the compute roof for its precision; 0 unknown */
+    const char *bound;           /* "memory" or "compute" on this device; NULL unknown */
+    double roof_fraction;        /* achieved over the bound roof (bandwidth x intensity, or the
+                                    compute peak; bytes-only: achieved GB/s over the peak); NAN */
+};
+
 enum kvs_severity { KVS_SEV_INFO = 0, KVS_SEV_WARN, KVS_SEV_HIGH };
 
 struct kvs_finding {
@@ -330,6 +365,9 @@ struct kvs_analysis {
     int num_layers;                      /* from the model config, 0 when unknown */
     struct kvs_engine_info engine;       /* kvscope's engine's own facts, when it made the trace */
     struct kvs_step_roofline roofline;   /* the whole step against the HBM roofline */
+    size_t nop;
+    const struct kvs_op_roofline *ops;   /* every op group against the roofline, by gpu_ms,
+                                            descending */
 };
 
 /* Analyse one trace. On KVS_STATUS_OK or KVS_STATUS_TRUNCATED (the input

@@ -1,0 +1,194 @@
+/* roofline.c — the per-op roofline table (see roofline.h). Private to
+ * analyzers/. */
+#include "roofline.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "findings.h"
+#include "steps.h"
+#include "u64map.h"
+
+static int cmp_op(const void *a, const void *b)
+{
+    const struct kvs_op_acc *x = a, *y = b;
+    if (x->gpu_ns != y->gpu_ns)
+        return x->gpu_ns > y->gpu_ns ? -1 : 1;
+    if (x->op_name != y->op_name)
+        return x->op_name < y->op_name ? -1 : 1;
+    return x->shape < y->shape ? -1 : x->shape > y->shape;
+}
+
+/* a copy's bytes are its copy/cast group's (dims, activity bytes or
+ * launches: groups.c); a host<->device copy has no HBM roof */
+static void copy_bytes(const struct kvs_ctx *c, const struct kvs_u64map *by_key, struct kvs_op_acc *o,
+                       bool *host_link)
+{
+    const uint32_t *v = kvs_u64map_get(by_key, kvs_pair_key(o->op_name, o->shape));
+    if (!v || !*v)
+        return;
+    const struct kvs_group_acc *g = &c->groups[*v - 1];
+    if (g->bytes_per_call <= 0)
+        return;
+    o->cost.bytes = (double)g->bytes_per_call;
+    o->sized_from = g->sized_from;
+    struct kvs_group_figs f;
+    kvs_group_figures(c, g, &f);
+    *host_link = f.host_link;
+}
+
+static void figures(const struct kvs_ctx *c, struct kvs_op_acc *o, bool host_link)
+{
+    o->achieved_gbps = o->achieved_tflops = o->intensity = o->roof_fraction = NAN;
+    o->peak_tflops = 0;
+    o->bound = NULL;
+    if (o->gpu_ns <= 0 || o->calls <= 0)
+        return;
+    double ns_per_call = (double)o->gpu_ns / (double)o->calls;
+    bool bytes = o->cost.bytes > 0, flops = o->cost.flops >= 0;
+    if (bytes)
+        o->achieved_gbps = o->cost.bytes / ns_per_call; /* bytes per ns = GB/s */
+    if (flops)
+        o->achieved_tflops = o->cost.flops / ns_per_call / 1e3;
+    if (bytes && flops)
+        o->intensity = o->cost.flops / o->cost.bytes;
+    const char *p = o->cost.precision;
+    if (p && !strcmp(p, "fp8"))
+        o->peak_tflops = c->fp8_tflops;
+    else if (p && (!strcmp(p, "bf16") || !strcmp(p, "fp16")))
+        o->peak_tflops = c->bf16_tflops;
+    if (!bytes || host_link || c->peak_gbps <= 0)
+        return;
+    bool defined = o->cost.family == KVS_OPF_MATMUL || o->cost.family == KVS_OPF_ATTENTION;
+    if (!defined) { /* bytes only: the bandwidth roof bounds it */
+        if (o->cost.family == KVS_OPF_UNKNOWN)
+            return;
+        o->bound = "memory";
+        o->roof_fraction = o->achieved_gbps / c->peak_gbps;
+        return;
+    }
+    if (!flops || o->peak_tflops <= 0)
+        return;
+    /* the roof at this intensity: min(compute peak, intensity x bandwidth) */
+    double ridge = o->peak_tflops * 1e3 / c->peak_gbps; /* FLOP per byte */
+    double roof = o->intensity < ridge ? o->intensity * c->peak_gbps / 1e3 : o->peak_tflops;
+    o->bound = o->intensity < ridge ? "memory" : "compute";
+    o->roof_fraction = roof > 0 ? o->achieved_tflops / roof : NAN;
+}
+
+enum kvs_status kvs_roofline_build(struct kvs_ctx *c)
+{
+    const struct kvs_trace_data *t = &c->t;
+    enum kvs_status st = KVS_STATUS_NO_MEMORY;
+    struct kvs_u64map bare = {0}, ktime = {0}, groups = {0};
+    struct kvs_op_acc *acc = NULL;
+    size_t nacc = 0, cap = 0;
+    int64_t *kns = NULL;
+    size_t nkns = 0, kcap = 0;
+    struct kvs_keyed_ival *iv = malloc((t->ngpus ? t->ngpus : 1) * sizeof *iv);
+    int64_t *busy = NULL;
+    uint32_t *of_key = calloc(t->nopkeys ? t->nopkeys : 1, sizeof *of_key);
+    uint8_t *seen = calloc(t->nops / 8 + 1, 1);
+    bool added;
+    if (!iv || !of_key || !seen)
+        goto out;
+    for (size_t i = 0; i < t->ngpus; i++) {
+        const struct kvs_gpu_rec *g = &t->gpus[i];
+        uint32_t op = c->gpu_op[i];
+        uint32_t *slot;
+        if (op != KVS_NO_OP) {
+            slot = &of_key[t->ops[op].key];
+            added = !*slot;
+        } else if (!(slot = kvs_u64map_put(&bare, g->name, &added))) {
+            goto out;
+        }
+        if (added) {
+            struct kvs_op_acc a;
+            memset(&a, 0, sizeof a);
+            a.bare = op == KVS_NO_OP;
+            a.op_name = a.bare ? g->name : t->opkeys[t->ops[op].key].name;
+            a.shape = a.bare ? 0 : t->opkeys[t->ops[op].key].shape;
+            if (KVS_VEC_PUSH(acc, nacc, cap, a) < 0)
+                goto out;
+            *slot = (uint32_t)nacc;
+        }
+        uint32_t k = *slot - 1;
+        struct kvs_op_acc *a = &acc[k];
+        a->gpu_ns += g->dur;
+        bool first = a->bare || !(seen[op / 8] & (1u << (op % 8)));
+        if (!a->bare)
+            seen[op / 8] |= (uint8_t)(1u << (op % 8));
+        a->calls += first;
+        if (c->gpu_step[i] >= 0) {
+            a->gpu_ns_in_steps += g->dur;
+            a->calls_in_steps += first;
+        }
+        iv[i] = (struct kvs_keyed_ival){k, g->device, g->ts, g->ts + g->dur};
+        uint32_t *kv = kvs_u64map_put(&ktime, kvs_pair_key(k, g->name), &added);
+        if (!kv)
+            goto out;
+        if (added) {
+            if (KVS_VEC_PUSH(kns, nkns, kcap, 0) < 0)
+                goto out;
+            *kv = (uint32_t)nkns;
+        }
+        kns[*kv - 1] += g->dur;
+    }
+    for (size_t j = 0; j < ktime.cap; j++) { /* the kernel with the most time in each */
+        if (!ktime.vals[j])
+            continue;
+        uint32_t k = (uint32_t)(ktime.keys[j] >> 32), kname = (uint32_t)ktime.keys[j];
+        int64_t ns = kns[ktime.vals[j] - 1];
+        if (ns > acc[k].top_kernel_ns || (ns == acc[k].top_kernel_ns && kname < acc[k].top_kernel)) {
+            acc[k].top_kernel_ns = ns;
+            acc[k].top_kernel = kname;
+        }
+    }
+    busy = calloc(nacc ? nacc : 1, sizeof *busy);
+    if (!busy)
+        goto out;
+    kvs_busy_by_key(iv, t->ngpus, busy);
+    for (size_t gi = 0; gi < c->ngroups; gi++) {
+        uint32_t *v = kvs_u64map_put(&groups, kvs_pair_key(c->groups[gi].op_name, c->groups[gi].shape), &added);
+        if (!v)
+            goto out;
+        *v = (uint32_t)gi + 1;
+    }
+    for (size_t k = 0; k < nacc; k++) {
+        struct kvs_op_acc *a = &acc[k];
+        a->gpu_busy_ns = busy[k];
+        if (a->shape)
+            kvs_shape_parse(kvs_intern_str(&t->strings, a->shape), kvs_intern_len(&t->strings, a->shape),
+                            &a->shape_info);
+        const char *name = kvs_intern_str(&t->strings, a->op_name);
+        kvs_op_cost_of(a->bare ? NULL : name, a->shape ? &a->shape_info : NULL, &a->cost);
+        bool host_link = false;
+        /* a copy op, or bare work a copy/cast group holds (memcpy, memset, copy kernels) */
+        if (a->cost.family == KVS_OPF_COPY || a->bare) {
+            copy_bytes(c, &groups, a, &host_link);
+            if (a->bare && a->cost.bytes > 0)
+                a->cost.family = KVS_OPF_COPY;
+        } else if (a->cost.bytes > 0 || a->cost.flops >= 0) {
+            a->sized_from = "dims";
+        }
+        figures(c, a, host_link);
+    }
+    if (nacc)
+        qsort(acc, nacc, sizeof *acc, cmp_op);
+    c->ops = acc;
+    c->nops = nacc;
+    acc = NULL;
+    st = KVS_STATUS_OK;
+out:
+    free(acc);
+    free(kns);
+    free(iv);
+    free(busy);
+    free(of_key);
+    free(seen);
+    kvs_u64map_free(&bare);
+    kvs_u64map_free(&ktime);
+    kvs_u64map_free(&groups);
+    return st;
+}

@@ -49,7 +49,12 @@ static void usage(FILE *out)
             "                         record everything (default), or only between\n"
             "                         cudaProfilerStart() and cudaProfilerStop()\n"
             "  --activities LIST      what to record, comma-separated: kernel memcpy memset\n"
-            "                         runtime driver sync extcorr overhead nvtx (default all)\n"
+            "                         runtime driver sync extcorr overhead nvtx, default\n"
+            "                         (all of these), runtime-all driver-all, all. runtime and\n"
+            "                         driver record the calls the analysis reads (launches,\n"
+            "                         copies, memsets, synchronizations, event waits, graph\n"
+            "                         capture); runtime-all/driver-all every call, at a cost\n"
+            "                         per call (default: default)\n"
             "  --buffer-mb N          size of one CUPTI buffer in MiB, 1..1024 (default 4)\n"
             "  --max-buffers N        CUPTI buffers at most, 1..65536 (default 32); beyond\n"
             "                         them records are dropped and counted in the trace\n"
@@ -261,8 +266,8 @@ int kvs_cmd_capture(int argc, char **argv)
     unsigned bits;
     if (activities && kvs_trace_parse_activities(activities, &bits) != KVS_STATUS_OK)
         return kvs_cli_usage_error("capture", "--activities: '%s' is not a list of kernel, "
-                                   "memcpy, memset, runtime, driver, sync, extcorr, overhead, "
-                                   "nvtx, all", activities);
+                                   "memcpy, memset, runtime, runtime-all, driver, driver-all, "
+                                   "sync, extcorr, overhead, nvtx, default, all", activities);
     /* the program's stdout is its own: "-" would be a file named "-" */
     if (!strcmp(out, "-"))
         return kvs_cli_usage_error("capture", "-o -: the trace cannot share the program's "

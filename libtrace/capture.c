@@ -164,13 +164,86 @@ static const struct {
     {KVS_TRACE_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL"},
     {KVS_TRACE_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY"},
     {KVS_TRACE_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET"},
-    {KVS_TRACE_RUNTIME, CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME"},
-    {KVS_TRACE_DRIVER, CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER"},
+    {KVS_TRACE_RUNTIME_ALL, CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME"},
+    {KVS_TRACE_DRIVER_ALL, CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER"},
     {KVS_TRACE_SYNC, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "SYNCHRONIZATION"},
     {KVS_TRACE_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
      "EXTERNAL_CORRELATION"},
     {KVS_TRACE_OVERHEAD, CUPTI_ACTIVITY_KIND_OVERHEAD, "OVERHEAD"},
 };
+
+/* A function of the libcupti this capture runs with, or NULL: looked up at
+ * run time so that a CUPTI without it still loads the capture. */
+static void *cupti_sym(const char *name)
+{
+    Dl_info info;
+    if (!dladdr((void *)cuptiSubscribe, &info) || !info.dli_fname)
+        return NULL;
+    void *h = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+    if (!h)
+        return NULL;
+    void *f = dlsym(h, name);
+    dlclose(h); /* NOLOAD: only drops the reference just taken */
+    return f;
+}
+
+typedef CUptiResult(CUPTIAPI *api_enable_fn)(CUpti_CallbackId, uint8_t);
+
+static const struct {
+    const char *fn, *what;
+    CUpti_CallbackDomain domain;
+    uint32_t ncbids;
+    unsigned bit, all_bit;
+} k_apis[2] = {
+    {"cuptiActivityEnableRuntimeApi", "runtime", CUPTI_CB_DOMAIN_RUNTIME_API,
+     CUPTI_RUNTIME_TRACE_CBID_SIZE, KVS_TRACE_RUNTIME, KVS_TRACE_RUNTIME_ALL},
+    {"cuptiActivityEnableDriverApi", "driver", CUPTI_CB_DOMAIN_DRIVER_API,
+     CUPTI_DRIVER_TRACE_CBID_SIZE, KVS_TRACE_DRIVER, KVS_TRACE_DRIVER_ALL},
+};
+
+/* g_ctl held. Records only the API calls kvs_trace_api_recorded names (the
+ * ones the analysis reads) instead of every call of the API: fewer records
+ * a launch, and CUPTI's own cost of each. The chosen callback ids are kept
+ * for disable. Returns 0 when this CUPTI cannot (no per-API function, or
+ * it refused an id), having enabled nothing; *why says why. */
+static int enable_api_calls(struct kvs_trace *t, int d, const char **why)
+{
+    api_enable_fn fn = (api_enable_fn)cupti_sym(k_apis[d].fn);
+    if (!fn) {
+        *why = "no such function in this CUPTI";
+        return 0;
+    }
+    if (!t->api_cbids[d]) {
+        uint32_t *ids = malloc(k_apis[d].ncbids * sizeof *ids);
+        if (!ids) {
+            *why = "no memory";
+            return 0;
+        }
+        uint32_t n = 0;
+        for (uint32_t cbid = 1; cbid < k_apis[d].ncbids; cbid++) {
+            const char *nm = NULL;
+            if (cuptiGetCallbackName(k_apis[d].domain, cbid, &nm) == CUPTI_SUCCESS &&
+                kvs_trace_api_recorded(nm))
+                ids[n++] = cbid;
+        }
+        t->api_cbids[d] = ids;
+        t->napi_cbids[d] = n;
+    }
+    for (uint32_t i = 0; i < t->napi_cbids[d]; i++) {
+        CUptiResult r = fn(t->api_cbids[d][i], 1);
+        if (r != CUPTI_SUCCESS) {
+            while (i-- > 0)
+                fn(t->api_cbids[d][i], 0);
+            *why = NULL;
+            cuptiGetResultString(r, why);
+            if (!*why)
+                *why = "refused";
+            return 0;
+        }
+    }
+    t->api_fn[d] = (void *)fn;
+    return 1;
+}
 
 /* g_ctl held. A kind this CUPTI/device refuses is logged and skipped. */
 static enum kvs_status enable_kinds(struct kvs_trace *t)
@@ -179,8 +252,25 @@ static enum kvs_status enable_kinds(struct kvs_trace *t)
     if (!t->window_start_ns)
         t->window_start_ns = now;
     t->kinds_on = 0;
+    unsigned want = t->cfg.activities;
+    for (int d = 0; d < 2; d++) {
+        if (!(want & k_apis[d].bit) || (want & k_apis[d].all_bit))
+            continue;
+        const char *why = "?";
+        if (enable_api_calls(t, d, &why)) {
+            t->kinds_on |= k_apis[d].bit;
+            continue;
+        }
+        if (!t->api_fallback_said[d]) /* once per capture, not per window */
+            kvs_log(&t->lg, KVS_LOG_INFO,
+                    "CUPTI cannot record single %s API calls here (%s: %s); recording every "
+                    "%s API call instead",
+                    k_apis[d].what, k_apis[d].fn, why, k_apis[d].what);
+        t->api_fallback_said[d] = 1;
+        want |= k_apis[d].all_bit;
+    }
     for (size_t i = 0; i < sizeof k_kinds / sizeof k_kinds[0]; i++) {
-        if (!(t->cfg.activities & k_kinds[i].bit))
+        if (!(want & k_kinds[i].bit))
             continue;
         CUptiResult r = cuptiActivityEnable(k_kinds[i].kind);
         if (r == CUPTI_SUCCESS) {
@@ -192,10 +282,19 @@ static enum kvs_status enable_kinds(struct kvs_trace *t)
                     k_kinds[i].name, what ? what : "?");
         }
     }
-    if (t->cfg.activities & KVS_TRACE_NVTX) {
+    if (t->kinds_on & KVS_TRACE_SYNC) {
+        /* event and stream queries whose work was not done yet are polls,
+         * not waits: no record for them (the analysis reads none) */
+        CUptiResult(CUPTIAPI * all_sync)(uint8_t) =
+            (CUptiResult(CUPTIAPI *)(uint8_t))cupti_sym("cuptiActivityEnableAllSyncRecords");
+        if (all_sync)
+            all_sync(0);
+    }
+    if (want & KVS_TRACE_NVTX) {
         t->kinds_on |= KVS_TRACE_NVTX;
         kvs_annot_set_hooks(&t->hooks);
     }
+    t->kinds_recorded |= t->kinds_on;
     atomic_store(&t->running, 1);
     return t->kinds_on ? KVS_STATUS_OK : KVS_STATUS_CUPTI;
 }
@@ -209,6 +308,10 @@ static void disable_kinds(struct kvs_trace *t)
     for (size_t i = 0; i < sizeof k_kinds / sizeof k_kinds[0]; i++)
         if (t->kinds_on & k_kinds[i].bit)
             cuptiActivityDisable(k_kinds[i].kind);
+    for (int d = 0; d < 2; d++)
+        if ((t->kinds_on & k_apis[d].bit) && t->api_fn[d])
+            for (uint32_t i = 0; i < t->napi_cbids[d]; i++)
+                ((api_enable_fn)t->api_fn[d])(t->api_cbids[d][i], 0);
     t->window_end_ns = kvs_now_ns();
 }
 
@@ -218,7 +321,7 @@ static void disable_kinds(struct kvs_trace *t)
 void kvs_trace_config_init(struct kvs_trace_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
-    cfg->activities = KVS_TRACE_ALL;
+    cfg->activities = KVS_TRACE_DEFAULT;
     cfg->buffer_bytes = 4u << 20;
     cfg->max_buffers = 32;
     cfg->host_bytes_max = 64u << 20;
@@ -308,6 +411,7 @@ static void trace_release(struct kvs_trace *t)
             free((void *)(uintptr_t)t->demangled.vals[i]);
     kvs_map_free(&t->demangled);
     for (int d = 0; d < 2; d++) {
+        free(t->api_cbids[d]);
         size_t lim = d ? CUPTI_DRIVER_TRACE_CBID_SIZE : CUPTI_RUNTIME_TRACE_CBID_SIZE;
         for (size_t i = 0; t->api_names[d] && i < lim; i++)
             free(t->api_names[d][i]);

@@ -325,6 +325,7 @@ enum kvs_status kvs_trace_write_part(struct kvs_trace *t, const char *path,
     if (load_driver(&drv, 0) == 0 && drv.version(&version) == CUDA_SUCCESS)
         m.cuda_driver_version = version;
     m.window = t->window;
+    m.activities = t->kinds_recorded;
     m.extra = t->extra;
     m.nextra = t->nextra;
     m.window_start_ns = t->window_start_ns;

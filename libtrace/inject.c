@@ -272,8 +272,8 @@ static void init(void)
     cfg.max_buffers = (unsigned)nb;
     const char *acts = getenv("KVS_CAPTURE_ACTIVITIES");
     if (acts && *acts && kvs_trace_parse_activities(acts, &cfg.activities) != KVS_STATUS_OK)
-        kvs_log(&g_lg, KVS_LOG_WARN, "KVS_CAPTURE_ACTIVITIES=%s not understood: recording all",
-                acts);
+        kvs_log(&g_lg, KVS_LOG_WARN,
+                "KVS_CAPTURE_ACTIVITIES=%s not understood: recording the default", acts);
     cfg.rank = (int)env_long("RANK", -1);
     cfg.world_size = (int)env_long("WORLD_SIZE", cfg.rank >= 0 ? 1 : 0);
     cfg.set_nvtx_env = 0; /* the launcher pointed NVTX at this library */

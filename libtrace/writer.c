@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "kvscope/trace.h"
 #include "kvscope/trace_writer.h"
 #include "writer_internal.h"
 
@@ -342,6 +343,16 @@ static void write_kvscope(struct kvs_out *o, const struct kvs_trace_meta *m, siz
     kvs_out_str(o, ", \"window_end_us\": ");
     kvs_out_us(o, m->window_end_ns);
     kvs_out_fmt(o, ", \"rank\": %d, \"world_size\": %d", m->rank, m->world_size);
+    if (m->activities) {
+        char list[256];
+        kvs_trace_activities_str(m->activities, list, sizeof list);
+        kvs_out_str(o, ",\n    \"activities\": [");
+        for (char *p = list, *q; *p; p = *q ? q + 1 : q) {
+            q = p + strcspn(p, ",");
+            kvs_out_fmt(o, "%s\"%.*s\"", p == list ? "" : ", ", (int)(q - p), p);
+        }
+        kvs_out_str(o, "]");
+    }
     kvs_out_fmt(o,
                 ",\n    \"records\": %llu, \"dropped_records\": %llu, "
                 "\"buffer_requests_denied\": %llu, \"host_records\": %llu, \"host_dropped\": %llu",

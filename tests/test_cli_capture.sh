@@ -33,6 +33,13 @@ check 2 "capture --max-buffers wrapping an unsigned" "--max-buffers wants" -- \
 check 2 "capture --window bad" "--window" -- "$kvs" capture -o "$tmp/t.json" --window foo -- true
 check 2 "capture --activities bad" "--activities" -- \
     "$kvs" capture -o "$tmp/t.json" --activities kernel,foo -- true
+# every runtime/driver call is still there to ask for; a near miss is refused
+check 2 "capture --activities runtime-al" "runtime-all, driver, driver-all" -- \
+    "$kvs" capture -o "$tmp/t.json" --activities runtime-al -- true
+check 1 "capture --activities default,runtime-all,driver-all runs" "did the program use CUDA" -- \
+    "$kvs" capture -o "$tmp/t.json" --activities default,runtime-all,driver-all -- true
+check 0 "capture --help names the activities" "runtime-all/driver-all every call" -- \
+    "$kvs" capture --help
 check 127 "capture of a missing program" "cannot run" -- "$kvs" capture -o "$tmp/t.json" -- "$tmp/no-such-prog"
 check 1 "capture of a program without CUDA" "did the program use CUDA" -- \
     "$kvs" capture -o "$tmp/t.json" -- true

@@ -654,6 +654,17 @@ static void test_extra_object(void)
     unlink(keep);
 }
 
+/* each list refused, the bits left alone */
+static void check_refused(const char *const *bad, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned bits = 7;
+        KVS_CHECK_MSG(kvs_trace_parse_activities(bad[i], &bits) == KVS_STATUS_PARSE,
+                      "accepted '%s'", bad[i]);
+        KVS_CHECK_EQ_INT(bits, 7);
+    }
+}
+
 static void test_parse_activities(void)
 {
     unsigned bits = 12345;
@@ -664,11 +675,125 @@ static void test_parse_activities(void)
     KVS_CHECK_EQ_INT(kvs_trace_parse_activities("nvtx,extcorr,kernel", &bits), KVS_STATUS_OK);
     KVS_CHECK_EQ_INT(bits, KVS_TRACE_NVTX | KVS_TRACE_EXTERNAL_CORRELATION | KVS_TRACE_KERNEL);
     const char *bad[] = {"", "kern", "kernel,,memcpy", "kernel,bogus", ","};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        bits = 7;
-        KVS_CHECK_MSG(kvs_trace_parse_activities(bad[i], &bits) == KVS_STATUS_PARSE,
-                      "accepted '%s'", bad[i]);
-        KVS_CHECK_EQ_INT(bits, 7);
+    check_refused(bad, sizeof bad / sizeof bad[0]);
+}
+
+/* the default records the runtime/driver calls the analysis reads, not
+ * every call; every call stays behind runtime-all/driver-all and "all" */
+static void test_activities_default(void)
+{
+    unsigned bits = 0;
+    KVS_CHECK_EQ_INT(kvs_trace_parse_activities("default", &bits), KVS_STATUS_OK);
+    KVS_CHECK_EQ_INT(bits, KVS_TRACE_DEFAULT);
+    KVS_CHECK(bits & KVS_TRACE_RUNTIME && bits & KVS_TRACE_DRIVER && bits & KVS_TRACE_KERNEL);
+    KVS_CHECK(!(bits & KVS_TRACE_RUNTIME_ALL) && !(bits & KVS_TRACE_DRIVER_ALL));
+    KVS_CHECK_EQ_INT(kvs_trace_parse_activities("runtime-all,driver-all", &bits), KVS_STATUS_OK);
+    KVS_CHECK_EQ_INT(bits, KVS_TRACE_RUNTIME_ALL | KVS_TRACE_DRIVER_ALL);
+    KVS_CHECK_EQ_INT(kvs_trace_parse_activities("default,runtime-all", &bits), KVS_STATUS_OK);
+    KVS_CHECK_EQ_INT(bits, KVS_TRACE_DEFAULT | KVS_TRACE_RUNTIME_ALL);
+    KVS_CHECK_EQ_INT(kvs_trace_parse_activities("all", &bits), KVS_STATUS_OK);
+    KVS_CHECK(bits & KVS_TRACE_RUNTIME_ALL && bits & KVS_TRACE_DRIVER_ALL);
+    KVS_CHECK_EQ_INT(bits & KVS_TRACE_DEFAULT, KVS_TRACE_DEFAULT);
+    const char *bad[] = {"runtime-al", "runtime-", "-all", "defaults", "runtime_all"};
+    check_refused(bad, sizeof bad / sizeof bad[0]);
+}
+
+static void test_activities_str(void)
+{
+    char b[256];
+    kvs_trace_activities_str(KVS_TRACE_DEFAULT, b, sizeof b);
+    KVS_CHECK_EQ_STR(b, "kernel,memcpy,memset,runtime,driver,sync,extcorr,overhead,nvtx");
+    kvs_trace_activities_str(KVS_TRACE_ALL, b, sizeof b);
+    KVS_CHECK_EQ_STR(b, "kernel,memcpy,memset,runtime-all,driver-all,sync,extcorr,overhead,nvtx");
+    kvs_trace_activities_str(KVS_TRACE_KERNEL | KVS_TRACE_NVTX | KVS_TRACE_RUNTIME, b, sizeof b);
+    KVS_CHECK_EQ_STR(b, "kernel,runtime,nvtx");
+    kvs_trace_activities_str(0, b, sizeof b);
+    KVS_CHECK_EQ_STR(b, "");
+    /* each list reads back as the bits it came from */
+    const unsigned lists[] = {KVS_TRACE_DEFAULT, KVS_TRACE_KERNEL | KVS_TRACE_DRIVER_ALL,
+                              KVS_TRACE_MEMSET | KVS_TRACE_SYNC | KVS_TRACE_OVERHEAD};
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+        unsigned back = 0;
+        kvs_trace_activities_str(lists[i], b, sizeof b);
+        KVS_CHECK_EQ_INT(kvs_trace_parse_activities(b, &back), KVS_STATUS_OK);
+        KVS_CHECK_EQ_INT(back, lists[i]);
+    }
+    /* too small: cut and terminated, the length it needs returned */
+    char small[8];
+    size_t need = kvs_trace_activities_str(KVS_TRACE_DEFAULT, small, sizeof small);
+    KVS_CHECK_EQ_INT(need, strlen("kernel,memcpy,memset,runtime,driver,sync,extcorr,overhead,nvtx"));
+    KVS_CHECK_EQ_INT(strlen(small), sizeof small - 1);
+}
+
+/* CUPTI's names of the calls (cupti_runtime_cbid.h, cupti_driver_cbid.h) */
+static void test_api_recorded(void)
+{
+    const char *kept[] = {
+        "cudaLaunchKernel_v7000", "cudaLaunchKernel_ptsz_v7000", "cudaLaunchKernelExC_v11060",
+        "__cudaLaunchKernel_v13000", "cudaLaunchCooperativeKernel_v9000", "cudaGraphLaunch_v10000",
+        "cudaMemcpyAsync_v3020", "cudaMemcpy_v3020", "cudaMemcpy2DAsync_ptsz_v7000",
+        "cudaMemsetAsync_v3020", "cudaStreamSynchronize_v3020", "cudaDeviceSynchronize_v3020",
+        "cudaEventSynchronize_v3020", "cudaStreamWaitEvent_v3020", "cudaStreamBeginCapture_v10000",
+        "cudaStreamEndCapture_v10000", "cudaGraphInstantiateWithFlags_v11040", "cuLaunchKernel",
+        "cuLaunchKernelEx", "cuGraphLaunch", "cuMemcpyDtoHAsync_v2", "cuMemsetD32Async",
+        "cuStreamSynchronize", "cuCtxSynchronize", "cudaLaunchKernel"};
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+        KVS_CHECK_MSG(kvs_trace_api_recorded(kept[i]), "%s left out", kept[i]);
+    const char *left[] = {"cudaGetDevice_v3020", "cudaSetDevice_v3020", "cudaGetLastError_v3020",
+                          "cudaPeekAtLastError_v3020", "cudaEventRecord_v3020",
+                          "cudaEventQuery_v3020", "cudaStreamIsCapturing_v10000",
+                          "cudaDeviceGetAttribute_v5000", "cudaFuncSetAttribute_v9000",
+                          "cudaLaunchHostFunc_v10000", "cudaGraphAddMemcpyNode_v10000",
+                          "cudaMalloc_v3020", "cuKernelGetAttribute", "cuKernelGetName",
+                          "cuGetProcAddress_v2", "cuCtxGetCurrent", "", NULL};
+    for (size_t i = 0; i < sizeof left / sizeof left[0]; i++)
+        KVS_CHECK_MSG(!kvs_trace_api_recorded(left[i]), "%s recorded",
+                      left[i] ? left[i] : "NULL");
+}
+
+/* the trace says what was recorded: "activities" in its "kvscope" object */
+static void test_meta_activities(void)
+{
+    struct kvs_trace_rec recs[32];
+    size_t n = make_records(recs);
+    struct kvs_trace_device dev = h200();
+    const struct {
+        unsigned bits;
+        const char *text; /* NULL: no key */
+    } cases[] = {
+        {KVS_TRACE_DEFAULT, "\"activities\": [\"kernel\", \"memcpy\", \"memset\", \"runtime\", "
+                            "\"driver\", \"sync\", \"extcorr\", \"overhead\", \"nvtx\"]"},
+        {KVS_TRACE_KERNEL | KVS_TRACE_RUNTIME | KVS_TRACE_RUNTIME_ALL,
+         "\"activities\": [\"kernel\", \"runtime-all\"]"},
+        {0, NULL},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        struct kvs_trace_meta m;
+        make_meta(&m, &dev);
+        m.activities = cases[c].bits;
+        char path[] = "/tmp/kvs_writer_actXXXXXX";
+        int fd = mkstemp(path);
+        KVS_REQUIRE(fd >= 0);
+        close(fd);
+        KVS_REQUIRE(kvs_trace_write_json(&m, recs, n, path, NULL) == KVS_STATUS_OK);
+        size_t len;
+        char *text = slurp(path, &len);
+        KVS_REQUIRE(text);
+        if (cases[c].text)
+            KVS_CHECK_MSG(strstr(text, cases[c].text) != NULL, "case %zu: %.600s", c, text);
+        else
+            KVS_CHECK(strstr(text, "\"activities\"") == NULL);
+        free(text);
+        cJSON *sum;
+        kvs_check_trace_valid(path, &sum); /* still one valid document */
+        unlink(path);
+        if (!sum)
+            continue;
+        const cJSON *acts = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(sum, "kvscope"), "activities");
+        KVS_CHECK_EQ_INT(cJSON_IsArray(acts) ? cJSON_GetArraySize(acts) : -1,
+                         c == 0 ? 9 : c == 1 ? 2 : -1);
+        cJSON_Delete(sum);
     }
 }
 
@@ -687,6 +812,10 @@ int main(int argc, char **argv)
         {"write_errors", test_write_errors},
         {"extra_object", test_extra_object},
         {"parse_activities", test_parse_activities},
+        {"activities_default", test_activities_default},
+        {"activities_str", test_activities_str},
+        {"api_recorded", test_api_recorded},
+        {"meta_activities", test_meta_activities},
         {NULL, NULL},
     };
     return kvs_test_main(argc, argv, tests);

@@ -7,7 +7,7 @@
  *          kvs_trace_stop, kvs_trace_write, kvs_trace_write_part, kvs_trace_set_extra,
  *          kvs_trace_get_stats,
  *          kvs_trace_free,
- *          kvs_trace_parse_activities
+ *          kvs_trace_parse_activities, kvs_trace_activities_str, kvs_trace_api_recorded
  *
  *   struct kvs_trace_config cfg;
  *   kvs_trace_config_init(&cfg);
@@ -51,7 +51,8 @@
  * this library runs they record directly.
  *
  * Available only in builds with CUDA (the capture links CUPTI), except
- * kvs_trace_parse_activities (kvs_trace_writer_dep); the header is plain C.
+ * kvs_trace_parse_activities, kvs_trace_activities_str and
+ * kvs_trace_api_recorded (kvs_trace_writer_dep); the header is plain C.
  */
 #ifndef KVSCOPE_TRACE_H
 #define KVSCOPE_TRACE_H
@@ -68,24 +69,47 @@ extern "C" {
 
 struct kvs_trace;
 
-/* What to record (CUPTI activity kinds, plus NVTX ranges and ops). */
+/* What to record (CUPTI activity kinds, plus NVTX ranges and ops).
+ * KVS_TRACE_RUNTIME / KVS_TRACE_DRIVER record only the API calls the
+ * analysis reads (kvs_trace_api_recorded: launches, copies, memsets,
+ * synchronizations, event waits, graph capture); *_ALL record every call
+ * of the API, as CUPTI's RUNTIME / DRIVER kinds do. */
 enum kvs_trace_activity {
     KVS_TRACE_KERNEL = 1u << 0,               /* CONCURRENT_KERNEL */
     KVS_TRACE_MEMCPY = 1u << 1,
     KVS_TRACE_MEMSET = 1u << 2,
-    KVS_TRACE_RUNTIME = 1u << 3,              /* CUDA runtime API calls */
-    KVS_TRACE_DRIVER = 1u << 4,               /* CUDA driver API calls */
+    KVS_TRACE_RUNTIME = 1u << 3,              /* the runtime API calls the analysis reads */
+    KVS_TRACE_DRIVER = 1u << 4,               /* the driver API calls the analysis reads */
     KVS_TRACE_SYNC = 1u << 5,                 /* SYNCHRONIZATION */
     KVS_TRACE_EXTERNAL_CORRELATION = 1u << 6, /* "External id" on GPU work of ops */
     KVS_TRACE_OVERHEAD = 1u << 7,             /* CUPTI's own overhead */
     KVS_TRACE_NVTX = 1u << 8,                 /* NVTX ranges, kvs_range_*, kvs_op_* */
-    KVS_TRACE_ALL = (1u << 9) - 1,
+    KVS_TRACE_RUNTIME_ALL = 1u << 9,          /* every CUDA runtime API call */
+    KVS_TRACE_DRIVER_ALL = 1u << 10,          /* every CUDA driver API call */
+    KVS_TRACE_ALL = (1u << 11) - 1,
+    /* what kvs_trace_config_init and `kvscope capture` record */
+    KVS_TRACE_DEFAULT = KVS_TRACE_ALL & ~(KVS_TRACE_RUNTIME_ALL | KVS_TRACE_DRIVER_ALL),
 };
 
-/* "kernel,memcpy,runtime" -> bits; names: kernel memcpy memset runtime driver
- * sync extcorr overhead nvtx, or "all". KVS_STATUS_PARSE names nothing
- * (an unknown or empty list); *bits is left alone then. Needs no CUDA. */
+/* "kernel,memcpy,runtime" -> bits; names: kernel memcpy memset runtime
+ * runtime-all driver driver-all sync extcorr overhead nvtx, "default"
+ * (KVS_TRACE_DEFAULT) or "all". KVS_STATUS_PARSE names nothing (an unknown
+ * or empty list); *bits is left alone then. Needs no CUDA. */
 KVS_API enum kvs_status kvs_trace_parse_activities(const char *list, unsigned *bits);
+
+/* bits -> "kernel,memcpy,..." in a fixed order, "runtime-all" standing for
+ * "runtime" too (and "driver-all" for "driver"). Writes at most n bytes
+ * (always terminated when n > 0); returns the length the whole list needs.
+ * Needs no CUDA. */
+KVS_API size_t kvs_trace_activities_str(unsigned bits, char *buf, size_t n);
+
+/* 1 when KVS_TRACE_RUNTIME / KVS_TRACE_DRIVER record the API call of this
+ * name (CUPTI's, with or without its _vNNNN suffix): calls that launch GPU
+ * work (kernels, cooperative kernels, graphs; not host functions), copies,
+ * memsets, synchronizations, stream waits on events, graph capture and
+ * instantiation. cudaGetDevice, cudaGetLastError, cuKernelGetAttribute and
+ * the like are left out. Needs no CUDA. */
+KVS_API int kvs_trace_api_recorded(const char *name);
 
 /* The injected capture's bounds on KVS_CAPTURE_BUFFER_MB and
  * KVS_CAPTURE_MAX_BUFFERS (`kvscope capture --buffer-mb/--max-buffers`). */
@@ -93,7 +117,7 @@ KVS_API enum kvs_status kvs_trace_parse_activities(const char *list, unsigned *b
 #define KVS_CAPTURE_MAX_BUFFERS_MAX 65536
 
 struct kvs_trace_config {
-    unsigned activities;      /* KVS_TRACE_* bits; init: KVS_TRACE_ALL */
+    unsigned activities;      /* KVS_TRACE_* bits; init: KVS_TRACE_DEFAULT */
     size_t buffer_bytes;      /* one CUPTI buffer; init: 4 MiB (min 64 KiB) */
     unsigned max_buffers;     /* the pool's cap; init: 32 (128 MiB, Kineto's default) */
     size_t host_bytes_max;    /* ranges and ops; init: 64 MiB */

@@ -187,6 +187,7 @@ struct kvs_trace_meta {
     int cuda_driver_version;         /* 0: omitted */
     int cuda_runtime_version;        /* 0: omitted */
     const char *window;              /* how the capture window was chosen ("all", ...) */
+    unsigned activities;             /* KVS_TRACE_* bits recorded (kvscope/trace.h); 0: omitted */
     int64_t window_start_ns, window_end_ns; /* the capture window on the CPU clock */
     const struct kvs_trace_device *devices;
     int ndevices;

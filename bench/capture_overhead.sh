@@ -17,7 +17,9 @@
 #   kvs_all      kvscope capture --activities all (every runtime and driver
 #                call: the default before 2026-12-01)
 # The C program bench/capture_overhead.cu (5000 one-element kernels, 50 x
-# 1 GiB copies) plain and under the same three kvscope captures.
+# 1 GiB copies) plain, under the same three kvscope captures, and with
+# kernel records alone and (filtered) runtime records alone, to show where
+# a launch's cost goes.
 # Prints a table of medians over rounds with overheads against plain, the
 # ratio of kvscope's overhead to torch.profiler's, and rows for
 # docs/benchmarks.md. OUT_DIR keeps raw.txt (every result line), table.md,
@@ -50,6 +52,7 @@ capture() {
     *default) "$kvs" capture -o "$trace" -- "$@" ;;
     *gpuonly) "$kvs" capture --activities $gpuonly -o "$trace" -- "$@" ;;
     *all) "$kvs" capture --activities all -o "$trace" -- "$@" ;;
+    *) "$kvs" capture --activities "$mode" -o "$trace" -- "$@" ;; # one activity alone
     esac
 }
 
@@ -85,12 +88,12 @@ python3 -c 'import transformers' 2>/dev/null ||
     echo "no transformers: the decode row is skipped" | tee -a "$raw"
 
 py_modes=(torch kvs_default kvs_gpuonly kvs_all)
-c_modes=(plain default gpuonly all)
+# kernel, runtime: one activity alone, where a launch's cost goes
+c_modes=(plain default gpuonly all kernel runtime)
 for r in $(seq "$rounds"); do
-    for i in 0 1 2 3; do
-        j=$(( (i + r) % 4 ))
-        c_run "$r" "${c_modes[$j]}"
-        [ $have_torch = 1 ] && py_run "$r" "${py_modes[$j]}"
+    for i in 0 1 2 3 4 5; do
+        c_run "$r" "${c_modes[$(( (i + r) % 6 ))]}"
+        [ $have_torch = 1 ] && [ $i -lt 4 ] && py_run "$r" "${py_modes[$(( (i + r) % 4 ))]}"
     done
     echo "round $r done after $(( $(date +%s) - start )) s" | tee -a "$raw" >&2
 done
@@ -195,7 +198,9 @@ if n_rounds:
                     w, k, tp, t, "%.2f" % (k / t) if t > 0 else "n/a (profiler costs nothing)"))
     print()
 c_rows = [("plain", "c_plain"), ("kvscope capture (default)", "c_default"),
-          ("kvscope capture, GPU only", "c_gpuonly"), ("kvscope capture --activities all", "c_all")]
+          ("kvscope capture, GPU only", "c_gpuonly"), ("kvscope capture --activities all", "c_all"),
+          ("kvscope capture --activities kernel", "c_kernel"),
+          ("kvscope capture --activities runtime", "c_runtime")]
 if vals.get(("c_plain", "c", "launch")):
     print("bench/capture_overhead.cu, medians over %d rounds:" % len(vals[("c_plain", "c", "launch")]))
     print()

@@ -18,8 +18,9 @@
 #                call: the default before 2026-12-01)
 # The C program bench/capture_overhead.cu (5000 one-element kernels, 50 x
 # 1 GiB copies) plain, under the same three kvscope captures, and with
-# kernel records alone and (filtered) runtime records alone, to show where
-# a launch's cost goes.
+# kernel + runtime and kernel + driver records (the calls the default
+# picks), to show where a launch's cost goes. Every run
+# is pinned to the CPUs next to the GPU (KVS_BENCH_CPUS).
 # Prints a table of medians over rounds with overheads against plain, the
 # ratio of kvscope's overhead to torch.profiler's, and rows for
 # docs/benchmarks.md. OUT_DIR keeps raw.txt (every result line), table.md,
@@ -45,14 +46,30 @@ trap 'rm -rf "$tmp"' EXIT
 gpuonly=kernel,memcpy,memset,extcorr,nvtx
 start=$(date +%s)
 
+# every run, plain and captured alike, on the CPUs next to the GPU (a launch
+# from the far socket is slower, and which socket a process lands on varies
+# between runs); KVS_BENCH_CPUS overrides, KVS_BENCH_CPUS=none turns it off
+cpus=${KVS_BENCH_CPUS:-}
+if [ -z "$cpus" ] && command -v nvidia-smi >/dev/null; then
+    bus=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader -i 0 2>/dev/null | head -1 |
+          tr 'A-F' 'a-f' | sed 's/^0000\(....:\)/\1/')
+    [ -n "$bus" ] && [ -r "/sys/bus/pci/devices/$bus/local_cpulist" ] &&
+        cpus=$(cat "/sys/bus/pci/devices/$bus/local_cpulist")
+fi
+pin=()
+if [ -n "$cpus" ] && [ "$cpus" != none ] && command -v taskset >/dev/null; then
+    pin=(taskset -c "$cpus")
+fi
+echo "cpus: ${cpus:-all} (${pin[*]:-not pinned}); $(nproc) online; rounds $rounds" | tee -a "$raw"
+
 # capture MODE TRACE CMD... : CMD under the kvscope capture of MODE
 capture() {
     local mode=$1 trace=$2; shift 2
     case $mode in
-    *default) "$kvs" capture -o "$trace" -- "$@" ;;
-    *gpuonly) "$kvs" capture --activities $gpuonly -o "$trace" -- "$@" ;;
-    *all) "$kvs" capture --activities all -o "$trace" -- "$@" ;;
-    *) "$kvs" capture --activities "$mode" -o "$trace" -- "$@" ;; # one activity alone
+    *default) "${pin[@]}" "$kvs" capture -o "$trace" -- "$@" ;;
+    *gpuonly) "${pin[@]}" "$kvs" capture --activities $gpuonly -o "$trace" -- "$@" ;;
+    *all) "${pin[@]}" "$kvs" capture --activities all -o "$trace" -- "$@" ;;
+    *) "${pin[@]}" "$kvs" capture --activities "$mode" -o "$trace" -- "$@" ;; # a list of its own
     esac
 }
 
@@ -60,12 +77,12 @@ capture() {
 c_run() {
     local r=$1 mode=$2 line
     if [ "$mode" = plain ]; then
-        line=$("$bench" 2>>"$err" | grep '^RESULT')
+        line=$("${pin[@]}" "$bench" 2>>"$err" | grep '^RESULT')
     else
-        line=$(capture "$mode" "$tmp/c_$mode.json" "$bench" 2>>"$err" | grep '^RESULT')
+        line=$(capture "$mode" "$tmp/c_${mode//,/+}.json" "$bench" 2>>"$err" | grep '^RESULT')
     fi
     [ -n "$line" ] || { echo "c $mode round $r: run failed (see $err)" >&2; return 1; }
-    echo "round=$r proc=c_$mode ${line#RESULT }" >>"$raw"
+    echo "round=$r proc=c_${mode//,/+} ${line#RESULT }" >>"$raw"
 }
 
 # py_run ROUND MODE : one capture_torch.py process, its lines into raw
@@ -73,7 +90,7 @@ py_run() {
     local r=$1 mode=$2 lines
     local py=(python3 bench/capture_torch.py --label "$mode" --round "$r")
     if [ "$mode" = torch ]; then
-        lines=$("${py[@]}" --profiler 2>>"$err")
+        lines=$("${pin[@]}" "${py[@]}" --profiler 2>>"$err")
     else
         lines=$(capture "$mode" "$tmp/py_$mode.json" "${py[@]}" 2>>"$err")
     fi
@@ -88,11 +105,13 @@ python3 -c 'import transformers' 2>/dev/null ||
     echo "no transformers: the decode row is skipped" | tee -a "$raw"
 
 py_modes=(torch kvs_default kvs_gpuonly kvs_all)
-# kernel, runtime: one activity alone, where a launch's cost goes
-c_modes=(plain default gpuonly all kernel runtime)
+# kernel records with the runtime calls, with the driver calls (against
+# gpuonly: kernel records without API records): where a launch's cost goes
+c_modes=(plain default gpuonly all kernel,runtime kernel,driver)
+nc=${#c_modes[@]}
 for r in $(seq "$rounds"); do
-    for i in 0 1 2 3 4 5; do
-        c_run "$r" "${c_modes[$(( (i + r) % 6 ))]}"
+    for i in $(seq 0 $((nc - 1))); do
+        c_run "$r" "${c_modes[$(( (i + r) % nc ))]}"
         [ $have_torch = 1 ] && [ $i -lt 4 ] && py_run "$r" "${py_modes[$(( (i + r) % 4 ))]}"
     done
     echo "round $r done after $(( $(date +%s) - start )) s" | tee -a "$raw" >&2
@@ -199,8 +218,8 @@ if n_rounds:
     print()
 c_rows = [("plain", "c_plain"), ("kvscope capture (default)", "c_default"),
           ("kvscope capture, GPU only", "c_gpuonly"), ("kvscope capture --activities all", "c_all"),
-          ("kvscope capture --activities kernel", "c_kernel"),
-          ("kvscope capture --activities runtime", "c_runtime")]
+          ("kvscope capture --activities kernel,runtime", "c_kernel+runtime"),
+          ("kvscope capture --activities kernel,driver", "c_kernel+driver")]
 if vals.get(("c_plain", "c", "launch")):
     print("bench/capture_overhead.cu, medians over %d rounds:" % len(vals[("c_plain", "c", "launch")]))
     print()

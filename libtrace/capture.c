@@ -24,6 +24,8 @@
 #include "cupti_records.h"
 #include "kvscope/check.h"
 
+#define KVS_POOL_STOCK 2 /* zeroed CUPTI buffers kept ready (within the cap) */
+
 static _Atomic(struct kvs_trace *) g_active;
 static atomic_uint g_cb_inflight;
 static atomic_ullong g_generation;
@@ -459,6 +461,10 @@ enum kvs_status kvs_trace_create(const struct kvs_trace_config *cfg, struct kvs_
         trace_release(t);
         return KVS_STATUS_NO_MEMORY;
     }
+    /* zeroed buffers ready before CUPTI asks: it asks on the program's own
+     * threads when one fills, and zeroing 4 MiB there stalls a launch ~1 ms */
+    if (kvs_pool_keep_stock(&t->pool, KVS_POOL_STOCK) != 0)
+        kvs_log(lg, KVS_LOG_DEBUG, "no buffer-stock thread: buffers are zeroed when asked for");
     kvs_capture_hooks_init(t);
     if (cfg->set_nvtx_env && (cfg->activities & KVS_TRACE_NVTX))
         point_nvtx_at_cupti(t);
@@ -502,6 +508,12 @@ enum kvs_status kvs_trace_create(const struct kvs_trace_config *cfg, struct kvs_
         kvs_log(lg, KVS_LOG_DEBUG, "CUPTI clock offset %lld ns", (long long)t->clock_offset_ns);
     }
     cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM); /* = gettid(), our tids */
+    /* the pool lends zeroed buffers: CUPTI need not zero them itself, which
+     * it would do on the thread that asked (an older CUPTI that does not
+     * know the attribute zeroes them again, as before) */
+    uint8_t zeroed = 1;
+    size_t zsize = sizeof zeroed;
+    cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &zsize, &zeroed);
     enum kvs_status st = KVS_CUPTI_STATUS(lg, cuptiActivityRegisterCallbacks(buffer_requested,
                                                                              buffer_completed));
     if (st == KVS_STATUS_OK && (cfg->activities & KVS_TRACE_NVTX))

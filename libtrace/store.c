@@ -28,7 +28,77 @@ int kvs_pool_init(struct kvs_pool *p, size_t buf_bytes, unsigned max_buffers)
         return -1;
     p->buf_bytes = (buf_bytes + KVS_POOL_ALIGN - 1) / KVS_POOL_ALIGN * KVS_POOL_ALIGN;
     p->max_buffers = max_buffers;
-    return pthread_mutex_init(&p->mu, NULL) == 0 ? 0 : -1;
+    if (pthread_mutex_init(&p->mu, NULL) != 0)
+        return -1;
+    if (pthread_cond_init(&p->stock_cv, NULL) != 0) {
+        pthread_mutex_destroy(&p->mu);
+        return -1;
+    }
+    return 0;
+}
+
+/* Lock held. A free buffer that is not zeroed yet (dirty, or new within the
+ * cap), or NULL; the caller zeroes it outside the lock. */
+static struct kvs_pool_buf *take_unzeroed(struct kvs_pool *p)
+{
+    struct kvs_pool_buf *b = p->dirty_list;
+    if (b) {
+        p->dirty_list = b->next;
+        return b;
+    }
+    if (p->allocated < p->max_buffers) {
+        /* allocate under the lock: rare (at most max_buffers times) and it
+         * keeps `allocated` an exact cap */
+        void *mem = NULL;
+        if (posix_memalign(&mem, KVS_POOL_ALIGN, HDR + p->buf_bytes) == 0) {
+            p->allocated++;
+            return mem;
+        }
+    }
+    return NULL;
+}
+
+static int stock_wanted(const struct kvs_pool *p)
+{
+    return p->nfree < p->stock && (p->dirty_list || p->allocated < p->max_buffers);
+}
+
+static void *stock_main(void *arg)
+{
+    struct kvs_pool *p = arg;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->stock_stop && !stock_wanted(p))
+            pthread_cond_wait(&p->stock_cv, &p->mu);
+        if (p->stock_stop)
+            break;
+        struct kvs_pool_buf *b = take_unzeroed(p);
+        if (!b) { /* malloc failed: acquire will try again and count it */
+            p->stock = 0;
+            continue;
+        }
+        pthread_mutex_unlock(&p->mu);
+        memset(buf_data(b), 0, p->buf_bytes); /* also faults the pages in, here */
+        pthread_mutex_lock(&p->mu);
+        b->next = p->free_list;
+        p->free_list = b;
+        p->nfree++;
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+int kvs_pool_keep_stock(struct kvs_pool *p, unsigned n)
+{
+    if (!n || p->stock_thread)
+        return 0;
+    p->stock = n;
+    if (pthread_create(&p->stock_tid, NULL, stock_main, p) != 0) {
+        p->stock = 0;
+        return -1;
+    }
+    p->stock_thread = 1;
+    return 0;
 }
 
 uint8_t *kvs_pool_acquire(struct kvs_pool *p, size_t *size)
@@ -36,16 +106,13 @@ uint8_t *kvs_pool_acquire(struct kvs_pool *p, size_t *size)
     *size = 0;
     pthread_mutex_lock(&p->mu);
     struct kvs_pool_buf *b = p->free_list;
+    int zero = 0;
     if (b) {
         p->free_list = b->next;
-    } else if (p->allocated < p->max_buffers) {
-        /* allocate under the lock: rare (at most max_buffers times) and it
-         * keeps `allocated` an exact cap */
-        void *mem = NULL;
-        if (posix_memalign(&mem, KVS_POOL_ALIGN, HDR + p->buf_bytes) == 0) {
-            b = mem;
-            p->allocated++;
-        }
+        p->nfree--;
+    } else {
+        b = take_unzeroed(p);
+        zero = b != NULL;
     }
     if (!b) {
         p->denied++;
@@ -53,7 +120,11 @@ uint8_t *kvs_pool_acquire(struct kvs_pool *p, size_t *size)
         return NULL;
     }
     p->lent++;
+    if (p->stock_thread && stock_wanted(p))
+        pthread_cond_signal(&p->stock_cv);
     pthread_mutex_unlock(&p->mu);
+    if (zero) /* the stock was empty: what CUPTI would otherwise do itself */
+        memset(buf_data(b), 0, p->buf_bytes);
     b->next = NULL;
     b->valid = 0;
     *size = p->buf_bytes;
@@ -69,9 +140,11 @@ void kvs_pool_complete(struct kvs_pool *p, uint8_t *data, size_t valid)
     b->next = NULL;
     pthread_mutex_lock(&p->mu);
     p->lent--;
-    if (b->valid == 0) {
-        b->next = p->free_list;
-        p->free_list = b;
+    if (b->valid == 0) { /* CUPTI may have written past what it reports */
+        b->next = p->dirty_list;
+        p->dirty_list = b;
+        if (p->stock_thread && stock_wanted(p))
+            pthread_cond_signal(&p->stock_cv);
     } else {
         if (p->ready_tail)
             p->ready_tail->next = b;
@@ -96,12 +169,14 @@ size_t kvs_pool_ready(struct kvs_pool *p, struct kvs_pool_view *out, size_t max)
 void kvs_pool_recycle(struct kvs_pool *p)
 {
     pthread_mutex_lock(&p->mu);
-    if (p->ready_tail) {
-        p->ready_tail->next = p->free_list;
-        p->free_list = p->ready_head;
+    if (p->ready_tail) { /* full of old records: zeroed before they are lent again */
+        p->ready_tail->next = p->dirty_list;
+        p->dirty_list = p->ready_head;
     }
     p->ready_head = p->ready_tail = NULL;
     p->nready = 0;
+    if (p->stock_thread && stock_wanted(p))
+        pthread_cond_signal(&p->stock_cv);
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -109,15 +184,27 @@ unsigned kvs_pool_free(struct kvs_pool *p)
 {
     if (!p->max_buffers)
         return 0;
+    if (p->stock_thread) {
+        pthread_mutex_lock(&p->mu);
+        p->stock_stop = 1;
+        pthread_cond_signal(&p->stock_cv);
+        pthread_mutex_unlock(&p->mu);
+        pthread_join(p->stock_tid, NULL);
+        p->stock_thread = 0;
+    }
     kvs_pool_recycle(p);
     pthread_mutex_lock(&p->mu);
-    for (struct kvs_pool_buf *b = p->free_list, *next; b; b = next) {
-        next = b->next;
-        free(b);
-    }
-    p->free_list = NULL;
+    struct kvs_pool_buf *lists[2] = {p->free_list, p->dirty_list};
+    for (int l = 0; l < 2; l++)
+        for (struct kvs_pool_buf *b = lists[l], *next; b; b = next) {
+            next = b->next;
+            free(b);
+        }
+    p->free_list = p->dirty_list = NULL;
+    p->nfree = 0;
     unsigned lent = p->lent;
     pthread_mutex_unlock(&p->mu);
+    pthread_cond_destroy(&p->stock_cv);
     pthread_mutex_destroy(&p->mu);
     return lent;
 }

@@ -6,7 +6,10 @@
  *                          returned full onto a ready list (completion order)
  *                          and kept there until written. Pool empty -> the
  *                          request is denied and counted; CUPTI then drops
- *                          records (and counts them).
+ *                          records (and counts them). Every buffer handed
+ *                          out is zeroed (so CUPTI need not zero it on the
+ *                          launching thread), and kvs_pool_keep_stock keeps
+ *                          a few zeroed ones ready from a thread of its own.
  *   struct kvs_host_store  ranges and ops recorded on CPU threads: records
  *                          in fixed chunks, names interned, all under a byte
  *                          cap; full -> the record is dropped and counted.
@@ -43,8 +46,15 @@ struct kvs_pool {
     unsigned lent;               /* buffers CUPTI holds right now */
     unsigned nready;
     uint64_t denied;             /* requests refused: pool exhausted */
-    struct kvs_pool_buf *free_list;
+    struct kvs_pool_buf *free_list;  /* zeroed */
+    struct kvs_pool_buf *dirty_list; /* free, not zeroed: zeroed before lending */
+    unsigned nfree;                  /* on free_list */
     struct kvs_pool_buf *ready_head, *ready_tail;
+    /* kvs_pool_keep_stock: a thread keeping `stock` zeroed buffers free */
+    unsigned stock;
+    int stock_thread, stock_stop;
+    pthread_t stock_tid;
+    pthread_cond_t stock_cv;
 };
 
 /* A buffer of records as CUPTI returned it. */
@@ -55,12 +65,19 @@ struct kvs_pool_view {
 
 int kvs_pool_init(struct kvs_pool *p, size_t buf_bytes, unsigned max_buffers); /* 0 ok */
 
-/* A buffer for CUPTI (aligned, *size = buf_bytes), or NULL when the pool is
- * exhausted or malloc failed (counted in denied). */
+/* Keep up to n zeroed buffers allocated and free (within the cap), made on
+ * a thread of the pool's own so that kvs_pool_acquire finds one at once
+ * (allocating and zeroing MiBs takes a millisecond or two, on whichever
+ * thread CUPTI asks from: the program's). Returns 0, or -1 when the thread
+ * cannot start (acquire then zeroes inline). Once, before use. */
+int kvs_pool_keep_stock(struct kvs_pool *p, unsigned n);
+
+/* A zeroed buffer for CUPTI (aligned, *size = buf_bytes), or NULL when the
+ * pool is exhausted or malloc failed (counted in denied). */
 uint8_t *kvs_pool_acquire(struct kvs_pool *p, size_t *size);
 
 /* CUPTI is done with data (from kvs_pool_acquire): with records it joins the
- * ready list, empty it goes back to the free list. */
+ * ready list, empty it goes back to the free list (to be zeroed again). */
 void kvs_pool_complete(struct kvs_pool *p, uint8_t *data, size_t valid);
 
 /* Copies up to max views of the ready list, oldest first; returns how many. */
@@ -69,8 +86,9 @@ size_t kvs_pool_ready(struct kvs_pool *p, struct kvs_pool_view *out, size_t max)
 /* Moves every ready buffer back to the free list (their records are gone). */
 void kvs_pool_recycle(struct kvs_pool *p);
 
-/* Frees all buffers. Returns the number still lent to CUPTI, which are
- * leaked rather than freed under CUPTI's feet (0 after a forced flush). */
+/* Stops the stock thread, frees all buffers. Returns the number still lent
+ * to CUPTI, which are leaked rather than freed under CUPTI's feet (0 after
+ * a forced flush). */
 unsigned kvs_pool_free(struct kvs_pool *p);
 
 // ----------------------------------------------------------------------------

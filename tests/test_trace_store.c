@@ -1,12 +1,16 @@
 /* tests/test_trace_store.c — the capture's bounded memory without a GPU:
  * the CUPTI buffer pool (cap, free list, ready list in completion order,
  * concurrent use), a CUPTI-like producer on a tiny pool whose records are
- * dropped and counted once the pool is empty, and the host-record store
+ * dropped and counted once the pool is empty, buffers lent zeroed and a
+ * stock of them made ahead on the pool's thread, and the host-record store
  * (copies, interning, cap, open records).
  *   meson test -C build test_trace_store
  */
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "kvs_test.h"
 #include "store.h"
@@ -173,6 +177,93 @@ static void test_tiny_pool_drops_and_counts(void)
     KVS_CHECK_EQ_INT(kvs_pool_free(&p), 0);
 }
 
+static int all_zero(const uint8_t *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (b[i])
+            return 0;
+    return 1;
+}
+
+/* every buffer lent is zeroed (CUPTI is told so and does not zero it on the
+ * launching thread): new ones, ones returned empty, recycled full ones */
+static void test_pool_lends_zeroed(void)
+{
+    struct kvs_pool p;
+    KVS_REQUIRE(kvs_pool_init(&p, 4096, 2) == 0);
+    size_t sz;
+    uint8_t *a = kvs_pool_acquire(&p, &sz), *b = kvs_pool_acquire(&p, &sz);
+    KVS_REQUIRE(a && b && sz == 4096);
+    KVS_CHECK(all_zero(a, sz) && all_zero(b, sz));
+    memset(a, 0xAB, sz);
+    memset(b, 0xCD, sz);
+    kvs_pool_complete(&p, a, 0);    /* "empty", yet written: back dirty */
+    kvs_pool_complete(&p, b, 4000); /* records */
+    uint8_t *c = kvs_pool_acquire(&p, &sz);
+    KVS_REQUIRE(c == a);
+    KVS_CHECK_MSG(all_zero(c, sz), "a buffer returned empty was lent again unzeroed");
+    KVS_CHECK(kvs_pool_acquire(&p, &sz) == NULL);
+    struct kvs_pool_view v[2];
+    KVS_REQUIRE(kvs_pool_ready(&p, v, 2) == 1);
+    KVS_CHECK(v[0].data == b && v[0].valid == 4000 && v[0].data[3999] == 0xCD); /* kept as is */
+    kvs_pool_recycle(&p);
+    uint8_t *d = kvs_pool_acquire(&p, &sz);
+    KVS_REQUIRE(d == b);
+    KVS_CHECK_MSG(all_zero(d, sz), "a recycled buffer was lent again unzeroed");
+    kvs_pool_complete(&p, c, 0);
+    kvs_pool_complete(&p, d, 0);
+    KVS_CHECK_EQ_INT(kvs_pool_free(&p), 0);
+}
+
+/* waits up to 5 s for cond(p) under the pool's lock */
+static int wait_pool(struct kvs_pool *p, int (*cond)(const struct kvs_pool *))
+{
+    for (int i = 0; i < 5000; i++) {
+        pthread_mutex_lock(&p->mu);
+        int ok = cond(p);
+        pthread_mutex_unlock(&p->mu);
+        if (ok)
+            return 1;
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    return 0;
+}
+static int two_free(const struct kvs_pool *p) { return p->nfree == 2; }
+static int one_free(const struct kvs_pool *p) { return p->nfree == 1 && !p->dirty_list; }
+
+/* the stock: zeroed buffers made ahead on the pool's thread, within the cap */
+static void test_pool_stock(void)
+{
+    struct kvs_pool p;
+    KVS_REQUIRE(kvs_pool_init(&p, 1 << 20, 3) == 0);
+    KVS_REQUIRE(kvs_pool_keep_stock(&p, 2) == 0);
+    KVS_CHECK_MSG(wait_pool(&p, two_free), "no stock of 2 after 5 s (%u free)", p.nfree);
+    KVS_CHECK_EQ_INT(p.allocated, 2); /* made before anyone asked */
+    size_t sz;
+    uint8_t *a = kvs_pool_acquire(&p, &sz);
+    KVS_REQUIRE(a);
+    KVS_CHECK(all_zero(a, sz));
+    /* topped up again: the third buffer, the cap */
+    KVS_CHECK_MSG(wait_pool(&p, two_free), "stock not topped up (%u free)", p.nfree);
+    KVS_CHECK_EQ_INT(p.allocated, 3);
+    uint8_t *b = kvs_pool_acquire(&p, &sz), *c = kvs_pool_acquire(&p, &sz);
+    KVS_REQUIRE(b && c);
+    KVS_CHECK(kvs_pool_acquire(&p, &sz) == NULL); /* the cap holds with a stock */
+    KVS_CHECK_EQ_INT(p.allocated, 3);
+    KVS_CHECK_EQ_INT((int)p.denied, 1);
+    memset(b, 0x11, sz);
+    kvs_pool_complete(&p, b, 0); /* dirty: the thread zeroes it for the stock */
+    KVS_CHECK_MSG(wait_pool(&p, one_free), "returned buffer not zeroed into the stock");
+    uint8_t *e = kvs_pool_acquire(&p, &sz);
+    KVS_REQUIRE(e == b);
+    KVS_CHECK(all_zero(e, sz));
+    kvs_pool_complete(&p, a, 10);
+    kvs_pool_complete(&p, c, 0);
+    kvs_pool_complete(&p, e, 0);
+    KVS_CHECK_EQ_INT(kvs_pool_free(&p), 0); /* the thread stopped, every buffer freed */
+}
+
 // ----------------------------------------------------------------------------
 // host store
 
@@ -241,6 +332,8 @@ int main(int argc, char **argv)
         {"pool_rejects_bad_config", test_pool_rejects_bad_config},
         {"pool_concurrent", test_pool_concurrent},
         {"tiny_pool_drops_and_counts", test_tiny_pool_drops_and_counts},
+        {"pool_lends_zeroed", test_pool_lends_zeroed},
+        {"pool_stock", test_pool_stock},
         {"host_store_copies_and_interns", test_host_store_copies_and_interns},
         {"host_store_cap", test_host_store_cap},
         {NULL, NULL},

@@ -569,6 +569,42 @@ static enum kvs_status build_steps(struct kvs_ctx *c, struct kvs_analysis_impl *
     return build_kinds(c, impl);
 }
 
+static int cmp_collective(const void *x, const void *y)
+{
+    const struct kvs_collective *a = x, *b = y;
+    if (a->step != b->step)
+        return a->step < b->step ? -1 : 1;
+    return (a->start_us > b->start_us) - (a->start_us < b->start_us);
+}
+
+/* The communication kernels each step launched, by step then start: what
+ * kvs_multirank() matches across ranks (the k-th collective of a step on
+ * every rank) to see which rank arrives last. None without steps. */
+static enum kvs_status build_collectives(struct kvs_ctx *c, struct kvs_analysis_impl *impl)
+{
+    const struct kvs_trace_data *t = &c->t;
+    size_t n = 0;
+    for (size_t i = 0; c->nsteps && i < t->ngpus; i++)
+        n += c->gpu_cat[i] == KVS_CAT_COMM && c->gpu_step[i] >= 0;
+    if (!n)
+        return KVS_STATUS_OK;
+    struct kvs_collective *v = kvs_arena_alloc(&impl->arena, n * sizeof *v);
+    if (!v)
+        return KVS_STATUS_NO_MEMORY;
+    n = 0;
+    for (size_t i = 0; i < t->ngpus; i++) {
+        const struct kvs_gpu_rec *g = &t->gpus[i];
+        if (c->gpu_cat[i] != KVS_CAT_COMM || c->gpu_step[i] < 0)
+            continue;
+        v[n++] = (struct kvs_collective){c->gpu_step[i], kvs_intern_str(&impl->strings, g->name),
+                                         (double)g->ts / 1e3, (double)g->dur / 1e6};
+    }
+    qsort(v, n, sizeof *v, cmp_collective);
+    impl->pub.collectives = v;
+    impl->pub.ncollective = n;
+    return KVS_STATUS_OK;
+}
+
 static int cmp_family(const void *x, const void *y)
 {
     const struct kvs_family_stat *a = x, *b = y;
@@ -659,7 +695,7 @@ static enum kvs_status build_result(struct kvs_ctx *c, const char *path, struct 
         goto fail;
     if ((st = build_steps(c, impl)) != KVS_STATUS_OK || (st = build_groups(c, impl)) != KVS_STATUS_OK ||
         (st = build_kernels(c, impl)) != KVS_STATUS_OK || (st = build_families(c, impl)) != KVS_STATUS_OK ||
-        (st = build_ops(c, impl)) != KVS_STATUS_OK)
+        (st = build_ops(c, impl)) != KVS_STATUS_OK || (st = build_collectives(c, impl)) != KVS_STATUS_OK)
         goto fail;
     if (!copy_engine(impl, &t->engine)) {
         st = KVS_STATUS_NO_MEMORY;

@@ -1,7 +1,9 @@
 /* analyzers/multirank.c — kvs_multirank(): the analyses of several ranks of one
  * run (one trace per rank) into one summary: each rank's step time, GPU busy
- * time, computation and communication (NCCL) time and their overlap; the
- * straggler rank; which findings each rank has; and notes in plain words.
+ * time, computation and communication (NCCL) time and their overlap; when
+ * each rank arrives at the steps' collectives, and so the straggler (the
+ * rank the others wait for: it arrives last); the rank with the longest
+ * step, said apart; which findings each rank has; and notes in plain words.
  *
  *   kvscope report R0.json R1.json ... [--format text|md|json|html]
  *
@@ -16,6 +18,7 @@
 #include <string.h>
 
 #include "kvscope/multirank.h"
+#include "multirank_arrival.h"
 #include "kvscope/units.h"
 
 /* Exposed communication differing across ranks by more than this share of
@@ -36,12 +39,6 @@ static int cmp_row(const void *x, const void *y)
 {
     const struct kvs_rank_row *a = x, *b = y;
     return (a->rank > b->rank) - (a->rank < b->rank);
-}
-
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
 }
 
 void kvs_rank_list(char *buf, size_t size, const int *r, size_t n)
@@ -98,7 +95,7 @@ static void step_stats(struct builder *b)
     double *v = malloc(m->n * sizeof *v);
     size_t k = 0;
     m->step_min_ms = m->step_median_ms = m->step_max_ms = NAN;
-    m->straggler = -1;
+    m->longest_step = -1;
     if (!v) {
         b->oom = true;
         return;
@@ -107,17 +104,16 @@ static void step_stats(struct builder *b)
         if (!isfinite(m->rows[i].step_ms))
             continue;
         v[k++] = m->rows[i].step_ms;
-        if (m->straggler < 0 || m->rows[i].step_ms > m->rows[m->straggler].step_ms)
-            m->straggler = (int)i;
+        if (m->longest_step < 0 || m->rows[i].step_ms > m->rows[m->longest_step].step_ms)
+            m->longest_step = (int)i;
     }
     if (k) {
-        qsort(v, k, sizeof *v, cmp_double);
+        m->step_median_ms = kvs_mr_median(v, k);
         m->step_min_ms = v[0];
         m->step_max_ms = v[k - 1];
-        m->step_median_ms = k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
-        m->straggler_over_ms = m->step_max_ms - m->step_median_ms;
-        m->straggler_over_fraction = m->step_median_ms > 0 ? m->straggler_over_ms / m->step_median_ms : 0;
-        m->straggler_stands_out = k >= 2 && m->straggler_over_fraction >= KVS_STRAGGLER_FRACTION;
+        m->longest_over_ms = m->step_max_ms - m->step_median_ms;
+        m->longest_over_fraction = m->step_median_ms > 0 ? m->longest_over_ms / m->step_median_ms : 0;
+        m->longest_stands_out = k >= 2 && m->longest_over_fraction >= KVS_STRAGGLER_FRACTION;
     }
     free(v);
     m->most_compute = -1;
@@ -185,6 +181,56 @@ static void collect_findings(struct builder *b)
         qsort(m->findings, m->nfinding, sizeof *m->findings, cmp_finding);
 }
 
+/* the rank the others wait for, from arrival at the collectives */
+static void arrival_notes(struct builder *b)
+{
+    struct kvs_multirank *m = b->m;
+    const struct kvs_arrival *ar = &m->arrival;
+    if (m->straggler >= 0) {
+        const struct kvs_rank_row *s = &m->rows[m->straggler];
+        if (!m->straggler_stands_out) {
+            note(b, kvs_fmt_dup(&b->oom,
+                                "No rank holds the others up at the collectives: every rank "
+                                "arrives within %.2f ms of the earliest (median over %lld steps; "
+                                "the latest is rank %d), under %.0f%% of the median step.",
+                                s->arrival_skew_ms, (long long)ar->steps, s->rank,
+                                100.0 * KVS_STRAGGLER_FRACTION));
+            return;
+        }
+        char least[96] = "";
+        if (m->least_collective == m->straggler)
+            snprintf(least, sizeof least, ", the least of any rank");
+        else if (m->least_collective >= 0)
+            snprintf(least, sizeof least, " (the least: rank %d, %.2f ms)",
+                     m->rows[m->least_collective].rank, m->rows[m->least_collective].collective_ms);
+        note(b, kvs_fmt_dup(&b->oom,
+                            "Rank %d is the straggler, the rank the others wait for: it arrives "
+                            "last at the steps' collectives, %.2f ms after the earliest rank "
+                            "(median over %lld steps, %lld collectives), and spends %.2f ms per "
+                            "step in them%s.",
+                            s->rank, s->arrival_skew_ms, (long long)ar->steps,
+                            (long long)ar->collectives, s->collective_ms, least));
+    } else if (ar->steps > 0) {
+        note(b, kvs_fmt_dup(&b->oom,
+                            "The ranks' matched collectives do not end together (median spread "
+                            "of their ends %.2f ms, of their starts %.2f ms, against a median "
+                            "duration of %.2f ms): they are not one collective across these "
+                            "ranks (point-to-point sends and receives, or other ranks' groups) "
+                            "or the traces' clocks differ, so no straggler is named.",
+                            ar->end_spread_ms, ar->start_spread_ms, ar->dur_ms));
+    } else if (m->have_comm) {
+        char skipped[96] = "";
+        if (ar->skipped_steps)
+            snprintf(skipped, sizeof skipped, "; %lld steps launched different numbers of them",
+                     (long long)ar->skipped_steps);
+        note(b, kvs_fmt_dup(&b->oom,
+                            "No collective could be matched across the ranks (steps of the same "
+                            "number launching as many communication kernels on every rank%s): "
+                            "no straggler is named.",
+                            skipped));
+    }
+}
+
 static void straggler_notes(struct builder *b)
 {
     struct kvs_multirank *m = b->m;
@@ -192,31 +238,44 @@ static void straggler_notes(struct builder *b)
     for (size_t i = 0; i < m->n; i++)
         with_steps += isfinite(m->rows[i].step_ms);
     if (with_steps == 0) {
-        note(b,
-             kvs_fmt_dup(&b->oom, "No step markers in any rank's trace: the per-rank figures are "
-                                  "whole-trace totals, and no straggler is named by step time."));
+        note(b, kvs_fmt_dup(&b->oom, "No step markers in any rank's trace: the per-rank figures are "
+                                     "whole-trace totals, and no straggler is named (arrival at "
+                                     "the collectives is judged step by step)."));
         return;
     }
     if (with_steps < 2)
         return;
-    const struct kvs_rank_row *s = &m->rows[m->straggler];
-    if (m->straggler_stands_out)
+    arrival_notes(b);
+    const struct kvs_rank_row *l = &m->rows[m->longest_step];
+    if (!m->longest_stands_out) {
         note(b, kvs_fmt_dup(&b->oom,
-                            "Rank %d is the straggler: %.2f ms per step, %.2f ms (%.1f%%) over the "
-                            "median of the %zu ranks' mean step times (%.2f to %.2f ms).",
-                            s->rank, s->step_ms, m->straggler_over_ms,
-                            100.0 * m->straggler_over_fraction, with_steps, m->step_min_ms,
-                            m->step_max_ms));
-    else
-        note(b, kvs_fmt_dup(&b->oom,
-                            "No straggler stands out: the %zu ranks' mean step times lie within "
-                            "%.1f%% of their median (%.2f to %.2f ms; the slowest is rank %d).",
+                            "No rank's step stands out: the %zu ranks' mean step times lie within "
+                            "%.1f%% of their median (%.2f to %.2f ms; the longest is rank %d).",
                             with_steps,
                             100.0 *
                                 fmax(m->step_max_ms - m->step_median_ms,
                                      m->step_median_ms - m->step_min_ms) /
                                 (m->step_median_ms > 0 ? m->step_median_ms : 1),
-                            m->step_min_ms, m->step_max_ms, s->rank));
+                            m->step_min_ms, m->step_max_ms, l->rank));
+        return;
+    }
+    char why[200] = "";
+    if (m->straggler == m->longest_step)
+        snprintf(why, sizeof why, "; it is also the straggler");
+    else if (m->straggler >= 0 && l->collective_ms > m->rows[m->straggler].collective_ms)
+        snprintf(why, sizeof why,
+                 "; it is not the straggler: it spends %.2f ms per step in collectives (rank %d: "
+                 "%.2f ms), waiting there for rank %d",
+                 l->collective_ms, m->rows[m->straggler].rank, m->rows[m->straggler].collective_ms,
+                 m->rows[m->straggler].rank);
+    else if (m->straggler >= 0)
+        snprintf(why, sizeof why, "; it is not the straggler (rank %d arrives last)",
+                 m->rows[m->straggler].rank);
+    note(b, kvs_fmt_dup(&b->oom,
+                        "Rank %d has the longest step: %.2f ms, %.2f ms (%.1f%%) over the median "
+                        "of the %zu ranks' mean step times (%.2f to %.2f ms)%s.",
+                        l->rank, l->step_ms, m->longest_over_ms, 100.0 * m->longest_over_fraction,
+                        with_steps, m->step_min_ms, m->step_max_ms, why));
 }
 
 static void comm_notes(struct builder *b)
@@ -349,6 +408,7 @@ enum kvs_status kvs_multirank(const struct kvs_analysis *const *ranks, size_t n,
     }
     qsort(m->rows, n, sizeof *m->rows, cmp_row);
     step_stats(&b);
+    b.oom = !kvs_mr_arrival(m) || b.oom;
     collect_findings(&b);
 
     if (m->world_size > 0 && (size_t)m->world_size > n)

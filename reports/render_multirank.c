@@ -217,6 +217,10 @@ static void write_row(struct kvs_jw *w, const struct kvs_rank_row *r)
     kvs_jw_num(w, r->exposed_comm_ms);
     kvs_jw_key(w, "comm_fraction");
     kvs_jw_num(w, r->comm_fraction);
+    kvs_jw_key(w, "arrival_skew_ms");
+    kvs_jw_num(w, r->arrival_skew_ms);
+    kvs_jw_key(w, "collective_ms");
+    kvs_jw_num(w, r->collective_ms);
     kvs_jw_key(w, "findings");
     kvs_jw_arr_compact(w);
     for (size_t k = 0; r->a->findings && k < r->a->nfinding; k++)
@@ -253,20 +257,62 @@ enum kvs_status kvs_render_json_multirank(FILE *out, const struct kvs_multirank 
     kvs_jw_key(&w, "max");
     kvs_jw_num(&w, m->step_max_ms);
     kvs_jw_obj_end(&w);
+    kvs_jw_key(&w, "arrival");
+    kvs_jw_obj(&w);
+    kvs_jw_key(&w, "steps");
+    kvs_jw_int(&w, m->arrival.steps);
+    kvs_jw_key(&w, "skipped_steps");
+    kvs_jw_int(&w, m->arrival.skipped_steps);
+    kvs_jw_key(&w, "collectives");
+    kvs_jw_int(&w, m->arrival.collectives);
+    kvs_jw_key(&w, "start_spread_ms");
+    kvs_jw_num(&w, m->arrival.start_spread_ms);
+    kvs_jw_key(&w, "end_spread_ms");
+    kvs_jw_num(&w, m->arrival.end_spread_ms);
+    kvs_jw_key(&w, "dur_ms");
+    kvs_jw_num(&w, m->arrival.dur_ms);
+    kvs_jw_key(&w, "ends_agree");
+    kvs_jw_bool(&w, m->arrival.ends_agree);
+    kvs_jw_obj_end(&w);
     kvs_jw_key(&w, "straggler");
     if (m->straggler >= 0) {
         const struct kvs_rank_row *s = &m->rows[m->straggler];
         kvs_jw_obj(&w);
         kvs_jw_key(&w, "rank");
         kvs_jw_int(&w, s->rank);
+        kvs_jw_key(&w, "arrival_skew_ms");
+        kvs_jw_num(&w, s->arrival_skew_ms);
+        kvs_jw_key(&w, "collective_ms");
+        kvs_jw_num(&w, s->collective_ms);
+        kvs_jw_key(&w, "step_ms");
+        kvs_jw_num(&w, s->step_ms);
+        kvs_jw_key(&w, "stands_out");
+        kvs_jw_bool(&w, m->straggler_stands_out);
+        kvs_jw_obj_end(&w);
+    } else {
+        kvs_jw_null(&w);
+    }
+    kvs_jw_key(&w, "least_collective_rank");
+    if (m->least_collective >= 0)
+        kvs_jw_int(&w, m->rows[m->least_collective].rank);
+    else
+        kvs_jw_null(&w);
+    kvs_jw_key(&w, "longest_step");
+    if (m->longest_step >= 0) {
+        const struct kvs_rank_row *s = &m->rows[m->longest_step];
+        kvs_jw_obj(&w);
+        kvs_jw_key(&w, "rank");
+        kvs_jw_int(&w, s->rank);
         kvs_jw_key(&w, "step_ms");
         kvs_jw_num(&w, s->step_ms);
         kvs_jw_key(&w, "over_median_ms");
-        kvs_jw_num(&w, m->straggler_over_ms);
+        kvs_jw_num(&w, m->longest_over_ms);
         kvs_jw_key(&w, "over_median_fraction");
-        kvs_jw_num(&w, m->straggler_over_fraction);
+        kvs_jw_num(&w, m->longest_over_fraction);
         kvs_jw_key(&w, "stands_out");
-        kvs_jw_bool(&w, m->straggler_stands_out);
+        kvs_jw_bool(&w, m->longest_stands_out);
+        kvs_jw_key(&w, "is_straggler");
+        kvs_jw_bool(&w, m->longest_step == m->straggler);
         kvs_jw_obj_end(&w);
     } else {
         kvs_jw_null(&w);
@@ -319,16 +365,18 @@ bool kvs_mr_table_ranks(struct kvs_table *t, const struct kvs_multirank *m)
 {
     static const char *const hdr[] = {"rank", "steps", "step ms", "GPU busy ms", "busy",
                                       "compute ms", "comm ms", "overlap ms", "exposed comm ms",
-                                      "comm % of busy", "findings", "device"};
+                                      "comm % of busy", "arrives ms", "findings", "device"};
     static const enum kvs_col kind[] = {KVS_COL_NUM, KVS_COL_NUM, KVS_COL_NUM, KVS_COL_NUM,
                                         KVS_COL_NUM, KVS_COL_NUM, KVS_COL_NUM, KVS_COL_NUM,
-                                        KVS_COL_NUM, KVS_COL_NUM, KVS_COL_TEXT, KVS_COL_TEXT};
-    kvs_table_init(t, 12, hdr, kind);
+                                        KVS_COL_NUM, KVS_COL_NUM, KVS_COL_NUM, KVS_COL_TEXT,
+                                        KVS_COL_TEXT};
+    kvs_table_init(t, 13, hdr, kind);
     bool totals = false;
     for (size_t i = 0; i < m->n; i++) {
         const struct kvs_rank_row *r = &m->rows[i];
         char rk[24], st[24], sm[KVS_FMT_BUF], g[KVS_FMT_BUF], bf[KVS_FMT_BUF], cp[KVS_FMT_BUF],
-            cm[KVS_FMT_BUF], ov[KVS_FMT_BUF], ex[KVS_FMT_BUF], cf[KVS_FMT_BUF], ids[200];
+            cm[KVS_FMT_BUF], ov[KVS_FMT_BUF], ex[KVS_FMT_BUF], cf[KVS_FMT_BUF], ar[KVS_FMT_BUF],
+            ids[200];
         snprintf(rk, sizeof rk, "%d%s", r->rank, (int)i == m->straggler && m->straggler_stands_out ? " *" : "");
         snprintf(st, sizeof st, "%lld", (long long)r->steps);
         totals = totals || r->steps == 0;
@@ -340,6 +388,10 @@ bool kvs_mr_table_ranks(struct kvs_table *t, const struct kvs_multirank *m)
         kvs_fmt_ms(ov, r->overlap_ms);
         kvs_fmt_ms(ex, r->exposed_comm_ms);
         kvs_fmt_pct(cf, r->comm_fraction);
+        if (isfinite(r->arrival_skew_ms))
+            kvs_fmt_ms(ar, r->arrival_skew_ms);
+        else
+            snprintf(ar, sizeof ar, "-");
         size_t len = 0;
         ids[0] = 0;
         for (size_t k = 0; r->a->findings && k < r->a->nfinding && len + 40 < sizeof ids; k++)
@@ -347,13 +399,17 @@ bool kvs_mr_table_ranks(struct kvs_table *t, const struct kvs_multirank *m)
                                     r->a->findings[k].id ? r->a->findings[k].id : "?");
         if (!len)
             snprintf(ids, sizeof ids, "none");
-        const char *row[] = {rk, st, sm, g, bf, cp, cm, ov, ex, cf, ids,
+        const char *row[] = {rk, st, sm, g, bf, cp, cm, ov, ex, cf, ar, ids,
                              r->a->trace.device ? r->a->trace.device : "-"};
         kvs_table_add(t, row);
     }
-    if (m->straggler_stands_out || totals) {
-        snprintf(t->note_buf, sizeof t->note_buf, "%s%s%s",
-                 m->straggler_stands_out ? "* the straggler" : "",
+    bool arrived = m->arrival.steps > 0;
+    if (m->straggler_stands_out || totals || arrived) {
+        snprintf(t->note_buf, sizeof t->note_buf, "%s%s%s%s%s",
+                 arrived ? "arrives ms: how late its collectives start after the earliest rank's "
+                           "(median per step)" : "",
+                 arrived && (m->straggler_stands_out || totals) ? "; " : "",
+                 m->straggler_stands_out ? "* the straggler (arrives last)" : "",
                  m->straggler_stands_out && totals ? "; " : "",
                  totals ? "ranks with 0 steps show whole-trace totals" : "");
         t->note = t->note_buf;

@@ -5,7 +5,8 @@
  *          kvs_analysis_options_init, kvs_analyze_file, kvs_analyze_memory,
  *          kvs_analysis_free,
  *          kvs_category_name, KVS_LAUNCH_BOUND_BUSY, enum kvs_step_kind,
- *          struct kvs_engine_info, struct kvs_step_roofline, struct kvs_op_roofline
+ *          struct kvs_engine_info, struct kvs_step_roofline, struct kvs_op_roofline,
+ *          struct kvs_collective
  *
  * kvs_analyze_file() streams a Chrome-trace JSON file (PyTorch/Kineto's or
  * kvscope's own; plain, .gz, or "-" for stdin), links GPU activity to the ops
@@ -330,6 +331,15 @@ struct kvs_op_roofline {
                                     compute peak; bytes-only: achieved GB/s over the peak); NAN */
 };
 
+/* One communication kernel (category comm) that a step launched: the
+ * collectives kvs_multirank() (kvscope/multirank.h) lines up across ranks. */
+struct kvs_collective {
+    int32_t step;                /* index into kvs_analysis.step */
+    const char *name;
+    double start_us;             /* trace clock, as kvs_step.start_us */
+    double dur_ms;
+};
+
 enum kvs_severity { KVS_SEV_INFO = 0, KVS_SEV_WARN, KVS_SEV_HIGH };
 
 struct kvs_finding {
@@ -357,6 +367,8 @@ struct kvs_analysis {
     const struct kvs_kernel_stat *kernels; /* sorted by gpu_ms, descending */
     size_t nfamily;
     const struct kvs_family_stat *families; /* families with GPU time, by gpu_ms, descending */
+    size_t ncollective;
+    const struct kvs_collective *collectives; /* by step, then start; none without steps */
     size_t nfinding;
     const struct kvs_finding *findings;  /* ranked by gpu_ms_per_step, descending */
     double category_ms[KVS_CAT_COUNT_];  /* GPU time by category over the steps (or trace) */

@@ -9,6 +9,7 @@
 #include "classify.h"
 #include "kvscope/kernel_name.h"
 #include "dtypes.h"
+#include "gemm_bound.h"
 #include "host_blocking.h"
 #include "match.h"
 #include "steps.h"
@@ -537,6 +538,8 @@ enum kvs_status kvs_findings_build(struct kvs_ctx *c, struct kvs_finding **out, 
         rc = gpu_idle(c, &v, &n, &cap, blocked);
     if (rc == 0)
         rc = exposed_comm(c, &v, &n, &cap);
+    if (rc == 0)
+        rc = kvs_gemm_bound(c, &v, &n, &cap);
     if (rc != 0) {
         free(v);
         return KVS_STATUS_NO_MEMORY;

@@ -8,6 +8,7 @@
  * low_bandwidth_efficiency  a memory-bound group far below the HBM peak
  * host_blocking        the GPU idles while the CPU waits in a blocking call (host_blocking.c)
  * gpu_idle             the GPU is idle most of the rest of the step: launch-bound
+ * gemm_memory_bound    decode GEMMs bound by weight bandwidth (gemm_bound.c)
  * Thresholds and formulas: docs/analysis.md. Private to analyzers/.
  */
 #ifndef KVS_ANALYZERS_FINDINGS_H

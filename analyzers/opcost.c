@@ -50,7 +50,7 @@ static int attention_layout(const char *op)
 {
     if (IS(op, "aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
            "aten::_scaled_dot_product_efficient_attention",
-           "aten::_scaled_dot_product_cudnn_attention",
+           "aten::_scaled_dot_product_cudnn_attention", "aten::_cudnn_attention_forward",
            "aten::_scaled_dot_product_flash_attention_for_cpu",
            "aten::_scaled_dot_product_attention_math", "aten::_scaled_dot_product_fused_attention_overrideable"))
         return 'H'; /* heads before length */
@@ -209,14 +209,14 @@ static void matmul_bcast(const struct kvs_shape *s, struct kvs_op_cost *c)
 
 static void matmul_cost(const char *op, const struct kvs_shape *s, struct kvs_op_cost *c)
 {
-    int a = 0; /* the first matrix operand */
+    int a = 0, w = -1; /* the first matrix operand; the weight's, when one is */
     double M, N, K, batch = 1, out = -1;
     if (IS(op, "aten::mm", "aten::_scaled_mm") && s->n >= 2 && s->rank[0] == 2 && s->rank[1] == 2) {
-        M = dim(s, 0, 0), K = dim(s, 0, 1), N = dim(s, 1, 1);
+        M = dim(s, 0, 0), K = dim(s, 0, 1), N = dim(s, 1, 1), w = 1;
         if (K != dim(s, 1, 0))
             return;
     } else if (!strcmp(op, "aten::addmm") && s->n >= 3 && s->rank[1] == 2 && s->rank[2] == 2) {
-        a = 1, M = dim(s, 1, 0), K = dim(s, 1, 1), N = dim(s, 2, 1);
+        a = 1, M = dim(s, 1, 0), K = dim(s, 1, 1), N = dim(s, 2, 1), w = 2;
         if (K != dim(s, 2, 0))
             return;
     } else if ((!strcmp(op, "aten::bmm") && RANKS(s, 3, 3)) ||
@@ -230,19 +230,35 @@ static void matmul_cost(const char *op, const struct kvs_shape *s, struct kvs_op
         K = dim(s, 0, -1), N = dim(s, 1, 0);
         if (K <= 0 || K != dim(s, 1, 1))
             return;
-        M = numel(s, 0) / K;
+        M = numel(s, 0) / K, w = 1;
         if (IS(op, "kvs::router_linear", "kvs::lm_head"))
             out = 32; /* float logits */
     } else if (!strcmp(op, "aten::matmul")) {
         matmul_bcast(s, c);
         c->precision = c->flops >= 0 ? precision_of(s, 0) : NULL;
+        if (c->flops >= 0 && s->rank[1] == 2 && dim(s, 0, -1) > 0) { /* against a matrix: a weight */
+            c->rows = numel(s, 0) / dim(s, 0, -1);
+            c->weight_bytes = (double)s->bytes[1];
+        }
         return;
     } else if (IS(op, "aten::_grouped_mm", "aten::_scaled_grouped_mm") && s->n >= 2) {
         int ra = s->rank[0], rb = s->rank[1];
-        if (ra == 2 && rb == 3) { /* tokens of all groups x each group's weight */
-            M = dim(s, 0, 0), K = dim(s, 0, 1), N = dim(s, 1, 2);
-            if (K != dim(s, 1, 1))
+        if (ra == 2 && rb == 3) {
+            /* tokens of all groups x each group's weight [G, K, N]: at most
+             * min(G, tokens) groups have rows, and only their weights are read */
+            double T = dim(s, 0, 0), G = dim(s, 1, 0);
+            K = dim(s, 0, 1), N = dim(s, 1, 2);
+            if (K != dim(s, 1, 1) || G <= 0 || s->bits[0] == 0 || s->bytes[1] < 0)
                 return;
+            double in = all_bytes(s);
+            c->flops = 2 * T * N * K;
+            c->bytes = in < 0 ? -1
+                              : in - (double)s->bytes[1] * (1 - (T < G ? T : G) / G) +
+                                    T * N * mm_out_bits(s, 0) / 8;
+            c->precision = precision_of(s, 0);
+            c->rows = T;
+            c->weight_bytes = (double)s->bytes[1] * (T < G ? T : G) / G;
+            return;
         } else if (ra == 3 && rb == 3) {
             batch = dim(s, 0, 0), M = dim(s, 0, 1), K = dim(s, 0, 2), N = dim(s, 1, 2);
             if (K != dim(s, 1, 1) || batch != dim(s, 1, 0))
@@ -262,14 +278,17 @@ static void matmul_cost(const char *op, const struct kvs_shape *s, struct kvs_op
         /* x [M, K] against weights [N_i, K] (the rope op's last tensor: positions) */
         M = dim(s, 0, 0), K = dim(s, 0, 1), N = 0;
         int last = !strcmp(op, "kvs::linear_multi_rope") ? s->n - 1 : s->n;
+        double wb = 0;
         for (int i = 1; i < last; i++) {
             if (s->rank[i] != 2 || dim(s, i, 1) != K)
                 return;
             N += dim(s, i, 0);
+            wb = wb >= 0 && s->bytes[i] >= 0 ? wb + (double)s->bytes[i] : -1;
         }
+        c->rows = M, c->weight_bytes = wb;
     } else if (!strcmp(op, "kvs::linear_per_head") && RANKS(s, 3, 3)) {
         /* x [B, H, K] with each head's own weight [H, N, K] */
-        M = dim(s, 0, 0), batch = dim(s, 0, 1), K = dim(s, 0, 2), N = dim(s, 1, 1);
+        M = dim(s, 0, 0), batch = dim(s, 0, 1), K = dim(s, 0, 2), N = dim(s, 1, 1), w = 1;
         if (batch != dim(s, 1, 0) || K != dim(s, 1, 2))
             return;
     } else if (!strcmp(op, "kvs::moe_experts") && RANKS(s, 2, 2, 3, 3)) {
@@ -286,6 +305,9 @@ static void matmul_cost(const char *op, const struct kvs_shape *s, struct kvs_op
             c->bytes = 2.0 * (double)s->bytes[0] + (double)s->bytes[1] +
                        used / E * (double)(s->bytes[2] + s->bytes[3]);
         c->precision = precision_of(s, 2);
+        c->rows = m;
+        if (s->bytes[2] >= 0 && s->bytes[3] >= 0)
+            c->weight_bytes = used / E * (double)(s->bytes[2] + s->bytes[3]);
         return;
     } else {
         return;
@@ -295,6 +317,10 @@ static void matmul_cost(const char *op, const struct kvs_shape *s, struct kvs_op
     c->flops = 2 * batch * M * N * K;
     c->bytes = with_output(s, batch * M * N, out > 0 ? out : mm_out_bits(s, a));
     c->precision = precision_of(s, a);
+    if (w >= 0) {
+        c->rows = M;
+        c->weight_bytes = (double)s->bytes[w];
+    }
 }
 
 // ----------------------------------------------------------------------------
@@ -417,7 +443,7 @@ static void elementwise_cost(const char *op, const struct kvs_shape *s, struct k
 void kvs_op_cost_of(const char *op, const struct kvs_shape *s, struct kvs_op_cost *out)
 {
     out->family = op ? family_of(op) : KVS_OPF_UNKNOWN;
-    out->bytes = out->flops = -1;
+    out->bytes = out->flops = out->rows = out->weight_bytes = -1;
     out->precision = NULL;
     if (!s || s->n == 0 || s->more)
         return;

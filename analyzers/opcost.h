@@ -38,6 +38,10 @@ struct kvs_op_cost {
     double flops;                /* per call; < 0 unknown, or not defined (bytes-only families) */
     const char *precision;       /* "fp8", "bf16", "fp16", "fp32" for matmul/attention: whose
                                     tensor peak bounds it; NULL otherwise or when unknown */
+    double rows;                 /* a matmul against a weight: the activation's rows (tokens:
+                                    the M of a decode GEMM); < 0 otherwise (bmm of two
+                                    activations, an unknown shape) */
+    double weight_bytes;         /* with rows: the weight bytes a call reads; < 0 unknown */
 };
 
 /* The cost of one call of op with tensors s (s may be NULL: no shapes). */

@@ -19,7 +19,7 @@
 
 const struct kvs_cli_cmd kvs_cli_commands[] = {
     {"version", "print the kvscope version and what this build can do", kvs_cmd_version, false},
-    {"report", "read a trace and name the bottleneck (copy/cast groups, roofline, steps)",
+    {"report", "read a trace and name the bottleneck (copy/cast groups, per-op roofline, steps)",
      kvs_cmd_report, false},
     {"compare", "compare two traces (before/after a fix): what changed, and why wall time moved",
      kvs_cmd_compare, false},

@@ -3,7 +3,7 @@
  * Content-Security-Policy that forbids any network access or script, and
  * the inline SVG charts.
  *
- * defines: kvs_html_head, kvs_html_foot, kvs_svg_roofline, kvs_svg_steps,
+ * defines: kvs_html_head, kvs_html_foot, kvs_svg_roofline, kvs_svg_op_roofline, kvs_svg_steps,
  *          kvs_svg_pairs, struct kvs_svg_pair, kvs_svg_stacks, struct kvs_svg_stack_row
  */
 #ifndef KVSCOPE_HTML_H
@@ -20,6 +20,12 @@ void kvs_html_foot(FILE *f);
 /* Each group's achieved GB/s as a bar against the device's HBM peak and the
  * measured copy rate (vertical lines), the top `max_groups` groups. */
 void kvs_svg_roofline(FILE *f, const struct kvs_analysis *a, size_t max_groups);
+
+/* Every op group with bytes and FLOPs as a point, log-log: arithmetic
+ * intensity (FLOP/byte) across, achieved TFLOP/s up, its area its GPU time;
+ * the device's roofs (HBM bandwidth slope, dense BF16 and, when an FP8 op is
+ * plotted, FP8 compute flats); the largest `max_labels` points named. */
+void kvs_svg_op_roofline(FILE *f, const struct kvs_analysis *a, size_t max_labels);
 
 /* GPU ms per step stacked by category, idle (wall - busy) on top; the first
  * `max_steps` steps. */

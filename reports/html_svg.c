@@ -1,5 +1,6 @@
 /* reports/html_svg.c — inline SVG charts for the HTML pages: the bandwidth
- * roofline of the copy/cast groups, GPU time per step stacked by category,
+ * roofline of the copy/cast groups, the log-log roofline of every op group,
+ * GPU time per step stacked by category,
  * before/after bars for compare, stacked bars per rank for several ranks. Plain SVG 1.1 (no script, no fonts
  * beyond the page's), every label escaped, every coordinate finite.
  *
@@ -290,5 +291,143 @@ void kvs_svg_stacks(FILE *f, const struct kvs_svg_stack_row *rows, size_t n,
         fputs("</g>\n", f);
         put_svg_text(f, x + 6, y + 18, "start", "val", kvs_fmt_ms(b, sum));
     }
+    fputs("</svg>\n", f);
+}
+
+// ----------------------------------------------------------------------------
+// the per-op roofline: achieved TFLOP/s against arithmetic intensity, log-log
+
+static double decade_floor(double v) { return pow(10, floor(log10(v))); }
+static double decade_ceil(double v) { return pow(10, ceil(log10(v) - 1e-9)); }
+
+static bool op_plotted(const struct kvs_op_roofline *o)
+{
+    return isfinite(o->intensity) && o->intensity > 0 && isfinite(o->achieved_tflops) &&
+           o->achieved_tflops > 0;
+}
+
+struct loglog {
+    double left, bottom, w, h, lx0, lx1, ly0, ly1;
+};
+static double lx(const struct loglog *p, double v) { return p->left + (log10(v) - p->lx0) / (p->lx1 - p->lx0) * p->w; }
+static double ly(const struct loglog *p, double v) { return p->bottom - (log10(v) - p->ly0) / (p->ly1 - p->ly0) * p->h; }
+
+/* one compute roof: the bandwidth slope up to its ridge, then flat */
+static void roof_lines(FILE *f, const struct loglog *p, double gbps, double tflops, const char *cls)
+{
+    double bw = gbps / 1e3; /* TFLOP/s per FLOP/byte */
+    double ridge = tflops / bw, x0 = fmax(pow(10, p->lx0), pow(10, p->ly0) / bw);
+    double x1 = pow(10, p->lx1);
+    if (ridge > x0)
+        fprintf(f, "<line class=\"%s\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", cls, lx(p, x0),
+                ly(p, x0 * bw), lx(p, fmin(ridge, x1)), ly(p, fmin(ridge, x1) * bw));
+    if (ridge < x1)
+        fprintf(f, "<line class=\"%s\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", cls,
+                lx(p, fmax(ridge, pow(10, p->lx0))), ly(p, tflops), lx(p, x1), ly(p, tflops));
+}
+
+void kvs_svg_op_roofline(FILE *f, const struct kvs_analysis *a, size_t max_labels)
+{
+    const double W = 900, left = 70, right = 190, top = 20, plot_h = 340;
+    struct loglog p = {left, top + plot_h, W - left - right, plot_h, 0, 0, 0, 0};
+    double H = p.bottom + 52;
+    double gbps = fin(a->trace.peak_gbps), bf = fin(a->trace.peak_bf16_tflops), f8 = fin(a->trace.peak_fp8_tflops);
+    double xmin = INFINITY, xmax = 0, ymin = INFINITY, ymax = fmax(bf, f8), top_ms = 0;
+    bool any_fp8 = false;
+    size_t n = a->ops ? a->nop : 0, shown = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct kvs_op_roofline *o = &a->ops[i];
+        if (!op_plotted(o))
+            continue;
+        shown++;
+        xmin = fmin(xmin, o->intensity), xmax = fmax(xmax, o->intensity);
+        ymin = fmin(ymin, o->achieved_tflops), ymax = fmax(ymax, o->achieved_tflops);
+        top_ms = fmax(top_ms, fin(o->gpu_ms));
+        any_fp8 = any_fp8 || (o->precision && !strcmp(o->precision, "fp8"));
+    }
+    if (gbps > 0 && bf > 0) /* the ridge inside the plot */
+        xmin = fmin(xmin, bf / (gbps / 1e3) / 10), xmax = fmax(xmax, bf / (gbps / 1e3) * 10);
+    if (!shown)
+        xmin = fmin(xmin, 0.1), xmax = fmax(xmax, 1000), ymin = fmin(ymin, 0.1), ymax = fmax(ymax, 1000);
+    p.lx0 = log10(decade_floor(xmin)), p.lx1 = log10(decade_ceil(xmax));
+    p.ly1 = log10(decade_ceil(ymax)), p.ly0 = log10(decade_floor(ymin));
+    if (p.ly1 - p.ly0 > 8)
+        p.ly0 = p.ly1 - 8; /* a point far below is drawn at the bottom edge */
+    if (p.lx1 - p.lx0 < 2)
+        p.lx1 = p.lx0 + 2;
+    if (p.ly1 - p.ly0 < 2)
+        p.ly0 = p.ly1 - 2;
+
+    svg_open(f, W, H, "roofline of every op group: achieved TFLOP/s against arithmetic intensity, log-log");
+    char b[KVS_FMT_BUF], label[320], dims[200];
+    for (double e = p.lx0; e <= p.lx1 + 1e-9; e++) {
+        double x = lx(&p, pow(10, e));
+        fprintf(f, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", x, top, x, p.bottom);
+        tick_label(b, pow(10, e));
+        put_svg_text(f, x, p.bottom + 14, "middle", "tick", b);
+    }
+    for (double e = p.ly0; e <= p.ly1 + 1e-9; e++) {
+        double y = ly(&p, pow(10, e));
+        fprintf(f, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", left, y,
+                left + p.w, y);
+        tick_label(b, pow(10, e));
+        put_svg_text(f, left - 6, y + 4, "end", "tick", b);
+    }
+    put_svg_text(f, left + p.w / 2, p.bottom + 34, "middle", "axis",
+                 "arithmetic intensity (FLOP per byte read + written, log scale)");
+    fprintf(f, "<text x=\"16\" y=\"%.1f\" text-anchor=\"middle\" class=\"axis\" transform=\"rotate(-90 16 %.1f)\">"
+               "achieved TFLOP/s (log scale)</text>\n",
+            top + plot_h / 2, top + plot_h / 2);
+    double lgx = left + p.w + 14, lgy = top + 10;
+    if (gbps > 0 && bf > 0) {
+        roof_lines(f, &p, gbps, bf, "peak");
+        snprintf(label, sizeof label, "BF16 roof: %g TFLOP/s", bf);
+        put_svg_text(f, lgx, lgy, "start", "peaklbl", label);
+        snprintf(label, sizeof label, "memory roof: %.0f GB/s", gbps);
+        put_svg_text(f, lgx, lgy + 16, "start", "peaklbl", label);
+        lgy += 32;
+    }
+    if (gbps > 0 && f8 > 0 && any_fp8) {
+        roof_lines(f, &p, gbps, f8, "copy");
+        snprintf(label, sizeof label, "FP8 roof: %g TFLOP/s", f8);
+        put_svg_text(f, lgx, lgy, "start", "copylbl", label);
+        lgy += 16;
+    }
+    if (!(gbps > 0 && bf > 0))
+        put_svg_text(f, lgx, lgy, "start", "lbl", "roofs unknown for this device"), lgy += 16;
+    put_svg_text(f, lgx, lgy + 8, "start", "val", "circle area: GPU time");
+    fprintf(f, "<circle class=\"pt-matmul\" cx=\"%.1f\" cy=\"%.1f\" r=\"5\"/>\n", lgx + 5, lgy + 24);
+    put_svg_text(f, lgx + 14, lgy + 28, "start", "val", "matmul");
+    fprintf(f, "<circle class=\"pt-attention\" cx=\"%.1f\" cy=\"%.1f\" r=\"5\"/>\n", lgx + 5, lgy + 40);
+    put_svg_text(f, lgx + 14, lgy + 44, "start", "val", "attention");
+
+    size_t labelled = 0;
+    for (size_t i = 0; i < n; i++) { /* largest first: small circles end up on top */
+        const struct kvs_op_roofline *o = &a->ops[i];
+        if (!op_plotted(o))
+            continue;
+        double cx = lx(&p, o->intensity), cy = ly(&p, fmax(o->achieved_tflops, pow(10, p.ly0)));
+        double r = 3 + 11 * sqrt(top_ms > 0 ? fin(o->gpu_ms) / top_ms : 0);
+        struct kvs_group shape = {0};
+        shape.ntensors = o->ntensors;
+        shape.tensor_dims = o->tensor_dims;
+        fprintf(f, "<g><title>");
+        kvs_put_html(f, o->op);
+        fputs(" ", f);
+        kvs_put_html(f, kvs_dims_json(dims, sizeof dims, &shape));
+        fprintf(f, ": %.3g TFLOP/s at %.3g FLOP/B, %s GPU ms/step, %s-bound", o->achieved_tflops,
+                o->intensity, kvs_fmt_ms(b, o->gpu_ms_per_step), o->bound ? o->bound : "unknown");
+        fprintf(f, "</title><circle class=\"pt-%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\"/></g>\n",
+                o->family && !strcmp(o->family, "attention") ? "attention" : "matmul", cx, cy, r);
+        if (labelled < max_labels) {
+            char op[40];
+            kvs_short_op(op, sizeof op, o->op, 24);
+            put_svg_text(f, cx + r + 3, cy + 4, "start", "val", op);
+            labelled++;
+        }
+    }
+    if (!shown)
+        put_svg_text(f, left + p.w / 2, top + plot_h / 2, "middle", "lbl",
+                     "no op group with both bytes and FLOPs known");
     fputs("</svg>\n", f);
 }

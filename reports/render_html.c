@@ -15,6 +15,8 @@
 #define GROUP_ROWS 25
 #define STEP_ROWS 64
 #define ROOFLINE_GROUPS 12
+#define OP_ROWS 25
+#define OP_LABELS 6
 #define CHART_STEPS 64
 #define KERNEL_NAME_WIDTH 110
 
@@ -51,6 +53,8 @@ static const char css[] =
     "svg .peaklbl{fill:#7b1fa2;font-weight:600}\n"
     "svg .copy{stroke:#ef6c00;stroke-width:2;stroke-dasharray:3 3}"
     "svg .copylbl{fill:#ef6c00;font-weight:600}\n"
+    "svg .pt-matmul{fill:#1f77b4;fill-opacity:.65;stroke:#0d3c61}"
+    "svg .pt-attention{fill:#2ca02c;fill-opacity:.65;stroke:#145214}\n"
     "footer{margin-top:32px;color:#888;font-size:12px}\n";
 
 void kvs_html_head(FILE *f, const char *title)
@@ -150,6 +154,16 @@ bool kvs_html_report_body(FILE *out, const struct kvs_analysis *a, const struct 
           out);
     kvs_svg_roofline(out, a, ROOFLINE_GROUPS);
 
+    fputs("<h2 id=\"op-roofline\">Roofline of every op group</h2>\n"
+          "<p class=\"note\">Each circle is an op group (an op and its shapes) whose bytes and "
+          "FLOPs are known from its shapes: arithmetic intensity (FLOPs per byte read and written) "
+          "across, achieved TFLOP/s up, both log scales, its area its GPU time. Below the slanted "
+          "memory roof's ridge an op is memory-bound; the flat line is the dense tensor peak. Ops "
+          "with bytes only (norms, elementwise, copies) and ops without a formula are in the table "
+          "below.</p>\n",
+          out);
+    kvs_svg_op_roofline(out, a, OP_LABELS);
+
     fputs("<h2>GPU time per step</h2>\n"
           "<p class=\"note\">GPU ms of each step by category; idle is the step's wall time "
           "minus its GPU busy time. A tall idle block means the step is launch-bound.</p>\n",
@@ -164,6 +178,19 @@ bool kvs_html_report_body(FILE *out, const struct kvs_analysis *a, const struct 
     } else {
         ok = kvs_table_groups(&t, a, GROUP_ROWS) && ok;
         kvs_table_print_html(out, &t, "groups");
+        kvs_table_free(&t);
+    }
+    fputs("<h2>Roofline table (op groups by GPU time)</h2>\n", out);
+    if (!a->ops || a->nop == 0) {
+        fputs("<p>None: the trace has no GPU activity.</p>\n", out);
+    } else {
+        char roofs[300];
+        kvs_roofs_line(roofs, sizeof roofs, a);
+        fputs("<p class=\"note\">", out);
+        kvs_put_html(out, roofs);
+        fputs("</p>\n", out);
+        ok = kvs_table_ops(&t, a, OP_ROWS) && ok;
+        kvs_table_print_html(out, &t, "ops");
         kvs_table_free(&t);
     }
     fputs("<h2>Top kernels (by GPU time)</h2>\n", out);

@@ -10,6 +10,7 @@
 #include "table.h"
 
 #define GROUP_ROWS 25
+#define OP_ROWS 25
 #define STEP_ROWS 32
 #define KERNEL_NAME_WIDTH 96
 
@@ -86,6 +87,19 @@ enum kvs_status kvs_render_md_report(FILE *out, const struct kvs_analysis *a,
         fputs("None: the trace has no copy, cast, memcpy or memset work.\n", out);
     } else {
         ok = kvs_table_groups(&t, a, GROUP_ROWS) && ok;
+        kvs_table_print_md(out, &t);
+        kvs_table_free(&t);
+    }
+
+    fputs("\n## Roofline of every op group (by GPU time)\n\n", out);
+    if (!a->ops || a->nop == 0) {
+        fputs("None: the trace has no GPU activity.\n", out);
+    } else {
+        char roofs[300];
+        kvs_roofs_line(roofs, sizeof roofs, a);
+        kvs_put_md(out, roofs);
+        fputs(".\n\n", out);
+        ok = kvs_table_ops(&t, a, OP_ROWS) && ok;
         kvs_table_print_md(out, &t);
         kvs_table_free(&t);
     }

@@ -10,6 +10,7 @@
 #include "table.h"
 
 #define GROUP_ROWS 15
+#define OP_ROWS 15
 #define STEP_ROWS 16
 #define KERNEL_NAME_WIDTH 72
 
@@ -109,6 +110,18 @@ enum kvs_status kvs_render_text_report(FILE *out, const struct kvs_analysis *a,
         fputs("  none: the trace has no copy, cast, memcpy or memset work\n", out);
     } else {
         ok = kvs_table_groups(&t, a, GROUP_ROWS) && ok;
+        kvs_table_print_text(out, &t, st.color);
+        kvs_table_free(&t);
+    }
+
+    heading(out, &st, "ROOFLINE OF EVERY OP GROUP (by GPU time)");
+    if (!a->ops || a->nop == 0) {
+        fputs("  none: the trace has no GPU activity\n", out);
+    } else {
+        char roofs[300];
+        kvs_roofs_line(roofs, sizeof roofs, a);
+        fprintf(out, "  %s\n", roofs);
+        ok = kvs_table_ops(&t, a, OP_ROWS) && ok;
         kvs_table_print_text(out, &t, st.color);
         kvs_table_free(&t);
     }

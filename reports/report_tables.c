@@ -79,6 +79,91 @@ bool kvs_table_groups(struct kvs_table *t, const struct kvs_analysis *a, size_t 
     return !t->failed;
 }
 
+/* a count of FLOPs with its unit: "25.2 MFLOP", "51.6 GFLOP" */
+static void fmt_flops(char *buf, double v)
+{
+    static const char *const unit[] = {"", "k", "M", "G", "T", "P"};
+    int u = 0;
+    while (v >= 1000 && u < 5)
+        v /= 1000, u++;
+    snprintf(buf, KVS_FMT_BUF, u ? "%.1f %sFLOP" : "%.0f FLOP", v, unit[u]);
+}
+
+/* a rate or ratio with 3 significant digits ("1.68", "610", "0.0301") */
+static void fmt_sig(char *buf, double v)
+{
+    snprintf(buf, KVS_FMT_BUF, v >= 100 ? "%.0f" : "%.3g", v);
+}
+
+void kvs_roofs_line(char *buf, size_t size, const struct kvs_analysis *a)
+{
+    char bw[KVS_FMT_BUF] = "unknown", bf[KVS_FMT_BUF] = "unknown", f8[KVS_FMT_BUF] = "unknown";
+    if (a->trace.peak_gbps > 0)
+        snprintf(bw, sizeof bw, "%.0f GB/s", a->trace.peak_gbps);
+    if (a->trace.peak_bf16_tflops > 0)
+        snprintf(bf, sizeof bf, "%g TFLOP/s", a->trace.peak_bf16_tflops);
+    if (a->trace.peak_fp8_tflops > 0)
+        snprintf(f8, sizeof f8, "%g TFLOP/s", a->trace.peak_fp8_tflops);
+    snprintf(buf, size, "roofs on %s: HBM %s, dense BF16 %s, FP8 %s; unknown: no formula for the op",
+             a->trace.device ? a->trace.device : "an unknown device", bw, bf, f8);
+}
+
+bool kvs_table_ops(struct kvs_table *t, const struct kvs_analysis *a, size_t max_rows)
+{
+    static const char *const hdr[] = {"op", "family", "dims", "calls/step", "us/call", "bytes/call",
+                                      "FLOPs/call", "GB/s", "TFLOP/s", "FLOP/B", "bound", "% roof"};
+    static const enum kvs_col kind[] = {KVS_COL_CODE, KVS_COL_TEXT, KVS_COL_CODE, KVS_COL_NUM,
+                                        KVS_COL_NUM,  KVS_COL_NUM,  KVS_COL_NUM,  KVS_COL_NUM,
+                                        KVS_COL_NUM,  KVS_COL_NUM,  KVS_COL_TEXT, KVS_COL_NUM};
+    kvs_table_init(t, 12, hdr, kind);
+    size_t n = a->ops ? a->nop : 0;
+    for (size_t i = 0; i < n && i < max_rows; i++) {
+        const struct kvs_op_roofline *o = &a->ops[i];
+        char op[40], dims[160], cut[160], cps[KVS_FMT_BUF], us[KVS_FMT_BUF], b[KVS_FMT_BUF],
+            fl[KVS_FMT_BUF], gbps[KVS_FMT_BUF], tf[KVS_FMT_BUF], in[KVS_FMT_BUF], roof[KVS_FMT_BUF];
+        struct kvs_group shape = {0}; /* the dims as the groups table shortens them */
+        shape.ntensors = o->ntensors;
+        shape.tensor_dims = o->tensor_dims;
+        kvs_short_op(op, sizeof op, o->op, 28);
+        kvs_truncate(dims, sizeof dims, kvs_short_dims(cut, sizeof cut, &shape), KVS_DIMS_WIDTH);
+        kvs_fmt_count(cps, o->calls_per_step);
+        snprintf(us, sizeof us, "%.1f", o->us_per_call);
+        /* unknown: no formula (or shapes that do not fit it); "-": not defined for the family */
+        const char *unk = o->family ? "-" : "unknown";
+        if (o->bytes_per_call > 0)
+            kvs_fmt_bytes(b, o->bytes_per_call);
+        else
+            snprintf(b, sizeof b, "unknown");
+        if (o->flops_per_call >= 0)
+            fmt_flops(fl, o->flops_per_call);
+        else
+            snprintf(fl, sizeof fl, "%s", o->family && (!strcmp(o->family, "matmul") ||
+                                                        !strcmp(o->family, "attention"))
+                                              ? "unknown" : unk);
+        if (isfinite(o->achieved_gbps))
+            fmt_sig(gbps, o->achieved_gbps);
+        else
+            snprintf(gbps, sizeof gbps, "-");
+        if (isfinite(o->achieved_tflops))
+            fmt_sig(tf, o->achieved_tflops);
+        else
+            snprintf(tf, sizeof tf, "-");
+        if (isfinite(o->intensity))
+            fmt_sig(in, o->intensity);
+        else
+            snprintf(in, sizeof in, "-");
+        if (isfinite(o->roof_fraction))
+            kvs_fmt_pct(roof, o->roof_fraction);
+        else
+            snprintf(roof, sizeof roof, "-");
+        const char *row[] = {op, o->family ? o->family : "unknown", dims, cps, us, b, fl, gbps, tf, in,
+                             o->bound ? o->bound : "-", roof};
+        kvs_table_add(t, row);
+    }
+    set_note(t, max_rows, n, "op groups");
+    return !t->failed;
+}
+
 bool kvs_table_kernels(struct kvs_table *t, const struct kvs_analysis *a, size_t max_rows,
                        size_t name_width)
 {

@@ -5,7 +5,7 @@
  *
  * defines: struct kvs_table, kvs_table_init/add/free, kvs_table_print_text,
  *          kvs_table_print_md, kvs_table_print_html, kvs_table_groups,
- *          kvs_table_kernels, kvs_table_steps, KVS_ANSI_*, kvs_report_facts,
+ *          kvs_table_kernels, kvs_table_steps, kvs_table_ops, kvs_roofs_line, KVS_ANSI_*, kvs_report_facts,
  *          kvs_finding_figures, kvs_category_parts
  */
 #ifndef KVSCOPE_TABLE_H
@@ -62,6 +62,11 @@ bool kvs_table_groups(struct kvs_table *t, const struct kvs_analysis *a, size_t 
 bool kvs_table_kernels(struct kvs_table *t, const struct kvs_analysis *a, size_t max_rows,
                        size_t name_width);
 bool kvs_table_steps(struct kvs_table *t, const struct kvs_analysis *a, size_t max_rows);
+/* The per-op roofline: every op group's bytes, FLOPs, rates, bound and fraction
+ * of its roof; "unknown" where kvscope has no formula for the op. */
+bool kvs_table_ops(struct kvs_table *t, const struct kvs_analysis *a, size_t max_rows);
+/* "roofs on NVIDIA H200: HBM 4800 GB/s, dense BF16 989 TFLOP/s, FP8 1979 TFLOP/s; ..." */
+void kvs_roofs_line(char *buf, size_t size, const struct kvs_analysis *a);
 
 /* The report's header facts ("device", "trace", "steps", "by kind", "model",
  * "warning"), as label/value lines shared by the human formats. */

@@ -32,6 +32,32 @@ static double peak(const char *name)
     return d.peak_gbps;
 }
 
+/* dense tensor peaks, TFLOP/s: the datasheets' figures without sparsity
+ * (analyzers/data/devices.json cites each); 0 where none */
+static void test_tensor_peaks(void)
+{
+    static const struct {
+        const char *name;
+        double bf16, fp8;
+    } want[] = {
+        {"NVIDIA H200", 989, 1979},          {"NVIDIA H100 80GB HBM3", 989, 1979},
+        {"NVIDIA H100 PCIe", 756, 1513},     {"NVIDIA A100-SXM4-80GB", 312, 0},
+        {"NVIDIA A100-SXM4-40GB", 312, 0},   {"NVIDIA B200", 2250, 4500},
+        {"NVIDIA GB200", 2500, 5000},        {"NVIDIA L40S", 362.05, 733},
+        {"NVIDIA GeForce RTX 4090", 165.2, 330.3}, {"AMD Instinct MI300X", 1307.4, 2614.9},
+        {"Tesla T4", 0, 0}, /* no BF16 tensor cores: no roof, not a made-up one */
+        {"NVIDIA B300 SXM6 AC", 0, 0}, /* no datasheet figure found yet */
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        struct kvs_device_info d;
+        bool found = false;
+        KVS_REQUIRE(kvs_device_lookup(want[i].name, NULL, &d, &found) == KVS_STATUS_OK && found);
+        KVS_CHECK_MSG(d.bf16_tflops == want[i].bf16 && d.fp8_tflops == want[i].fp8,
+                      "%s: bf16 %g fp8 %g, want %g %g", want[i].name, d.bf16_tflops, d.fp8_tflops,
+                      want[i].bf16, want[i].fp8);
+    }
+}
+
 static void test_lookup(void)
 {
     /* datasheet HBM bandwidth, GB/s */
@@ -248,6 +274,7 @@ int main(int argc, char **argv)
 {
     static const struct kvs_test tests[] = {
         {"lookup", test_lookup},
+        {"tensor_peaks", test_tensor_peaks},
         {"bundled_models", test_bundled_models},
         {"config_files", test_config_files},
         {"config_hostile", test_config_hostile},

@@ -65,7 +65,17 @@ elif "Across ranks" in dom:  # several ranks: the summary, then each rank's repo
     wants += ["Each rank's step", "Findings by rank", 'id="rank-0"', 'id="rank-1"',
               "Bandwidth roofline", "Top kernels"]
 else:
-    wants += ["Bandwidth roofline", "GPU time per step", "Top kernels"]
+    wants += ["Bandwidth roofline", "GPU time per step", "Top kernels", "Roofline of every op group",
+              "Roofline table"]
+if "Roofline of every op group" in dom:  # the log-log chart: its points and both roofs
+    chart = dom.split('id="op-roofline"', 1)[1].split("</svg>", 1)[0]
+    for want in ("arithmetic intensity", "achieved TFLOP/s"):
+        if want not in chart:
+            bad.append(f"the op roofline chart lacks {want!r}")
+    if "no op group with both bytes and FLOPs known" not in chart and "</title><circle" not in chart:
+        bad.append("the op roofline chart has no point (and does not say why)")
+    if "roofs unknown for this device" not in chart and chart.count('class="peak"') < 2:
+        bad.append("the op roofline chart lacks a roof (bandwidth slope and compute flat)")
 for want in wants:
     if want not in dom:
         bad.append(f"DOM lacks {want!r}")

@@ -75,9 +75,13 @@ static void test_matmul(void)
           "[" F8 ", " F8 ", \"float\", \"float\", \"\", \"\", \"Scalar\", \"Scalar\"]", "matmul", 4292616,
           134217728, "fp8");
     /* _grouped_mm tokens [64,2048] x experts [8,2048,1024], offsets [8] int: 2*64*2048*1024;
-     * 262,144 + 33,554,432 + 32 + out 64*1024*2 = 131,072 */
+     * 262,144 + 33,554,432 (64 rows can reach all 8) + 32 + out 64*1024*2 = 131,072 */
     check("aten::_grouped_mm", "[[64, 2048], [8, 2048, 1024], [8]]", "[" BF ", " BF ", \"int\"]", "matmul",
           33947680, 268435456, "bf16");
+    /* the H200 MLA trace's experts: 2 tokens [2,1024] x [8,1024,512]: 2*2*1024*512; at most
+     * 2 of the 8 experts' weights read: 4,096 + 2/8 x 8,388,608 + 32 + out 2,048 */
+    check("aten::_grouped_mm", "[[2, 1024], [8, 1024, 512], [8]]", "[" BF ", " BF ", \"int\"]", "matmul",
+          2103328, 2097152, "bf16");
     /* kvscope's engine: linear_multi x [1,6144] over weights 2048 + 512 + 64 rows: N = 2624;
      * 2*6144*2624; 12,288 + 32,243,712 + out 5,248 */
     check("kvs::linear_multi", "[[1, 6144], [2048, 6144], [512, 6144], [64, 6144]]",
@@ -116,6 +120,11 @@ static void test_attention(void)
      * 3 x 18,317,312 + out 18,317,312 */
     check("aten::_flash_attention_forward", "[[16, 559, 16, 64], [16, 559, 16, 64], [16, 559, 16, 64], [], []]",
           "[" BF ", " BF ", " BF ", \"\", \"\"]", "attention", 73269248, 20478754816.0, "bf16");
+    /* cuDNN's SDPA forward (the H200 GQA static-cache trace): q [1,16,1,64], k, v
+     * [1,16,8192,64] (repeat_kv expanded), mask [1,1,1,8192]: 2*16*8192*(64+64);
+     * 2,048 + 2 x 16,777,216 + 16,384 + out 2,048 */
+    check("aten::_cudnn_attention_forward", "[[1, 16, 1, 64], [1, 16, 8192, 64], [1, 16, 8192, 64], [1, 1, 1, 8192], [], []]",
+          "[" BF ", " BF ", " BF ", " BF ", \"Scalar\", \"Scalar\"]", "attention", 33574912, 33554432, "bf16");
     /* varlen [total, H, D]: the sequences' lengths are not in the dims: unknown */
     check("flash_attn::_flash_attn_forward", "[[600, 16, 64], [600, 16, 64], [600, 16, 64]]",
           "[" BF ", " BF ", " BF "]", "attention", -1, -1, NULL);

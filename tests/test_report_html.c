@@ -60,14 +60,16 @@ static void test_trace_strings_escaped(void)
     fx.a.trace.path = "<img src=x onerror=alert(1)>.json";
     fx.groups[0].op = "aten::copy_\"><svg onload=alert(1)>";
     fx.findings[0].message = "</li></ol><script>alert(1)</script>";
+    fx.ops[0].op = "aten::mm\"><svg onload=alert(2)>"; /* a point of the op roofline chart */
     char *h = render(&fx.a);
     KVS_CHECK(!strstr(h, "<script"));
     KVS_CHECK(!strstr(h, "<img"));
     KVS_CHECK(!strstr(h, "<svg onload"));
     KVS_CHECK(strstr(h, "&lt;img src=x onerror=alert(1)&gt;.json") != NULL);
     KVS_CHECK(strstr(h, "evil&lt;script&gt;") != NULL); /* the fixture's hostile kernel */
-    KVS_CHECK_EQ_INT(count(h, "<svg "), 2);
-    KVS_CHECK_EQ_INT(count(h, "</svg>"), 2);
+    KVS_CHECK_EQ_INT(count(h, "<svg "), 3); /* bandwidth bars, op roofline, steps */
+    KVS_CHECK_EQ_INT(count(h, "</svg>"), 3);
+    KVS_CHECK(strstr(h, "aten::mm&quot;&gt;&lt;svg onload=alert(2)&gt;") != NULL);
     KVS_CHECK_EQ_INT(count(h, "<table"), count(h, "</table>"));
     KVS_CHECK_EQ_INT(count(h, "<li>"), count(h, "</li>"));
     KVS_CHECK_EQ_INT(count(h, "<g>"), count(h, "</g>"));

@@ -14,7 +14,17 @@
      FLOPs, 549.8 TFLOP/s, intensity 2730.7 (1-byte inputs, BF16 out):
      compute-bound against the FP8 peak 1979: 0.2778;
    - aten::cat (no formula): family, bytes, FLOPs, bound all null.
-2. The H100 Qwen HF trace (shared): every matmul and attention op group
+2. gemm_memory_bound (a generated decode step): three aten::mm [1,4096] x
+   [4096,4096] bf16 of 20 us and one M=512 prefill GEMM (intensity 410,
+   compute-bound) a step: one finding for the three (0.06 ms/step, 100.7 MB of
+   weights a step, advice in a GEMM's terms: batch, FP8 weights, no
+   "vectorized" copy advice), none for the prefill GEMM alone or for an FP32
+   GEMV (no tensor peak: bound unknown); the bundled GLM-5 engine traces:
+   the finding's bytes per step are the weights the engine's own log says a
+   step reads (80.20 GB) to 0.1%.
+3. The text report prints the table, "unknown" for an op without a formula.
+4. The H100 Qwen HF trace (shared) and our own H200 HF decode traces
+   (tests/traces/h200: GQA and MLA, static and dynamic cache): every matmul and attention op group
    against an independent reading of the raw JSON (json.load, kernels joined
    to their op by External id, durations summed per op + shapes, bytes and
    FLOPs from the shapes by the formulas written again below).
@@ -110,6 +120,76 @@ def generated():
           "aten::cat: no formula: family, bytes, FLOPs, bound are null (not 0)")
 
 
+def decode_trace(gemms, path):
+    """gemms: (dims, dtypes, us) per call, each called once a step, 4 steps"""
+    ev, ext, t = [], 1, 1000.0
+    for s_ in range(4):
+        t0 = t
+        for dims, types, dur in gemms:
+            ev.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": t, "dur": 5, "pid": 1, "tid": 1,
+                       "args": {"External id": ext, "Input Dims": dims, "Input type": types}})
+            ev.append({"ph": "X", "cat": "kernel", "name": "nvjet_sm90_tst_8x64_64x16_2x1_v_bz_TNN", "ts": t + 1,
+                       "dur": dur, "pid": 0, "tid": 7, "args": {"External id": ext, "device": 0, "stream": 7}})
+            ext += 1
+            t += dur + 2
+        ev.append({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#%d" % s_, "ts": t0 - 1,
+                   "dur": t - t0 + 2, "pid": 1, "tid": 1})
+        t += 5
+    with open(path, "w") as f:
+        json.dump({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H200"}], "traceEvents": ev}, f)
+
+
+def gemm_findings():
+    gemv = ([[1, 4096], [4096, 4096]], [BF, BF], 20.0)
+    prefill = ([[512, 4096], [4096, 4096]], [BF, BF], 60.0)
+    fp32 = ([[1, 4096], [4096, 4096]], ["float", "float"], 40.0)
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, "t.json")
+        decode_trace([gemv, gemv, gemv, prefill], p)
+        rep = report(p)
+        g = [f for f in rep.get("findings", []) if f["id"] == "gemm_memory_bound"]
+        if check(len(g) == 1, "3 decode GEMVs + a prefill GEMM: one gemm_memory_bound (%d)" % len(g)):
+            f = g[0]
+            b = 3 * (8192 + 4096 * 4096 * 2 + 8192)  # the three GEMVs' bytes a step
+            check(near(f["bytes_per_step"], b), "its bytes: %s a step (want %d: the 3 GEMVs, not the prefill)" % (f["bytes_per_step"], b))
+            w = 3 * 4096 * 4096 * 2
+            check("1 GEMM shape (3 calls per step)" in f["message"] and "0.06 ms per step" in f["message"]
+                  and "100.7 MB" in f["message"],
+                  "message: 1 GEMM shape, 3 calls a step, 0.06 ms per step, 100.7 MB of weights (%s)" % f["message"][:160])
+            want = 0.06 * w / b / 2
+            check(near(f["gpu_ms_per_step"], want, 1e-6), "recoverable %.5f ms/step = half the weight bytes at today's rate (want %.5f)" % (f["gpu_ms_per_step"], want))
+            fix = f["fix"] or ""
+            check("batch more sequences" in fix and "FP8 weights" in fix and "vectorized copy" not in fix
+                  and "16-byte" not in fix, "fix in a GEMM's terms (batch, FP8 weights), not copy advice")
+        decode_trace([prefill], p)
+        rep = report(p)
+        check(not [f for f in rep.get("findings", []) if f["id"] == "gemm_memory_bound"],
+              "a compute-bound M=512 GEMM alone: no gemm_memory_bound")
+        pre = [o for o in rep.get("ops", []) if o["op"] == "aten::mm"]
+        check(pre and pre[0]["bound"] == "compute", "M=512: compute-bound (intensity %.1f)" % (pre[0]["intensity"] if pre else 0))
+        decode_trace([fp32], p)
+        rep = report(p)
+        check(not [f for f in rep.get("findings", []) if f["id"] == "gemm_memory_bound"],
+              "an FP32 GEMV (no tensor peak, bound unknown): no gemm_memory_bound")
+        decode_trace([gemv, gemv, gemv, ([[[1, 8], [1, 8]], []], ["TensorList", "Scalar"], 3.0)], p)
+        out = subprocess.run([kvscope, "report", p, "--format", "text"], capture_output=True, text=True)
+        text = out.stdout
+        rows = [l for l in text.splitlines() if l.strip().startswith("aten::mm") and "matmul" in l]
+        check("ROOFLINE OF EVERY OP GROUP" in text and rows and "memory" in rows[0],
+              "text: the roofline table, aten::mm a memory-bound matmul row")
+    # the engine's own traces: the weights its log says a step reads
+    root = os.environ.get("KVS_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), ".."))
+    for kv in ("full-cast", "fp8-direct", "active-cast"):
+        tr = os.path.join(root, "examples", "traces", "glm5_%s.json.gz" % kv)
+        with open(tr.replace(".json.gz", ".log")) as f:
+            line = [l for l in f if "bytes moved per step" in l][0]
+        weights = float(line.split("(weights")[1].split(",")[0]) * 1e9
+        g = [f for f in report(tr).get("findings", []) if f["id"] == "gemm_memory_bound"]
+        check(g and abs(g[0]["bytes_per_step"] - weights) / weights < 1e-3,
+              "glm5 %s: gemm_memory_bound reads %.4g bytes/step, the engine log's weights %.4g (0.1%%)"
+              % (kv, g[0]["bytes_per_step"] if g else 0, weights))
+
+
 DT_BYTES = {"c10::BFloat16": 2, "c10::Half": 2, "float": 4, "c10::Float8_e4m3fn": 1, "long int": 8, "int": 4}
 
 
@@ -137,14 +217,20 @@ def hand_cost(name, ts):
     if name == "aten::bmm":
         (b, m, k), (_, _, n) = ts[0][0], ts[1][0]
         return nb(0) + nb(1) + b * m * n * DT_BYTES[ts[0][1]], 2 * b * m * n * k
+    if name == "aten::_cudnn_attention_forward":  # [B, H, L, D], a mask tensor after v
+        (b, h, lq, d), (_, _, lk, _), (_, _, _, dv) = ts[0][0], ts[1][0], ts[2][0]
+        return sum(nb(i) for i in range(len(ts))) + b * h * lq * dv * DT_BYTES[ts[0][1]], 2 * b * h * lq * lk * (d + dv)
+    if name == "aten::_grouped_mm" and len(ts[0][0]) == 2 and len(ts[1][0]) == 3:  # tokens x experts
+        (t, k), (g, _, n) = ts[0][0], ts[1][0]
+        return nb(0) + nb(1) * min(t, g) / g + nb(2) + t * n * DT_BYTES[ts[0][1]], 2 * t * n * k
     if name == "aten::_flash_attention_forward":  # [B, L, H, D]
         (b, lq, h, d), (_, lk, _, _), (_, _, _, dv) = ts[0][0], ts[1][0], ts[2][0]
         return nb(0) + nb(1) + nb(2) + b * lq * h * dv * DT_BYTES[ts[0][1]], 2 * b * h * lq * lk * (d + dv)
     return None
 
 
-def qwen():
-    path = os.path.join(shared, "traces", "serving", "tracelens__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz")
+def against_python(path, peak_bw, peak_fl, at_least):
+    """every matmul/attention op group of the report against json.load of the trace"""
     if not os.path.exists(path):
         check(False, "shared trace %s present" % path)
         return
@@ -164,7 +250,6 @@ def qwen():
         a = acc.setdefault(key, {"dur": 0.0, "calls": set(), "ts": ts})
         a["dur"] += e["dur"]
         a["calls"].add(o["args"]["External id"])
-    peak_bw, peak_fl = 3350e9, 989e12  # H100 SXM: datasheet HBM3, dense BF16
     n = 0
     for o in rep.get("ops", []):
         if o.get("family") not in ("matmul", "attention"):
@@ -178,7 +263,7 @@ def qwen():
         b, fl = cost
         calls = len(a["calls"])
         us = a["dur"] / calls
-        ok = (o["calls"] == calls and near(o["us_per_call"], us, 1e-6) and o["bytes_per_call"] == b and
+        ok = (o["calls"] == calls and near(o["us_per_call"], us, 1e-6) and near(o["bytes_per_call"], b) and
               o["flops_per_call"] == fl)
         inten = fl / b
         if a["ts"][0][1] == "float" or (o["op"] == "aten::addmm" and a["ts"][1][1] == "float"):
@@ -196,12 +281,34 @@ def qwen():
                  o["calls"], o["us_per_call"],
                  o["bytes_per_call"], o["flops_per_call"], o["bound"], o["roof_fraction"] or 0))
         n += 1
-    check(n >= 5, "Qwen H100: %d matmul/attention op groups checked (>= 5)" % n)
+    check(n >= at_least, "%s: %d matmul/attention op groups checked (>= %d)" % (os.path.basename(path), n, at_least))
+    return rep
+
+
+def qwen():
+    # H100 SXM: datasheet HBM3 3350 GB/s, dense BF16 989 TFLOP/s
+    rep = against_python(os.path.join(shared, "traces", "serving",
+                                      "tracelens__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"), 3350e9, 989e12, 5)
     fams = {o.get("family") for o in rep.get("ops", [])}
     check({"matmul", "attention", "elementwise", "copy", "embedding"} <= fams,
           "Qwen H100: matmul, attention, elementwise, copy and embedding groups present (%s)" % sorted(f for f in fams if f))
 
 
+def h200():
+    """our own H200 HF decode traces (tests/traces/h200): H200 4800 GB/s, 989 TFLOP/s"""
+    root = os.environ.get("KVS_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), ".."))
+    for name in ("gqa_static_eager", "gqa_dynamic_eager", "mla_static_eager", "mla_dynamic_eager"):
+        rep = against_python(os.path.join(root, "tests", "traces", "h200", name + ".json.gz"), 4800e9, 989e12, 6)
+        att = [o for o in rep.get("ops", []) if o.get("family") == "attention"]
+        if "static" in name:  # the attention reads the whole 8192-slot cache: its bytes say so
+            k, v = (att[0]["dims"][1], att[0]["dims"][2]) if att else ([], [])
+            check(att and k[2] == 8192 and att[0]["bytes_per_call"] > (prod(k) + prod(v)) * 2,
+                  "%s: attention over k %s reads %s bytes a call (the whole 8192-slot cache)"
+                  % (name, k, att[0]["bytes_per_call"] if att else None))
+
+
 generated()
+gemm_findings()
 qwen()
+h200()
 sys.exit(finish())

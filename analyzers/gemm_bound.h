@@ -1,0 +1,26 @@
+/* gemm_bound.h — the gemm_memory_bound finding: decode GEMMs (few rows
+ * against a weight) that the HBM roof bounds, told what moves them.
+ *
+ * defines: kvs_gemm_bound, KVS_GEMM_SMALL_M
+ *
+ * From the per-op roofline (roofline.c): the matmul op groups against a
+ * weight with at most KVS_GEMM_SMALL_M rows (tokens) and bound "memory".
+ * When their GPU time is at least 10% of the step's GPU busy time (and
+ * 0.02 ms), one finding gives their time, the weight bytes they read per
+ * step and their rate against the peak, the largest three, and a fix in a
+ * GEMM's terms: more tokens per weight read (batch, speculative decoding),
+ * fewer weight bytes (FP8, INT4), fused projections — not a faster copy.
+ * Recoverable: half their time (half the weight bytes read). Private to
+ * analyzers/; docs/analysis.md.
+ */
+#ifndef KVS_ANALYZERS_GEMM_BOUND_H
+#define KVS_ANALYZERS_GEMM_BOUND_H
+
+#include "ctx.h"
+
+#define KVS_GEMM_SMALL_M 64
+
+/* Needs ctx->ops. Appends the finding to v (0, or -1 when memory ran out). */
+int kvs_gemm_bound(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t *cap);
+
+#endif

@@ -11,6 +11,7 @@
 #include "dtypes.h"
 #include "gemm_bound.h"
 #include "host_blocking.h"
+#include "host_op.h"
 #include "match.h"
 #include "steps.h"
 
@@ -323,7 +324,7 @@ static double gpu_span_ms(const struct kvs_trace_data *t)
 }
 
 static int gpu_idle(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t *cap,
-                    double blocked_ms)
+                    double blocked_ms, double in_op_ms)
 {
     const struct kvs_trace_data *t = &c->t;
     if (!t->ngpus)
@@ -345,13 +346,13 @@ static int gpu_idle(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t
     const int nd = c->ndevices; /* at least 1 (count_devices) */
     /* a graph capture (SGLang's and vLLM's capture traces): the captured
      * kernels are not run, so an idle GPU says nothing about launches */
-    for (size_t i = 0; i < t->nrts; i++) {
-        const char *rn = kvs_intern_str(&t->strings, t->rts[i].name);
-        if (strstr(rn, "BeginCapture") || strstr(rn, "GraphInstantiate"))
-            return 0;
-    }
-    /* the time the host sat in blocking calls is host_blocking's: what is
-     * left is the launch side's */
+    if (kvs_trace_has_capture(t))
+        return 0;
+    /* the time the host sat in blocking calls is host_blocking's, the time
+     * inside one op's CPU side host_op_bound's: what is left is the launch
+     * side's */
+    double host_ms = blocked_ms;
+    blocked_ms += in_op_ms;
     double cap_ms = (wall_ms - blocked_ms) * nd;
     if (wall_ms <= 0 || cap_ms <= 0 || busy_ms / cap_ms >= KVS_LAUNCH_BOUND_BUSY)
         return 0;
@@ -419,10 +420,14 @@ static int gpu_idle(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t
             "run; %.2f ms of the span is idle",
             who, 100.0 * frac, busy_ms, of, idle_ms);
     bool graphs = acts && 2 * graphed >= acts; /* already graph-launched: no graph advice */
-    char host[96] = "";
-    if (blocked_ms > 0)
-        snprintf(host, sizeof host, "; %.2f ms %s of host-wait in blocking calls not counted (host_blocking)",
-                 blocked_ms, c->nsteps ? "per step" : "of the span");
+    char host[200] = "";
+    int hl = 0;
+    if (host_ms > 0)
+        hl = snprintf(host, sizeof host, "; %.2f ms %s of host-wait in blocking calls not counted (host_blocking)",
+                      host_ms, c->nsteps ? "per step" : "of the span");
+    if (in_op_ms > 0 && hl >= 0 && (size_t)hl < sizeof host)
+        snprintf(host + hl, sizeof host - (size_t)hl, "; %.2f ms %s inside one op's CPU side not counted (host_op_bound)",
+                 in_op_ms, c->nsteps ? "per step" : "of the span");
     if (per_step > 0)
         fd.evidence = kvs_arena_printf(&c->arena,
                                        "%.0f GPU activities %s, median %.1f us each; one launch per "
@@ -534,8 +539,11 @@ enum kvs_status kvs_findings_build(struct kvs_ctx *c, struct kvs_finding **out, 
     double blocked = 0;
     if (rc == 0)
         rc = kvs_host_blocking(c, &v, &n, &cap, &blocked);
+    double in_op = 0;
     if (rc == 0)
-        rc = gpu_idle(c, &v, &n, &cap, blocked);
+        rc = kvs_host_op_bound(c, &v, &n, &cap, &in_op);
+    if (rc == 0)
+        rc = gpu_idle(c, &v, &n, &cap, blocked, in_op);
     if (rc == 0)
         rc = exposed_comm(c, &v, &n, &cap);
     if (rc == 0)

@@ -31,24 +31,32 @@ static enum wait_kind kind_of(const char *name, int64_t dur)
     return WAIT_NONE;
 }
 
-struct ival {
-    int64_t a, b;
-};
+bool kvs_trace_has_capture(const struct kvs_trace_data *t)
+{
+    for (size_t i = 0; i < t->nrts; i++) {
+        const char *rn = kvs_intern_str(&t->strings, t->rts[i].name);
+        if (strstr(rn, "BeginCapture") || strstr(rn, "GraphInstantiate"))
+            return true;
+    }
+    return false;
+}
+
+bool kvs_host_blocking_call(const char *name, int64_t dur)
+{
+    return kind_of(name, dur) != WAIT_NONE;
+}
 
 static int cmp_ival(const void *x, const void *y)
 {
-    const struct ival *p = x, *q = y;
+    const struct kvs_ival *p = x, *q = y;
     return p->a < q->a ? -1 : p->a > q->a;
 }
 
-/* the union of all GPU activity (any device), merged in place */
-static size_t gpu_union(const struct kvs_trace_data *t, struct ival *u)
+size_t kvs_ival_merge(struct kvs_ival *u, size_t n)
 {
-    for (size_t i = 0; i < t->ngpus; i++)
-        u[i] = (struct ival){t->gpus[i].ts, t->gpus[i].ts + t->gpus[i].dur};
-    qsort(u, t->ngpus, sizeof *u, cmp_ival);
+    qsort(u, n, sizeof *u, cmp_ival);
     size_t m = 0;
-    for (size_t i = 0; i < t->ngpus; i++) {
+    for (size_t i = 0; i < n; i++) {
         if (m && u[i].a <= u[m - 1].b) {
             if (u[i].b > u[m - 1].b)
                 u[m - 1].b = u[i].b;
@@ -59,8 +67,16 @@ static size_t gpu_union(const struct kvs_trace_data *t, struct ival *u)
     return m;
 }
 
+/* the union of all GPU activity (any device), merged in place */
+static size_t gpu_union(const struct kvs_trace_data *t, struct kvs_ival *u)
+{
+    for (size_t i = 0; i < t->ngpus; i++)
+        u[i] = (struct kvs_ival){t->gpus[i].ts, t->gpus[i].ts + t->gpus[i].dur};
+    return kvs_ival_merge(u, t->ngpus);
+}
+
 /* GPU-idle time within [a, b) */
-static int64_t idle_in(const struct ival *u, size_t m, int64_t a, int64_t b)
+static int64_t idle_in(const struct kvs_ival *u, size_t m, int64_t a, int64_t b)
 {
     if (b <= a)
         return 0;
@@ -121,7 +137,7 @@ int kvs_host_blocking(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size
     if (!t->ngpus || !t->nrts)
         return 0;
     size_t nwin = c->nsteps ? c->nsteps : 1;
-    struct ival *u = malloc(t->ngpus * sizeof *u);
+    struct kvs_ival *u = malloc(t->ngpus * sizeof *u);
     int64_t *blocked = calloc(nwin, sizeof *blocked);
     if (!u || !blocked) {
         free(u);

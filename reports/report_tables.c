@@ -433,6 +433,9 @@ void kvs_finding_figures(const struct kvs_finding *x, struct kvs_finding_figures
     else if (x->gpu_ms_per_step > 0 && x->id && !strcmp(x->id, "host_blocking"))
         snprintf(out->recoverable, sizeof out->recoverable, "host-wait %s ms/step with the GPU idle",
                  kvs_fmt_ms(b1, x->gpu_ms_per_step));
+    else if (x->gpu_ms_per_step > 0 && x->id && !strcmp(x->id, "host_op_bound"))
+        snprintf(out->recoverable, sizeof out->recoverable, "host time %s ms/step with the GPU idle",
+                 kvs_fmt_ms(b1, x->gpu_ms_per_step));
     else if (x->gpu_ms_per_step > 0)
         snprintf(out->recoverable, sizeof out->recoverable, "recoverable %s ms/step of GPU time",
                  kvs_fmt_ms(b1, x->gpu_ms_per_step));

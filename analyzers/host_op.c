@@ -1,0 +1,201 @@
+/* host_op.c — idle GPU time that names its cause, when the cause is one
+ * framework op's own CPU time: the CPU is inside the op, not launching, not
+ * waiting in a blocking call, and the GPU has nothing to run (cuDNN building
+ * an attention plan for every new KV length, a Python-side loop inside an
+ * op, a compile). The host_op_bound finding (host_op.h; docs/analysis.md).
+ * Private to analyzers/.
+ */
+#include "host_op.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host_blocking.h"
+#include "steps.h"
+
+#define MIN_STEP_FRACTION 0.20  /* of the step: below this, no finding */
+#define MIN_MS_PER_STEP 0.5
+#define MIN_MS_PER_CALL 0.5     /* fewer: the op is many short launch gaps, gpu_idle's */
+#define INNER_SHARE 0.9         /* a nested name holding this much of the best's time is named instead */
+
+/* time covered by the merged intervals u[0..m) inside [a, b), with pre[i] =
+ * the covered time of u[0..i) */
+static int64_t covered(const struct kvs_ival *u, const int64_t *pre, size_t m, int64_t a, int64_t b)
+{
+    if (b <= a || !m)
+        return 0;
+    size_t lo = 0, hi = m; /* first interval ending after a */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (u[mid].b <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t l2 = lo, h2 = m; /* first interval starting at or after b */
+    while (l2 < h2) {
+        size_t mid = (l2 + h2) / 2;
+        if (u[mid].a < b)
+            l2 = mid + 1;
+        else
+            h2 = mid;
+    }
+    if (l2 <= lo)
+        return 0;
+    int64_t sum = pre[l2] - pre[lo];
+    if (u[lo].a < a)
+        sum -= a - u[lo].a; /* the first interval starts before a */
+    if (u[l2 - 1].b > b)
+        sum -= u[l2 - 1].b - b; /* the last ends after b */
+    return sum;
+}
+
+struct name_acc {
+    uint32_t name;
+    int64_t idle, dur, calls;
+    size_t steps_with;
+    int32_t last_step;
+};
+
+static const char *fix_of(const char *op)
+{
+    if (strstr(op, "cudnn") && (strstr(op, "attention") || strstr(op, "sdpa")))
+        return "cuDNN's attention builds an execution plan on the CPU for every new shape, and a "
+               "cache that grows by a token each step makes every decode step a new shape: pick "
+               "another SDPA backend for decode (with torch.nn.attention.sdpa_kernel("
+               "SDPBackend.FLASH_ATTENTION) or EFFICIENT_ATTENTION), or keep the shapes fixed (a "
+               "static cache attended over its active length, lengths padded to buckets).";
+    if (strstr(op, "DataLoader") || strstr(op, "dataloader"))
+        return "The step waits for its input: load data in worker processes "
+               "(DataLoader(num_workers=N, pin_memory=True), persistent_workers=True) so the next "
+               "batch is ready when the step starts, and copy it with non_blocking=True.";
+    if (strstr(op, "Compiled") || strstr(op, "compile") || strstr(op, "dynamo"))
+        return "Time inside a compiled region with no GPU work is compilation or guard failures: "
+               "check for recompiles (TORCH_LOGS=recompiles), mark dynamic dims "
+               "(torch._dynamo.mark_dynamic) or pad shapes to buckets.";
+    return "The op's CPU side, not its kernels, sets the pace: see what it does on the host "
+           "(torch.profiler with_stack, py-spy), cache what it computes per call, or replace it "
+           "with an op whose host side is cheap; a CUDA graph of the step removes the host side "
+           "only if the op is capturable.";
+}
+
+int kvs_host_op_bound(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t *cap,
+                      double *ms_per_step)
+{
+    const struct kvs_trace_data *t = &c->t;
+    *ms_per_step = 0;
+    if (!t->ngpus || !t->nops || kvs_trace_has_capture(t))
+        return 0;
+    size_t nwin = c->nsteps ? c->nsteps : 1;
+    /* what explains idle host time already: GPU work, and blocking calls */
+    size_t nu = t->ngpus;
+    for (size_t i = 0; i < t->nrts; i++)
+        nu += t->rts[i].name && t->rts[i].dur > 0 &&
+              kvs_host_blocking_call(kvs_intern_str(&t->strings, t->rts[i].name), t->rts[i].dur);
+    struct kvs_ival *u = malloc(nu * sizeof *u);
+    int64_t *pre = malloc((nu + 1) * sizeof *pre);
+    struct name_acc *acc = calloc(t->nopkeys ? t->nopkeys : 1, sizeof *acc); /* by op name, via its key */
+    uint32_t *slot = malloc((t->strings.n + 1) * sizeof *slot);
+    if (!u || !pre || !acc || !slot) {
+        free(u);
+        free(pre);
+        free(acc);
+        free(slot);
+        return -1;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < t->ngpus; i++)
+        u[k++] = (struct kvs_ival){t->gpus[i].ts, t->gpus[i].ts + t->gpus[i].dur};
+    for (size_t i = 0; i < t->nrts; i++)
+        if (t->rts[i].name && t->rts[i].dur > 0 &&
+            kvs_host_blocking_call(kvs_intern_str(&t->strings, t->rts[i].name), t->rts[i].dur))
+            u[k++] = (struct kvs_ival){t->rts[i].ts, t->rts[i].ts + t->rts[i].dur};
+    size_t m = kvs_ival_merge(u, k);
+    pre[0] = 0;
+    for (size_t i = 0; i < m; i++)
+        pre[i + 1] = pre[i] + (u[i].b - u[i].a);
+    int64_t lo = u[0].a, hi = u[m - 1].b; /* without steps: the trace's GPU span */
+    for (size_t i = 0; i <= t->strings.n; i++)
+        slot[i] = UINT32_MAX;
+    size_t nacc = 0;
+    for (size_t i = 0; i < t->nops; i++) {
+        const struct kvs_op_rec *o = &t->ops[i];
+        if (o->dur <= 0)
+            continue;
+        int32_t s = c->nsteps ? kvs_step_at(c, o->ts) : 0;
+        if (s < 0)
+            continue;
+        int64_t w0 = c->nsteps ? c->steps[s].start : lo;
+        int64_t w1 = c->nsteps ? c->steps[s].start + kvs_step_time_ns(c, (size_t)s) : hi;
+        int64_t a = o->ts > w0 ? o->ts : w0, b = o->ts + o->dur < w1 ? o->ts + o->dur : w1;
+        if (b <= a)
+            continue;
+        int64_t idle = (b - a) - covered(u, pre, m, a, b);
+        uint32_t nm = kvs_op_name(t, o);
+        if (nm > t->strings.n)
+            continue;
+        if (slot[nm] == UINT32_MAX) {
+            slot[nm] = (uint32_t)nacc;
+            acc[nacc++] = (struct name_acc){.name = nm, .last_step = -1};
+        }
+        struct name_acc *x = &acc[slot[nm]];
+        x->idle += idle;
+        x->dur += o->dur;
+        x->calls++;
+        if (x->last_step != s) {
+            x->steps_with++;
+            x->last_step = s;
+        }
+    }
+    free(u);
+    free(pre);
+    free(slot);
+    size_t best = SIZE_MAX;
+    for (size_t i = 0; i < nacc; i++)
+        if (best == SIZE_MAX || acc[i].idle > acc[best].idle)
+            best = i;
+    /* an op and the backend calls nested in it hold the same idle time: name
+     * the innermost (shortest total time) of those holding nearly as much */
+    for (size_t i = 0; best != SIZE_MAX && i < nacc; i++)
+        if ((double)acc[i].idle >= INNER_SHARE * (double)acc[best].idle && acc[i].dur < acc[best].dur)
+            best = i;
+    double time = 0;
+    for (size_t s = 0; s < nwin; s++)
+        time += c->nsteps ? (double)kvs_step_time_ns(c, s) : (double)(hi - lo);
+    double step_ms = time / 1e6 / (double)nwin;
+    if (best == SIZE_MAX || step_ms <= 0) {
+        free(acc);
+        return 0;
+    }
+    struct name_acc b = acc[best];
+    free(acc);
+    double per_step = (double)b.idle / 1e6 / (double)nwin;
+    double per_call = (double)b.idle / 1e6 / (double)b.calls;
+    if (per_step < MIN_STEP_FRACTION * step_ms || per_step < MIN_MS_PER_STEP || per_call < MIN_MS_PER_CALL)
+        return 0;
+    *ms_per_step = per_step;
+    const char *op = kvs_intern_str(&t->strings, b.name);
+    const char *unit = c->nsteps ? "step" : "span";
+    struct kvs_finding fd = {0};
+    fd.id = "host_op_bound";
+    fd.group = -1;
+    fd.gpu_ms_per_step = per_step;
+    fd.severity = per_step >= 0.3 * step_ms ? KVS_SEV_HIGH : KVS_SEV_WARN;
+    fd.message = kvs_arena_printf(
+        &c->arena,
+        "The CPU spends %.2f ms per %s inside %s while the GPU has nothing to run (%.0f%% of the "
+        "%.2f ms %s): %.2f ms a call on the host, not launches and not a blocking call, so the "
+        "op's CPU side sets the pace",
+        per_step, unit, op, 100.0 * per_step / step_ms, step_ms, unit, per_call);
+    fd.evidence = kvs_arena_printf(
+        &c->arena,
+        "%lld calls of %s in %zu of %zu %ss (%.1f per %s), %.3f ms of CPU time per call, %.3f ms "
+        "of it with no GPU activity and no blocking runtime call",
+        (long long)b.calls, op, b.steps_with, nwin, unit, (double)b.calls / (double)nwin, unit,
+        (double)b.dur / 1e6 / (double)b.calls, per_call);
+    fd.fix = kvs_arena_strdup(&c->arena, fix_of(op));
+    if (!fd.message || !fd.evidence || !fd.fix)
+        return -1;
+    return KVS_VEC_PUSH(*v, *n, *cap, fd);
+}

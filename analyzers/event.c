@@ -220,6 +220,7 @@ static bool parse_args(struct kvs_scan *s, struct kvs_ev *e)
                   : KEY(k, "correlation")                          ? 7
                                                                    : 0;
             break;
+        case 13: which = KEY(k, "graph node id") ? 10 : 0; break;
         default: break;
         }
         int c;
@@ -236,6 +237,7 @@ static bool parse_args(struct kvs_scan *s, struct kvs_ev *e)
         case 7: ok = int_value(s, c, &e->corr, NULL); break;
         case 8: ok = launch_dims_value(s, c, &e->grid_blocks); break;
         case 9: ok = launch_dims_value(s, c, &e->block_threads); break;
+        case 10: ok = int_value(s, c, &e->graph_node, NULL); break;
         default: ok = kvs_scan_skip(s); break;
         }
         if (!ok)

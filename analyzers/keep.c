@@ -184,8 +184,8 @@ static bool emit(struct kvs_reader *r, const struct kvs_dec_event *d)
         else
             t->n_memsets++;
         struct kvs_gpu_rec g = {d->ts,   d->dur,    d->ext,    d->corr,          d->bytes,
-                                d->name, d->device, d->stream, kind, d->block_threads,
-                                d->grid_blocks};
+                                d->name, d->device, d->stream, kind, d->graph_node,
+                                d->block_threads, d->grid_blocks};
         return KVS_VEC_PUSH(t->gpus, t->ngpus, t->gpus_cap, g) == 0 || oom(r);
     }
     case KVS_EV_RUNTIME: {
@@ -237,6 +237,7 @@ static bool resolve(struct kvs_reader *r, const struct kvs_ev *e, uint8_t cat, s
         d->stream = (int32_t)(e->has_stream ? e->stream : span_int(r, &e->tid, e->has_tid));
         d->grid_blocks = e->grid_blocks;
         d->block_threads = (int32_t)e->block_threads;
+        d->graph_node = e->graph_node != 0;
     }
     return true;
 }

@@ -226,33 +226,44 @@ static enum kvs_status enclose_in_order(struct kvs_ctx *c, struct pending *pend,
 
 /* A kernel a graph replayed whose own External id names an op that does not
  * enclose the graph launch: the op its node was captured under (kvscope's
- * capture writes it so). */
+ * capture writes it so). rt: the graph launch's call; KVS_NO_OP when the
+ * trace has no API records (a GPU-only capture), then the kernel's
+ * correlation (the launch's) tells the replays apart. */
 struct replayed {
     uint32_t gpu, op, rt;
 };
 
 /* Each replay gets a copy of the op at its graph launch (one per op and
- * launch, shared by the op's kernels in that replay), so steps and calls
- * count the replays like eager calls; the captured op itself is marked
- * and counts as none. */
+ * launch, shared by the op's kernels in that replay; without the launch's
+ * record, at the replay's first kernel), so steps and calls count the
+ * replays like eager calls; the captured op itself is marked and counts as
+ * none. */
 static enum kvs_status replay_ops(struct kvs_ctx *c, const struct replayed *r, size_t n)
 {
     struct kvs_trace_data *t = &c->t;
-    struct kvs_u64map copy_of = {0};
+    struct kvs_u64map by_rt = {0}, by_corr = {0};
     enum kvs_status st = KVS_STATUS_OK;
     for (size_t i = 0; i < n && st == KVS_STATUS_OK; i++) {
         bool added;
-        uint32_t *v = kvs_u64map_put(&copy_of, kvs_pair_key(r[i].op, r[i].rt), &added);
+        const struct kvs_gpu_rec *g = &t->gpus[r[i].gpu];
+        uint32_t *v = r[i].rt != KVS_NO_OP
+                          ? kvs_u64map_put(&by_rt, kvs_pair_key(r[i].op, r[i].rt), &added)
+                          : kvs_u64map_put(&by_corr, kvs_pair_key(r[i].op, (uint32_t)g->corr), &added);
         if (!v) {
             st = KVS_STATUS_NO_MEMORY;
             break;
         }
         if (added) {
-            const struct kvs_rt_rec *rt = &t->rts[r[i].rt];
             struct kvs_op_rec o = t->ops[r[i].op];
-            o.ts = rt->ts;
-            o.dur = rt->dur;
-            o.thread = rt->thread;
+            if (r[i].rt != KVS_NO_OP) {
+                const struct kvs_rt_rec *rt = &t->rts[r[i].rt];
+                o.ts = rt->ts;
+                o.dur = rt->dur;
+                o.thread = rt->thread;
+            } else {
+                o.ts = g->ts;
+                o.dur = 0;
+            }
             o.captured = 0;
             t->ops[r[i].op].captured = 1;
             if (KVS_VEC_PUSH(t->ops, t->nops, t->ops_cap, o) < 0) {
@@ -265,7 +276,8 @@ static enum kvs_status replay_ops(struct kvs_ctx *c, const struct replayed *r, s
     }
     if (n)
         t->ops_ext_sorted = false; /* the copies repeat their op's id */
-    kvs_u64map_free(&copy_of);
+    kvs_u64map_free(&by_rt);
+    kvs_u64map_free(&by_corr);
     return st;
 }
 
@@ -315,12 +327,19 @@ enum kvs_status kvs_link(struct kvs_ctx *c)
         TABLE_FIND(by_corr, t->rts, corr, g->corr, rt);
         /* a graph launch (cudaGraphLaunch, cuGraphLaunch, hipGraphLaunch)
          * replays kernels whose ops ran at capture: no shapes for them */
-        if (rt != KVS_NO_OP && t->rts[rt].graph_launch) {
+        if ((rt != KVS_NO_OP && t->rts[rt].graph_launch) || g->graph_node) {
             c->graph_launched++;
             c->gpu_graph[i] = 1;
         }
-        if (op != KVS_NO_OP && c->gpu_graph[i] &&
-            (t->ops[op].ts > t->rts[rt].ts || t->ops[op].ts + t->ops[op].dur < t->rts[rt].ts)) {
+        /* the op the kernel's graph node was captured under: it does not
+         * enclose the graph launch (without the launch's record: it ended
+         * before the kernel ran, and the kernel says its graph node) */
+        bool captured_op =
+            op != KVS_NO_OP && c->gpu_graph[i] &&
+            (rt != KVS_NO_OP
+                 ? t->ops[op].ts > t->rts[rt].ts || t->ops[op].ts + t->ops[op].dur < t->rts[rt].ts
+                 : g->corr != 0 && t->ops[op].ts + t->ops[op].dur < g->ts);
+        if (captured_op) {
             struct replayed one = {(uint32_t)i, op, rt};
             if (KVS_VEC_PUSH(rep, nrep, rep_cap, one) < 0) {
                 st = KVS_STATUS_NO_MEMORY;
@@ -330,7 +349,9 @@ enum kvs_status kvs_link(struct kvs_ctx *c)
         if (op == KVS_NO_OP && rt != KVS_NO_OP && t->rts[rt].ext)
             FIND_OP(t->rts[rt].ext, op);
         c->gpu_op[i] = op;
-        c->gpu_launch[i] = rt != KVS_NO_OP ? t->rts[rt].ts : op != KVS_NO_OP ? t->ops[op].ts : g->ts;
+        c->gpu_launch[i] = rt != KVS_NO_OP               ? t->rts[rt].ts
+                           : op != KVS_NO_OP && !captured_op ? t->ops[op].ts
+                                                             : g->ts;
         if (op == KVS_NO_OP && rt != KVS_NO_OP) {
             struct pending p = {t->rts[rt].ts, t->rts[rt].thread, (uint32_t)i};
             if (KVS_VEC_PUSH(pend, npend, pend_cap, p) < 0) {

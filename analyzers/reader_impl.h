@@ -17,6 +17,7 @@ struct kvs_dec_event {
     int32_t block_threads; /* kernels: block x*y*z, 0 when not recorded */
     bool graph_launch;     /* a runtime call that launches a CUDA/HIP graph */
     bool kernel_launch;    /* a runtime/driver call that launches a kernel */
+    bool graph_node;       /* GPU work with a "graph node id": a graph replayed it */
 };
 
 struct kvs_thread_stack {
@@ -84,6 +85,7 @@ struct kvs_ev {
     int64_t ts, dur;
     int64_t ext, corr, bytes, device, stream;
     int64_t grid_blocks, block_threads; /* products of args "grid" / "block", 0 when absent */
+    int64_t graph_node;    /* args "graph node id" (a CUDA graph replayed it), 0 when absent */
 };
 
 

@@ -63,6 +63,8 @@ struct kvs_gpu_rec {
     int32_t device;
     int32_t stream;
     uint8_t kind;          /* enum kvs_gpu_kind */
+    uint8_t graph_node;    /* 1: args "graph node id" (kvscope's and Kineto's traces): a
+                            * CUDA graph replayed it */
     int32_t block_threads; /* kernels: block x*y*z from args "block", 0 when not recorded */
     int64_t grid_blocks;   /* kernels: grid x*y*z from args "grid", 0 when not recorded */
 };

@@ -18,6 +18,8 @@ Generated here, expectations written down:
     step: 61 calls, 0 per step.
   - compare against the same trace with the cast gone resolves
     kv_full_buffer_cast.
+  - the same without API records (a GPU-only capture: no cudaGraphLaunch
+    call; the kernels' "graph node id" and correlation tell the replays apart).
 Exit 0 pass, 1 fail.
 """
 import json
@@ -40,7 +42,7 @@ def x(cat, name, pid, tid, ts, dur, **args):
             "ts": round(ts, 3), "dur": round(dur, 3), "args": args}
 
 
-def make(path, with_cast=True):
+def make(path, with_cast=True, api=True):
     ev = []
     ext = 1
     cast_ext, attn_ext = [], []
@@ -69,8 +71,9 @@ def make(path, with_cast=True):
         ev.append(x("user_annotation", "ProfilerStep#%d" % s, PID, TID, t, step_len,
                     **{"External id": ext}))
         ext += 1
-        ev.append(x("cuda_runtime", "cudaGraphLaunch", PID, TID, t + 5, 20,
-                    cbid=311, correlation=corr))
+        if api:  # a GPU-only capture (--activities kernel,...,nvtx) records no API call
+            ev.append(x("cuda_runtime", "cudaGraphLaunch", PID, TID, t + 5, 20,
+                        cbid=311, correlation=corr))
         g = t + 100
         node = 1
         for l in range(L):
@@ -111,21 +114,26 @@ fix = os.path.join(tmp, "graphed_fix.json")
 make(full)
 make(fix, with_cast=False)
 
-rc, a, err = report_json(full, "--kv-capacity", str(CAP))
-check(rc == 0, "report exits 0 (%d: %s)" % (rc, err[-300:]))
-if a:
-    g = a["groups"][0]
-    check(g["op"] == "kvs::kv_cast" and g["dims"] == [[CAP, 1, 576], [CAP, 1, 576]]
-          and g["dtypes"] == ["c10::BFloat16", "c10::Float8_e4m3fn"],
-          "top group is the captured op with its dims and dtypes: %s %s %s"
-          % (g["op"], g["dims"], g["dtypes"]))
-    check(g["calls"] == L * S and abs(g["calls_per_step"] - L) < 1e-9,
-          "%d calls, %d per step: %s, %s" % (L * S, L, g["calls"], g["calls_per_step"]))
-    check(g["bytes_per_call"] == CAP * 576 * 3 and g["bytes_bound"] == "exact",
-          "exact bytes per call %d: %s (%s)" % (CAP * 576 * 3, g["bytes_per_call"],
-                                                 g["bytes_bound"]))
-    check(a["findings"] and a["findings"][0]["id"] == "kv_full_buffer_cast",
-          "kv_full_buffer_cast first: %s" % [f["id"] for f in a["findings"]])
+gpu_only = os.path.join(tmp, "graphed_full_gpu_only.json")
+make(gpu_only, api=False)
+
+for path in (full, gpu_only):
+    what = os.path.basename(path)
+    rc, a, err = report_json(path, "--kv-capacity", str(CAP))
+    check(rc == 0, "%s: report exits 0 (%d: %s)" % (what, rc, err[-300:]))
+    if a:
+        g = a["groups"][0]
+        check(g["op"] == "kvs::kv_cast" and g["dims"] == [[CAP, 1, 576], [CAP, 1, 576]]
+              and g["dtypes"] == ["c10::BFloat16", "c10::Float8_e4m3fn"],
+              "%s: top group is the captured op with its dims and dtypes: %s %s %s"
+              % (what, g["op"], g["dims"], g["dtypes"]))
+        check(g["calls"] == L * S and abs(g["calls_per_step"] - L) < 1e-9,
+              "%s: %d calls, %d per step: %s, %s" % (what, L * S, L, g["calls"], g["calls_per_step"]))
+        check(g["bytes_per_call"] == CAP * 576 * 3 and g["bytes_bound"] == "exact",
+              "exact bytes per call %d: %s (%s)" % (CAP * 576 * 3, g["bytes_per_call"],
+                                                     g["bytes_bound"]))
+        check(a["findings"] and a["findings"][0]["id"] == "kv_full_buffer_cast",
+              "kv_full_buffer_cast first: %s" % [f["id"] for f in a["findings"]])
 
 r = subprocess.run([kvscope, "compare", full, fix, "--kv-capacity", str(CAP), "--format",
                     "json"], capture_output=True, text=True)

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "kvscope/compare.h"
+#include "kvscope/kernel_name.h" // defines: kvs_short_op
 #include "kvscope/units.h"
 
 static const char *dtype_short(const char *t)
@@ -63,7 +64,7 @@ static char *bottleneck(bool *oom, const struct kvs_analysis *a)
     }
     if (!g)
         return kvs_fmt_dup(oom, "none found: the unfixed trace has no full-buffer KV cast");
-    char dims[256] = "[]", b1[KVS_FMT_BUF], b2[KVS_FMT_BUF], eff[160];
+    char dims[256] = "[]", b1[KVS_FMT_BUF], b2[KVS_FMT_BUF], eff[160], op[96];
     if (g->ntensors > 0 && g->tensor_dims) {
         size_t n = 0;
         n += (size_t)snprintf(dims + n, sizeof dims - n, "[");
@@ -84,7 +85,8 @@ static char *bottleneck(bool *oom, const struct kvs_analysis *a)
                        "%s %s %s<-%s casts the WHOLE preallocated KV pool (%s = %s) %.0f times per "
                        "step%s: %s per call (read + written), %s per step, %.1f%% of the GPU time, "
                        "at %.0f GB/s = %s.",
-                       g->op ? g->op : "?", dims, dtype_short(to), dtype_short(from), dims,
+                       g->op ? kvs_short_op(op, sizeof op, g->op, 72) : "?", dims, dtype_short(to),
+                       dtype_short(from), dims,
                        g->match.label ? g->match.label : "?", calls,
                        g->match.per_layer ? " (once per layer)" : "",
                        kvs_fmt_bytes2(b1, (double)g->bytes_per_call),

@@ -100,7 +100,7 @@ void kvs_svg_roofline(FILE *f, const struct kvs_analysis *a, size_t max_groups)
         const struct kvs_group *g = &a->groups[i];
         double y = top + row * (double)i, v = fin(g->achieved_gbps);
         char op[48], dtypes[96];
-        kvs_truncate(op, sizeof op, g->op, 24);
+        kvs_short_op(op, sizeof op, g->op, 24);
         kvs_short_dims(dims, sizeof dims, g);
         kvs_short_dtypes(dtypes, sizeof dtypes, g);
         snprintf(full, sizeof full, "%s %s %s", op, dims, dtypes);

@@ -177,6 +177,11 @@ for extra in ([], ["--before-capture", CAPTURE, "--kv-capacity", "131072", "--kv
               "text says 'unknown' for unknown bytes, never '0 B'")
         check("void at::native" not in text and "unrolled_elementwise_kernel<direct_copy_kernel_cuda()" in text,
               "kernel names are shortened in the verdict and the tables")
+        rc3, text, _ = kvs("compare", REPLAY, fix, "--model", "glm5", "--summary")
+        at = text.find("The bottleneck")
+        said = " ".join(text[at:].split("casts the WHOLE")[0].split()) if at >= 0 else ""
+        check(rc3 == 0 and said.startswith("The bottleneck unrolled_elementwise_kernel<direct_copy_kernel_cuda()")
+              and len(said) < 140, "the summary's bottleneck names the kernel shortened: %r" % said[:300])
     pair = [x for x in c.get("groups", []) if x.get("before") and x.get("after")]
     check(pair and pair[0]["before"]["gpu_ms_per_step"] > 10 * pair[0]["after"]["gpu_ms_per_step"],
           "the cast pairs with the fix's cast by role %s" % [p.get("role") for p in pair[:2]])

@@ -94,10 +94,19 @@ static enum kvs_status analyze(const char *data, size_t n, struct kvs_analysis *
     return kvs_analyze_memory(data, n, "cut", &opt, a);
 }
 
-/* One cut: the prefix data[0..cut) must analyse cleanly. */
+/* One cut: the prefix data[0..cut) must analyse cleanly. A JSON cut that
+ * leaves only trailing whitespace out is the whole document (HTA's
+ * trace_file_list rank 1 ends in "}\n": a cut at its last byte read all 54
+ * events, status ok), so it is no cut. */
 static void check_cut(const char *name, const char *what, const char *data, size_t cut,
-                      uint64_t full_events)
+                      uint64_t full_events, size_t n)
 {
+    size_t rest = cut;
+    while (!strcmp(what, "JSON") && rest < n &&
+           (data[rest] == ' ' || data[rest] == '\t' || data[rest] == '\r' || data[rest] == '\n'))
+        rest++;
+    if (rest == n)
+        return;
     struct kvs_analysis *a = NULL;
     enum kvs_status st = analyze(data, cut, &a);
     bool clean = (st == KVS_STATUS_TRUNCATED && a && a->trace.truncated &&
@@ -137,10 +146,10 @@ static void test_cut_every_shared_trace(void)
         kvs_analysis_free(a);
         int n_json = njson > BIG_BYTES ? 2 : 5, n_gz = !gz ? 0 : njson > BIG_BYTES ? 1 : 3;
         for (int k = 0; k < n_json; k++, cuts++)
-            check_cut(name, "JSON", json, (size_t)(kvs_test_rand(&rng) % njson), full);
+            check_cut(name, "JSON", json, (size_t)(kvs_test_rand(&rng) % njson), full, njson);
         /* a .gz cut past its 10-byte header: the gzip stream is cut short */
         for (int k = 0; k < n_gz && nraw > 11; k++, cuts++)
-            check_cut(name, ".gz", raw, 10 + (size_t)(kvs_test_rand(&rng) % (nraw - 11)), full);
+            check_cut(name, ".gz", raw, 10 + (size_t)(kvs_test_rand(&rng) % (nraw - 11)), full, nraw);
         if (gz)
             free(json);
         free(raw);
@@ -168,7 +177,7 @@ static void test_cut_fixture_everywhere(void)
             rest++;
         if (rest == n)
             continue;
-        check_cut("array_be.json", "JSON", text, cut, full);
+        check_cut("array_be.json", "JSON", text, cut, full, n);
     }
     free(text);
 }

@@ -77,6 +77,21 @@ static void test_names(void)
         /* MoE routing, copy/cast, norm, sampling, pointwise */
         {"void vllm::moe::topk_softmax_kernel<8>()", "moe_routing", KVS_CAT_OTHER},
         {"_finalize_matmul_scatter_bf16", "moe_routing", KVS_CAT_OTHER},
+        /* vLLM's B200 trace (TensorRT-LLM MoE): CUTLASS and FlashInfer types in the
+         * parameters of a MoE finalize and an FP4 quantize make no GEMM or attention
+         * kernel (they were cutlass / flashinfer: 0.25 and 0.17 ms of the step) */
+        {"void moe::dev::finalize::finalizeKernelVecLoad<moe::dev::finalize::KernelParams<cutlass::bfloat16_t, "
+         "cutlass::bfloat16_t, 4, true> >(moe::dev::finalize::KernelParams<cutlass::bfloat16_t, "
+         "cutlass::bfloat16_t, 4, true>)",
+         "moe_routing", KVS_CAT_OTHER},
+        {"void tensorrt_llm::kernels::quantize_with_block_size<(tensorrt_llm::BlockScaleQuantizationType)2, "
+         "__nv_bfloat16, 32, true>(int, int, int, int, __nv_bfloat16 const*, float const*, unsigned int*, "
+         "unsigned int*, flashinfer::QuantizationSFLayout)",
+         "other", KVS_CAT_OTHER},
+        {"void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_16x16_128x2_tn_align8>("
+         "cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_16x16_128x2_tn_align8::Params)",
+         "cutlass", KVS_CAT_GEMM},
+        {"void cutlass::gemm::kernel::GemmFpAIntB<cutlass::bfloat16_t>()", "cutlass", KVS_CAT_GEMM},
         {"void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)>()",
          "copy_cast", KVS_CAT_COPY_CAST},
         {"triton_poi_fused__to_copy_1", "copy_cast", KVS_CAT_COPY_CAST},

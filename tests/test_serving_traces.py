@@ -7,7 +7,8 @@ below from the traces' README and range names), the GPU work each step
 launched (a kernel's correlation id -> its runtime call -> the step whose CPU
 range holds the call; graph launches included), its busy time (the union per
 device) and its time (CPU range, or the span of its GPU work when longer),
-the GPU ms per step of each kernel family, within 1%. On every trace under
+the GPU ms per step of each category (by the kernel's library, else its
+launching op) and of each kernel family, within 1%. On every trace under
 ../shared/traces (hta/, graphs/ and the MLA pair too), each kernel with 3% or
 more of the GPU time has the family written down here for its library.
 
@@ -62,15 +63,16 @@ FAMILY_OF = [
     (r"multimem_all_reduce", "all_reduce"),
     (r"paged_attention", "paged_attention"),
     (r"flash_fwd_kernel", "flash_attention"),
+    (r"(^|void )flashinfer::|_flashinfer_", "flashinfer"),
     (r"unified_attention|^attn_fwd$", "triton_attention"),
     (r"^fmha", "fmha"),
     (r"^Memcpy", "memcpy"),
     (r"^Memset", "memset"),
-    (r"direct_copy_kernel|CatArrayBatchedCopy|_to_copy", "copy_cast"),
+    (r"direct_copy_kernel|_copy_kernel_cuda|CatArrayBatchedCopy|_to_copy", "copy_cast"),
     (r"rms_norm|Rmsnorm|rmsnorm|bn_bw_|bn_fw_", "norm"),
     (r"dgrad_engine|wgrad_alg|implicit_convolve|fprop_implicit_gemm|scudnn", "convolution"),
     (r"split_embedding|permute_pooled_embs", "embedding"),
-    (r"finalize_matmul_scatter", "moe_routing"),
+    (r"finalize_matmul_scatter|^void moe::dev::finalize::", "moe_routing"),
     (r"elementwise_kernel|distribution_elementwise|reduce_kernel|triton_poi_|triton_red_|"
      r"multi_tensor_apply|gather_kernel|softmax_warp|act_and_mul", "elementwise"),
     (r"spin_kernel|nchwToNhwc|DeviceRadixSort", "other"),
@@ -78,6 +80,29 @@ FAMILY_OF = [
 # families an op can take over (a pointwise kernel of aten::copy_ is a copy):
 # their per-step totals follow the ops, not the kernel names alone
 OP_DECIDED = {"elementwise", "other", "copy_cast", "attention", "gemm"}
+# each family's category, as its library's kernels are; a kernel no family
+# above names (or elementwise / other) is what its launching op is: a copy,
+# attention or matmul op (the op names below), else other
+CATEGORY = {"hipblaslt": "GEMM", "mx_bmm": "GEMM", "triton_matmul": "GEMM", "cublas": "GEMM",
+            "cutlass": "GEMM", "nccl": "communication", "all_reduce": "communication",
+            "paged_attention": "attention", "flash_attention": "attention", "flashinfer": "attention",
+            "triton_attention": "attention", "fmha": "attention", "memcpy": "copy/cast",
+            "memset": "copy/cast", "copy_cast": "copy/cast", "norm": "other", "convolution": "other",
+            "embedding": "other", "moe_routing": "other"}
+COPY_OPS = {"aten::copy_", "aten::_to_copy", "aten::to", "aten::clone", "aten::contiguous",
+            "aten::_copy_from", "aten::_copy_from_and_resize", "aten::copy", "aten::type_as"}
+GEMM_OPS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
+            "aten::_scaled_mm", "aten::addbmm", "aten::einsum", "aten::_grouped_mm"}
+ATTN_WORDS = ("flash", "fmha", "attention", "attn", "mla_", "_mla", "sdpa", "paged_", "scaled_dot_product")
+
+
+def op_category(op):
+    o = (op or "").lower()
+    if op in COPY_OPS or "copy" in o:
+        return "copy/cast"
+    if any(w in o for w in ATTN_WORDS):
+        return "attention"
+    return "GEMM" if op in GEMM_OPS else "other"
 
 # The findings each trace should get, no more (ids, by rank), and why:
 EXPECT_FINDINGS = {
@@ -166,12 +191,17 @@ def attributed(ev, wins):
             c = e.get("args", {}).get("correlation")
             if c is not None and c not in rt:
                 rt[c] = ns(e["ts"])
-    ops = {}
+    ops, opname, rt_ext = {}, {}, {}
     for e in ev:
         if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "Operator"):
             x = e.get("args", {}).get("External id")
             if x and x not in ops:
                 ops[x] = ns(e["ts"])
+                opname[x] = e["name"]
+        if e.get("ph") == "X" and e.get("cat") in RT_CATS:
+            a = e.get("args", {})
+            if a.get("correlation") is not None and a.get("External id"):
+                rt_ext.setdefault(a["correlation"], a["External id"])
     per = [[] for _ in wins]
     for e in ev:
         if e.get("ph") != "X" or e.get("cat") not in GPU_CATS:
@@ -182,11 +212,19 @@ def attributed(ev, wins):
             launch = ops.get(a.get("External id")) if a.get("External id") else None
         if launch is None:
             launch = ns(e["ts"])
+        # the op that launched it: its own External id, else its runtime call's
+        x = a.get("External id") or rt_ext.get(a.get("correlation"))
         for k, (s, t, _) in enumerate(wins):
             if s <= launch < t:
-                per[k].append((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]), a.get("device", 0), e["name"]))
+                per[k].append((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]), a.get("device", 0), e["name"],
+                               opname.get(x)))
                 break
     return per
+
+
+def category_of(kernel, op):
+    c = CATEGORY.get(family_of(kernel))
+    return c if c else op_category(op)
 
 
 def near(a, b, rel=0.01, absolute=1e-6):
@@ -238,10 +276,10 @@ for name in sorted(os.listdir(root)):
     tokens = time_sum = 0.0
     for k, (w, s) in enumerate(zip(wins, items)):
         busy = 0.0
-        for dev in {d for _, _, d, _ in per[k]}:
-            busy += union([(a, b) for a, b, d, _ in per[k] if d == dev])
+        for dev in {d for _, _, d, _, _ in per[k]}:
+            busy += union([(a, b) for a, b, d, _, _ in per[k] if d == dev])
         wall = w[1] - w[0]
-        span = (max(b for _, b, _, _ in per[k]) - min(a for a, _, _, _ in per[k])) if per[k] else 0
+        span = (max(x[1] for x in per[k]) - min(x[0] for x in per[k])) if per[k] else 0
         time = max(wall, span)
         check(near(s["gpu_busy_ms"], busy / 1e6),
               "%s step %d: GPU busy %.4f ms (the work it launched), json.load says %.4f"
@@ -250,10 +288,18 @@ for name in sorted(os.listdir(root)):
               "%s step %d: time %.4f ms (CPU range %.4f), json.load says %.4f (%.4f)"
               % (name, k, s["time_ms"], s["wall_ms"], time / 1e6, wall / 1e6))
         cat_sum = sum(s["category_ms"].values())
-        dur_sum = sum(b - a for a, b, _, _ in per[k]) / 1e6
+        dur_sum = sum(x[1] - x[0] for x in per[k]) / 1e6
         check(near(cat_sum, dur_sum),
               "%s step %d: GPU time by category adds up to %.4f ms, the launched work's %.4f"
               % (name, k, cat_sum, dur_sum))
+        mine = {}
+        for a, b, _, n, op in per[k]:
+            c = category_of(n, op)
+            mine[c] = mine.get(c, 0) + (b - a) / 1e6
+        for c in set(mine) | set(s["category_ms"]):
+            check(near(s["category_ms"].get(c, 0), mine.get(c, 0)),
+                  "%s step %d: %s %.4f ms, json.load says %.4f" % (name, k, c, s["category_ms"].get(c, 0),
+                                                                   mine.get(c, 0)))
         if s.get("tokens"):
             tokens += s["tokens"]
             time_sum += time / 1e6
@@ -262,12 +308,12 @@ for name in sorted(os.listdir(root)):
     fam_of_name = {k["name"]: k["family"] for k in rep.get("kernels", [])}
     launched = [x for k in range(len(wins)) for x in per[k]]
     by_family = steps.get("by_family", {})
-    check(near(sum(by_family.values()) * len(wins), sum(b - a for a, b, _, _ in launched) / 1e6),
+    check(near(sum(by_family.values()) * len(wins), sum(x[1] - x[0] for x in launched) / 1e6),
           "%s: GPU ms by family add up to the launched work" % name)
     for fam, ms in by_family.items():
         if fam in OP_DECIDED:
             continue
-        mine = sum(b - a for a, b, _, n in launched if fam_of_name.get(n) == fam) / 1e6 / len(wins)
+        mine = sum(x[1] - x[0] for x in launched if fam_of_name.get(x[3]) == fam) / 1e6 / len(wins)
         check(near(ms, mine), "%s: family %s %.4f ms/step, json.load says %.4f" % (name, fam, ms, mine))
     ids = [f["id"] for f in rep.get("findings", [])]
     check(ids == EXPECT_FINDINGS.get(name), "%s: findings %s, expected %s" % (name, ids, EXPECT_FINDINGS.get(name)))

@@ -328,6 +328,24 @@ static void print_summary(const struct kvs_engine_opts *o, const struct kvs_engi
            o->graph ? -1.0 : 100.0 * f->kv_ms / f->step_ms, f->copy_gbps);
 }
 
+/* NVLink multicast (NVLS) stays off: NCCL reads NCCL_NVLS_ENABLE when the
+ * communicators are made, so it is set here, before the run and before any
+ * rank thread exists (setenv is process-wide state). The engine library
+ * writes no environment: this program does (engine --help says so). */
+static void nvls_off(const struct kvs_logger *lg)
+{
+    const char *v = getenv("NCCL_NVLS_ENABLE");
+    if (!v) {
+        setenv("NCCL_NVLS_ENABLE", "0", 0);
+        kvs_log(lg, KVS_LOG_INFO, "NCCL_NVLS_ENABLE=0 set in this process's environment: NVLink "
+                                  "multicast (NVLS) stays off");
+    } else {
+        kvs_log(lg, strcmp(v, "0") ? KVS_LOG_WARN : KVS_LOG_INFO,
+                "NCCL_NVLS_ENABLE=%s kept as set by the user%s", v,
+                strcmp(v, "0") ? " (kvscope runs with NVLink multicast off otherwise)" : "");
+    }
+}
+
 /* The run (kvs_engine_run, engine/run.c) with --trace's capture around its
  * timed steps, then the trace files and the summary. */
 static int run_and_print(const struct kvs_engine_opts *o, const struct kvs_engine_params *p,
@@ -391,6 +409,7 @@ static int engine_run(const struct kvs_engine_opts *o)
     p.resident_experts = (int)o->resident;
     p.scatter = o->scatter;
     p.tp_world = (int)o->tp;
+    p.visible_devices = getenv("CUDA_VISIBLE_DEVICES"); /* named if it hides every GPU */
     print_header(o, &p.model);
 
     /* the split and the plan first, before anything is allocated; with --tp
@@ -423,7 +442,7 @@ static int engine_run(const struct kvs_engine_opts *o)
     int gpus = 0;
     char why[256] = "";
     struct kvs_logger keep = {keep_message, why, KVS_LOG_ERROR};
-    kvs_engine_gpu_count(&gpus, &keep);
+    kvs_engine_gpu_count(&gpus, p.visible_devices, &keep);
     if (gpus < 1) { /* with --tp too: "needs 2 GPUs; sees 0" would hide why */
         fprintf(stderr, "kvscope engine: no NVIDIA GPU is usable here (%s); the engine needs one "
                         "(kvscope report and compare do not)\n",
@@ -452,6 +471,8 @@ static int engine_run(const struct kvs_engine_opts *o)
         printf("device-to-device copy rate: %.0f GB/s (--copy-gbps)\n", copy);
     }
     fflush(stdout);
+    if (o->tp)
+        nvls_off(&p.log);
     return run_and_print(o, &p, copy);
 }
 

@@ -176,7 +176,7 @@ static enum kvs_status run_job(struct kvs_engine_tp *t, enum job job, int target
 // ----------------------------------------------------------------------------
 // create, free
 
-enum kvs_status kvs_engine_gpu_count(int *count, const struct kvs_logger *lg)
+enum kvs_status kvs_engine_gpu_count(int *count, const char *vis, const struct kvs_logger *lg)
 {
     *count = 0;
     cudaError_t err = cudaGetDeviceCount(count);
@@ -188,7 +188,6 @@ enum kvs_status kvs_engine_gpu_count(int *count, const struct kvs_logger *lg)
         int drv = 0, rt = 0;
         cudaDriverGetVersion(&drv);
         cudaRuntimeGetVersion(&rt);
-        const char *vis = getenv("CUDA_VISIBLE_DEVICES");
         if (err == cudaErrorInsufficientDriver && drv == 0)
             kvs_log(lg, KVS_LOG_ERROR, "no NVIDIA driver is installed");
         else if (err == cudaErrorInsufficientDriver)
@@ -205,23 +204,6 @@ enum kvs_status kvs_engine_gpu_count(int *count, const struct kvs_logger *lg)
         return KVS_STATUS_CUDA;
     }
     return KVS_STATUS_OK;
-}
-
-/* NVLink multicast (NVLS) stays off: NCCL reads NCCL_NVLS_ENABLE when it
- * initialises, so it is set before the first communicator. setenv is
- * process-wide state; it runs before any rank thread exists. */
-static void nvls_off(const struct kvs_logger *lg)
-{
-    const char *v = getenv("NCCL_NVLS_ENABLE");
-    if (!v) {
-        setenv("NCCL_NVLS_ENABLE", "0", 0);
-        kvs_log(lg, KVS_LOG_INFO, "NCCL_NVLS_ENABLE=0 set in this process's environment: NVLink "
-                                  "multicast (NVLS) stays off");
-    } else {
-        kvs_log(lg, strcmp(v, "0") ? KVS_LOG_WARN : KVS_LOG_INFO,
-                "NCCL_NVLS_ENABLE=%s kept as set by the user%s", v,
-                strcmp(v, "0") ? " (kvscope runs with NVLink multicast off otherwise)" : "");
-    }
 }
 
 void kvs_engine_tp_free(struct kvs_engine_tp *t)
@@ -252,7 +234,7 @@ enum kvs_status kvs_engine_tp_create(const struct kvs_engine_params *p, int worl
     struct kvs_tp_plan plan;
     KVS_TRY(kvs_tp_plan_init(&p->model, world, &plan, &p->log));
     int gpus = 0;
-    KVS_TRY(kvs_engine_gpu_count(&gpus, &p->log));
+    KVS_TRY(kvs_engine_gpu_count(&gpus, p->visible_devices, &p->log));
     if (world > gpus) {
         kvs_log(&p->log, KVS_LOG_ERROR,
                 "tensor parallel over %d GPUs needs %d visible GPUs; this process sees %d "
@@ -272,7 +254,8 @@ enum kvs_status kvs_engine_tp_create(const struct kvs_engine_params *p, int worl
         free(t);
         return KVS_STATUS_NO_MEMORY;
     }
-    nvls_off(&t->lg);
+    /* NCCL reads NCCL_NVLS_ENABLE here: the program has set it (the
+     * library writes no environment; kvscope/engine_gpu.h) */
     int devs[KVS_TP_MAX_WORLD];
     for (int i = 0; i < world; i++)
         devs[i] = i;

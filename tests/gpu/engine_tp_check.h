@@ -4,7 +4,8 @@
  * checks every rank's trace must pass.
  *
  * defines: struct kvs_tp_test_out, kvs_tp_test_out_new, kvs_tp_test_out_free,
- *          kvs_tp_test_run, kvs_tp_test_check_trace, kvs_tp_test_trace_ranks
+ *          kvs_tp_test_run, kvs_tp_test_check_trace, kvs_tp_test_trace_ranks,
+ *          kvs_tp_test_nvls_off
  */
 #ifndef KVSCOPE_TEST_ENGINE_TP_CHECK_H
 #define KVSCOPE_TEST_ENGINE_TP_CHECK_H
@@ -20,6 +21,14 @@
 #include "kvscope/engine_tp.h"
 #include "kvscope/trace.h"
 #include "trace_check.h"
+
+/* NVLink multicast off before any communicator, as kvscope engine does
+ * (cli/cmd_engine.c): NCCL reads NCCL_NVLS_ENABLE, and the engine library
+ * writes no environment. A value the user set is kept. Call first in main. */
+static inline void kvs_tp_test_nvls_off(void)
+{
+    setenv("NCCL_NVLS_ENABLE", "0", 0);
+}
 
 struct kvs_tp_test_out {
     float *logits;        /* [steps, batch, vocab]: rank 0's */

@@ -89,7 +89,8 @@ static void test_trace_per_rank(void)
 int main(int argc, char **argv)
 {
     kvs_test_require_gpu();
-    if (kvs_engine_gpu_count(&g_gpus, NULL) != KVS_STATUS_OK || g_gpus < 2) {
+    kvs_tp_test_nvls_off();
+    if (kvs_engine_gpu_count(&g_gpus, NULL, NULL) != KVS_STATUS_OK || g_gpus < 2) {
         fprintf(stderr, "skip: tensor parallel needs 2 or more GPUs; %d visible\n", g_gpus);
         return KVS_TEST_EXIT_SKIP;
     }

@@ -61,6 +61,13 @@ struct kvs_engine_params {
      * after each MLP. tp_world 0 or 1 with tp_comm NULL: one GPU, no NCCL. */
     int tp_world, tp_rank;
     void *tp_comm;
+    /* The library reads and writes no environment. visible_devices is the
+     * CUDA_VISIBLE_DEVICES the program runs under (NULL: unset), named in
+     * the message when no GPU is visible. NCCL reads NCCL_NVLS_ENABLE
+     * itself when the communicators are made: a program that wants NVLink
+     * multicast off sets it first (kvscope engine sets 0 unless the user
+     * did: cli/cmd_engine.c). */
+    const char *visible_devices;
 };
 
 /* Defaults above; model zeroed (load one). */

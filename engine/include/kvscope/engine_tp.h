@@ -85,14 +85,17 @@ struct kvs_engine_params;
 struct kvs_engine_step_info;
 struct kvs_engine_tp;
 
-/* CUDA devices this process sees; 0 with the reason logged when none. */
-KVS_API enum kvs_status kvs_engine_gpu_count(int *count, const struct kvs_logger *lg);
+/* CUDA devices this process sees; 0 with the reason logged when none.
+ * visible_devices: the program's CUDA_VISIBLE_DEVICES (NULL: unset), named
+ * when it hides every GPU; the library reads no environment. */
+KVS_API enum kvs_status kvs_engine_gpu_count(int *count, const char *visible_devices,
+                                             const struct kvs_logger *lg);
 
 /* Check the plan (kvs_tp_plan_init), refuse a world larger than the visible
  * GPU count (KVS_STATUS_INVALID_ARGUMENT, before NCCL or any allocation),
- * set NCCL_NVLS_ENABLE=0 in the environment unless it is set (NVLink
- * multicast stays off; logged at INFO either way), make the communicators
- * (ncclCommInitAll over devices 0..world-1), start one thread per rank and
+ * make the communicators (ncclCommInitAll over devices 0..world-1; NCCL
+ * reads NCCL_NVLS_ENABLE then: the caller sets it to 0 beforehand to keep
+ * NVLink multicast off, as kvscope engine does), start one thread per rank and
  * create rank r's engine (kvs_engine_create with p's tp fields set) on
  * device r. Any rank failing frees everything. world 1 runs the same path
  * (an NCCL communicator of one). */

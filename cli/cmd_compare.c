@@ -1,8 +1,9 @@
 /* cli/cmd_compare.c — `kvscope compare BEFORE AFTER [AFTER...]`: analyse a
  * baseline and one or more fixes of it and say what changed and why, in text,
- * markdown, JSON (kvscope.compare/1) or HTML; text and markdown close with
- * the summary of them all ("IN SHORT": the bottleneck, what each fix saved,
- * each trace's whole step against the roofline).
+ * markdown, JSON (kvscope.compare/1) or HTML; with several fixes (or
+ * --summary) text and markdown close with the summary of them all ("IN
+ * SHORT": the bottleneck, what each fix saved, each trace's whole step
+ * against the roofline) and JSON is one kvscope.summary/1 document.
  *
  *   kvscope compare unfixed.json.gz fixed.json.gz --batch 1
  *   kvscope compare full-cast.json.gz fp8-direct.json.gz active-cast.json.gz
@@ -34,7 +35,8 @@ static void usage(FILE *out)
           "verdict in plain words. With several AFTERs (or --summary), text and md close\n"
           "with IN SHORT: the bottleneck of BEFORE, what each AFTER saved, and each trace's\n"
           "whole step against the HBM roofline (traces made by kvscope engine --trace\n"
-          "carry the bytes per step). json and html take one AFTER.\n"
+          "carry the bytes per step); json is then one kvscope.summary/1 document (the\n"
+          "comparisons and IN SHORT). html takes one AFTER.\n"
           "\n"
           "options (applied to every trace; --name value, or --name=value):\n"
           "  --model CFG         Hugging Face config.json (a file, a pipe, or a checkpoint\n"
@@ -57,7 +59,7 @@ static void usage(FILE *out)
           "  -o, --output FILE   write there instead of stdout (replaced once complete;\n"
           "                      never an input)\n"
           "  --top N             accepted for symmetry with report (compare shows no kernel table)\n"
-          "  --summary           close with IN SHORT for one AFTER too (text and md)\n"
+          "  --summary           close with IN SHORT for one AFTER too (text, md, json)\n"
           "  --quiet             no progress or info messages on stderr\n"
           "  -h, --help          this help\n"
           "\n"
@@ -206,13 +208,14 @@ int kvs_cmd_compare(int argc, char **argv)
         return kvs_cli_usage_error("compare", "unknown format '%s' (text, md, json or html)", format);
     if (!format && output) /* -o compare.html means HTML, as for report */
         kvs_format_from_path(output, &ropt.format);
-    bool human = ropt.format == KVS_FORMAT_TEXT || ropt.format == KVS_FORMAT_MARKDOWN;
-    if (npath > 2 && !human)
-        return kvs_cli_usage_error("compare", "several AFTER traces are compared in text or md; "
-                                              "json and html take one AFTER");
-    if (want_summary && !human)
-        return kvs_cli_usage_error("compare", "--summary is for text and md");
+    if (npath > 2 && ropt.format == KVS_FORMAT_HTML)
+        return kvs_cli_usage_error("compare", "several AFTER traces are compared in text, md or "
+                                              "json; html takes one AFTER");
+    if (want_summary && ropt.format == KVS_FORMAT_HTML)
+        return kvs_cli_usage_error("compare", "--summary is for text, md and json");
     bool summary = npath > 2 || want_summary;
+    /* json: one document, the comparisons and IN SHORT together */
+    bool json_summary = summary && ropt.format == KVS_FORMAT_JSON;
     aopt.batch = (int)batch;
     if (quiet)
         aopt.log.min_level = KVS_LOG_WARN;
@@ -276,12 +279,15 @@ int kvs_cmd_compare(int argc, char **argv)
             ropt.color = out.f == stdout && ropt.format == KVS_FORMAT_TEXT &&
                          isatty(STDOUT_FILENO) && !(nc && *nc);
             enum kvs_status st = KVS_STATUS_OK;
-            for (int k = 1; k < npath && st == KVS_STATUS_OK; k++) {
+            if (json_summary)
+                st = kvs_render_compare_summary(out.f, (const struct kvs_comparison *const *)cmp + 1,
+                                                (size_t)npath - 1, sum, &ropt);
+            for (int k = 1; !json_summary && k < npath && st == KVS_STATUS_OK; k++) {
                 if (k > 1)
                     fputs("\n", out.f);
                 st = kvs_render_compare(out.f, cmp[k], &ropt);
             }
-            if (st == KVS_STATUS_OK && sum) {
+            if (st == KVS_STATUS_OK && sum && !json_summary) {
                 fputs("\n", out.f);
                 st = kvs_render_summary(out.f, sum, &ropt);
             }

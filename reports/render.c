@@ -94,6 +94,20 @@ enum kvs_status kvs_render_compare(FILE *out, const struct kvs_comparison *c,
     return finish(out, st, opt);
 }
 
+enum kvs_status kvs_render_compare_summary(FILE *out, const struct kvs_comparison *const *cmp,
+                                           size_t n, const struct kvs_summary *s,
+                                           const struct kvs_render_options *opt)
+{
+    if (!out || !cmp || !n || !s || !opt)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    for (size_t i = 0; i < n; i++)
+        if (!cmp[i])
+            return KVS_STATUS_INVALID_ARGUMENT;
+    if (opt->format != KVS_FORMAT_JSON)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    return finish(out, kvs_render_json_compare_summary(out, cmp, n, s), opt);
+}
+
 enum kvs_status kvs_render_multirank(FILE *out, const struct kvs_multirank *m,
                                      const struct kvs_render_options *opt)
 {

@@ -470,48 +470,103 @@ static void write_cmp_side(struct kvs_jw *w, const struct kvs_cmp_side *s)
     kvs_jw_obj_end(w);
 }
 
+static void write_compare(struct kvs_jw *w, const struct kvs_comparison *c)
+{
+    kvs_jw_obj(w);
+    kvs_jw_key(w, "schema");
+    kvs_jw_str(w, "kvscope.compare/1");
+    kvs_jw_key(w, "before");
+    write_cmp_steps(w, &c->before);
+    kvs_jw_key(w, "after");
+    write_cmp_steps(w, &c->after);
+    kvs_jw_key(w, "groups");
+    kvs_jw_arr(w);
+    for (size_t i = 0; i < c->ngroup; i++) {
+        const struct kvs_cmp_group *g = &c->groups[i];
+        kvs_jw_obj(w);
+        kvs_jw_key(w, "role");
+        kvs_jw_str(w, g->role);
+        kvs_jw_key(w, "before");
+        write_cmp_side(w, &g->before);
+        kvs_jw_key(w, "after");
+        write_cmp_side(w, &g->after);
+        kvs_jw_key(w, "delta");
+        kvs_jw_obj(w);
+        kvs_jw_key(w, "gpu_ms_per_step");
+        kvs_jw_num(w, g->gpu_ms_per_step.diff);
+        kvs_jw_key(w, "bytes_per_step");
+        kvs_jw_num(w, g->bytes_per_step.diff);
+        kvs_jw_key(w, "efficiency");
+        kvs_jw_num(w, g->efficiency_diff); /* NAN -> null */
+        kvs_jw_obj_end(w);
+        kvs_jw_obj_end(w);
+    }
+    kvs_jw_arr_end(w);
+    kvs_jw_key(w, "resolved");
+    kvs_jw_strs(w, c->resolved, c->nresolved, true);
+    kvs_jw_key(w, "new");
+    kvs_jw_strs(w, c->new_ids, c->nnew, true);
+    kvs_jw_key(w, "verdict");
+    kvs_jw_strs(w, c->verdict, c->nverdict, false);
+    kvs_jw_obj_end(w);
+}
+
 enum kvs_status kvs_render_json_compare(FILE *out, const struct kvs_comparison *c,
                                         const struct kvs_render_options *opt)
 {
     (void)opt;
     struct kvs_jw w;
     kvs_jw_init(&w, out);
+    write_compare(&w, c);
+    return KVS_STATUS_OK;
+}
+
+// ----------------------------------------------------------------------------
+// kvscope.summary/1: a baseline's comparisons, then IN SHORT's sentences and
+// roofline rows as kvs_summarize computed them
+
+enum kvs_status kvs_render_json_compare_summary(FILE *out, const struct kvs_comparison *const *cmp,
+                                                size_t n, const struct kvs_summary *s)
+{
+    struct kvs_jw w;
+    kvs_jw_init(&w, out);
     kvs_jw_obj(&w);
     kvs_jw_key(&w, "schema");
-    kvs_jw_str(&w, "kvscope.compare/1");
-    kvs_jw_key(&w, "before");
-    write_cmp_steps(&w, &c->before);
-    kvs_jw_key(&w, "after");
-    write_cmp_steps(&w, &c->after);
-    kvs_jw_key(&w, "groups");
+    kvs_jw_str(&w, "kvscope.summary/1");
+    kvs_jw_key(&w, "comparisons");
     kvs_jw_arr(&w);
-    for (size_t i = 0; i < c->ngroup; i++) {
-        const struct kvs_cmp_group *g = &c->groups[i];
+    for (size_t i = 0; i < n; i++)
+        write_compare(&w, cmp[i]);
+    kvs_jw_arr_end(&w);
+    kvs_jw_key(&w, "summary");
+    kvs_jw_obj(&w);
+    kvs_jw_key(&w, "bottleneck");
+    kvs_jw_str(&w, s->bottleneck);
+    kvs_jw_key(&w, "fixes");
+    kvs_jw_strs(&w, s->fixes, s->nfix, false);
+    kvs_jw_key(&w, "roofline");
+    kvs_jw_str(&w, s->roofline);
+    kvs_jw_key(&w, "paths");
+    kvs_jw_arr(&w);
+    for (size_t i = 0; i < s->npath; i++) {
+        const struct kvs_summary_path *p = &s->paths[i];
         kvs_jw_obj(&w);
-        kvs_jw_key(&w, "role");
-        kvs_jw_str(&w, g->role);
-        kvs_jw_key(&w, "before");
-        write_cmp_side(&w, &g->before);
-        kvs_jw_key(&w, "after");
-        write_cmp_side(&w, &g->after);
-        kvs_jw_key(&w, "delta");
-        kvs_jw_obj(&w);
-        kvs_jw_key(&w, "gpu_ms_per_step");
-        kvs_jw_num(&w, g->gpu_ms_per_step.diff);
+        kvs_jw_key(&w, "name");
+        kvs_jw_str(&w, p->name);
+        kvs_jw_key(&w, "step_ms");
+        kvs_jw_num(&w, p->step_ms);
         kvs_jw_key(&w, "bytes_per_step");
-        kvs_jw_num(&w, g->bytes_per_step.diff);
-        kvs_jw_key(&w, "efficiency");
-        kvs_jw_num(&w, g->efficiency_diff); /* NAN -> null */
-        kvs_jw_obj_end(&w);
+        kvs_jw_num(&w, p->bytes_per_step);
+        kvs_jw_key(&w, "achieved_gbps");
+        kvs_jw_num(&w, p->achieved_gbps);
+        kvs_jw_key(&w, "peak_fraction");
+        kvs_jw_num(&w, p->peak_fraction); /* NAN (unknown peak) -> null */
+        kvs_jw_key(&w, "copy_fraction");
+        kvs_jw_num(&w, p->copy_fraction);
         kvs_jw_obj_end(&w);
     }
     kvs_jw_arr_end(&w);
-    kvs_jw_key(&w, "resolved");
-    kvs_jw_strs(&w, c->resolved, c->nresolved, true);
-    kvs_jw_key(&w, "new");
-    kvs_jw_strs(&w, c->new_ids, c->nnew, true);
-    kvs_jw_key(&w, "verdict");
-    kvs_jw_strs(&w, c->verdict, c->nverdict, false);
+    kvs_jw_obj_end(&w);
     kvs_jw_obj_end(&w);
     return KVS_STATUS_OK;
 }

@@ -131,6 +131,8 @@ enum kvs_status kvs_render_json_multirank(FILE *out, const struct kvs_multirank 
 
 enum kvs_status kvs_render_json_compare(FILE *out, const struct kvs_comparison *c,
                                         const struct kvs_render_options *opt);
+enum kvs_status kvs_render_json_compare_summary(FILE *out, const struct kvs_comparison *const *cmp,
+                                                size_t n, const struct kvs_summary *s);
 enum kvs_status kvs_render_text_compare(FILE *out, const struct kvs_comparison *c,
                                         const struct kvs_render_options *opt);
 enum kvs_status kvs_render_md_compare(FILE *out, const struct kvs_comparison *c,

@@ -118,12 +118,15 @@ check 0 "compare -o x.md writes markdown" "" -- "$kvs" compare "$fx/kineto_small
 head -1 "$tmp/c.md" | grep -q '^# kvscope compare' && echo "ok   compare -o x.md is markdown" ||
     { echo "FAIL compare -o x.md: $(head -c 80 "$tmp/c.md")"; fail=1; }
 
-# several AFTERs: each compared with BEFORE, then IN SHORT; json/html take one AFTER
+# several AFTERs: each compared with BEFORE, then IN SHORT; json is one
+# kvscope.summary/1 document; html takes one AFTER
 check 0 "compare BEFORE AFTER AFTER closes with IN SHORT" "^IN SHORT" -- "$kvs" compare "$fx/kineto_small.json" "$fx/kineto_small.json" "$fx/kineto_small.json" --quiet
 check 0 "compare --summary: IN SHORT for one AFTER" "The bottleneck" -- "$kvs" compare "$fx/kineto_small.json" "$fx/kineto_small.json" --summary --quiet
 check 0 "compare --summary --format md" "## In short" -- "$kvs" compare "$fx/kineto_small.json" "$fx/kineto_small.json" --summary --format md --quiet
-check 2 "compare BEFORE AFTER AFTER --format json refused" "json and html take one AFTER" -- "$kvs" compare "$fx/kineto_small.json" "$fx/kineto_small.json" "$fx/kineto_small.json" --format json
-check 2 "compare --summary --format json refused" "text and md" -- "$kvs" compare "$fx/kineto_small.json" "$fx/kineto_small.json" --summary --format json
+check 0 "compare BEFORE AFTER AFTER --format json" '"schema": "kvscope.summary/1"' -- "$kvs" compare "$fx/kineto_small.json" "$fx/kineto_small.json" "$fx/kineto_small.json" --format json --quiet
+check 0 "compare --summary --format json" '"bottleneck": ' -- "$kvs" compare "$fx/kineto_small.json" "$fx/kineto_small.json" --summary --format json --quiet
+check 2 "compare BEFORE AFTER AFTER --format html refused" "html takes one AFTER" -- "$kvs" compare "$fx/kineto_small.json" "$fx/kineto_small.json" "$fx/kineto_small.json" --format html
+check 2 "compare --summary --format html refused" "text, md and json" -- "$kvs" compare "$fx/kineto_small.json" "$fx/kineto_small.json" --summary --format html
 check 2 "compare with two stdin traces refused" "only one of the traces" -- "$kvs" compare - "$fx/kineto_small.json" -
 n=$("$kvs" compare "$fx/kineto_small.json" "$fx/kineto_small.json" --quiet | grep -c '^IN SHORT')
 [ "$n" -eq 0 ] && echo "ok   compare BEFORE AFTER: no IN SHORT without --summary" ||

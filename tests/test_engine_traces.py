@@ -16,7 +16,11 @@ batch 1, context 4096, KV pool 495,552 tokens x 576 per layer, 78 layers):
 - each trace's kvscope.engine object (added from its .log by
   examples/traces/add_engine_meta.py): the report's `engine` repeats the log's
   result: line and its `roofline` is bytes_per_step over the trace's mean
-  ProfilerStep, against the H200's 4800 GB/s and the engine's copy rate.
+  ProfilerStep, against the H200's 4800 GB/s and the engine's copy rate;
+- compare full-cast fp8-direct active-cast --format json: one kvscope.summary/1
+  document holding the two one-AFTER comparisons as they are and IN SHORT's
+  sentences as the text prints them, its roofline rows from the raw traces and
+  logs (the copy rate: the baseline's).
 
 Expected figures come from the raw traces (json.load), not from kvscope.
 
@@ -184,6 +188,57 @@ def roofline():
               "%s: roofline %s, want %.1f GB/s" % (name, r, gbps))
 
 
+def in_short(text):
+    """The text IN SHORT's blocks by label, words joined by single spaces."""
+    blocks, label = {}, None
+    for line in text.split("IN SHORT\n", 1)[1].splitlines():
+        if line[:17].strip():
+            label = line[:17].strip()
+        if line.lstrip().startswith("path "):
+            break
+        blocks[label] = (blocks.get(label, "") + " " + line[17:]).strip()
+    return {k: " ".join(v.split()) for k, v in blocks.items()}
+
+
+def summary_json():
+    fixes = ("fp8-direct", "active-cast")
+    run = lambda *a: subprocess.run([sys.argv[1], "compare", trace("full-cast"), *a, "--quiet"],
+                                    capture_output=True, text=True)
+    js, tx = run(*map(trace, fixes), "--format", "json"), run(*map(trace, fixes))
+    if not check(js.returncode == 0 and tx.returncode == 0,
+                 "compare 3 traces: exit %d (json) %d (text): %s" % (js.returncode, tx.returncode,
+                                                                    js.stderr)):
+        return
+    d = json.loads(js.stdout)
+    check(d["schema"] == "kvscope.summary/1" and len(d["comparisons"]) == 2,
+          "summary json: schema %s, %d comparisons" % (d["schema"], len(d["comparisons"])))
+    for fix, c in zip(fixes, d["comparisons"]):
+        one = run(trace(fix), "--format", "json")
+        check(one.returncode == 0 and json.loads(one.stdout) == c,
+              "summary json: the %s comparison is compare full-cast %s's document" % (fix, fix))
+    s, t = d["summary"], in_short(tx.stdout)
+    check(s["bottleneck"] == t.get("The bottleneck"),
+          "summary json bottleneck %r, text %r" % (s["bottleneck"], t.get("The bottleneck")))
+    check(len(s["fixes"]) == 2 and " ".join(s["fixes"]) == t.get("The fix saved"),
+          "summary json fixes %r, text %r" % (s["fixes"], t.get("The fix saved")))
+    check(s["roofline"] == t.get("HBM roofline"), "summary json roofline %r" % s["roofline"])
+    copy = float(log_result("full-cast")["copy_gbps"])
+    names = [p["name"] for p in s["paths"]]
+    check(names == ["full-cast", *fixes], "summary json paths %s" % names)
+    for p in s["paths"]:
+        res = log_result(p["name"])
+        ev = json.load(gzip.open(trace(p["name"])))["traceEvents"]
+        durs = [e["dur"] for e in ev if e.get("cat") == "user_annotation"
+                and e.get("name", "").startswith("ProfilerStep#")]
+        step_ms, by = sum(durs) / len(durs) / 1000, float(res["bytes_per_step"])
+        gbps = by / (step_ms * 1e6)
+        check(abs(p["step_ms"] - step_ms) < 1e-6 and p["bytes_per_step"] == by
+              and abs(p["achieved_gbps"] - gbps) < 1e-6 * gbps
+              and abs(p["peak_fraction"] - gbps / 4800) < 1e-9
+              and abs(p["copy_fraction"] - gbps / copy) < 1e-9,
+              "summary json %s: %s, want %.4f ms, %.1f GB/s" % (p["name"], p, step_ms, gbps))
+
+
 if not all(os.path.exists(trace(n)) for n in ("full-cast", "active-cast", "fp8-direct")):
     print("skip: the engine traces are not in examples/traces")
     sys.exit(77)
@@ -192,4 +247,5 @@ active_cast()
 fp8_direct()
 compare_pairs()
 roofline()
+summary_json()
 sys.exit(finish())

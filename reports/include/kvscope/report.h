@@ -2,7 +2,8 @@
  * and for other tools.
  *
  * defines: enum kvs_format, struct kvs_render_options, kvs_format_parse, kvs_format_from_path,
- *          kvs_render_report, kvs_render_compare, kvs_render_summary, kvs_render_multirank
+ *          kvs_render_report, kvs_render_compare, kvs_render_summary,
+ *          kvs_render_compare_summary, kvs_render_multirank
  *
  * Renderers read the analysis struct and format it; they never recompute
  * analysis. A comparison is computed by kvs_compare() (kvscope/compare.h:
@@ -57,6 +58,16 @@ KVS_API enum kvs_status kvs_render_compare(FILE *out, const struct kvs_compariso
 struct kvs_summary; /* kvscope/compare.h */
 KVS_API enum kvs_status kvs_render_summary(FILE *out, const struct kvs_summary *s,
                                            const struct kvs_render_options *opt);
+
+/* The same for tools: a baseline's comparisons cmp[0..n) (n >= 1) and their
+ * closing summary s as one kvscope.summary/1 JSON document (each comparison
+ * a kvscope.compare/1 document; docs/report-json.md). JSON only: other
+ * formats give KVS_STATUS_INVALID_ARGUMENT (text and md print each
+ * comparison, then kvs_render_summary). */
+KVS_API enum kvs_status kvs_render_compare_summary(FILE *out,
+                                                   const struct kvs_comparison *const *cmp,
+                                                   size_t n, const struct kvs_summary *s,
+                                                   const struct kvs_render_options *opt);
 
 struct kvs_multirank; /* kvscope/multirank.h */
 /* The summary, then each rank's own report, in any format (json:

@@ -139,6 +139,11 @@ static void copy_tensors(struct builder *b, struct kvs_cmp_side *s, const struct
 }
 
 #define KVS_VERDICT_OP_WIDTH 72 /* columns of a kernel's name in the verdict, as in findings */
+/* wall time saved over GPU time saved: within [LOW, HIGH] the two fell
+ * together (the saved work was on the critical path); below, part of it
+ * overlapped other work; above, CPU-side work went too */
+#define WALL_SHARE_LOW 0.8
+#define WALL_SHARE_HIGH 1.25
 
 static void add_to_side(struct builder *b, struct kvs_cmp_side *s, const struct kvs_group *g,
                         double peak)
@@ -449,7 +454,7 @@ static void verdict_time(struct builder *b)
                 "GPU work was not on the step's critical path (GPU busy %s of the step "
                 "before, %s after).",
                 s2, f1, f2);
-        else if (share < 0.8 && launch_bound)
+        else if (share < WALL_SHARE_LOW && launch_bound)
             why =
                 kvs_fmt_dup(&b->oom,
                             "Wall time fell less than GPU time because the step is launch-bound: "
@@ -457,14 +462,14 @@ static void verdict_time(struct builder *b)
                             "CPU issuing kernels, not the GPU, sets the step's length; %s of the "
                             "%s ms of GPU time saved per step came off the wall time (%s).",
                             f2, f1, s1, s2, p1);
-        else if (share < 0.8)
+        else if (share < WALL_SHARE_LOW)
             why =
                 kvs_fmt_dup(&b->oom,
                             "Wall time fell less than GPU time: %s of the %s ms of GPU time saved "
                             "per step came off the wall time (%s); the rest overlapped with other "
                             "work (GPU busy %s of the step before, %s after).",
                             s1, s2, p1, f1, f2);
-        else if (share <= 1.25)
+        else if (share <= WALL_SHARE_HIGH)
             why = kvs_fmt_dup(&b->oom,
                               "Wall time fell by about as much as GPU time (%s of %s ms per step): "
                               "the saved GPU work was on the step's critical path.",
@@ -484,7 +489,7 @@ static void verdict_time(struct builder *b)
                             "synchronisation.",
                             s1, s2);
         verdict(b, why);
-        if (launch_bound && saved_wall > 0 && share >= 0.8 && share <= 1.25)
+        if (launch_bound && saved_wall > 0 && share >= WALL_SHARE_LOW && share <= WALL_SHARE_HIGH)
             verdict(b, kvs_fmt_dup(
                            &b->oom,
                            "The step is still launch-bound (GPU busy %s): CUDA graphs or fewer, "

@@ -817,7 +817,7 @@ enum kvs_status kvs_analyze_input(const struct kvs_analyze_input *in,
         opt = &defaults;
     }
     const char *path = in ? in->path : NULL;
-    if (!path || (in->in_memory && !in->data && in->len) || opt->kv_capacity < 0 ||
+    if (!path || (in->in_memory && !in->data && in->len) || opt->kv_capacity < 0 || opt->context < 0 ||
         opt->peak_gbps < 0 || opt->batch < 0) {
         kvs_log(&opt->log, KVS_LOG_ERROR, "kvs_analyze: invalid arguments");
         return KVS_STATUS_INVALID_ARGUMENT;

@@ -12,6 +12,7 @@
 #include "gemm_bound.h"
 #include "host_blocking.h"
 #include "host_op.h"
+#include "kv_read.h"
 #include "match.h"
 #include "steps.h"
 
@@ -42,7 +43,7 @@ void kvs_group_figures(const struct kvs_ctx *c, const struct kvs_group_acc *g,
         f->efficiency = f->achieved_gbps / c->peak_gbps;
 }
 
-static double step_busy_ms(const struct kvs_ctx *c)
+double kvs_findings_step_busy_ms(const struct kvs_ctx *c)
 {
     if (!c->nsteps)
         return c->trace_busy_ns / 1e6;
@@ -52,7 +53,7 @@ static double step_busy_ms(const struct kvs_ctx *c)
     return s / 1e6 / (double)c->nsteps;
 }
 
-static const char *human_bytes(char *buf, size_t n, double b)
+const char *kvs_findings_human_bytes(char *buf, size_t n, double b)
 {
     if (b >= 1e9)
         snprintf(buf, n, "%.2f GB", b / 1e9);
@@ -78,7 +79,7 @@ static const char *group_name(struct kvs_ctx *c, const struct kvs_group_acc *g)
     return r ? r : op;
 }
 
-static const char *group_desc(struct kvs_ctx *c, const struct kvs_group_acc *g)
+const char *kvs_findings_group_desc(struct kvs_ctx *c, const struct kvs_group_acc *g)
 {
     const char *op = group_name(c, g);
     const struct kvs_shape *s = &g->shape_info;
@@ -112,7 +113,7 @@ static const char *group_desc(struct kvs_ctx *c, const struct kvs_group_acc *g)
     return kvs_arena_printf(&c->arena, "%s [%s] %s", op, dims, types);
 }
 
-static bool is_cast(const struct kvs_shape *s)
+bool kvs_findings_is_cast(const struct kvs_shape *s)
 {
     for (int i = 1; i < s->n; i++) {
         size_t a, b;
@@ -124,6 +125,17 @@ static bool is_cast(const struct kvs_shape *s)
     return false;
 }
 
+bool kvs_findings_keeps_dtype(const struct kvs_group_acc *g)
+{
+    const struct kvs_shape *s = &g->shape_info;
+    if (g->launch_sized || s->n == 0)
+        return false;
+    for (int i = 0; i < s->n && i < 2; i++)
+        if (s->bits[i] <= 0)
+            return false; /* dims without dtypes (an emit_nvtx range): it may cast */
+    return !kvs_findings_is_cast(s);
+}
+
 static int push(struct kvs_finding **v, size_t *n, size_t *cap, struct kvs_finding f)
 {
     return KVS_VEC_PUSH(*v, *n, *cap, f);
@@ -133,9 +145,11 @@ static int full_buffer(struct kvs_ctx *c, size_t gi, struct kvs_finding **v, siz
 {
     const struct kvs_group_acc *g = &c->groups[gi];
     const char *opname = kvs_intern_str(&c->t.strings, g->op_name);
-    /* an indexed write touches the rows its index names, not the buffer */
+    /* an indexed write touches the rows its index names, not the buffer; a
+     * copy that keeps the dtype reads the buffer as an attention over it
+     * does: kv_full_buffer_read's (kv_read.c), with the ops reading it */
     if (!g->has_match || g->match.capacity_tokens <= 0 || g->bytes_per_call <= 0 ||
-        !kvs_op_is_copy(opname) || kvs_op_is_indexed_write(opname))
+        !kvs_op_is_copy(opname) || kvs_op_is_indexed_write(opname) || kvs_findings_keeps_dtype(g))
         return 0;
     struct kvs_group_figs f;
     kvs_group_figures(c, g, &f);
@@ -145,8 +159,8 @@ static int full_buffer(struct kvs_ctx *c, size_t gi, struct kvs_finding **v, siz
     double bytes_step = (double)g->bytes_per_call * f.calls_per_step;
     double needed = g->active_tokens > 0 ? bytes_step * (double)g->active_tokens / tokens : 0;
     double saving = needed > 0 ? f.gpu_ms_per_step * (1.0 - needed / bytes_step) : f.gpu_ms_per_step;
-    double busy = step_busy_ms(c);
-    const char *what = is_cast(&g->shape_info) ? "casts" : "copies";
+    double busy = kvs_findings_step_busy_ms(c);
+    const char *what = kvs_findings_is_cast(&g->shape_info) ? "casts" : "copies";
     const char *atleast = g->bytes_bound < 0 ? "at least " : "";
     char b1[32], b2[32], b3[32];
     char layer[96] = "";
@@ -160,6 +174,13 @@ static int full_buffer(struct kvs_ctx *c, size_t gi, struct kvs_finding **v, siz
     fd.bytes_per_step = bytes_step;
     fd.needed_bytes_per_step = needed;
     fd.group = (int)gi;
+    fd.capacity_tokens = g->match.capacity_tokens;
+    fd.active_tokens = g->active_tokens;
+    const char **ops = kvs_arena_alloc(&c->arena, sizeof *ops);
+    if (ops && (ops[0] = kvs_findings_group_desc(c, g)) != NULL) {
+        fd.ops = ops;
+        fd.nops = 1;
+    }
     const char *op = group_name(c, g);
     if (needed > 0)
         fd.message = kvs_arena_printf(
@@ -167,22 +188,22 @@ static int full_buffer(struct kvs_ctx *c, size_t gi, struct kvs_finding **v, siz
             "%s %s the whole KV buffer (%.0f tokens) %.1f times per step%s: %s%s per step moved "
             "where the %lld active tokens need %s; %.2f ms of GPU time per step, about %.2f ms "
             "recoverable",
-            op, what, tokens, f.calls_per_step, layer, atleast, human_bytes(b1, sizeof b1, bytes_step),
-            (long long)g->active_tokens, human_bytes(b2, sizeof b2, needed), f.gpu_ms_per_step, saving);
+            op, what, tokens, f.calls_per_step, layer, atleast, kvs_findings_human_bytes(b1, sizeof b1, bytes_step),
+            (long long)g->active_tokens, kvs_findings_human_bytes(b2, sizeof b2, needed), f.gpu_ms_per_step, saving);
     else
         fd.message = kvs_arena_printf(
             &c->arena,
             "%s %s the whole KV buffer (%.0f tokens) %.1f times per step%s: %s%s per step moved; "
             "%.2f ms of GPU time per step (the active token count is unknown: pass the capacity "
             "and context to size the saving)",
-            op, what, tokens, f.calls_per_step, layer, atleast, human_bytes(b1, sizeof b1, bytes_step),
+            op, what, tokens, f.calls_per_step, layer, atleast, kvs_findings_human_bytes(b1, sizeof b1, bytes_step),
             f.gpu_ms_per_step);
     fd.evidence = kvs_arena_printf(
         &c->arena,
         "group %s: %lld calls (%.1f per step), %s%s per call (read + written%s), %.3f ms per call, "
         "%.0f GB/s; %s%s; %.1f%% of GPU busy time",
-        group_desc(c, g), (long long)g->calls, f.calls_per_step, atleast,
-        human_bytes(b3, sizeof b3, (double)g->bytes_per_call),
+        kvs_findings_group_desc(c, g), (long long)g->calls, f.calls_per_step, atleast,
+        kvs_findings_human_bytes(b3, sizeof b3, (double)g->bytes_per_call),
         g->bytes_bound < 0 ? "; the source dtype is not in the kernel's name: 1 byte per element "
                              "counted, give --kv-dtype"
                            : "",
@@ -201,12 +222,12 @@ static int full_buffer(struct kvs_ctx *c, size_t gi, struct kvs_finding **v, siz
         "Gather the active tokens first, then %s only them (index_select/gather on the pool, then "
         "the cast)%s. Better: an attention kernel that reads the %.*s cache directly removes the "
         "%s entirely (%.2f ms per step).",
-        is_cast(&g->shape_info) ? "cast" : "copy",
+        kvs_findings_is_cast(&g->shape_info) ? "cast" : "copy",
         needed > 0 ? kvs_arena_printf(&c->arena, ": %lld of %.0f tokens, %.2f%% of the bytes",
                                       (long long)g->active_tokens, tokens, 100.0 * needed / bytes_step)
                    : "",
         (int)src_len, src,
-        is_cast(&g->shape_info) ? "cast" : "copy", f.gpu_ms_per_step);
+        kvs_findings_is_cast(&g->shape_info) ? "cast" : "copy", f.gpu_ms_per_step);
     if (!fd.message || !fd.evidence || !fd.fix)
         return -1;
     return push(v, n, cap, fd);
@@ -221,7 +242,7 @@ static int low_efficiency(struct kvs_ctx *c, size_t gi, struct kvs_finding **v, 
         return 0; /* bytes only known from below: so is the rate, which proves nothing low */
     struct kvs_group_figs f;
     kvs_group_figures(c, g, &f);
-    double busy = step_busy_ms(c);
+    double busy = kvs_findings_step_busy_ms(c);
     if (f.efficiency <= 0 || f.efficiency >= LOW_EFFICIENCY)
         return 0;
     if (f.gpu_ms_per_step < 0.02 || (busy > 0 && f.gpu_ms_per_step < 0.01 * busy))
@@ -253,7 +274,7 @@ static int low_efficiency(struct kvs_ctx *c, size_t gi, struct kvs_finding **v, 
     fd.evidence = kvs_arena_printf(&c->arena,
                                    "group %s: %lld GPU calls, %lld bytes per call (read + written), "
                                    "%.3f ms of GPU time per call, kernel %s",
-                                   group_desc(c, g), (long long)g->gpu_calls, (long long)g->bytes_per_call,
+                                   kvs_findings_group_desc(c, g), (long long)g->gpu_calls, (long long)g->bytes_per_call,
                                    g->gpu_calls ? (double)g->gpu_ns / 1e6 / (double)g->gpu_calls : 0.0,
                                    kernel);
     /* the advice follows the op's dtypes: FP8 conversion advice only where
@@ -262,7 +283,7 @@ static int low_efficiency(struct kvs_ctx *c, size_t gi, struct kvs_finding **v, 
     for (int k = 0; k < g->shape_info.n; k++)
         for (size_t i = 0; i + 6 <= g->shape_info.dtype_len[k] && !fp8; i++)
             fp8 = !memcmp(g->shape_info.dtype[k] + i, "Float8", 6);
-    bool cast = is_cast(&g->shape_info);
+    bool cast = kvs_findings_is_cast(&g->shape_info);
     fd.fix = kvs_arena_strdup(
         &c->arena,
         fp8 && cast ? "A memory-bound cast should run near the copy rate: use a vectorized kernel (16-byte "
@@ -336,7 +357,7 @@ static int gpu_idle(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t
         for (size_t i = 0; i < c->nsteps; i++) /* the GPU work's span when it outlasts the CPU range */
             w += (double)kvs_step_time_ns(c, i);
         wall_ms = w / 1e6 / (double)c->nsteps;
-        busy_ms = step_busy_ms(c);
+        busy_ms = kvs_findings_step_busy_ms(c);
     } else {
         wall_ms = gpu_span_ms(t);
         busy_ms = c->trace_busy_ns / 1e6;
@@ -534,6 +555,8 @@ enum kvs_status kvs_findings_build(struct kvs_ctx *c, struct kvs_finding **out, 
     int rc = 0;
     for (size_t gi = 0; gi < c->ngroups && rc == 0; gi++)
         rc = full_buffer(c, gi, &v, &n, &cap);
+    if (rc == 0)
+        rc = kvs_kv_full_reads(c, &v, &n, &cap);
     for (size_t gi = 0; gi < c->ngroups && rc == 0; gi++)
         rc = low_efficiency(c, gi, &v, &n, &cap);
     double blocked = 0;

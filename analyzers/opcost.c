@@ -46,7 +46,7 @@ const char *kvs_op_family_name(enum kvs_op_family f)
 
 /* attention ops whose q, k, v are [B, H, L, D] (SDPA and its backends) or
  * [B, L, H, D] (the flash / memory-efficient kernels' own ops) */
-static int attention_layout(const char *op)
+int kvs_attention_layout(const char *op)
 {
     if (IS(op, "aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
            "aten::_scaled_dot_product_efficient_attention",
@@ -68,7 +68,7 @@ static enum kvs_op_family family_of(const char *op)
            "kvs::linear", "kvs::router_linear", "kvs::lm_head", "kvs::linear_multi", "kvs::linear_multi_rope",
            "kvs::linear_per_head", "kvs::moe_experts"))
         return KVS_OPF_MATMUL;
-    if (attention_layout(op) || !strcmp(op, "kvs::mla_decode"))
+    if (kvs_attention_layout(op) || !strcmp(op, "kvs::mla_decode"))
         return KVS_OPF_ATTENTION;
     if (IS(op, "aten::embedding", "aten::index_select", "kvs::embedding"))
         return KVS_OPF_EMBEDDING;
@@ -351,7 +351,7 @@ static void attention_cost(const char *op, const struct kvs_shape *s, struct kvs
         c->precision = precision_of(s, 0);
         return;
     }
-    int layout = attention_layout(op);
+    int layout = kvs_attention_layout(op);
     if (s->n < 3 || s->rank[0] != s->rank[1] || s->rank[1] != s->rank[2] || s->rank[0] < 3)
         return;
     if (layout == 'L' && s->rank[0] != 4)

@@ -1,7 +1,7 @@
 /* opcost.h — bytes and FLOPs of one op call from its recorded shapes, by op
  * family (the formulas: docs/analysis.md, "Bytes and FLOPs by op family").
  *
- * defines: struct kvs_op_cost, kvs_op_cost_of, kvs_op_family_name
+ * defines: struct kvs_op_cost, kvs_op_cost_of, kvs_op_family_name, kvs_attention_layout
  *
  * matmul      aten::mm, addmm, bmm, baddbmm, linear, matmul, _grouped_mm,
  *             _scaled_mm; kvs::linear, router_linear, lm_head, linear_multi(_rope),
@@ -46,6 +46,11 @@ struct kvs_op_cost {
 
 /* The cost of one call of op with tensors s (s may be NULL: no shapes). */
 void kvs_op_cost_of(const char *op, const struct kvs_shape *s, struct kvs_op_cost *out);
+
+/* 'H' for an attention op whose q, k, v are [B, H, L, D] (SDPA and its
+ * backends), 'L' for [B, L, H, D] (the flash / memory-efficient forward
+ * ops), 0 for any other op (kv_read.c reads the keys' length by it) */
+int kvs_attention_layout(const char *op);
 
 /* "matmul", "attention", ...; NULL for KVS_OPF_UNKNOWN */
 const char *kvs_op_family_name(enum kvs_op_family f);

@@ -43,6 +43,7 @@ static void usage(FILE *out)
           "                      folder holding one), or a bundled name (glm5, deepseek-v3,\n"
           "                      kimi-k2, glm-4.7-flash, llama-3-70b, qwen3-235b-a22b)\n"
           "  --kv-capacity N     preallocated KV capacity in tokens\n"
+          "  --context N         tokens in use per sequence (prompt + generated), for both\n"
           "  --kv-dtype T        the KV cache's dtype (fp8, e5m2, bf16, fp16, fp32), for cast\n"
           "                      kernels sized from their launch (CUDA-graph replays)\n"
           "  --before-capture F  a profile of BEFORE's CUDA-graph capture: its replayed\n"
@@ -152,6 +153,10 @@ int kvs_cmd_compare(int argc, char **argv)
             if (!parse_int(v, 1, &n) || n > (long long)1 << 40) /* report's bound */
                 return kvs_cli_usage_error("compare", "--kv-capacity wants an integer in [1, 2^40], not '%s'", v);
             aopt.kv_capacity = n;
+        } else if ((v = opt_value(argc, argv, &i, "--context", &missing))) {
+            if (!parse_int(v, 1, &n) || n > (long long)1 << 40)
+                return kvs_cli_usage_error("compare", "--context wants an integer in [1, 2^40], not '%s'", v);
+            aopt.context = n;
         } else if ((v = opt_value(argc, argv, &i, "--kv-dtype", &missing))) {
             aopt.kv_dtype = v;
         } else if ((v = opt_value(argc, argv, &i, "--before-capture", &missing))) {

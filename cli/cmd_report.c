@@ -57,6 +57,8 @@ static void usage(FILE *out)
             "                       qwen3-235b-a22b (default: infer from the trace)\n"
             "  --kv-capacity N      KV cache capacity in tokens (names the full-buffer dim;\n"
             "                       given, no other dim is guessed to be a buffer)\n"
+            "  --context N          tokens in use per sequence while the trace ran (prompt +\n"
+            "                       generated): sizes what a full-buffer read needs\n"
             "  --kv-dtype T         the KV cache's dtype (fp8, e5m2, bf16, fp16, fp32): the\n"
             "                       source of a cast kernel sized from its launch (graph\n"
             "                       replays, no shapes) whose name does not say it\n"
@@ -186,6 +188,7 @@ int kvs_cmd_report(int argc, char **argv)
         }
         a = name;
         bool known = !strcmp(a, "--model") || !strcmp(a, "--kv-capacity") || !strcmp(a, "--kv-dtype") ||
+                     !strcmp(a, "--context") ||
                      !strcmp(a, "--graph-capture") ||
                      !strcmp(a, "--device") || !strcmp(a, "--peak-gbps") ||
                      !strcmp(a, "--step-regex") || !strcmp(a, "--batch") || !strcmp(a, "--format") ||
@@ -203,6 +206,9 @@ int kvs_cmd_report(int argc, char **argv)
         } else if (!strcmp(a, "--kv-capacity")) {
             rc = parse_int(a, v, 1, (long long)1 << 40, &n);
             opt.kv_capacity = n;
+        } else if (!strcmp(a, "--context")) {
+            rc = parse_int(a, v, 1, (long long)1 << 40, &n);
+            opt.context = n;
         } else if (!strcmp(a, "--graph-capture")) {
             opt.graph_capture = v;
         } else if (!strcmp(a, "--kv-dtype")) {

@@ -401,6 +401,16 @@ void kvs_json_write_report(struct kvs_jw *w, const struct kvs_analysis *a)
         kvs_jw_str(w, f->evidence);
         kvs_jw_key(w, "fix");
         kvs_jw_str(w, f->fix);
+        if (f->capacity_tokens > 0) { /* the full-buffer findings' own figures */
+            kvs_jw_key(w, "capacity_tokens");
+            kvs_jw_int(w, f->capacity_tokens);
+            kvs_jw_key(w, "active_tokens");
+            kvs_jw_int_or_null(w, f->active_tokens, f->active_tokens > 0);
+            kvs_jw_key(w, "needed_bytes_per_step");
+            kvs_jw_num_or_null(w, f->needed_bytes_per_step, f->needed_bytes_per_step > 0);
+            kvs_jw_key(w, "ops");
+            kvs_jw_strs(w, (char *const *)f->ops, f->nops, false);
+        }
         kvs_jw_obj_end(w);
     }
     kvs_jw_arr_end(w);

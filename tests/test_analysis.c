@@ -613,8 +613,9 @@ static void test_launches_without_gpu_side(void)
 
 /* A training trace (HTA's negative_queue_length: autograd's backward pass,
  * float batches [4096, 2798] copied every step) has no KV cache: no buffer
- * is inferred from shapes and no kv_full_buffer_cast named; a capacity the
- * user gives is still taken at its word. */
+ * is inferred from shapes and no kv_full_buffer_cast or _read named; a
+ * capacity the user gives is still taken at its word (the float copy keeps
+ * its dtype: kv_full_buffer_read). */
 static void test_training_has_no_kv_buffer(void)
 {
     char path[1024];
@@ -637,10 +638,13 @@ static void test_training_has_no_kv_buffer(void)
         }
         KVS_CHECK_MSG(batch_copies >= 1, "no [4096,2798] group");
         if (given) {
-            KVS_CHECK(buffers > 0 && finding(a, "kv_full_buffer_cast") != NULL);
+            /* the batch keeps its dtype: a full-buffer read, not a cast */
+            KVS_CHECK(buffers > 0 && finding(a, "kv_full_buffer_read") != NULL);
+            KVS_CHECK(finding(a, "kv_full_buffer_cast") == NULL);
         } else {
             KVS_CHECK_MSG(buffers == 0, "%d groups inferred to be a KV buffer", buffers);
             KVS_CHECK(finding(a, "kv_full_buffer_cast") == NULL);
+            KVS_CHECK(finding(a, "kv_full_buffer_read") == NULL);
         }
         kvs_analysis_free(a);
     }

@@ -99,6 +99,10 @@ static void test_schema_and_values(void)
                                          "family", NULL};
     static const char *const finding[] = {"id", "severity", "message", "gpu_ms_per_step",
                                           "bytes_per_step", "evidence", "fix", NULL};
+    /* the full-buffer findings' own figures */
+    static const char *const finding_full[] = {"id", "severity", "message", "gpu_ms_per_step",
+                                               "bytes_per_step", "evidence", "fix", "capacity_tokens",
+                                               "active_tokens", "needed_bytes_per_step", "ops", NULL};
     KVS_CHECK(keys_are(root, top));
     KVS_CHECK_EQ_STR(str(root, "schema"), "kvscope.report/1");
     const cJSON *t = cJSON_GetObjectItem(root, "trace");
@@ -229,13 +233,17 @@ static void test_schema_and_values(void)
     const cJSON *findings = cJSON_GetObjectItem(root, "findings");
     KVS_REQUIRE(cJSON_GetArraySize(findings) == 2);
     const cJSON *f0 = cJSON_GetArrayItem(findings, 0);
-    KVS_CHECK(keys_are(f0, finding));
+    KVS_CHECK(keys_are(f0, finding_full));
+    KVS_CHECK(num(f0, "capacity_tokens") == 131072 && num(f0, "active_tokens") == 1024);
+    KVS_CHECK(num(f0, "needed_bytes_per_step") == fx.findings[0].needed_bytes_per_step);
+    KVS_CHECK(cJSON_IsArray(cJSON_GetObjectItem(f0, "ops")) && cJSON_GetArraySize(cJSON_GetObjectItem(f0, "ops")) == 0);
     KVS_CHECK_EQ_STR(str(f0, "id"), "kv_full_buffer_cast");
     KVS_CHECK_EQ_STR(str(f0, "severity"), "high");
     KVS_CHECK(num(f0, "bytes_per_step") == fx.findings[0].bytes_per_step);
     KVS_CHECK_EQ_STR(str(f0, "evidence"), fx.findings[0].evidence);
     KVS_CHECK_EQ_STR(str(f0, "fix"), fx.findings[0].fix);
     const cJSON *f1 = cJSON_GetArrayItem(findings, 1);
+    KVS_CHECK(keys_are(f1, finding)); /* gpu_idle: no capacity, no full-buffer keys */
     KVS_CHECK_EQ_STR(str(f1, "severity"), "warn");
     KVS_CHECK(is_null(f1, "bytes_per_step"));
     cJSON_Delete(root);

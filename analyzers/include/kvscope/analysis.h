@@ -62,6 +62,10 @@ struct kvs_analysis_options {
      * `model` again (which then only names it): a pipe can be read once,
      * and several traces share one config. NULL: read `model`. */
     const struct kvs_hf_config *model_config;
+    /* Tokens in use per sequence (prompt + generated) while the trace ran;
+     * 0: unknown (taken from the trace where it says, else unknown). Sizes
+     * the bytes a full-buffer read needs. */
+    int64_t context;
 };
 
 /* Defaults: everything unknown / inferred, logger = stderr. */
@@ -352,6 +356,13 @@ struct kvs_finding {
     double bytes_per_step;       /* bytes moved per step by the culprit, 0 if n/a */
     double needed_bytes_per_step;/* bytes that were actually needed, 0 if unknown */
     int group;                   /* index into groups, -1 if none */
+    /* kv_full_buffer_cast and kv_full_buffer_read: the buffer's capacity and
+     * the tokens in use (0 unknown); kv_full_buffer_read: the ops that read
+     * the buffer, each with its dims, most GPU time first (nops 0 otherwise) */
+    int64_t capacity_tokens;
+    int64_t active_tokens;
+    size_t nops;
+    const char *const *ops;
 };
 
 struct kvs_analysis {

@@ -1,0 +1,591 @@
+/* kv_read.c — kv_full_buffer_read (see kv_read.h). Private to analyzers/. */
+#include "kv_read.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "classify.h"
+#include "findings.h"
+#include "match.h"
+#include "opcost.h"
+#include "steps.h"
+#include "u64map.h"
+
+#define READ_RATIO 8          /* the buffer holds at least 8x the active tokens */
+#define READ_MIN_TOKENS 4096  /* an inferred capacity is at least this (match.c's BUFFER_MIN_TOKENS) */
+#define MAX_READERS_LISTED 8  /* ops named in the message; the ops list has them all */
+
+// ----------------------------------------------------------------------------
+// attention ops and their key/value layout
+
+/* The dim of the key and value tensors that counts the tokens attended
+ * over, by the op's layout (opcost.c's table: [B,H,S,D] sdpa and its
+ * backends, [B,S,H,D] the flash/efficient forward ops); -1 for other ops.
+ * Ops told the active lengths (flash_attn_with_kvcache's cache_seqlens,
+ * varlen and paged kernels) are not in that table: they read only the
+ * tokens or blocks they are told, never the whole buffer by their shapes. */
+static int kv_seq_dim(const char *name)
+{
+    int layout = kvs_attention_layout(name);
+    return layout == 'H' ? 2 : layout == 'L' ? 1 : -1;
+}
+
+/* one op key of an attention op whose q, k, v dims say what it reads */
+struct attn {
+    uint32_t key;                 /* opkeys index */
+    int sd;                       /* the sequence dim of k and v */
+    int64_t S, lq;                /* keys attended over, queries */
+    int64_t kv_bytes;             /* k + v per call */
+    double bytes;                 /* per call, all its tensors and output (opcost.c) */
+    int64_t k_numel, v_numel;
+    int64_t calls, calls_in_steps, steps_with_calls;
+    int64_t gpu_ns, gpu_ns_in_steps, gpu_calls;
+    struct kvs_shape s;
+    /* the verdict */
+    int64_t capacity, active;
+    const char *active_from;
+};
+
+static bool attn_parse(const struct kvs_trace_data *t, uint32_t key, struct attn *a)
+{
+    const char *name = kvs_intern_str(&t->strings, t->opkeys[key].name);
+    uint32_t sh = t->opkeys[key].shape;
+    int sd = kv_seq_dim(name);
+    if (sd < 0 || !sh)
+        return false;
+    memset(a, 0, sizeof *a);
+    kvs_shape_parse(kvs_intern_str(&t->strings, sh), kvs_intern_len(&t->strings, sh), &a->s);
+    const struct kvs_shape *s = &a->s;
+    if (s->n < 3 || s->rank[0] != 4 || s->rank[1] != 4 || s->rank[2] != 4)
+        return false;
+    for (int d = 0; d < 3; d++) /* k and v alike but for the head dim */
+        if (s->dims[1][d] != s->dims[2][d])
+            return false;
+    if (s->bytes[1] < 0 || s->bytes[2] < 0 || s->dims[1][sd] <= 1 || s->dims[0][0] != s->dims[1][0])
+        return false;
+    a->key = key;
+    a->sd = sd;
+    a->S = s->dims[1][sd];
+    a->lq = s->dims[0][sd];
+    a->kv_bytes = s->bytes[1] + s->bytes[2];
+    struct kvs_op_cost cost;
+    kvs_op_cost_of(name, s, &cost);
+    a->bytes = cost.bytes >= (double)a->kv_bytes ? cost.bytes : (double)a->kv_bytes;
+    a->k_numel = s->numel[1];
+    a->v_numel = s->numel[2];
+    return true;
+}
+
+/* "[1,16,8192,192]" */
+static const char *dims_text(struct kvs_arena *ar, const int64_t *d, int rank)
+{
+    char buf[160];
+    size_t n = 0;
+    buf[n++] = '[';
+    for (int i = 0; i < rank && i < KVS_SHAPE_MAX_RANK && n < sizeof buf - 24; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%lld", i ? "," : "", (long long)d[i]);
+    snprintf(buf + n, sizeof buf - n, "]");
+    return kvs_arena_strdup(ar, buf);
+}
+
+// ----------------------------------------------------------------------------
+// GPU time: each GPU activity goes to the outermost attention call around
+// the op that launched it (sdpa -> its backend -> the kernel)
+
+struct call {
+    uint32_t thread, op, attn; /* op index, index into the attn table */
+    int64_t ts, end;
+};
+
+static int cmp_call(const void *x, const void *y)
+{
+    const struct call *a = x, *b = y;
+    if (a->thread != b->thread)
+        return a->thread < b->thread ? -1 : 1;
+    if (a->ts != b->ts)
+        return a->ts < b->ts ? -1 : 1;
+    return a->end > b->end ? -1 : a->end < b->end; /* the enclosing one first */
+}
+
+/* the top-level call enclosing op o, or NULL */
+static const struct call *enclosing(const struct call *top, size_t n, const struct kvs_op_rec *o)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) { /* first call after (thread, ts) */
+        size_t mid = lo + (hi - lo) / 2;
+        if (top[mid].thread < o->thread || (top[mid].thread == o->thread && top[mid].ts <= o->ts))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (!lo)
+        return NULL;
+    const struct call *k = &top[lo - 1];
+    return k->thread == o->thread && k->ts <= o->ts && o->ts + o->dur <= k->end ? k : NULL;
+}
+
+static int measure(struct kvs_ctx *c, struct attn *at, size_t nat, const uint32_t *attn_of_key)
+{
+    const struct kvs_trace_data *t = &c->t;
+    struct call *calls = NULL;
+    size_t ncalls = 0, cap = 0;
+    for (size_t k = 0; k < t->nops; k++) {
+        uint32_t a = attn_of_key[t->ops[k].key];
+        if (!a)
+            continue;
+        struct call one = {t->ops[k].thread, (uint32_t)k, a - 1, t->ops[k].ts, t->ops[k].ts + t->ops[k].dur};
+        if (KVS_VEC_PUSH(calls, ncalls, cap, one) < 0) {
+            free(calls);
+            return -1;
+        }
+    }
+    if (!ncalls)
+        return 0;
+    qsort(calls, ncalls, sizeof *calls, cmp_call);
+    size_t ntop = 0; /* keep the outermost calls, in place */
+    for (size_t i = 0; i < ncalls; i++) {
+        if (ntop && calls[ntop - 1].thread == calls[i].thread && calls[i].end <= calls[ntop - 1].end)
+            continue;
+        calls[ntop++] = calls[i];
+    }
+    struct kvs_u64map seen = {0};
+    int rc = 0;
+    for (size_t i = 0; i < ntop && rc == 0; i++) {
+        struct attn *a = &at[calls[i].attn];
+        a->calls++;
+        int32_t step = c->nsteps ? kvs_step_at(c, calls[i].ts) : -1;
+        if (step < 0)
+            continue;
+        a->calls_in_steps++;
+        bool added;
+        if (!kvs_u64map_put(&seen, kvs_pair_key(calls[i].attn, (uint32_t)step), &added))
+            rc = -1;
+        else if (added)
+            a->steps_with_calls++;
+    }
+    uint8_t *counted = rc == 0 ? calloc(ntop / 8 + 1, 1) : NULL;
+    if (!counted)
+        rc = -1;
+    for (size_t i = 0; i < t->ngpus && rc == 0; i++) {
+        if (c->gpu_op[i] == KVS_NO_OP)
+            continue;
+        const struct call *k = enclosing(calls, ntop, &t->ops[c->gpu_op[i]]);
+        if (!k)
+            continue;
+        struct attn *a = &at[k->attn];
+        a->gpu_ns += t->gpus[i].dur;
+        if (c->gpu_step[i] >= 0)
+            a->gpu_ns_in_steps += t->gpus[i].dur;
+        size_t ci = (size_t)(k - calls);
+        if (!(counted[ci / 8] & (1u << (ci % 8)))) {
+            counted[ci / 8] |= (uint8_t)(1u << (ci % 8));
+            a->gpu_calls++;
+        }
+    }
+    (void)nat;
+    free(counted);
+    kvs_u64map_free(&seen);
+    free(calls);
+    return rc;
+}
+
+// ----------------------------------------------------------------------------
+// capacity and active tokens
+
+/* Another attention key of the same op and dims but a sequence length
+ * within 1/8 of this one's: the length grows as tokens are decoded (a
+ * DynamicCache: 521, 522, ...), it is no capacity. */
+static bool grows(const struct attn *at, size_t nat, const struct kvs_trace_data *t, const struct attn *a)
+{
+    for (size_t i = 0; i < nat; i++) {
+        const struct attn *o = &at[i];
+        if (o == a || t->opkeys[o->key].name != t->opkeys[a->key].name || o->sd != a->sd || o->S == a->S)
+            continue;
+        if (o->S > 0 && llabs(o->S - a->S) <= (a->S - 1) / READ_RATIO)
+            return true;
+    }
+    return false;
+}
+
+/* The largest token count below S seen in the trace along the keys'
+ * sequence dim: a tensor with the keys' or the values' dims but for that
+ * dim (a prefill's new keys [1,16,512,192] written into a [1,16,8192,192]
+ * cache), or the same in the [B,S,H,D] order of the attention's backend.
+ * 0 when none. */
+static int64_t seen_active(const struct kvs_ctx *c, const struct attn *a)
+{
+    const struct kvs_trace_data *t = &c->t;
+    int64_t best = 0;
+    for (size_t k = 0; k < t->nopkeys; k++) {
+        uint32_t sh = t->opkeys[k].shape;
+        if (!sh)
+            continue;
+        struct kvs_shape s;
+        kvs_shape_parse(kvs_intern_str(&t->strings, sh), kvs_intern_len(&t->strings, sh), &s);
+        for (int i = 0; i < s.n; i++) {
+            if (s.rank[i] != 4)
+                continue;
+            for (int kv = 1; kv <= 2; kv++) {
+                const int64_t *ref = a->s.dims[kv], *d = s.dims[i];
+                /* the same order ([B,H,S,D] with sd 2), or heads and tokens swapped */
+                for (int swap = 0; swap < 2; swap++) {
+                    int sd = swap ? 3 - a->sd : a->sd, hd = swap ? a->sd : 3 - a->sd;
+                    if (d[0] != ref[0] || d[3] != ref[3] || d[hd] != ref[3 - a->sd])
+                        continue;
+                    if (d[sd] > 1 && d[sd] < a->S && d[sd] > best)
+                        best = d[sd];
+                }
+            }
+        }
+    }
+    return best;
+}
+
+/* the tokens in use by what the user or the trace's engine says, else 0 */
+static int64_t given_active(const struct kvs_ctx *c, const char **from)
+{
+    if (c->opt->context > 0) {
+        *from = "--context";
+        return c->opt->context;
+    }
+    if (c->t.engine.present && c->t.engine.context > 0) {
+        *from = "the trace's kvscope.engine context";
+        return c->t.engine.context;
+    }
+    return 0;
+}
+
+/* capacity and active tokens of one attention key; false: it is no full read */
+static bool judge(const struct kvs_ctx *c, const struct attn *at, size_t nat, struct attn *a)
+{
+    /* in most steps: a trace that holds the prefill step too has the decode
+     * attention in all the others */
+    double cps = c->nsteps ? (double)a->calls_in_steps / (double)c->nsteps : (double)a->calls;
+    bool steady = !c->nsteps || 2 * a->steps_with_calls > (int64_t)c->nsteps;
+    if (a->calls == 0 || !steady || a->lq * READ_RATIO > a->S || (!c->nsteps && cps < 1))
+        return false;
+    const char *from = NULL;
+    int64_t active = given_active(c, &from);
+    if (active <= 0 && (active = seen_active(c, a)) > 0)
+        from = "the largest token count seen along the keys' sequence dim";
+    if (c->opt->kv_capacity > 0) {
+        if (a->S != c->opt->kv_capacity)
+            return false;
+    } else if (c->backward || a->S < READ_MIN_TOKENS || active <= 0 || a->S / READ_RATIO < active ||
+               grows(at, nat, &c->t, a)) {
+        return false;
+    }
+    if (active >= a->S)
+        return false;
+    a->capacity = a->S;
+    a->active = active;
+    a->active_from = from;
+    return true;
+}
+
+// ----------------------------------------------------------------------------
+// the finding
+
+struct reader {
+    const char *desc;      /* the op with its dims */
+    const char *op;        /* its name */
+    double calls_per_step, bytes_per_step, gpu_ms_per_step, ms_per_call, gbps;
+    double fixed_bytes_per_step; /* of those, what the active count does not scale (queries, output) */
+    int64_t active;        /* tokens in use for it, 0 unknown */
+    const char *active_from;
+    bool attention;
+};
+
+static int cmp_reader(const void *x, const void *y)
+{
+    const struct reader *a = x, *b = y;
+    if (a->gpu_ms_per_step != b->gpu_ms_per_step)
+        return a->gpu_ms_per_step > b->gpu_ms_per_step ? -1 : 1;
+    return strcmp(a->desc, b->desc);
+}
+
+/* a copy group that moves the whole buffer of `capacity` tokens without
+ * changing its dtype: matched to it by match.c, or as large as an
+ * attention's keys or values with the capacity among its dims */
+static bool copies_buffer(const struct kvs_ctx *c, const struct kvs_group_acc *g, int64_t capacity,
+                          const struct attn *at, size_t nat)
+{
+    const char *op = kvs_intern_str(&c->t.strings, g->op_name);
+    const struct kvs_shape *s = &g->shape_info;
+    if (g->bare || s->n == 0 || g->bytes_per_call <= 0 || !kvs_op_is_copy(op) ||
+        kvs_op_is_indexed_write(op) || !kvs_findings_keeps_dtype(g))
+        return false;
+    if (c->nsteps && g->steps_with_calls != (int64_t)c->nsteps)
+        return false;
+    if (g->has_match && g->match.capacity_tokens == capacity)
+        return true;
+    bool dim = false;
+    for (int i = 1; i < s->rank[0] && i < KVS_SHAPE_MAX_RANK; i++)
+        dim = dim || s->dims[0][i] == capacity;
+    if (!dim)
+        return false;
+    for (size_t i = 0; i < nat; i++)
+        if (at[i].capacity == capacity && (s->numel[0] == at[i].k_numel || s->numel[0] == at[i].v_numel))
+            return true;
+    return false;
+}
+
+static int one_finding(struct kvs_ctx *c, int64_t capacity, struct attn *at, size_t nat,
+                       struct kvs_finding **v, size_t *n, size_t *cap)
+{
+    struct reader *r = NULL;
+    size_t nr = 0, rcap = 0;
+    int64_t attn_active = 0; /* the attention's, for copies of its buffer */
+    const char *attn_from = NULL, *given_from = NULL;
+    int64_t given = given_active(c, &given_from);
+    for (size_t i = 0; i < nat; i++) {
+        struct attn *a = &at[i];
+        if (a->capacity != capacity)
+            continue;
+        double cps = c->nsteps ? (double)a->calls_in_steps / (double)c->nsteps : (double)a->calls;
+        double ms = c->nsteps ? (double)a->gpu_ns_in_steps / 1e6 / (double)c->nsteps : (double)a->gpu_ns / 1e6;
+        const char *name = kvs_intern_str(&c->t.strings, c->t.opkeys[a->key].name);
+        struct reader one = {
+            .desc = kvs_arena_printf(&c->arena, "%s (keys %s, values %s, queries %lld)", name,
+                                     dims_text(&c->arena, a->s.dims[1], 4), dims_text(&c->arena, a->s.dims[2], 4),
+                                     (long long)a->lq),
+            .op = name,
+            .calls_per_step = cps,
+            .bytes_per_step = a->bytes * cps,
+            .fixed_bytes_per_step = (a->bytes - (double)a->kv_bytes) * cps,
+            .gpu_ms_per_step = ms,
+            .ms_per_call = a->gpu_calls ? (double)a->gpu_ns / 1e6 / (double)a->gpu_calls : 0,
+            .gbps = a->gpu_ns > 0 ? a->bytes * (double)a->gpu_calls / (double)a->gpu_ns : 0,
+            .active = a->active,
+            .active_from = a->active_from,
+            .attention = true,
+        };
+        if (a->active > attn_active) {
+            attn_active = a->active;
+            attn_from = a->active_from;
+        }
+        if (KVS_VEC_PUSH(r, nr, rcap, one) < 0)
+            goto oom;
+    }
+    for (size_t gi = 0; gi < c->ngroups; gi++) {
+        const struct kvs_group_acc *g = &c->groups[gi];
+        if (!copies_buffer(c, g, capacity, at, nat))
+            continue;
+        struct kvs_group_figs f;
+        kvs_group_figures(c, g, &f);
+        if (f.calls_per_step < 1)
+            continue;
+        struct reader one = {
+            .desc = kvs_findings_group_desc(c, g),
+            .op = kvs_intern_str(&c->t.strings, g->op_name),
+            .calls_per_step = f.calls_per_step,
+            .bytes_per_step = (double)g->bytes_per_call * f.calls_per_step,
+            .gpu_ms_per_step = f.gpu_ms_per_step,
+            .ms_per_call = g->gpu_calls ? (double)g->gpu_ns / 1e6 / (double)g->gpu_calls : 0,
+            .gbps = f.achieved_gbps,
+        };
+        if (given > 0) {
+            one.active = given;
+            one.active_from = given_from;
+        } else if (g->active_tokens > 0 && g->active_tokens < capacity) {
+            one.active = g->active_tokens;
+            one.active_from = "the largest token count seen with the same rows";
+        } else {
+            one.active = attn_active;
+            one.active_from = attn_from;
+        }
+        if (KVS_VEC_PUSH(r, nr, rcap, one) < 0)
+            goto oom;
+    }
+    if (!nr) {
+        free(r);
+        return 0;
+    }
+    qsort(r, nr, sizeof *r, cmp_reader);
+    /* each reader needs its active tokens' share of what it reads; one
+     * whose active count is unknown may save all of its time */
+    double bytes = 0, ms = 0, needed = 0, saving = 0;
+    bool any_attention = false, any_copy = false, all_known = true, mixed = false;
+    int64_t active = 0;
+    const char *from = NULL;
+    for (size_t i = 0; i < nr; i++) {
+        double share = r[i].active > 0 ? (double)r[i].active / (double)capacity : 0;
+        double need = r[i].active > 0 ? r[i].fixed_bytes_per_step +
+                                            (r[i].bytes_per_step - r[i].fixed_bytes_per_step) * share
+                                      : 0;
+        bytes += r[i].bytes_per_step;
+        ms += r[i].gpu_ms_per_step;
+        needed += need;
+        saving += r[i].gpu_ms_per_step * (r[i].bytes_per_step > 0 ? 1.0 - need / r[i].bytes_per_step : 1.0);
+        all_known = all_known && r[i].active > 0;
+        mixed = mixed || (i && r[i].active != r[0].active);
+        if (r[i].active > active) {
+            active = r[i].active;
+            from = r[i].active_from;
+        }
+        any_attention = any_attention || r[i].attention;
+        any_copy = any_copy || !r[i].attention;
+    }
+    if (!all_known) { /* a partial sum of the needed bytes is not what is needed */
+        needed = 0;
+        active = 0;
+    }
+    double share = active > 0 ? (double)active / (double)capacity : 0;
+    double busy = kvs_findings_step_busy_ms(c);
+    char b1[32], b2[32], b3[32];
+
+    /* the ops, most GPU time first */
+    const char **ops = kvs_arena_alloc(&c->arena, nr * sizeof *ops);
+    char list[1024];
+    size_t ln = 0;
+    list[0] = 0;
+    for (size_t i = 0; i < nr; i++) {
+        if (ops)
+            ops[i] = r[i].desc;
+        if (i < MAX_READERS_LISTED && ln < sizeof list - 1)
+            ln += (size_t)snprintf(list + ln, sizeof list - ln, "%s%s %.1f times per step", i ? "; " : "",
+                                   r[i].desc ? r[i].desc : "?", r[i].calls_per_step);
+        if (ln >= sizeof list)
+            ln = sizeof list - 1;
+    }
+    if (nr > MAX_READERS_LISTED && ln < sizeof list - 1)
+        snprintf(list + ln, sizeof list - ln, "; and %zu more", nr - MAX_READERS_LISTED);
+    char evid[2048];
+    size_t en = 0;
+    evid[0] = 0;
+    for (size_t i = 0; i < nr && en < sizeof evid - 1; i++) {
+        en += (size_t)snprintf(evid + en, sizeof evid - en, "%s%s: %s per step, %.3f ms per call, %.0f GB/s",
+                               i ? "; " : "", r[i].op, kvs_findings_human_bytes(b3, sizeof b3, r[i].bytes_per_step),
+                               r[i].ms_per_call, r[i].gbps);
+        if (en >= sizeof evid)
+            en = sizeof evid - 1;
+    }
+    const struct attn *first = NULL; /* the attention that set the capacity, if one did */
+    for (size_t i = 0; i < nat && !first; i++)
+        if (at[i].capacity == capacity)
+            first = &at[i];
+    const char *cap_from =
+        c->opt->kv_capacity > 0 ? "the capacity given (--kv-capacity)"
+        : first ? kvs_arena_printf(&c->arena,
+                                   "the capacity inferred: the keys' sequence dim is %lld in %lld of %zu steps "
+                                   "and no other length of it is seen, %.1fx the active tokens",
+                                   (long long)capacity, (long long)first->steps_with_calls, c->nsteps,
+                                   share > 0 ? 1.0 / share : 0.0)
+                : "the capacity inferred by shape matching (the copy/cast groups' match)";
+    struct kvs_finding fd = {0};
+    fd.id = "kv_full_buffer_read";
+    /* as kv_full_buffer_cast's: high at 10% of the step's GPU time recoverable
+     * or 20% of it in these ops */
+    fd.severity = busy > 0 && (saving >= 0.1 * busy || ms >= 0.2 * busy) ? KVS_SEV_HIGH : KVS_SEV_WARN;
+    fd.gpu_ms_per_step = saving;
+    fd.bytes_per_step = bytes;
+    fd.needed_bytes_per_step = needed;
+    fd.group = -1;
+    fd.capacity_tokens = capacity;
+    fd.active_tokens = active;
+    fd.ops = ops;
+    fd.nops = ops ? nr : 0;
+    if (active > 0)
+        fd.message = kvs_arena_printf(
+            &c->arena,
+            "%zu %s the whole KV buffer (%lld tokens) every step where %s%lld tokens are active: %s; "
+            "%s read per step where the active tokens need %s; %.2f ms of GPU time per step, "
+            "about %.2f ms recoverable",
+            nr, nr == 1 ? "op reads" : "ops read", (long long)capacity, mixed ? "up to " : "", (long long)active, list,
+            kvs_findings_human_bytes(b1, sizeof b1, bytes), kvs_findings_human_bytes(b2, sizeof b2, needed), ms,
+            saving);
+    else
+        fd.message = kvs_arena_printf(
+            &c->arena,
+            "%zu %s the whole KV buffer (%lld tokens) every step: %s; %s read per step; %.2f ms "
+            "of GPU time per step (the active token count is unknown: give --context to size the "
+            "saving)",
+            nr, nr == 1 ? "op reads" : "ops read", (long long)capacity, list,
+            kvs_findings_human_bytes(b1, sizeof b1, bytes), ms);
+    fd.evidence = kvs_arena_printf(
+        &c->arena, "%s; active tokens %s%s%s; bytes are an attention's tensors and output (the keys' and "
+        "values' scale with the tokens) and a copy's read + written; %.1f%% of the step's GPU busy time",
+        cap_from, active > 0 ? kvs_arena_printf(&c->arena, "%lld from ", (long long)active) : "unknown",
+        active > 0 && from ? from : "", kvs_arena_printf(&c->arena, "; %s", evid),
+        busy > 0 ? 100.0 * ms / busy : 0.0);
+    const char *need = active > 0 ? kvs_arena_printf(&c->arena, " (%lld of %lld tokens, %.1f%% of the bytes)",
+                                                     (long long)active, (long long)capacity, 100.0 * share)
+                                  : "";
+    fd.fix = kvs_arena_printf(
+        &c->arena, "%s%s",
+        any_attention ? kvs_arena_printf(&c->arena,
+                                         "Attend over the active length only%s: slice the cache before the "
+                                         "attention (key[:, :, :n], value[:, :, :n] for [B,H,S,D]), or use a "
+                                         "kernel that takes the sequence lengths (flash_attn_with_kvcache's "
+                                         "cache_seqlens, a varlen or paged attention such as FlashInfer's), or "
+                                         "a cache that grows with the sequence (Hugging Face DynamicCache).%s",
+                                         need, any_copy ? " " : "")
+                      : "",
+        any_copy ? kvs_arena_printf(&c->arena,
+                                    "%s the whole cache%s: slice to the active tokens before the copy, or "
+                                    "avoid it (GQA's repeat_kv: scaled_dot_product_attention(..., "
+                                    "enable_gqa=True) or a kernel that reads the KV heads directly; a "
+                                    ".contiguous() the consumer could read strided).",
+                                    any_attention ? "Do not copy" : "Copy only the active tokens, not",
+                                    any_attention ? "" : need)
+                 : "");
+    free(r);
+    if (!fd.message || !fd.evidence || !fd.fix)
+        return -1;
+    return KVS_VEC_PUSH(*v, *n, *cap, fd);
+oom:
+    free(r);
+    return -1;
+}
+
+int kvs_kv_full_reads(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t *cap)
+{
+    const struct kvs_trace_data *t = &c->t;
+    struct attn *at = NULL;
+    size_t nat = 0, acap = 0;
+    uint32_t *attn_of_key = calloc(t->nopkeys ? t->nopkeys : 1, sizeof *attn_of_key);
+    int rc = attn_of_key ? 0 : -1;
+    for (size_t k = 0; k < t->nopkeys && rc == 0; k++) {
+        struct attn a;
+        if (!attn_parse(t, (uint32_t)k, &a))
+            continue;
+        if (KVS_VEC_PUSH(at, nat, acap, a) < 0)
+            rc = -1;
+        else
+            attn_of_key[k] = (uint32_t)nat;
+    }
+    if (rc == 0 && nat)
+        rc = measure(c, at, nat, attn_of_key);
+    /* capacities: the attention's, else a given one that copies match */
+    for (size_t i = 0; i < nat && rc == 0; i++)
+        if (!judge(c, at, nat, &at[i]))
+            at[i].capacity = 0;
+    int64_t done[16];
+    size_t ndone = 0;
+    for (size_t i = 0; i < nat && rc == 0; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < ndone; j++)
+            seen = seen || done[j] == at[i].capacity;
+        if (!at[i].capacity || seen || ndone == sizeof done / sizeof done[0])
+            continue;
+        done[ndone++] = at[i].capacity;
+        rc = one_finding(c, at[i].capacity, at, nat, v, n, cap);
+    }
+    /* copies of a buffer no attention here reads (an eager copy of a
+     * buffer matched by match.c): the same finding, copies only */
+    for (size_t gi = 0; gi < c->ngroups && rc == 0; gi++) {
+        const struct kvs_group_acc *g = &c->groups[gi];
+        int64_t capacity = g->has_match ? g->match.capacity_tokens : 0;
+        bool seen = false;
+        for (size_t j = 0; j < ndone; j++)
+            seen = seen || done[j] == capacity;
+        if (capacity <= 0 || seen || ndone == sizeof done / sizeof done[0] || !copies_buffer(c, g, capacity, at, nat))
+            continue;
+        done[ndone++] = capacity;
+        rc = one_finding(c, capacity, at, nat, v, n, cap);
+    }
+    free(at);
+    free(attn_of_key);
+    return rc < 0 ? -1 : 0;
+}

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""tests/test_kv_read.py KVSCOPE — kv_full_buffer_read on traces written by
+tests/hf_decode_trace.py (torch.profiler-shaped Hugging Face decode, sdpa ->
+_scaled_dot_product_efficient_attention -> _efficient_attention_forward ->
+fmha kernel, 4 layers, 4 ProfilerSteps, H200). Expected figures are worked
+out here from the generated shapes and kernel durations, not read back from
+kvscope:
+
+- mla: StaticCache(8192), keys [1,16,8192,192], values [1,16,8192,128]
+  bf16: 83,886,080 B per call, + 26,624 B of queries, mask and output
+  (opcost.c's attention bytes), 4 calls a step; with --context 520 needed =
+  the rest + keys and values x 520/8192, recoverable = the fmha kernels' GPU
+  ms/step x (1 - needed/read); one finding, the sdpa op listed, capacity
+  8192, active 520 (keys in the JSON);
+- the same without --context or a prefill in the trace: nothing says how
+  many tokens are active, so no capacity is inferred (no finding); with
+  --kv-capacity 8192 the finding comes with the active count unknown and all
+  of the attention's GPU time recoverable;
+- prefill: a prefill step of 512 tokens before the decode steps: the
+  capacity is inferred (8192 in 4 of 5 steps) and the active count is the
+  512 new keys written into the cache ([1,16,512,192]);
+- gqa: 32 query heads, 8 KV heads, repeat_kv's copy of the cache
+  (aten::copy_ [1,8,4,8192,128], K and V: 8 a step) and the sdpa over
+  [1,32,8192,128]: ONE finding listing both ops, bytes = copies' read +
+  written + attention's keys and values;
+- dynamic: DynamicCache (keys grow 521, 522, ...): no kv_full_buffer_read,
+  with --context 520 or --kv-capacity 8192; compare static -> dynamic
+  resolves it (and lists nothing new).
+
+Exit 0 pass, 1 fail.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kvs_test import check, finish  # noqa: E402
+
+kvscope = sys.argv[1]
+here = os.path.dirname(os.path.abspath(__file__))
+tmp = tempfile.mkdtemp(prefix="kvs_kv_read_")
+FMHA = "fmha_cutlassF"
+
+
+def make(name, *args):
+    path = os.path.join(tmp, name + ".json")
+    subprocess.run([sys.executable, os.path.join(here, "hf_decode_trace.py"), path] + list(args), check=True)
+    return path
+
+
+def run(*args):
+    out = subprocess.run([kvscope] + list(args) + ["--format", "json"], capture_output=True, text=True)
+    check(out.returncode == 0, "kvscope %s exits 0 (%s)" % (args[0], out.stderr.strip()[-200:]))
+    return json.loads(out.stdout) if out.stdout.strip() else {}
+
+
+def reads(rep):
+    return [f for f in rep.get("findings", []) if f["id"] == "kv_full_buffer_read"]
+
+
+def kernel_ms_per_step(path, name, skip_first=False):
+    """GPU ms of the kernels named `name` launched inside the steps, per step"""
+    ev = json.load(open(path))["traceEvents"]
+    steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in ev if e["name"].startswith("ProfilerStep#"))
+    launch = {e["args"]["correlation"]: e["ts"] for e in ev if e.get("cat") == "cuda_runtime"}
+    lo = steps[1][0] if skip_first else steps[0][0]
+    total = sum(e["dur"] for e in ev if e.get("cat") == "kernel" and e["name"].startswith(name)
+                and lo <= launch[e["args"]["correlation"]] <= steps[-1][1])
+    return total / 1e3 / len(steps)
+
+
+def near(x, y, rel=1e-6):
+    return x is not None and abs(x - y) <= rel * max(abs(y), 1e-12)
+
+
+# --- mla, --context 520 ---------------------------------------------------
+mla = make("mla", "--cache", "static")
+rep = run("report", mla, "--context", "520")
+f = reads(rep)
+check(len(f) == 1, "mla --context: one kv_full_buffer_read (%s)" % [x["id"] for x in rep.get("findings", [])])
+if f:
+    f = f[0]
+    # opcost.c's attention bytes: q + k + v + mask + output, by hand
+    kv = 16 * 8192 * 192 * 2 + 16 * 8192 * 128 * 2
+    rest = 16 * 1 * 192 * 2 + 1 * 1 * 1 * 8192 * 2 + 16 * 1 * 128 * 2
+    check(kv == 83886080 and rest == 26624, "hand count: 83,886,080 B of keys + values, 26,624 B of the rest")
+    per_call = kv + rest
+    check(f["bytes_per_step"] == 4 * per_call, "mla: %s B/step = 4 x %d" % (f["bytes_per_step"], per_call))
+    need = 4 * (rest + kv * 520 / 8192)
+    check(near(f["needed_bytes_per_step"], need), "mla: needed %s = 4 x (rest + kv x 520/8192) = %.0f"
+          % (f["needed_bytes_per_step"], need))
+    ms = kernel_ms_per_step(mla, FMHA)
+    check(near(f["gpu_ms_per_step"], ms * (1 - need / (4 * per_call))),
+          "mla: recoverable %.6f = fmha %.6f ms/step x (1 - needed/read)" % (f["gpu_ms_per_step"], ms))
+    check(f["capacity_tokens"] == 8192 and f["active_tokens"] == 520,
+          "mla: capacity %s, active %s" % (f["capacity_tokens"], f["active_tokens"]))
+    check(len(f["ops"]) == 1 and f["ops"][0].startswith("aten::scaled_dot_product_attention (keys [1,16,8192,192], "
+                                                         "values [1,16,8192,128]"),
+          "mla: the sdpa is the one op listed: %s" % f["ops"])
+    check("8192" in f["message"] and "520" in f["message"], "mla: the message gives 8192 and 520")
+    check("Attend over the active length" in f["fix"] and "FP8" not in f["fix"],
+          "mla: the fix is the attention's, no FP8 advice: %s" % f["fix"][:80])
+    check(f["severity"] == "high", "mla: high (the attention is half the step's GPU time)")
+
+# --- mla without the active count ------------------------------------------
+rep = run("report", mla)
+check(not reads(rep), "mla, nothing says the active tokens: no capacity inferred, no finding")
+rep = run("report", mla, "--kv-capacity", "8192")
+f = reads(rep)
+check(len(f) == 1, "mla --kv-capacity 8192: one kv_full_buffer_read")
+if f:
+    f = f[0]
+    check(f["active_tokens"] is None and f["needed_bytes_per_step"] is None,
+          "mla --kv-capacity: active and needed unknown (null)")
+    check(near(f["gpu_ms_per_step"], kernel_ms_per_step(mla, FMHA)),
+          "mla --kv-capacity: all of the attention's time recoverable (%s)" % f["gpu_ms_per_step"])
+    check("--context" in f["message"], "mla --kv-capacity: the message asks for --context")
+rep = run("report", mla, "--kv-capacity", "16384", "--context", "520")
+check(not reads(rep), "mla --kv-capacity 16384: the given capacity is the only one (no finding at 8192)")
+
+# --- prefill in the trace --------------------------------------------------
+pre = make("prefill", "--cache", "static", "--prefill", "512")
+rep = run("report", pre)
+f = reads(rep)
+check(len(f) == 1, "prefill: one kv_full_buffer_read, capacity inferred")
+if f:
+    f = f[0]
+    check(f["capacity_tokens"] == 8192 and f["active_tokens"] == 512,
+          "prefill: capacity %s, active %s (the prompt's 512 keys)" % (f["capacity_tokens"], f["active_tokens"]))
+    # 16 decode calls over the 5 steps (the prefill's attention, 1 step of 5, is no reader)
+    check(f["bytes_per_step"] == 16 * 83912704 / 5, "prefill: %s B/step = 16 calls x 83,912,704 / 5 steps"
+          % f["bytes_per_step"])
+    check("in 4 of 5 steps" in f["evidence"], "prefill: evidence says 4 of 5 steps: %s" % f["evidence"][:140])
+
+# --- gqa with repeat_kv ------------------------------------------------------
+gqa = make("gqa", "--cache", "static", "--heads", "32", "--kv-heads", "8", "--dk", "128", "--dv", "128",
+           "--repeat-kv")
+rep = run("report", gqa, "--context", "520")
+f = reads(rep)
+check(len(f) == 1, "gqa: ONE kv_full_buffer_read for the copies and the attention (%d)" % len(f))
+if f:
+    f = f[0]
+    copy = 2 * (8 * 4 * 8192 * 128 * 2)      # read + written, a call
+    kv = 2 * (32 * 8192 * 128 * 2)           # keys + values, a call
+    rest = 32 * 128 * 2 + 8192 * 2 + 32 * 128 * 2  # queries, mask, output
+    check(f["bytes_per_step"] == 8 * copy + 4 * (kv + rest),
+          "gqa: %s B/step = 8 copies x %d + 4 attentions x %d" % (f["bytes_per_step"], copy, kv + rest))
+    need = (8 * copy + 4 * kv) * 520 / 8192 + 4 * rest
+    check(near(f["needed_bytes_per_step"], need), "gqa: needed %s = %.0f" % (f["needed_bytes_per_step"], need))
+    check(len(f["ops"]) == 2 and f["ops"][0].startswith("aten::copy_ [[1,8,4,8192,128]")
+          and f["ops"][1].startswith("aten::scaled_dot_product_attention"),
+          "gqa: copy_ then sdpa listed (most GPU time first): %s" % f["ops"])
+    cms = kernel_ms_per_step(gqa, "void at::native::elementwise_kernel")
+    ams = kernel_ms_per_step(gqa, FMHA)
+    want = cms * (1 - 520 / 8192) + ams * (1 - (kv * 520 / 8192 + rest) / (kv + rest))
+    check(near(f["gpu_ms_per_step"], want),
+          "gqa: recoverable %.6f = copies %.6f and fmha %.6f ms/step x (1 - needed/read)"
+          % (f["gpu_ms_per_step"], cms, ams))
+    check("enable_gqa=True" in f["fix"] and "FP8" not in f["fix"], "gqa: the fix names enable_gqa, no FP8")
+check(not [x for x in rep.get("findings", []) if x["id"] == "kv_full_buffer_cast"],
+      "gqa: a bf16 copy of the cache is no kv_full_buffer_cast")
+low = [x for x in rep.get("findings", []) if x["id"] == "low_bandwidth_efficiency"]
+check(all("FP8" not in x["fix"] for x in low), "gqa: no FP8 advice for a bf16 copy")
+
+# --- dynamic cache: the fixed path ------------------------------------------
+dyn = make("dyn", "--cache", "dynamic")
+for extra in (["--context", "520"], ["--kv-capacity", "8192"], []):
+    rep = run("report", dyn, *extra)
+    check(not reads(rep), "dynamic %s: no kv_full_buffer_read (%s)" % (" ".join(extra),
+                                                                      [x["id"] for x in rep.get("findings", [])]))
+dgqa = make("dgqa", "--cache", "dynamic", "--heads", "32", "--kv-heads", "8", "--dk", "128", "--dv", "128",
+            "--repeat-kv")
+check(not reads(run("report", dgqa, "--context", "520")), "dynamic gqa: no kv_full_buffer_read")
+cmp = run("compare", mla, dyn, "--context", "520")
+check("kv_full_buffer_read" in cmp.get("resolved", []), "compare static -> dynamic: kv_full_buffer_read resolved")
+check("kv_full_buffer_read" not in cmp.get("new", []), "compare static -> dynamic: not new")
+cmp = run("compare", dyn, mla, "--context", "520")
+check("kv_full_buffer_read" in cmp.get("new", []), "compare dynamic -> static: kv_full_buffer_read new")
+
+shutil.rmtree(tmp, ignore_errors=True)
+sys.exit(finish())

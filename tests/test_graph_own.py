@@ -20,6 +20,9 @@ Generated here, expectations written down:
     kv_full_buffer_cast.
   - the same without API records (a GPU-only capture: no cudaGraphLaunch
     call; the kernels' "graph node id" and correlation tell the replays apart).
+Then real H200 captures of kvscope's own (tests/traces/h200/): the engine's
+graphed GLM-5 decode (78 layers, 495,552 tokens) full-cast against
+fp8-direct, and the gpu test's graph_replay trace.
 Exit 0 pass, 1 fail.
 """
 import json
@@ -142,4 +145,49 @@ if r.returncode == 0:
     c = json.loads(r.stdout)
     check("kv_full_buffer_cast" in c.get("resolved", []),
           "compare resolves kv_full_buffer_cast: %s" % c.get("resolved"))
+
+# Real H200 captures made by kvscope itself (tests/traces/h200/README.md):
+# the engine's graphed GLM-5 decode, 78 layers, KV capacity 495,552, 4 steps,
+# full-cast and fp8-direct, and the gpu test's graph_replay trace. Made while
+# the default capture recorded no API call (no cudaGraphLaunch): the replays
+# are told apart by correlation. Expectations from the raw JSON here.
+import gzip
+h200 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "traces", "h200")
+FULL = os.path.join(h200, "engine_graph_full-cast.json.gz")
+FIX = os.path.join(h200, "engine_graph_fp8-direct.json.gz")
+REPLAY3 = os.path.join(h200, "capture_graph_replay.json.gz")
+ev = json.load(gzip.open(FULL))["traceEvents"]
+ops = {e["args"]["External id"]: e for e in ev if e.get("cat") == "cpu_op"}
+casts = [k for k in ev if k.get("cat") == "kernel" and "graph node id" in k["args"]
+         and ops.get(k["args"].get("External id"), {}).get("name") == "kvs::cast_fp8_to_bf16"]
+steps = [e for e in ev if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep")]
+cast_dims = ops[casts[0]["args"]["External id"]]["args"]["Input Dims"] if casts else None
+check(len(steps) == 4 and len(casts) == 78 * 4 and cast_dims == [[495552, 1, 576], [495552, 1, 576]],
+      "raw: 4 steps, 312 replayed casts under kvs::cast_fp8_to_bf16 %s: %d, %d" % (cast_dims, len(steps), len(casts)))
+rc, a, err = report_json(FULL)
+check(rc == 0, "engine graph trace: report exits 0 (%d: %s)" % (rc, err[-300:]))
+if a:
+    g = a["groups"][0]
+    check(g["op"] == "kvs::cast_fp8_to_bf16" and g["dims"] == cast_dims and g["calls"] == len(casts)
+          and abs(g["calls_per_step"] - 78) < 1e-9 and g["bytes_per_call"] == 495552 * 576 * 3,
+          "engine graph trace: the cast group, 78 calls a step, 856.3 MB a call: %s %s %s %s %s"
+          % (g["op"], g["dims"], g["calls"], g["calls_per_step"], g["bytes_per_call"]))
+    f = a["findings"][0] if a["findings"] else {}
+    check(f.get("id") == "kv_full_buffer_cast" and f.get("gpu_ms_per_step", 0) > 50,
+          "engine graph trace: kv_full_buffer_cast first with its recoverable time: %s %s"
+          % (f.get("id"), f.get("gpu_ms_per_step")))
+    check(a["steps"]["count"] == 4 and a["steps"]["gpu_busy_fraction"] > 0.9,
+          "engine graph trace: replayed work counts in its steps: %s ms of %s ms busy"
+          % (a["steps"].get("gpu_ms_per_step"), a["steps"].get("mean_ms")))
+r = subprocess.run([kvscope, "compare", FULL, FIX, "--format", "json"], capture_output=True, text=True)
+c = json.loads(r.stdout) if r.returncode == 0 else {}
+check("kv_full_buffer_cast" in c.get("resolved", []),
+      "engine graph traces: compare full-cast -> fp8-direct resolves kv_full_buffer_cast: %s (%s)"
+      % (c.get("resolved"), r.stderr[-200:]))
+rc, a, err = report_json(REPLAY3)
+if a:
+    got = sorted((g["dims"][0][0], g["calls"]) for g in a["groups"] if g["op"] == "kvs::kv_cast")
+    check(got == [(1, 3), (2, 3)], "graph_replay's H200 trace: each captured op 3 calls: %s" % got)
+else:
+    check(False, "graph_replay's H200 trace: report exits 0 (%d: %s)" % (rc, err[-300:]))
 finish()

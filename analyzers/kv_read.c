@@ -15,6 +15,7 @@
 #define READ_RATIO 8          /* the buffer holds at least 8x the active tokens */
 #define READ_MIN_TOKENS 4096  /* an inferred capacity is at least this (match.c's BUFFER_MIN_TOKENS) */
 #define MAX_READERS_LISTED 8  /* ops named in the message; the ops list has them all */
+#define MIN_ROW 64            /* elements per token of a cache copy (a mask has 1) */
 
 // ----------------------------------------------------------------------------
 // attention ops and their key/value layout
@@ -125,32 +126,55 @@ static const struct call *enclosing(const struct call *top, size_t n, const stru
     return k->thread == o->thread && k->ts <= o->ts && o->ts + o->dur <= k->end ? k : NULL;
 }
 
-static int measure(struct kvs_ctx *c, struct attn *at, size_t nat, const uint32_t *attn_of_key)
+static int measure(struct kvs_ctx *c, struct attn *at, const uint32_t *attn_of_key)
 {
     const struct kvs_trace_data *t = &c->t;
     struct call *calls = NULL;
     size_t ncalls = 0, cap = 0;
+    /* ops a graph replay's kernels were given from the capture (graph_capture.c):
+     * copies placed at the graph launch's time, so time says nothing about
+     * which encloses which: each is its own call and owns only its kernels */
+    uint8_t *graphed = calloc(t->nops / 8 + 1, 1);
+    uint32_t *call_of_op = calloc(t->nops ? t->nops : 1, sizeof *call_of_op);
+    uint8_t *counted = NULL;
+    struct kvs_u64map seen = {0};
+    int rc = -1;
+    if (!graphed || !call_of_op)
+        goto out;
+    for (size_t i = 0; i < t->ngpus; i++)
+        if (c->gpu_graph[i] && c->gpu_op[i] != KVS_NO_OP)
+            graphed[c->gpu_op[i] / 8] |= (uint8_t)(1u << (c->gpu_op[i] % 8));
     for (size_t k = 0; k < t->nops; k++) {
         uint32_t a = attn_of_key[t->ops[k].key];
         if (!a)
             continue;
         struct call one = {t->ops[k].thread, (uint32_t)k, a - 1, t->ops[k].ts, t->ops[k].ts + t->ops[k].dur};
-        if (KVS_VEC_PUSH(calls, ncalls, cap, one) < 0) {
-            free(calls);
-            return -1;
-        }
+        if (KVS_VEC_PUSH(calls, ncalls, cap, one) < 0)
+            goto out;
     }
+    rc = 0;
     if (!ncalls)
-        return 0;
+        goto out;
     qsort(calls, ncalls, sizeof *calls, cmp_call);
-    size_t ntop = 0; /* keep the outermost calls, in place */
+    size_t ntop = 0, last = SIZE_MAX; /* keep the outermost calls, in place */
     for (size_t i = 0; i < ncalls; i++) {
-        if (ntop && calls[ntop - 1].thread == calls[i].thread && calls[i].end <= calls[ntop - 1].end)
+        bool g = graphed[calls[i].op / 8] & (1u << (calls[i].op % 8));
+        if (!g && last != SIZE_MAX && calls[last].thread == calls[i].thread && calls[i].end <= calls[last].end)
             continue;
-        calls[ntop++] = calls[i];
+        /* each kernel of a captured op has its own copy (same External id,
+         * same time): one call */
+        if (g && ntop && calls[ntop - 1].thread == calls[i].thread && calls[ntop - 1].ts == calls[i].ts &&
+            t->ops[calls[ntop - 1].op].ext == t->ops[calls[i].op].ext &&
+            (graphed[calls[ntop - 1].op / 8] & (1u << (calls[ntop - 1].op % 8)))) {
+            call_of_op[calls[i].op] = (uint32_t)ntop;
+            continue;
+        }
+        calls[ntop] = calls[i];
+        call_of_op[calls[i].op] = (uint32_t)ntop + 1;
+        if (!g)
+            last = ntop;
+        ntop++;
     }
-    struct kvs_u64map seen = {0};
-    int rc = 0;
     for (size_t i = 0; i < ntop && rc == 0; i++) {
         struct attn *a = &at[calls[i].attn];
         a->calls++;
@@ -164,13 +188,19 @@ static int measure(struct kvs_ctx *c, struct attn *at, size_t nat, const uint32_
         else if (added)
             a->steps_with_calls++;
     }
-    uint8_t *counted = rc == 0 ? calloc(ntop / 8 + 1, 1) : NULL;
+    counted = rc == 0 ? calloc(ntop / 8 + 1, 1) : NULL;
     if (!counted)
         rc = -1;
     for (size_t i = 0; i < t->ngpus && rc == 0; i++) {
-        if (c->gpu_op[i] == KVS_NO_OP)
+        uint32_t op = c->gpu_op[i];
+        if (op == KVS_NO_OP)
             continue;
-        const struct call *k = enclosing(calls, ntop, &t->ops[c->gpu_op[i]]);
+        const struct call *k = call_of_op[op] ? &calls[call_of_op[op] - 1] : NULL;
+        if (!k && !c->gpu_graph[i]) {
+            k = enclosing(calls, ntop, &t->ops[op]);
+            if (k && (graphed[k->op / 8] & (1u << (k->op % 8))))
+                k = NULL;
+        }
         if (!k)
             continue;
         struct attn *a = &at[k->attn];
@@ -183,8 +213,10 @@ static int measure(struct kvs_ctx *c, struct attn *at, size_t nat, const uint32_
             a->gpu_calls++;
         }
     }
-    (void)nat;
+out:
     free(counted);
+    free(graphed);
+    free(call_of_op);
     kvs_u64map_free(&seen);
     free(calls);
     return rc;
@@ -272,8 +304,13 @@ static bool judge(const struct kvs_ctx *c, const struct attn *at, size_t nat, st
     if (c->opt->kv_capacity > 0) {
         if (a->S != c->opt->kv_capacity)
             return false;
-    } else if (c->backward || a->S < READ_MIN_TOKENS || active <= 0 || a->S / READ_RATIO < active ||
-               grows(at, nat, &c->t, a)) {
+    } else if (c->backward || a->S < READ_MIN_TOKENS || grows(at, nat, &c->t, a)) {
+        return false;
+    } else if (active > 0 ? a->S / READ_RATIO < active : a->steps_with_calls < 2) {
+        /* with no active count: the keys' length held over two decode steps
+         * or more, where a cache that grows adds a token a step (a
+         * decode-only trace of a static cache records nothing that counts
+         * the active tokens) */
         return false;
     }
     if (active >= a->S)
@@ -306,8 +343,9 @@ static int cmp_reader(const void *x, const void *y)
 }
 
 /* a copy group that moves the whole buffer of `capacity` tokens without
- * changing its dtype: matched to it by match.c, or as large as an
- * attention's keys or values with the capacity among its dims */
+ * changing its dtype: matched to it by match.c, or a tensor of the
+ * attention's batch with the capacity among its other dims, 64 or more
+ * elements a token, and no larger than the attention's keys or values */
 static bool copies_buffer(const struct kvs_ctx *c, const struct kvs_group_acc *g, int64_t capacity,
                           const struct attn *at, size_t nat)
 {
@@ -323,10 +361,14 @@ static bool copies_buffer(const struct kvs_ctx *c, const struct kvs_group_acc *g
     bool dim = false;
     for (int i = 1; i < s->rank[0] && i < KVS_SHAPE_MAX_RANK; i++)
         dim = dim || s->dims[0][i] == capacity;
-    if (!dim)
+    if (!dim || s->numel[0] / capacity < MIN_ROW)
         return false;
+    /* part of what an attention over the buffer reads, or all of it: the
+     * MLA cache expanded to its heads ([1,16,8192,128] values, the
+     * [1,16,8192,64] rope half of the keys), repeat_kv's [1,4,4,8192,64] */
     for (size_t i = 0; i < nat; i++)
-        if (at[i].capacity == capacity && (s->numel[0] == at[i].k_numel || s->numel[0] == at[i].v_numel))
+        if (at[i].capacity == capacity && at[i].s.dims[1][0] == s->dims[0][0] &&
+            (s->numel[0] <= at[i].k_numel || s->numel[0] <= at[i].v_numel))
             return true;
     return false;
 }
@@ -467,11 +509,16 @@ static int one_finding(struct kvs_ctx *c, int64_t capacity, struct attn *at, siz
             first = &at[i];
     const char *cap_from =
         c->opt->kv_capacity > 0 ? "the capacity given (--kv-capacity)"
+        : first && share > 0
+            ? kvs_arena_printf(&c->arena,
+                               "the capacity inferred: the keys' sequence dim is %lld in %lld of %zu steps "
+                               "and no other length of it is seen, %.1fx the active tokens",
+                               (long long)capacity, (long long)first->steps_with_calls, c->nsteps, 1.0 / share)
         : first ? kvs_arena_printf(&c->arena,
-                                   "the capacity inferred: the keys' sequence dim is %lld in %lld of %zu steps "
-                                   "and no other length of it is seen, %.1fx the active tokens",
-                                   (long long)capacity, (long long)first->steps_with_calls, c->nsteps,
-                                   share > 0 ? 1.0 / share : 0.0)
+                                   "the capacity inferred: the keys' sequence dim stays %lld over %lld of %zu "
+                                   "decode steps, where a cache that grows adds a token a step; the trace "
+                                   "records nothing that counts the active tokens",
+                                   (long long)capacity, (long long)first->steps_with_calls, c->nsteps)
                 : "the capacity inferred by shape matching (the copy/cast groups' match)";
     struct kvs_finding fd = {0};
     fd.id = "kv_full_buffer_read";
@@ -556,7 +603,7 @@ int kvs_kv_full_reads(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size
             attn_of_key[k] = (uint32_t)nat;
     }
     if (rc == 0 && nat)
-        rc = measure(c, at, nat, attn_of_key);
+        rc = measure(c, at, attn_of_key);
     /* capacities: the attention's, else a given one that copies match */
     for (size_t i = 0; i < nat && rc == 0; i++)
         if (!judge(c, at, nat, &at[i]))

@@ -13,9 +13,10 @@ kvscope:
   ms/step x (1 - needed/read); one finding, the sdpa op listed, capacity
   8192, active 520 (keys in the JSON);
 - the same without --context or a prefill in the trace: nothing says how
-  many tokens are active, so no capacity is inferred (no finding); with
-  --kv-capacity 8192 the finding comes with the active count unknown and all
-  of the attention's GPU time recoverable;
+  many tokens are active; the keys' length held over the 4 steps infers the
+  capacity (a growing cache adds a token a step), and the finding comes with
+  the active count unknown and all of the attention's GPU time recoverable
+  (so with --kv-capacity 8192); a one-step trace shows no growth: declines;
 - prefill: a prefill step of 512 tokens before the decode steps: the
   capacity is inferred (8192 in 4 of 5 steps) and the active count is the
   512 new keys written into the cache ([1,16,512,192]);
@@ -25,7 +26,14 @@ kvscope:
   written + attention's keys and values;
 - dynamic: DynamicCache (keys grow 521, 522, ...): no kv_full_buffer_read,
   with --context 520 or --kv-capacity 8192; compare static -> dynamic
-  resolves it (and lists nothing new).
+  resolves it (and lists nothing new);
+- tests/traces/h200 (real H200 HF decode, README there): gqa/mla
+  static_eager get one finding, capacity 8192, active unknown (the trace
+  does not count them), the sdpa and the whole-cache copies listed, bytes
+  against a hand count, GPU ms against an independent json.load reading
+  (kernels inside the sdpa calls + the copies' kernels); --context 516 sizes
+  needed and recoverable; dynamic_eager: none; compare resolves it; the
+  graphed step with its capture reads as eager (4 attentions, 8 copies).
 
 Exit 0 pass, 1 fail.
 """
@@ -106,18 +114,21 @@ if f:
     check(f["severity"] == "high", "mla: high (the attention is half the step's GPU time)")
 
 # --- mla without the active count ------------------------------------------
-rep = run("report", mla)
-check(not reads(rep), "mla, nothing says the active tokens: no capacity inferred, no finding")
-rep = run("report", mla, "--kv-capacity", "8192")
-f = reads(rep)
-check(len(f) == 1, "mla --kv-capacity 8192: one kv_full_buffer_read")
-if f:
-    f = f[0]
-    check(f["active_tokens"] is None and f["needed_bytes_per_step"] is None,
-          "mla --kv-capacity: active and needed unknown (null)")
-    check(near(f["gpu_ms_per_step"], kernel_ms_per_step(mla, FMHA)),
-          "mla --kv-capacity: all of the attention's time recoverable (%s)" % f["gpu_ms_per_step"])
-    check("--context" in f["message"], "mla --kv-capacity: the message asks for --context")
+for extra in ([], ["--kv-capacity", "8192"]):
+    rep = run("report", mla, *extra)
+    f = reads(rep)
+    tag = "mla %s" % (" ".join(extra) or "(nothing says the active tokens)")
+    check(len(f) == 1, "%s: one kv_full_buffer_read (the keys' length held over 4 steps)" % tag)
+    if f:
+        f = f[0]
+        check(f["capacity_tokens"] == 8192 and f["active_tokens"] is None and f["needed_bytes_per_step"] is None,
+              "%s: capacity 8192, active and needed unknown (null)" % tag)
+        check(near(f["gpu_ms_per_step"], kernel_ms_per_step(mla, FMHA)),
+              "%s: all of the attention's time recoverable (%s)" % (tag, f["gpu_ms_per_step"]))
+        check("--context" in f["message"], "%s: the message asks for --context" % tag)
+one = make("one", "--cache", "static", "--steps", "1")
+check(not reads(run("report", one)), "one step, no active count: no growth can be seen, so no capacity inferred")
+check(len(reads(run("report", one, "--context", "520"))) == 1, "one step with --context 520: the finding")
 rep = run("report", mla, "--kv-capacity", "16384", "--context", "520")
 check(not reads(rep), "mla --kv-capacity 16384: the given capacity is the only one (no finding at 8192)")
 
@@ -179,6 +190,104 @@ check("kv_full_buffer_read" in cmp.get("resolved", []), "compare static -> dynam
 check("kv_full_buffer_read" not in cmp.get("new", []), "compare static -> dynamic: not new")
 cmp = run("compare", dyn, mla, "--context", "520")
 check("kv_full_buffer_read" in cmp.get("new", []), "compare dynamic -> static: kv_full_buffer_read new")
+
+# --- the H200 Hugging Face traces (tests/traces/h200/README.md) -------------
+h200 = os.path.join(here, "traces", "h200")
+
+
+def h200_reading(path, attn_k, copies):
+    """an independent reading: per step, the sdpa calls whose keys are attn_k,
+    the GPU ms of every kernel launched inside them, and the GPU ms of the
+    aten::copy_ ops whose first tensor is one of `copies`"""
+    import gzip
+    ev = json.load(gzip.open(path))["traceEvents"]
+    steps = sorted({(e["ts"], e["ts"] + e["dur"]) for e in ev
+                    if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")})
+    launch = {e["args"]["correlation"]: e["ts"] for e in ev if e.get("cat") in ("cuda_runtime", "cuda_driver")
+              and "correlation" in e.get("args", {})}
+    ops = [e for e in ev if e.get("cat") == "cpu_op"]
+
+    def in_steps(ts):
+        return any(a <= ts <= b for a, b in steps)
+    sdpa = [e for e in ops if e["name"] == "aten::scaled_dot_product_attention"
+            and e["args"]["Input Dims"][1] == attn_k and in_steps(e["ts"])]
+    inside = set()
+    for a in sdpa:
+        for e in ops:
+            if e["tid"] == a["tid"] and a["ts"] <= e["ts"] and e["ts"] + e["dur"] <= a["ts"] + a["dur"]:
+                inside.add(e["args"]["External id"])
+    cp = {e["args"]["External id"] for e in ops if e["name"] == "aten::copy_" and e["args"]["Input Dims"][0] in copies}
+    attn_us = copy_us = 0.0
+    for e in ev:
+        if e.get("cat") != "kernel" or not in_steps(launch.get(e["args"].get("correlation"), -1)):
+            continue
+        x = e["args"].get("External id")
+        attn_us += e["dur"] if x in inside else 0
+        copy_us += e["dur"] if x in cp else 0
+    n = len(steps)
+    return len(sdpa) / n, attn_us / 1e3 / n, copy_us / 1e3 / n
+
+
+if os.path.isdir(h200):
+    cases = {
+        # name: keys dims, copies, sdpa bytes a call (q, k + v, bool mask + out), copies'
+        # bytes a call (read + written) and calls a step (GQA: K and V each layer)
+        "gqa": ([1, 16, 8192, 64], [[1, 4, 4, 8192, 64]],
+                (16 * 64 * 2, 16 * 8192 * 64 * 2 * 2, 8192 + 16 * 64 * 2), [(2 * 4 * 4 * 8192 * 64 * 2, 8)]),
+        "mla": ([1, 16, 8192, 192], [[1, 16, 8192, 128], [1, 16, 8192, 64]],
+                (16 * 192 * 2, 16 * 8192 * (192 + 128) * 2, 8192 + 16 * 128 * 2),
+                [(2 * 16 * 8192 * 128 * 2, 4), (2 * 16 * 8192 * 64 * 2, 4)]),
+    }
+    for m, (kdims, copies, (q, kv, rest), cbytes) in cases.items():
+        static = os.path.join(h200, m + "_static_eager.json.gz")
+        dynamic = os.path.join(h200, m + "_dynamic_eager.json.gz")
+        calls, attn_ms, copy_ms = h200_reading(static, kdims, copies)
+        check(calls == 4, "h200 %s static: 4 sdpa calls over 8192 keys a step (%s)" % (m, calls))
+        rep = run("report", static)
+        f = reads(rep)
+        check(len(f) == 1, "h200 %s static: one kv_full_buffer_read without options" % m)
+        if f:
+            f = f[0]
+            check(f["capacity_tokens"] == 8192 and f["active_tokens"] is None,
+                  "h200 %s static: capacity 8192 inferred, active unknown (the trace does not count them)" % m)
+            names = " | ".join(f["ops"])
+            check(("aten::scaled_dot_product_attention (keys %s" % str(kdims).replace(" ", "")) in names
+                  and all(("aten::copy_ [%s" % str(cd).replace(" ", "")) in names for cd in copies),
+                  "h200 %s static: the sdpa and the whole-cache copies listed: %s" % (m, f["ops"]))
+            copied = sum(b * n for b, n in cbytes)
+            want = 4 * (q + kv + rest) + copied
+            check(f["bytes_per_step"] == want, "h200 %s static: %s B/step = hand count %d" % (m, f["bytes_per_step"], want))
+            check(near(f["gpu_ms_per_step"], attn_ms + copy_ms, 1e-4),
+                  "h200 %s static: %.4f ms/step = attention %.4f + copies %.4f (json.load)"
+                  % (m, f["gpu_ms_per_step"], attn_ms, copy_ms))
+        rep = run("report", static, "--context", "516")
+        f = reads(rep)
+        if check(len(f) == 1, "h200 %s static --context 516: one kv_full_buffer_read" % m):
+            f = f[0]
+            need = 4 * (q + rest + kv * 516 / 8192) + sum(b * n for b, n in cbytes) * 516 / 8192
+            check(f["active_tokens"] == 516 and near(f["needed_bytes_per_step"], need),
+                  "h200 %s static --context 516: needed %s = %.0f" % (m, f["needed_bytes_per_step"], need))
+            save = copy_ms * (1 - 516 / 8192) + attn_ms * (1 - (q + rest + kv * 516 / 8192) / (q + kv + rest))
+            check(near(f["gpu_ms_per_step"], save, 1e-4),
+                  "h200 %s static --context 516: recoverable %.4f = %.4f" % (m, f["gpu_ms_per_step"], save))
+            check("FP8" not in f["fix"] and "Attend over the active length" in f["fix"],
+                  "h200 %s static: attention advice, no FP8" % m)
+        for extra in ([], ["--context", "516"]):
+            check(not reads(run("report", dynamic, *extra)),
+                  "h200 %s dynamic %s: no kv_full_buffer_read" % (m, " ".join(extra)))
+        cmp = run("compare", static, dynamic)
+        check("kv_full_buffer_read" in cmp.get("resolved", []), "h200 %s: compare static dynamic resolves it" % m)
+    # the graphed step with its capture: the same reads, from the replayed kernels
+    g = os.path.join(h200, "gqa_static_graph.json.gz")
+    rep = run("report", g, "--graph-capture", os.path.join(h200, "gqa_static_graph_capture.json.gz"))
+    f = reads(rep)
+    # captured under aten::_cudnn_attention_forward, whose mask is bf16 (sdpa's is bool)
+    cudnn = 16 * 64 * 2 + 2 * 16 * 8192 * 64 * 2 + 8192 * 2 + 16 * 64 * 2
+    check(len(f) == 1 and f[0]["bytes_per_step"] == 4 * cudnn + 8 * 2 * 4 * 4 * 8192 * 64 * 2,
+          "h200 gqa graph + capture: one finding, 4 attentions and 8 copies a step, as eager (%s)"
+          % [x.get("bytes_per_step") for x in f])
+else:
+    check(False, "tests/traces/h200 is missing")
 
 shutil.rmtree(tmp, ignore_errors=True)
 sys.exit(finish())

@@ -194,28 +194,46 @@ typedef CUptiResult(CUPTIAPI *api_enable_fn)(CUpti_CallbackId, uint8_t);
 static const struct {
     const char *fn, *what;
     CUpti_CallbackDomain domain;
+    CUpti_ActivityKind kind;
     uint32_t ncbids;
     unsigned bit, all_bit;
 } k_apis[2] = {
     {"cuptiActivityEnableRuntimeApi", "runtime", CUPTI_CB_DOMAIN_RUNTIME_API,
-     CUPTI_RUNTIME_TRACE_CBID_SIZE, KVS_TRACE_RUNTIME, KVS_TRACE_RUNTIME_ALL},
+     CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_SIZE, KVS_TRACE_RUNTIME,
+     KVS_TRACE_RUNTIME_ALL},
     {"cuptiActivityEnableDriverApi", "driver", CUPTI_CB_DOMAIN_DRIVER_API,
-     CUPTI_DRIVER_TRACE_CBID_SIZE, KVS_TRACE_DRIVER, KVS_TRACE_DRIVER_ALL},
+     CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_SIZE, KVS_TRACE_DRIVER,
+     KVS_TRACE_DRIVER_ALL},
 };
 
 /* g_ctl held. Records only the API calls kvs_trace_api_recorded names (the
- * ones the analysis reads) instead of every call of the API: fewer records
- * a launch, and CUPTI's own cost of each. The chosen callback ids are kept
- * for disable. Returns 0 when this CUPTI cannot (no per-API function, or
- * it refused an id), having enabled nothing; *why says why. */
-static int enable_api_calls(struct kvs_trace *t, int d, const char **why)
+ * ones the analysis reads) instead of every call of the API: the whole
+ * kind is enabled, then every other call turned off one by one, as CUPTI's
+ * header describes (enabling only chosen calls without the kind recorded
+ * nothing on the H200 once CUDA was up: CUPTI 13.0, a linked capture, or
+ * --window cudaProfilerStart). Enabling the kind resets the per-call
+ * settings, so this runs at every window's start. Returns 0 when this
+ * CUPTI cannot (the kind refused, or no per-call function, or an id
+ * refused): then the kind records every call if it could be enabled
+ * (*all = 1), and *why says why. */
+static int enable_api_calls(struct kvs_trace *t, int d, int *all, const char **why)
 {
+    *all = 0;
+    CUptiResult r = cuptiActivityEnable(k_apis[d].kind);
+    if (r != CUPTI_SUCCESS) {
+        *why = NULL;
+        cuptiGetResultString(r, why);
+        if (!*why)
+            *why = "refused";
+        return 0;
+    }
+    *all = 1;
     api_enable_fn fn = (api_enable_fn)cupti_sym(k_apis[d].fn);
     if (!fn) {
         *why = "no such function in this CUPTI";
         return 0;
     }
-    if (!t->api_cbids[d]) {
+    if (!t->api_cbids[d]) { /* the calls to turn off, chosen once by CUPTI's names */
         uint32_t *ids = malloc(k_apis[d].ncbids * sizeof *ids);
         if (!ids) {
             *why = "no memory";
@@ -224,26 +242,26 @@ static int enable_api_calls(struct kvs_trace *t, int d, const char **why)
         uint32_t n = 0;
         for (uint32_t cbid = 1; cbid < k_apis[d].ncbids; cbid++) {
             const char *nm = NULL;
-            if (cuptiGetCallbackName(k_apis[d].domain, cbid, &nm) == CUPTI_SUCCESS &&
-                kvs_trace_api_recorded(nm))
+            if (cuptiGetCallbackName(k_apis[d].domain, cbid, &nm) == CUPTI_SUCCESS && nm &&
+                !kvs_trace_api_recorded(nm))
                 ids[n++] = cbid;
         }
         t->api_cbids[d] = ids;
         t->napi_cbids[d] = n;
     }
     for (uint32_t i = 0; i < t->napi_cbids[d]; i++) {
-        CUptiResult r = fn(t->api_cbids[d][i], 1);
+        r = fn(t->api_cbids[d][i], 0);
         if (r != CUPTI_SUCCESS) {
-            while (i-- > 0)
-                fn(t->api_cbids[d][i], 0);
             *why = NULL;
             cuptiGetResultString(r, why);
             if (!*why)
                 *why = "refused";
+            /* every call then, not a part: re-enabling the kind resets them */
+            cuptiActivityDisable(k_apis[d].kind);
+            *all = cuptiActivityEnable(k_apis[d].kind) == CUPTI_SUCCESS;
             return 0;
         }
     }
-    t->api_fn[d] = (void *)fn;
     return 1;
 }
 
@@ -259,17 +277,20 @@ static enum kvs_status enable_kinds(struct kvs_trace *t)
         if (!(want & k_apis[d].bit) || (want & k_apis[d].all_bit))
             continue;
         const char *why = "?";
-        if (enable_api_calls(t, d, &why)) {
+        int all = 0;
+        if (enable_api_calls(t, d, &all, &why)) {
             t->kinds_on |= k_apis[d].bit;
             continue;
         }
         if (!t->api_fallback_said[d]) /* once per capture, not per window */
-            kvs_log(&t->lg, KVS_LOG_INFO,
-                    "CUPTI cannot record single %s API calls here (%s: %s); recording every "
-                    "%s API call instead",
-                    k_apis[d].what, k_apis[d].fn, why, k_apis[d].what);
+            kvs_log(&t->lg, all ? KVS_LOG_INFO : KVS_LOG_WARN,
+                    "CUPTI cannot record only some %s API calls here (%s: %s); %s",
+                    k_apis[d].what, k_apis[d].fn, why,
+                    all ? "recording every call instead" : "no API records");
         t->api_fallback_said[d] = 1;
-        want |= k_apis[d].all_bit;
+        if (all)
+            t->kinds_on |= k_apis[d].all_bit;
+        want &= ~k_apis[d].all_bit; /* enabled already, or refused */
     }
     for (size_t i = 0; i < sizeof k_kinds / sizeof k_kinds[0]; i++) {
         if (!(want & k_kinds[i].bit))
@@ -310,10 +331,9 @@ static void disable_kinds(struct kvs_trace *t)
     for (size_t i = 0; i < sizeof k_kinds / sizeof k_kinds[0]; i++)
         if (t->kinds_on & k_kinds[i].bit)
             cuptiActivityDisable(k_kinds[i].kind);
-    for (int d = 0; d < 2; d++)
-        if ((t->kinds_on & k_apis[d].bit) && t->api_fn[d])
-            for (uint32_t i = 0; i < t->napi_cbids[d]; i++)
-                ((api_enable_fn)t->api_fn[d])(t->api_cbids[d][i], 0);
+    for (int d = 0; d < 2; d++) /* a filtered kind (its fallback is in k_kinds' bits) */
+        if ((t->kinds_on & k_apis[d].bit) && !(t->kinds_on & k_apis[d].all_bit))
+            cuptiActivityDisable(k_apis[d].kind);
     t->window_end_ns = kvs_now_ns();
 }
 

@@ -46,9 +46,8 @@ struct kvs_trace {
     int64_t window_start_ns, window_end_ns;
     unsigned kinds_on;               /* KVS_TRACE_* bits actually enabled */
     unsigned kinds_recorded;         /* kinds_on of every window so far: the trace says these */
-    uint32_t *api_cbids[2];          /* [runtime, driver]: the calls KVS_TRACE_RUNTIME/DRIVER record */
+    uint32_t *api_cbids[2];          /* [runtime, driver]: the calls KVS_TRACE_RUNTIME/DRIVER turn off */
     uint32_t napi_cbids[2];
-    void *api_fn[2];                 /* cuptiActivityEnableRuntimeApi / ...DriverApi */
     int api_fallback_said[2];        /* the fallback to every call was logged */
     atomic_ullong next_external_id;
     atomic_ullong cupti_dropped;

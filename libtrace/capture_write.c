@@ -284,6 +284,22 @@ enum kvs_status kvs_trace_write_part(struct kvs_trace *t, const char *path,
     for (size_t i = 0; i < nv; i++)
         walk_buffer(&views[i], t, convert_one, &c);
     free(views);
+    /* asked for API records, got GPU work without one: say so (on the H200
+     * a way of asking CUPTI for some calls only once recorded none) */
+    if (t->kinds_recorded & (KVS_TRACE_RUNTIME | KVS_TRACE_RUNTIME_ALL | KVS_TRACE_DRIVER |
+                             KVS_TRACE_DRIVER_ALL)) {
+        size_t napi = 0, ngpu = 0;
+        for (size_t i = 0; i < c.n; i++) {
+            napi += c.out[i].kind == KVS_TREC_RUNTIME || c.out[i].kind == KVS_TREC_DRIVER;
+            ngpu += c.out[i].kind == KVS_TREC_KERNEL;
+        }
+        if (ngpu && !napi)
+            kvs_log(&t->lg, KVS_LOG_WARN,
+                    "CUPTI recorded %zu kernels but no CUDA API call although asked to: the "
+                    "trace cannot tie kernels to their launches (steps, flows, ranges on the "
+                    "GPU); try --activities all",
+                    ngpu);
+    }
     int64_t end = t->window_end_ns ? t->window_end_ns : kvs_now_ns();
     c.n += kvs_host_store_collect(&t->host, c.out + c.n, c.cap - c.n, end);
     pthread_mutex_lock(&t->graph_mu); /* graph nodes: links for replayed work */

@@ -4,7 +4,10 @@
 # tests/gpu/capture_target.cu (4 steps of 6 kernels, a copy, a memset, NVTX
 # ranges, cudaGetLastError after each launch) is captured twice: with the
 # default (only the runtime/driver calls kvs_trace_api_recorded names) and
-# with --activities all (every runtime and driver call, the old default).
+# with --activities all (every runtime and driver call, the old default),
+# and with recording switched on after CUDA started (--window
+# cudaProfilerStart: there the first way of asking CUPTI for chosen calls
+# recorded none).
 # Checked on the default trace: the trace's "activities" list; every kernel
 # linked by correlation to the launch call that started it; the copies,
 # memsets, synchronize calls and CUPTI sync records, the NVTX ranges and
@@ -25,6 +28,10 @@ fail=0
 "$kvs" capture -o "$tmp/default.json" -- "$target" run || { echo "FAIL default capture"; fail=1; }
 "$kvs" capture --activities all -o "$tmp/all.json" -- "$target" run ||
     { echo "FAIL --activities all capture"; fail=1; }
+# recording switched on once CUDA is up (cudaProfilerStart): where asking
+# CUPTI for chosen calls alone once recorded none on the H200
+"$kvs" capture --window cudaProfilerStart -o "$tmp/window.json" -- "$target" window ||
+    { echo "FAIL --window cudaProfilerStart capture"; fail=1; }
 for m in default all; do
     "$kvs" report --quiet --format json -o "$tmp/$m.report.json" "$tmp/$m.json" ||
         { echo "FAIL kvscope report $m"; fail=1; }
@@ -90,6 +97,18 @@ check(rng(dby, "user_annotation") == rng(aby, "user_annotation") and
 check(rng(dby, "gpu_user_annotation") == rng(aby, "gpu_user_annotation") and
       dict(rng(dby, "gpu_user_annotation")).get("step_0") == 2,
       "the same ranges projected onto the GPU: %s" % rng(dby, "gpu_user_annotation"))
+
+# with recording switched on after CUDA started: still every kernel linked
+wd, wby, wnames, wflows = load("window")
+wlaunch = {e["args"]["correlation"] for e in wby["cuda_runtime"] + wby["cuda_driver"]
+           if "Launch" in e["name"] and "correlation" in e.get("args", {})}
+wbusy = [k for k in wby["kernel"] if "busy" in k["name"]]
+check(len(wbusy) == 12 and all(k["args"].get("correlation") in wlaunch for k in wbusy),
+      "window opened after CUDA started: %d kernels, %d linked to a launch call"
+      % (len(wbusy), sum(k["args"].get("correlation") in wlaunch for k in wbusy)))
+check(wnames["cudaGetLastError"] == 0 and wnames["cudaMemcpyAsync"] == 2,
+      "... and only the chosen calls: cudaGetLastError %d, cudaMemcpyAsync %d"
+      % (wnames["cudaGetLastError"], wnames["cudaMemcpyAsync"]))
 
 # the report finds the same in both
 rep = {m: json.load(open("%s/%s.report.json" % (d, m))) for m in ("default", "all")}

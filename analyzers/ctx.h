@@ -76,6 +76,7 @@ struct kvs_group_acc {
     int64_t active_tokens;       /* tokens actually in use, when inferable; 0 unknown */
     const char *row_meaning;     /* the model's name for the rows ("kv_lora_rank 512 + ..."), or NULL */
     const char *role;            /* in the arena */
+    bool full_read;              /* it copies a whole KV buffer: a kv_full_buffer_read reader */
 };
 
 /* one op group of the roofline table (roofline.c): every op name + shape

@@ -284,9 +284,18 @@ static int low_efficiency(struct kvs_ctx *c, size_t gi, struct kvs_finding **v, 
         for (size_t i = 0; i + 6 <= g->shape_info.dtype_len[k] && !fp8; i++)
             fp8 = !memcmp(g->shape_info.dtype[k] + i, "Float8", 6);
     bool cast = kvs_findings_is_cast(&g->shape_info);
+    bool repeat = g->shape_info.rank[0] == 5 && g->shape_info.dims[0][2] > 1; /* [B,Hkv,n_rep,S,D] */
     fd.fix = kvs_arena_strdup(
         &c->arena,
-        fp8 && cast ? "A memory-bound cast should run near the copy rate: use a vectorized kernel (16-byte "
+        g->full_read && repeat
+            ? "This copy moves a whole preallocated KV buffer every step (kv_full_buffer_read): a faster copy "
+              "is not the fix. It is repeat_kv's copy of the KV heads to every query head ([B,Hkv,n_rep,S,D]): "
+              "scaled_dot_product_attention(..., enable_gqa=True) reads the KV heads as cached, no copy."
+        : g->full_read
+            ? "This copy moves a whole preallocated KV buffer every step (kv_full_buffer_read): a faster copy "
+              "is not the fix. Copy only the active tokens, or not at all (a kernel that reads the cache as "
+              "stored; MLA: absorbed attention over the cached latent)."
+        : fp8 && cast ? "A memory-bound cast should run near the copy rate: use a vectorized kernel (16-byte "
                       "loads and stores; convert FP8 in pairs, e.g. cvt e4m3x2 -> f16x2 -> bf16), fuse "
                       "the conversion into the consumer, or avoid the cast."
         : cast ? "A memory-bound cast should run near the copy rate: use a vectorized kernel (16-byte "

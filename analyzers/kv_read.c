@@ -379,6 +379,7 @@ static int one_finding(struct kvs_ctx *c, int64_t capacity, struct attn *at, siz
     struct reader *r = NULL;
     size_t nr = 0, rcap = 0;
     int64_t attn_active = 0; /* the attention's, for copies of its buffer */
+    bool any_repeat = false, any_expand = false; /* kinds of copy, for the fix */
     const char *attn_from = NULL, *given_from = NULL;
     int64_t given = given_active(c, &given_from);
     for (size_t i = 0; i < nat; i++) {
@@ -411,13 +412,19 @@ static int one_finding(struct kvs_ctx *c, int64_t capacity, struct attn *at, siz
             goto oom;
     }
     for (size_t gi = 0; gi < c->ngroups; gi++) {
-        const struct kvs_group_acc *g = &c->groups[gi];
+        struct kvs_group_acc *g = &c->groups[gi];
         if (!copies_buffer(c, g, capacity, at, nat))
             continue;
         struct kvs_group_figs f;
         kvs_group_figures(c, g, &f);
         if (f.calls_per_step < 1)
             continue;
+        g->full_read = true; /* low_bandwidth_efficiency's fix says so */
+        /* [B, Hkv, n_rep, S, D]: HF's repeat_kv expanding the KV heads */
+        if (g->shape_info.rank[0] == 5 && g->shape_info.dims[0][2] > 1)
+            any_repeat = true;
+        else
+            any_expand = true;
         struct reader one = {
             .desc = kvs_findings_group_desc(c, g),
             .op = kvs_intern_str(&c->t.strings, g->op_name),
@@ -570,12 +577,18 @@ static int one_finding(struct kvs_ctx *c, int64_t capacity, struct attn *at, siz
                                          need, any_copy ? " " : "")
                       : "",
         any_copy ? kvs_arena_printf(&c->arena,
-                                    "%s the whole cache%s: slice to the active tokens before the copy, or "
-                                    "avoid it (GQA's repeat_kv: scaled_dot_product_attention(..., "
-                                    "enable_gqa=True) or a kernel that reads the KV heads directly; a "
-                                    ".contiguous() the consumer could read strided).",
+                                    "%s the whole cache%s:%s%s",
                                     any_attention ? "Do not copy" : "Copy only the active tokens, not",
-                                    any_attention ? "" : need)
+                                    any_attention ? "" : need,
+                                    any_repeat ? " repeat_kv's copy of the KV heads to every query head (GQA, "
+                                                 "[B,Hkv,n_rep,S,D]) goes with scaled_dot_product_attention(..., "
+                                                 "enable_gqa=True) or a kernel that reads the KV heads as cached."
+                                               : "",
+                                    any_expand ? " a per-head expand or .contiguous() of the cache goes with a kernel "
+                                                 "that reads the cache as stored (MLA: absorbed attention over the "
+                                                 "cached latent, e.g. FlashMLA), or slice to the active tokens "
+                                                 "before the copy."
+                                               : "")
                  : "");
     free(r);
     if (!fd.message || !fd.evidence || !fd.fix)

@@ -272,6 +272,14 @@ if os.path.isdir(h200):
                   "h200 %s static --context 516: recoverable %.4f = %.4f" % (m, f["gpu_ms_per_step"], save))
             check("FP8" not in f["fix"] and "Attend over the active length" in f["fix"],
                   "h200 %s static: attention advice, no FP8" % m)
+            # the copies' advice by their shape: GQA's repeat_kv [1,4,4,8192,64] vs MLA's expand
+            check(("enable_gqa=True" in f["fix"]) == (m == "gqa") and ("absorbed attention" in f["fix"]) == (m == "mla"),
+                  "h200 %s static: the copy advice fits the copy (%s)" % (m, f["fix"][-160:]))
+        low = [x for x in rep.get("findings", []) if x["id"] == "low_bandwidth_efficiency"]
+        check(low and all("kv_full_buffer_read" in x["fix"] and "FP8" not in x["fix"] for x in low),
+              "h200 %s static: the slow whole-cache copies are told a faster copy is not the fix (%d)" % (m, len(low)))
+        check(all(("enable_gqa=True" in x["fix"]) == (m == "gqa") for x in low),
+              "h200 %s static: enable_gqa only for repeat_kv's copy" % m)
         for extra in ([], ["--context", "516"]):
             check(not reads(run("report", dynamic, *extra)),
                   "h200 %s dynamic %s: no kv_full_buffer_read" % (m, " ".join(extra)))

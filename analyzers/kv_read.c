@@ -295,7 +295,7 @@ static bool judge(const struct kvs_ctx *c, const struct attn *at, size_t nat, st
      * attention in all the others */
     double cps = c->nsteps ? (double)a->calls_in_steps / (double)c->nsteps : (double)a->calls;
     bool steady = !c->nsteps || 2 * a->steps_with_calls > (int64_t)c->nsteps;
-    if (a->calls == 0 || !steady || a->lq * READ_RATIO > a->S || (!c->nsteps && cps < 1))
+    if (a->calls == 0 || !steady || a->lq > a->S / READ_RATIO || (!c->nsteps && cps < 1))
         return false;
     const char *from = NULL;
     int64_t active = given_active(c, &from);

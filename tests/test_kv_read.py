@@ -191,6 +191,20 @@ check("kv_full_buffer_read" not in cmp.get("new", []), "compare static -> dynami
 cmp = run("compare", dyn, mla, "--context", "520")
 check("kv_full_buffer_read" in cmp.get("new", []), "compare dynamic -> static: kv_full_buffer_read new")
 
+# --- hostile dims: lengths near 2^63 are read, judged and not overflowed ------
+big = 2 ** 62
+doc = json.load(open(mla))
+for e in doc["traceEvents"]:
+    if e.get("cat") == "cpu_op" and "attention" in e["name"]:
+        d = e["args"]["Input Dims"]
+        e["args"]["Input Dims"] = [[1, 16, big, 192], [1, 16, big + 1, 192], [1, 16, big + 1, 128]] + d[3:]
+hostile = os.path.join(tmp, "hostile.json")
+json.dump(doc, open(hostile, "w"))
+for extra in ([], ["--context", "520"], ["--kv-capacity", "8192"]):
+    out = subprocess.run([kvscope, "report", hostile, "--format", "json"] + extra, capture_output=True, text=True)
+    check(out.returncode == 0 and json.loads(out.stdout).get("schema") == "kvscope.report/1",
+          "hostile dims near 2^62 %s: a report, exit %d" % (" ".join(extra), out.returncode))
+
 # --- the H200 Hugging Face traces (tests/traces/h200/README.md) -------------
 h200 = os.path.join(here, "traces", "h200")
 

@@ -51,12 +51,38 @@ static int64_t covered(const struct kvs_ival *u, const int64_t *pre, size_t m, i
     return sum;
 }
 
+/* one op call's time inside its step */
+struct piece {
+    uint32_t name;
+    int32_t step;
+    int64_t a, b, dur;
+};
+
+static int cmp_piece(const void *x, const void *y)
+{
+    const struct piece *p = x, *q = y;
+    if (p->name != q->name)
+        return p->name < q->name ? -1 : 1;
+    return p->a < q->a ? -1 : p->a > q->a;
+}
+
 struct name_acc {
     uint32_t name;
     int64_t idle, dur, calls;
     size_t steps_with;
     int32_t last_step;
 };
+
+/* a runtime call whose time is not an op's own: a blocking call
+ * (host_blocking's), or a graph launch (launch time, gpu_idle's; a replay's
+ * copies of its captured ops carry the launch's time) */
+static bool explained(const struct kvs_trace_data *t, const struct kvs_rt_rec *r)
+{
+    if (!r->name || r->dur <= 0)
+        return false;
+    const char *nm = kvs_intern_str(&t->strings, r->name);
+    return kvs_host_blocking_call(nm, r->dur) || strstr(nm, "GraphLaunch") != NULL;
+}
 
 static const char *fix_of(const char *op)
 {
@@ -91,8 +117,7 @@ int kvs_host_op_bound(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size
     /* what explains idle host time already: GPU work, and blocking calls */
     size_t nu = t->ngpus;
     for (size_t i = 0; i < t->nrts; i++)
-        nu += t->rts[i].name && t->rts[i].dur > 0 &&
-              kvs_host_blocking_call(kvs_intern_str(&t->strings, t->rts[i].name), t->rts[i].dur);
+        nu += explained(t, &t->rts[i]);
     struct kvs_ival *u = malloc(nu * sizeof *u);
     int64_t *pre = malloc((nu + 1) * sizeof *pre);
     struct name_acc *acc = calloc(t->nopkeys ? t->nopkeys : 1, sizeof *acc); /* by op name, via its key */
@@ -108,8 +133,7 @@ int kvs_host_op_bound(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size
     for (size_t i = 0; i < t->ngpus; i++)
         u[k++] = (struct kvs_ival){t->gpus[i].ts, t->gpus[i].ts + t->gpus[i].dur};
     for (size_t i = 0; i < t->nrts; i++)
-        if (t->rts[i].name && t->rts[i].dur > 0 &&
-            kvs_host_blocking_call(kvs_intern_str(&t->strings, t->rts[i].name), t->rts[i].dur))
+        if (explained(t, &t->rts[i]))
             u[k++] = (struct kvs_ival){t->rts[i].ts, t->rts[i].ts + t->rts[i].dur};
     size_t m = kvs_ival_merge(u, k);
     pre[0] = 0;
@@ -118,10 +142,21 @@ int kvs_host_op_bound(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size
     int64_t lo = u[0].a, hi = u[m - 1].b; /* without steps: the trace's GPU span */
     for (size_t i = 0; i <= t->strings.n; i++)
         slot[i] = UINT32_MAX;
-    size_t nacc = 0;
+    /* each op's time clipped to its step, then per name the union of those
+     * pieces (overlapping calls of one name, on several threads or a graph
+     * replay's copies of one op sharing its launch, count once) */
+    struct piece *pc = malloc((t->nops ? t->nops : 1) * sizeof *pc);
+    if (!pc) {
+        free(u);
+        free(pre);
+        free(acc);
+        free(slot);
+        return -1;
+    }
+    size_t np = 0;
     for (size_t i = 0; i < t->nops; i++) {
         const struct kvs_op_rec *o = &t->ops[i];
-        if (o->dur <= 0)
+        if (o->dur <= 0 || o->captured)
             continue;
         int32_t s = c->nsteps ? kvs_step_at(c, o->ts) : 0;
         if (s < 0)
@@ -129,25 +164,35 @@ int kvs_host_op_bound(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size
         int64_t w0 = c->nsteps ? c->steps[s].start : lo;
         int64_t w1 = c->nsteps ? c->steps[s].start + kvs_step_time_ns(c, (size_t)s) : hi;
         int64_t a = o->ts > w0 ? o->ts : w0, b = o->ts + o->dur < w1 ? o->ts + o->dur : w1;
-        if (b <= a)
-            continue;
-        int64_t idle = (b - a) - covered(u, pre, m, a, b);
         uint32_t nm = kvs_op_name(t, o);
-        if (nm > t->strings.n)
+        if (b <= a || nm >= t->strings.n)
             continue;
+        pc[np++] = (struct piece){nm, s, a, b, o->dur};
+    }
+    qsort(pc, np, sizeof *pc, cmp_piece);
+    size_t nacc = 0;
+    int64_t end = 0; /* of the current name's union so far */
+    for (size_t i = 0; i < np; i++) {
+        uint32_t nm = pc[i].name;
         if (slot[nm] == UINT32_MAX) {
             slot[nm] = (uint32_t)nacc;
             acc[nacc++] = (struct name_acc){.name = nm, .last_step = -1};
+            end = INT64_MIN;
         }
         struct name_acc *x = &acc[slot[nm]];
-        x->idle += idle;
-        x->dur += o->dur;
+        int64_t a = pc[i].a > end ? pc[i].a : end, b = pc[i].b;
+        if (b > a)
+            x->idle += (b - a) - covered(u, pre, m, a, b);
+        if (b > end)
+            end = b;
+        x->dur += pc[i].dur;
         x->calls++;
-        if (x->last_step != s) {
+        if (x->last_step != pc[i].step) {
             x->steps_with++;
-            x->last_step = s;
+            x->last_step = pc[i].step;
         }
     }
+    free(pc);
     free(u);
     free(pre);
     free(slot);

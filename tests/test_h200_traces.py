@@ -178,4 +178,26 @@ for v in ["gqa_dynamic_eager", "mla_dynamic_eager", "gqa_dynamic_sync", "gqa_dyn
         check(not any("preallocated" in json.dumps(m) for m in labels),
               "%s: no preallocated-buffer label (%s)" % (v, labels[:3]))
 
+# 6. kvscope's own default capture of its graphed engine (78 layers, 495,552-token FP8 pool, H200,
+#    main at ffa2c2d: API records on): the cast first; no host_op_bound from the replays' copies of
+#    the captured ops (each carries its graph launch's 3.3 ms: 156 copies a step summed to 417 ms
+#    of a 97 ms step before the per-name union); compare against the graphed fix resolves the cast
+ENG = os.path.join(HERE, "engine_graph_full-cast_api.json.gz")
+ENGFIX = os.path.join(HERE, "engine_graph_fp8-direct_api.json.gz")
+r = subprocess.run([KVS, "report", ENG, "--format", "json"], capture_output=True, text=True)
+if check(r.returncode == 0, "engine_graph_full-cast_api: report exit 0"):
+    d = json.loads(r.stdout)
+    ids = [f["id"] for f in d["findings"]]
+    ev = json.load(gzip.open(ENG, "rt"))["traceEvents"]
+    launches = sum(1 for e in ev if e.get("cat") == "cuda_runtime" and e["name"] == "cudaGraphLaunch")
+    check(launches == 4, "engine_graph_full-cast_api: 4 cudaGraphLaunch records (%d)" % launches)
+    check(ids[:1] == ["kv_full_buffer_cast"] and "host_op_bound" not in ids,
+          "engine_graph_full-cast_api: kv_full_buffer_cast first, no host_op_bound (%s)" % ids)
+    check(d["steps"]["gpu_busy_fraction"] > 0.9,
+          "engine_graph_full-cast_api: GPU busy %.1f%% of the step" % (100 * d["steps"]["gpu_busy_fraction"]))
+r = subprocess.run([KVS, "compare", ENG, ENGFIX, "--format", "json"], capture_output=True, text=True)
+if check(r.returncode == 0, "engine_graph compare: exit 0 (%s)" % r.stderr[-200:]):
+    check("kv_full_buffer_cast" in json.dumps(json.loads(r.stdout)["resolved"]),
+          "engine_graph compare full-cast -> fp8-direct: kv_full_buffer_cast resolved")
+
 sys.exit(finish())

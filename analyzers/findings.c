@@ -18,6 +18,7 @@
 
 #define LOW_EFFICIENCY 0.5     /* below this fraction of peak a group is flagged */
 #define GOOD_EFFICIENCY 0.8    /* what a good copy/cast kernel reaches */
+#define HIGH_SAVING_SHARE 0.1  /* of GPU busy time: a group's saving this large is high severity */
 #define SPARSE_LAUNCH_US 100.0 /* idle GPU time per GPU activity above which the idle time is
                                   CPU work between launches: a launch costs ~5-20 us, an eager
                                   framework op ~10-50 us (the MLA traces: 24 us) */
@@ -169,7 +170,7 @@ static int full_buffer(struct kvs_ctx *c, size_t gi, struct kvs_finding **v, siz
                  c->layers_inferred ? " counted from layer ranges" : "");
     struct kvs_finding fd = {0};
     fd.id = "kv_full_buffer_cast";
-    fd.severity = (busy > 0 && saving >= 0.1 * busy) || f.gpu_fraction >= 0.2 ? KVS_SEV_HIGH : KVS_SEV_WARN;
+    fd.severity = (busy > 0 && saving >= HIGH_SAVING_SHARE * busy) || f.gpu_fraction >= 0.2 ? KVS_SEV_HIGH : KVS_SEV_WARN;
     fd.gpu_ms_per_step = saving;
     fd.bytes_per_step = bytes_step;
     fd.needed_bytes_per_step = needed;
@@ -250,7 +251,7 @@ static int low_efficiency(struct kvs_ctx *c, size_t gi, struct kvs_finding **v, 
     double saving = f.gpu_ms_per_step * (1.0 - f.efficiency / GOOD_EFFICIENCY);
     struct kvs_finding fd = {0};
     fd.id = "low_bandwidth_efficiency";
-    fd.severity = busy > 0 && saving >= 0.1 * busy ? KVS_SEV_HIGH : KVS_SEV_WARN;
+    fd.severity = busy > 0 && saving >= HIGH_SAVING_SHARE * busy ? KVS_SEV_HIGH : KVS_SEV_WARN;
     fd.gpu_ms_per_step = saving;
     fd.bytes_per_step = (double)g->bytes_per_call * f.calls_per_step;
     fd.group = (int)gi;

@@ -258,7 +258,7 @@ static enum kvs_status replay_ops(struct kvs_ctx *c, const struct replayed *r, s
             if (r[i].rt != KVS_NO_OP) {
                 const struct kvs_rt_rec *rt = &t->rts[r[i].rt];
                 o.ts = rt->ts;
-                o.dur = rt->dur;
+                o.dur = 0; /* an instant: the copy stands for a replay, not for CPU time */
                 o.thread = rt->thread;
             } else {
                 o.ts = g->ts;

@@ -1,6 +1,7 @@
 /* kv_read.c — kv_full_buffer_read (see kv_read.h). Private to analyzers/. */
 #include "kv_read.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -444,6 +445,40 @@ static int one_finding(struct kvs_ctx *c, int64_t capacity, struct attn *at, siz
             one.active = attn_active;
             one.active_from = attn_from;
         }
+        if (KVS_VEC_PUSH(r, nr, rcap, one) < 0)
+            goto oom;
+    }
+    /* a GEMM over every slot of the buffer: MLA's kv_b_proj applied to the
+     * whole latent cache ([8192,512] x [512,4096] in HF's DeepseekV3 with a
+     * StaticCache), an activation whose rows are the capacity, against a
+     * weight, in every step; its weight bytes do not scale with the tokens */
+    for (size_t k = 0; k < c->nops && nr; k++) {
+        const struct kvs_op_acc *o = &c->ops[k];
+        if (o->bare || o->cost.family != KVS_OPF_MATMUL || o->cost.rows != (double)capacity ||
+            o->cost.bytes <= 0 || o->cost.weight_bytes < 0 || o->shape_info.n == 0 ||
+            o->shape_info.dims[0][0] != capacity)
+            continue;
+        double cps = c->nsteps ? (double)o->calls_in_steps / (double)c->nsteps : (double)o->calls;
+        if (cps < 1)
+            continue;
+        const struct kvs_shape *sh = &o->shape_info;
+        struct reader one = {
+            .desc = kvs_arena_printf(&c->arena, "%s %s x %s (a GEMM over every slot)",
+                                     kvs_intern_str(&c->t.strings, o->op_name),
+                                     dims_text(&c->arena, sh->dims[0], sh->rank[0]),
+                                     sh->n > 1 ? dims_text(&c->arena, sh->dims[1], sh->rank[1]) : "?"),
+            .op = kvs_intern_str(&c->t.strings, o->op_name),
+            .calls_per_step = cps,
+            .bytes_per_step = o->cost.bytes * cps,
+            .fixed_bytes_per_step = o->cost.weight_bytes * cps,
+            .gpu_ms_per_step = c->nsteps ? (double)o->gpu_ns_in_steps / 1e6 / (double)c->nsteps
+                                         : (double)o->gpu_ns / 1e6,
+            .ms_per_call = o->calls ? (double)o->gpu_ns / 1e6 / (double)o->calls : 0,
+            .gbps = isfinite(o->achieved_gbps) ? o->achieved_gbps : 0,
+            .active = given > 0 ? given : attn_active,
+            .active_from = given > 0 ? given_from : attn_from,
+        };
+        any_expand = true;
         if (KVS_VEC_PUSH(r, nr, rcap, one) < 0)
             goto oom;
     }

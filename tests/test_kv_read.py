@@ -209,10 +209,11 @@ for extra in ([], ["--context", "520"], ["--kv-capacity", "8192"]):
 h200 = os.path.join(here, "traces", "h200")
 
 
-def h200_reading(path, attn_k, copies):
+def h200_reading(path, attn_k, copies, gemms=()):
     """an independent reading: per step, the sdpa calls whose keys are attn_k,
     the GPU ms of every kernel launched inside them, and the GPU ms of the
-    aten::copy_ ops whose first tensor is one of `copies`"""
+    aten::copy_ ops whose first tensor is one of `copies` and of the aten::mm
+    ops whose input dims are one of `gemms` (a GEMM over every cache slot)"""
     import gzip
     ev = json.load(gzip.open(path))["traceEvents"]
     steps = sorted({(e["ts"], e["ts"] + e["dur"]) for e in ev
@@ -231,15 +232,19 @@ def h200_reading(path, attn_k, copies):
             if e["tid"] == a["tid"] and a["ts"] <= e["ts"] and e["ts"] + e["dur"] <= a["ts"] + a["dur"]:
                 inside.add(e["args"]["External id"])
     cp = {e["args"]["External id"] for e in ops if e["name"] == "aten::copy_" and e["args"]["Input Dims"][0] in copies}
-    attn_us = copy_us = 0.0
+    gm = {e["args"]["External id"] for e in ops if e["name"] == "aten::mm" and e["args"]["Input Dims"][:2] in gemms}
+    attn_us = copy_us = gemm_us = 0.0
     for e in ev:
-        if e.get("cat") != "kernel" or not in_steps(launch.get(e["args"].get("correlation"), -1)):
+        # every GPU activity the ops launched (cuBLAS's GEMM launches a workspace memset too)
+        if e.get("cat") not in ("kernel", "gpu_memset", "gpu_memcpy") or \
+                not in_steps(launch.get(e["args"].get("correlation"), -1)):
             continue
         x = e["args"].get("External id")
         attn_us += e["dur"] if x in inside else 0
         copy_us += e["dur"] if x in cp else 0
+        gemm_us += e["dur"] if x in gm else 0
     n = len(steps)
-    return len(sdpa) / n, attn_us / 1e3 / n, copy_us / 1e3 / n
+    return len(sdpa) / n, attn_us / 1e3 / n, copy_us / 1e3 / n, gemm_us / 1e3 / n
 
 
 if os.path.isdir(h200):
@@ -247,15 +252,18 @@ if os.path.isdir(h200):
         # name: keys dims, copies, sdpa bytes a call (q, k + v, bool mask + out), copies'
         # bytes a call (read + written) and calls a step (GQA: K and V each layer)
         "gqa": ([1, 16, 8192, 64], [[1, 4, 4, 8192, 64]],
-                (16 * 64 * 2, 16 * 8192 * 64 * 2 * 2, 8192 + 16 * 64 * 2), [(2 * 4 * 4 * 8192 * 64 * 2, 8)]),
+                (16 * 64 * 2, 16 * 8192 * 64 * 2 * 2, 8192 + 16 * 64 * 2), [(2 * 4 * 4 * 8192 * 64 * 2, 8)], []),
         "mla": ([1, 16, 8192, 192], [[1, 16, 8192, 128], [1, 16, 8192, 64]],
                 (16 * 192 * 2, 16 * 8192 * (192 + 128) * 2, 8192 + 16 * 128 * 2),
-                [(2 * 16 * 8192 * 128 * 2, 4), (2 * 16 * 8192 * 64 * 2, 4)]),
+                [(2 * 16 * 8192 * 128 * 2, 4), (2 * 16 * 8192 * 64 * 2, 4)],
+                # kv_b_proj over every latent row: [8192,512] x [512,4096] bf16, 4 a step; its
+                # activation and output scale with the tokens, its weight does not
+                [([[8192, 512], [512, 4096]], (8192 * 512 + 8192 * 4096) * 2, 512 * 4096 * 2, 4)]),
     }
-    for m, (kdims, copies, (q, kv, rest), cbytes) in cases.items():
+    for m, (kdims, copies, (q, kv, rest), cbytes, gemm) in cases.items():
         static = os.path.join(h200, m + "_static_eager.json.gz")
         dynamic = os.path.join(h200, m + "_dynamic_eager.json.gz")
-        calls, attn_ms, copy_ms = h200_reading(static, kdims, copies)
+        calls, attn_ms, copy_ms, gemm_ms = h200_reading(static, kdims, copies, [g[0] for g in gemm])
         check(calls == 4, "h200 %s static: 4 sdpa calls over 8192 keys a step (%s)" % (m, calls))
         rep = run("report", static)
         f = reads(rep)
@@ -266,22 +274,25 @@ if os.path.isdir(h200):
                   "h200 %s static: capacity 8192 inferred, active unknown (the trace does not count them)" % m)
             names = " | ".join(f["ops"])
             check(("aten::scaled_dot_product_attention (keys %s" % str(kdims).replace(" ", "")) in names
-                  and all(("aten::copy_ [%s" % str(cd).replace(" ", "")) in names for cd in copies),
+                  and all(("aten::copy_ [%s" % str(cd).replace(" ", "")) in names for cd in copies)
+                  and all(("aten::mm %s x %s" % tuple(str(d).replace(" ", "") for d in g[0])) in names for g in gemm),
                   "h200 %s static: the sdpa and the whole-cache copies listed: %s" % (m, f["ops"]))
-            copied = sum(b * n for b, n in cbytes)
+            copied = sum(b * n for b, n in cbytes) + sum((act + w) * n for _, act, w, n in gemm)
             want = 4 * (q + kv + rest) + copied
             check(f["bytes_per_step"] == want, "h200 %s static: %s B/step = hand count %d" % (m, f["bytes_per_step"], want))
-            check(near(f["gpu_ms_per_step"], attn_ms + copy_ms, 1e-4),
-                  "h200 %s static: %.4f ms/step = attention %.4f + copies %.4f (json.load)"
-                  % (m, f["gpu_ms_per_step"], attn_ms, copy_ms))
+            check(near(f["gpu_ms_per_step"], attn_ms + copy_ms + gemm_ms, 1e-4),
+                  "h200 %s static: %.4f ms/step = attention %.4f + copies %.4f + GEMM %.4f (json.load)"
+                  % (m, f["gpu_ms_per_step"], attn_ms, copy_ms, gemm_ms))
         rep = run("report", static, "--context", "516")
         f = reads(rep)
         if check(len(f) == 1, "h200 %s static --context 516: one kv_full_buffer_read" % m):
             f = f[0]
-            need = 4 * (q + rest + kv * 516 / 8192) + sum(b * n for b, n in cbytes) * 516 / 8192
+            need = (4 * (q + rest + kv * 516 / 8192) + sum(b * n for b, n in cbytes) * 516 / 8192
+                    + sum((w + act * 516 / 8192) * n for _, act, w, n in gemm))
             check(f["active_tokens"] == 516 and near(f["needed_bytes_per_step"], need),
                   "h200 %s static --context 516: needed %s = %.0f" % (m, f["needed_bytes_per_step"], need))
             save = copy_ms * (1 - 516 / 8192) + attn_ms * (1 - (q + rest + kv * 516 / 8192) / (q + kv + rest))
+            save += sum(gemm_ms * (1 - (w + act * 516 / 8192) / (w + act)) for _, act, w, _n in gemm)
             check(near(f["gpu_ms_per_step"], save, 1e-4),
                   "h200 %s static --context 516: recoverable %.4f = %.4f" % (m, f["gpu_ms_per_step"], save))
             check("FP8" not in f["fix"] and "Attend over the active length" in f["fix"],

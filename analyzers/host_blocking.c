@@ -67,18 +67,9 @@ size_t kvs_ival_merge(struct kvs_ival *u, size_t n)
     return m;
 }
 
-/* the union of all GPU activity (any device), merged in place */
-static size_t gpu_union(const struct kvs_trace_data *t, struct kvs_ival *u)
+int64_t kvs_ival_covered(const struct kvs_ival *u, const int64_t *pre, size_t m, int64_t a, int64_t b)
 {
-    for (size_t i = 0; i < t->ngpus; i++)
-        u[i] = (struct kvs_ival){t->gpus[i].ts, t->gpus[i].ts + t->gpus[i].dur};
-    return kvs_ival_merge(u, t->ngpus);
-}
-
-/* GPU-idle time within [a, b) */
-static int64_t idle_in(const struct kvs_ival *u, size_t m, int64_t a, int64_t b)
-{
-    if (b <= a)
+    if (b <= a || !m)
         return 0;
     size_t lo = 0, hi = m; /* first interval ending after a */
     while (lo < hi) {
@@ -88,13 +79,60 @@ static int64_t idle_in(const struct kvs_ival *u, size_t m, int64_t a, int64_t b)
         else
             hi = mid;
     }
-    int64_t busy = 0;
-    for (size_t i = lo; i < m && u[i].a < b; i++) {
-        int64_t x = u[i].a > a ? u[i].a : a, y = u[i].b < b ? u[i].b : b;
-        if (y > x)
-            busy += y - x;
+    size_t l2 = lo, h2 = m; /* first interval starting at or after b */
+    while (l2 < h2) {
+        size_t mid = (l2 + h2) / 2;
+        if (u[mid].a < b)
+            l2 = mid + 1;
+        else
+            h2 = mid;
     }
-    return (b - a) - busy;
+    if (l2 <= lo)
+        return 0;
+    int64_t sum = pre[l2] - pre[lo];
+    if (u[lo].a < a)
+        sum -= a - u[lo].a; /* the first interval starts before a */
+    if (u[l2 - 1].b > b)
+        sum -= u[l2 - 1].b - b; /* the last ends after b */
+    return sum;
+}
+
+void kvs_ival_prefix(const struct kvs_ival *u, size_t m, int64_t *pre)
+{
+    pre[0] = 0;
+    for (size_t i = 0; i < m; i++)
+        pre[i + 1] = pre[i] + (u[i].b - u[i].a);
+}
+
+int32_t kvs_clip_to_step(const struct kvs_ctx *c, int64_t ts, int64_t dur, int64_t lo, int64_t hi,
+                         int64_t *a, int64_t *b)
+{
+    int32_t s = c->nsteps ? kvs_step_at(c, ts) : 0;
+    if (s < 0)
+        return -1;
+    int64_t w0 = c->nsteps ? c->steps[s].start : lo;
+    int64_t w1 = c->nsteps ? c->steps[s].start + kvs_step_time_ns(c, (size_t)s) : hi;
+    *a = ts > w0 ? ts : w0;
+    *b = ts + dur < w1 ? ts + dur : w1;
+    return s;
+}
+
+double kvs_window_ms(const struct kvs_ctx *c, int64_t lo, int64_t hi)
+{
+    if (!c->nsteps)
+        return (double)(hi - lo) / 1e6;
+    double time = 0;
+    for (size_t s = 0; s < c->nsteps; s++)
+        time += (double)kvs_step_time_ns(c, s);
+    return time / 1e6 / (double)c->nsteps;
+}
+
+/* the union of all GPU activity (any device), merged in place */
+static size_t gpu_union(const struct kvs_trace_data *t, struct kvs_ival *u)
+{
+    for (size_t i = 0; i < t->ngpus; i++)
+        u[i] = (struct kvs_ival){t->gpus[i].ts, t->gpus[i].ts + t->gpus[i].dur};
+    return kvs_ival_merge(u, t->ngpus);
 }
 
 static const char *what_of(enum wait_kind k)
@@ -138,13 +176,16 @@ int kvs_host_blocking(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size
         return 0;
     size_t nwin = c->nsteps ? c->nsteps : 1;
     struct kvs_ival *u = malloc(t->ngpus * sizeof *u);
+    int64_t *pre = malloc((t->ngpus + 1) * sizeof *pre);
     int64_t *blocked = calloc(nwin, sizeof *blocked);
-    if (!u || !blocked) {
+    if (!u || !pre || !blocked) {
         free(u);
+        free(pre);
         free(blocked);
         return -1;
     }
     size_t m = gpu_union(t, u);
+    kvs_ival_prefix(u, m, pre);
     /* without steps, the window is the trace from the first to the last
      * GPU activity or runtime call */
     int64_t lo = u[0].a, hi = u[m - 1].b;
@@ -166,13 +207,11 @@ int kvs_host_blocking(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size
         enum wait_kind k = kind_of(kvs_intern_str(&t->strings, r->name), r->dur);
         if (k == WAIT_NONE)
             continue;
-        int32_t s = c->nsteps ? kvs_step_at(c, r->ts) : 0;
-        if (s < 0)
+        int64_t a, b;
+        int32_t s = kvs_clip_to_step(c, r->ts, r->dur, lo, hi, &a, &b);
+        if (s < 0 || b <= a)
             continue;
-        int64_t w0 = c->nsteps ? c->steps[s].start : lo;
-        int64_t w1 = c->nsteps ? c->steps[s].start + kvs_step_time_ns(c, (size_t)s) : hi;
-        int64_t a = r->ts > w0 ? r->ts : w0, b = r->ts + r->dur < w1 ? r->ts + r->dur : w1;
-        int64_t idle = idle_in(u, m, a, b);
+        int64_t idle = (b - a) - kvs_ival_covered(u, pre, m, a, b);
         if (idle <= 0)
             continue;
         blocked[s] += idle;
@@ -185,18 +224,18 @@ int kvs_host_blocking(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size
         }
     }
     free(u);
-    double sum = 0, time = 0;
+    free(pre);
+    double sum = 0;
     size_t with = 0;
     for (size_t k = 0; k < nwin; k++) {
         sum += (double)blocked[k];
-        time += c->nsteps ? (double)kvs_step_time_ns(c, k) : (double)(hi - lo);
         with += blocked[k] > 0;
     }
     free(blocked);
     for (int k = 1; k < 5; k++)
         if (kind_ns[k] > kind_ns[main_kind])
             main_kind = (enum wait_kind)k;
-    double per_step = sum / 1e6 / (double)nwin, step_ms = time / 1e6 / (double)nwin;
+    double per_step = sum / 1e6 / (double)nwin, step_ms = kvs_window_ms(c, lo, hi);
     if (step_ms <= 0 || per_step < MIN_BLOCKED_FRACTION * step_ms)
         return 0;
     *blocked_ms_per_step = per_step;

@@ -2,7 +2,8 @@
  * the CPU sat in a blocking runtime call.
  *
  * defines: kvs_host_blocking, kvs_host_blocking_call, kvs_trace_has_capture,
- *          struct kvs_ival, kvs_ival_merge
+ *          struct kvs_ival, kvs_ival_merge, kvs_ival_prefix, kvs_ival_covered,
+ *          kvs_clip_to_step, kvs_window_ms
  *
  * Per step (the whole trace without steps): each synchronous memcpy/memset,
  * stream/device/event synchronize, or async copy call of 1 ms or more, in
@@ -34,6 +35,16 @@ struct kvs_ival {
 };
 /* sort u by start and merge overlapping intervals in place; the count left */
 size_t kvs_ival_merge(struct kvs_ival *u, size_t n);
+/* pre[i] = the time covered by merged u[0..i), for i in 0..m (m + 1 values) */
+void kvs_ival_prefix(const struct kvs_ival *u, size_t m, int64_t *pre);
+/* the time merged u[0..m) cover inside [a, b), in O(log m) with their prefix */
+int64_t kvs_ival_covered(const struct kvs_ival *u, const int64_t *pre, size_t m, int64_t a, int64_t b);
+/* [ts, ts + dur) clipped to the step that holds ts (to [lo, hi) without
+ * steps) into [*a, *b); the step's index (0 without steps), -1 outside every step */
+int32_t kvs_clip_to_step(const struct kvs_ctx *c, int64_t ts, int64_t dur, int64_t lo, int64_t hi,
+                         int64_t *a, int64_t *b);
+/* the mean step time in ms (hi - lo without steps) */
+double kvs_window_ms(const struct kvs_ctx *c, int64_t lo, int64_t hi);
 
 int kvs_host_blocking(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t *cap,
                       double *blocked_ms_per_step);

@@ -19,38 +19,6 @@
 #define MIN_MS_PER_CALL 0.5     /* fewer: the op is many short launch gaps, gpu_idle's */
 #define INNER_SHARE 0.9         /* a nested name holding this much of the best's time is named instead */
 
-/* time covered by the merged intervals u[0..m) inside [a, b), with pre[i] =
- * the covered time of u[0..i) */
-static int64_t covered(const struct kvs_ival *u, const int64_t *pre, size_t m, int64_t a, int64_t b)
-{
-    if (b <= a || !m)
-        return 0;
-    size_t lo = 0, hi = m; /* first interval ending after a */
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (u[mid].b <= a)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    size_t l2 = lo, h2 = m; /* first interval starting at or after b */
-    while (l2 < h2) {
-        size_t mid = (l2 + h2) / 2;
-        if (u[mid].a < b)
-            l2 = mid + 1;
-        else
-            h2 = mid;
-    }
-    if (l2 <= lo)
-        return 0;
-    int64_t sum = pre[l2] - pre[lo];
-    if (u[lo].a < a)
-        sum -= a - u[lo].a; /* the first interval starts before a */
-    if (u[l2 - 1].b > b)
-        sum -= u[l2 - 1].b - b; /* the last ends after b */
-    return sum;
-}
-
 /* one op call's time inside its step */
 struct piece {
     uint32_t name;
@@ -136,9 +104,7 @@ int kvs_host_op_bound(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size
         if (explained(t, &t->rts[i]))
             u[k++] = (struct kvs_ival){t->rts[i].ts, t->rts[i].ts + t->rts[i].dur};
     size_t m = kvs_ival_merge(u, k);
-    pre[0] = 0;
-    for (size_t i = 0; i < m; i++)
-        pre[i + 1] = pre[i] + (u[i].b - u[i].a);
+    kvs_ival_prefix(u, m, pre);
     int64_t lo = u[0].a, hi = u[m - 1].b; /* without steps: the trace's GPU span */
     for (size_t i = 0; i <= t->strings.n; i++)
         slot[i] = UINT32_MAX;
@@ -158,14 +124,10 @@ int kvs_host_op_bound(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size
         const struct kvs_op_rec *o = &t->ops[i];
         if (o->dur <= 0 || o->captured)
             continue;
-        int32_t s = c->nsteps ? kvs_step_at(c, o->ts) : 0;
-        if (s < 0)
-            continue;
-        int64_t w0 = c->nsteps ? c->steps[s].start : lo;
-        int64_t w1 = c->nsteps ? c->steps[s].start + kvs_step_time_ns(c, (size_t)s) : hi;
-        int64_t a = o->ts > w0 ? o->ts : w0, b = o->ts + o->dur < w1 ? o->ts + o->dur : w1;
+        int64_t a, b;
+        int32_t s = kvs_clip_to_step(c, o->ts, o->dur, lo, hi, &a, &b);
         uint32_t nm = kvs_op_name(t, o);
-        if (b <= a || nm >= t->strings.n)
+        if (s < 0 || b <= a || nm >= t->strings.n)
             continue;
         pc[np++] = (struct piece){nm, s, a, b, o->dur};
     }
@@ -182,7 +144,7 @@ int kvs_host_op_bound(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size
         struct name_acc *x = &acc[slot[nm]];
         int64_t a = pc[i].a > end ? pc[i].a : end, b = pc[i].b;
         if (b > a)
-            x->idle += (b - a) - covered(u, pre, m, a, b);
+            x->idle += (b - a) - kvs_ival_covered(u, pre, m, a, b);
         if (b > end)
             end = b;
         x->dur += pc[i].dur;
@@ -205,10 +167,7 @@ int kvs_host_op_bound(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size
     for (size_t i = 0; best != SIZE_MAX && i < nacc; i++)
         if ((double)acc[i].idle >= INNER_SHARE * (double)acc[best].idle && acc[i].dur < acc[best].dur)
             best = i;
-    double time = 0;
-    for (size_t s = 0; s < nwin; s++)
-        time += c->nsteps ? (double)kvs_step_time_ns(c, s) : (double)(hi - lo);
-    double step_ms = time / 1e6 / (double)nwin;
+    double step_ms = kvs_window_ms(c, lo, hi);
     if (best == SIZE_MAX || step_ms <= 0) {
         free(acc);
         return 0;

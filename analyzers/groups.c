@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "classify.h"
+#include "kernel_time.h"
 #include "launch_size.h"
 #include "steps.h"
 #include "u64map.h"
@@ -126,12 +127,12 @@ enum kvs_status kvs_groups_build(struct kvs_ctx *c)
 {
     const struct kvs_trace_data *t = &c->t;
     enum kvs_status st = KVS_STATUS_NO_MEMORY;
-    struct kvs_u64map bare_groups = {0}, ktime = {0}, step_seen = {0}, bare_steps = {0};
+    struct kvs_u64map bare_groups = {0}, step_seen = {0}, bare_steps = {0};
+    struct kvs_kernel_time ktime = {0}; /* per (group, kernel) time */
+    struct kvs_top_kernel *top = NULL;
     bool added;
     struct kvs_group_acc *acc = NULL;
     size_t nacc = 0, acc_cap = 0;
-    int64_t *kns = NULL; /* per (group, kernel) time, indexed by ktime's values */
-    size_t nkns = 0, kns_cap = 0;
     struct kvs_keyed_ival *iv = NULL; /* the groups' activities, for their busy time */
     size_t niv = 0, iv_cap = 0;
     int64_t *busy = NULL;
@@ -209,26 +210,8 @@ enum kvs_status kvs_groups_build(struct kvs_ctx *c)
             seen[op / 8] |= (uint8_t)(1u << (op % 8));
             a->gpu_calls++;
         }
-        uint32_t *kv = kvs_u64map_put(&ktime, kvs_pair_key(gi, g->name), &added);
-        if (!kv)
+        if (kvs_kernel_time_add(&ktime, gi, g->name, g->dur) < 0)
             goto out;
-        if (added) {
-            if (KVS_VEC_PUSH(kns, nkns, kns_cap, 0) < 0)
-                goto out;
-            *kv = (uint32_t)nkns;
-        }
-        kns[*kv - 1] += g->dur;
-    }
-    /* the kernel with the most time in each group */
-    for (size_t j = 0; j < ktime.cap; j++) {
-        if (!ktime.vals[j])
-            continue;
-        uint32_t gi = (uint32_t)(ktime.keys[j] >> 32), kname = (uint32_t)ktime.keys[j];
-        int64_t ns = kns[ktime.vals[j] - 1];
-        if (ns > acc[gi].top_kernel_ns || (ns == acc[gi].top_kernel_ns && kname < acc[gi].top_kernel)) {
-            acc[gi].top_kernel_ns = ns;
-            acc[gi].top_kernel = kname;
-        }
     }
     /* calls: every op call with a group's key; and in how many steps (a
      * preallocated buffer is touched in every step, a live token count is
@@ -256,11 +239,15 @@ enum kvs_status kvs_groups_build(struct kvs_ctx *c)
         if (bare_steps.vals[j])
             acc[(uint32_t)(bare_steps.keys[j] >> 32)].steps_with_calls++;
     busy = calloc(nacc ? nacc : 1, sizeof *busy);
-    if (!busy)
+    top = calloc(nacc ? nacc : 1, sizeof *top);
+    if (!busy || !top)
         goto out;
     kvs_busy_by_key(iv, niv, busy);
+    kvs_kernel_time_top(&ktime, top, nacc);
     for (size_t gi = 0; gi < nacc; gi++) {
         acc[gi].gpu_busy_ns = busy[gi];
+        acc[gi].top_kernel = top[gi].name;
+        acc[gi].top_kernel_ns = top[gi].ns;
         bytes_per_call(t, &acc[gi]);
         size_from_launches(c, &acc[gi]);
     }
@@ -272,16 +259,16 @@ enum kvs_status kvs_groups_build(struct kvs_ctx *c)
     st = KVS_STATUS_OK;
 out:
     free(acc);
-    free(kns);
     free(iv);
     free(busy);
+    free(top);
     free(seen);
     free(byte_seen);
     free(group_of_key);
     free(key_is_copy);
     kvs_launch_cache_free(lcache);
     kvs_u64map_free(&bare_groups);
-    kvs_u64map_free(&ktime);
+    kvs_kernel_time_free(&ktime);
     kvs_u64map_free(&step_seen);
     kvs_u64map_free(&bare_steps);
     return st;

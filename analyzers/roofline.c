@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "findings.h"
+#include "kernel_time.h"
 #include "steps.h"
 #include "u64map.h"
 
@@ -81,11 +82,11 @@ enum kvs_status kvs_roofline_build(struct kvs_ctx *c)
 {
     const struct kvs_trace_data *t = &c->t;
     enum kvs_status st = KVS_STATUS_NO_MEMORY;
-    struct kvs_u64map bare = {0}, ktime = {0}, groups = {0};
+    struct kvs_u64map bare = {0}, groups = {0};
+    struct kvs_kernel_time ktime = {0}; /* per (op group, kernel) time */
+    struct kvs_top_kernel *top = NULL;
     struct kvs_op_acc *acc = NULL;
     size_t nacc = 0, cap = 0;
-    int64_t *kns = NULL;
-    size_t nkns = 0, kcap = 0;
     struct kvs_keyed_ival *iv = malloc((t->ngpus ? t->ngpus : 1) * sizeof *iv);
     int64_t *busy = NULL;
     uint32_t *of_key = calloc(t->nopkeys ? t->nopkeys : 1, sizeof *of_key);
@@ -125,30 +126,15 @@ enum kvs_status kvs_roofline_build(struct kvs_ctx *c)
             a->calls_in_steps += first;
         }
         iv[i] = (struct kvs_keyed_ival){k, g->device, g->ts, g->ts + g->dur};
-        uint32_t *kv = kvs_u64map_put(&ktime, kvs_pair_key(k, g->name), &added);
-        if (!kv)
+        if (kvs_kernel_time_add(&ktime, k, g->name, g->dur) < 0)
             goto out;
-        if (added) {
-            if (KVS_VEC_PUSH(kns, nkns, kcap, 0) < 0)
-                goto out;
-            *kv = (uint32_t)nkns;
-        }
-        kns[*kv - 1] += g->dur;
-    }
-    for (size_t j = 0; j < ktime.cap; j++) { /* the kernel with the most time in each */
-        if (!ktime.vals[j])
-            continue;
-        uint32_t k = (uint32_t)(ktime.keys[j] >> 32), kname = (uint32_t)ktime.keys[j];
-        int64_t ns = kns[ktime.vals[j] - 1];
-        if (ns > acc[k].top_kernel_ns || (ns == acc[k].top_kernel_ns && kname < acc[k].top_kernel)) {
-            acc[k].top_kernel_ns = ns;
-            acc[k].top_kernel = kname;
-        }
     }
     busy = calloc(nacc ? nacc : 1, sizeof *busy);
-    if (!busy)
+    top = calloc(nacc ? nacc : 1, sizeof *top);
+    if (!busy || !top)
         goto out;
     kvs_busy_by_key(iv, t->ngpus, busy);
+    kvs_kernel_time_top(&ktime, top, nacc);
     for (size_t gi = 0; gi < c->ngroups; gi++) {
         uint32_t *v = kvs_u64map_put(&groups, kvs_pair_key(c->groups[gi].op_name, c->groups[gi].shape), &added);
         if (!v)
@@ -158,6 +144,8 @@ enum kvs_status kvs_roofline_build(struct kvs_ctx *c)
     for (size_t k = 0; k < nacc; k++) {
         struct kvs_op_acc *a = &acc[k];
         a->gpu_busy_ns = busy[k];
+        a->top_kernel = top[k].name; /* the kernel with the most time in each */
+        a->top_kernel_ns = top[k].ns;
         if (a->shape)
             kvs_shape_parse(kvs_intern_str(&t->strings, a->shape), kvs_intern_len(&t->strings, a->shape),
                             &a->shape_info);
@@ -182,13 +170,13 @@ enum kvs_status kvs_roofline_build(struct kvs_ctx *c)
     st = KVS_STATUS_OK;
 out:
     free(acc);
-    free(kns);
     free(iv);
     free(busy);
+    free(top);
     free(of_key);
     free(seen);
     kvs_u64map_free(&bare);
-    kvs_u64map_free(&ktime);
+    kvs_kernel_time_free(&ktime);
     kvs_u64map_free(&groups);
     return st;
 }

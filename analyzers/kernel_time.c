@@ -1,0 +1,45 @@
+/* kernel_time.c — see kernel_time.h. Private to analyzers/. */
+#include "kernel_time.h"
+
+#include <stdlib.h>
+
+#include "records.h"
+
+int kvs_kernel_time_add(struct kvs_kernel_time *kt, uint32_t key, uint32_t kernel, int64_t dur)
+{
+    bool added;
+    uint32_t *v = kvs_u64map_put(&kt->slot, kvs_pair_key(key, kernel), &added);
+    if (!v)
+        return -1;
+    if (added) {
+        if (KVS_VEC_PUSH(kt->ns, kt->n, kt->cap, 0) < 0)
+            return -1;
+        *v = (uint32_t)kt->n;
+    }
+    kt->ns[*v - 1] += dur;
+    return 0;
+}
+
+void kvs_kernel_time_top(const struct kvs_kernel_time *kt, struct kvs_top_kernel *top, size_t nkeys)
+{
+    for (size_t j = 0; j < kt->slot.cap; j++) {
+        if (!kt->slot.vals[j])
+            continue;
+        uint32_t k = (uint32_t)(kt->slot.keys[j] >> 32), kname = (uint32_t)kt->slot.keys[j];
+        if (k >= nkeys)
+            continue;
+        int64_t ns = kt->ns[kt->slot.vals[j] - 1];
+        if (ns > top[k].ns || (ns == top[k].ns && kname < top[k].name)) {
+            top[k].ns = ns;
+            top[k].name = kname;
+        }
+    }
+}
+
+void kvs_kernel_time_free(struct kvs_kernel_time *kt)
+{
+    kvs_u64map_free(&kt->slot);
+    free(kt->ns);
+    kt->ns = NULL;
+    kt->n = kt->cap = 0;
+}

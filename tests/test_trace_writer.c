@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -222,6 +223,49 @@ static void make_meta(struct kvs_trace_meta *m, const struct kvs_trace_device *d
     m->stats.buffers_used = 2, m->stats.buffers_max = 32, m->stats.buffer_bytes = 4 << 20;
 }
 
+// ----------------------------------------------------------------------------
+// documents on disk: the set-up every writer test shares
+
+/* r[0..n) written under m to a fresh temporary file; its name in path (a
+ * mkstemp template) */
+static bool write_temp(const struct kvs_trace_meta *m, const struct kvs_trace_rec *r, size_t n,
+                       char *path)
+{
+    int fd = mkstemp(path);
+    KVS_CHECK_MSG(fd >= 0, "mkstemp %s: %s", path, strerror(errno));
+    if (fd < 0)
+        return false;
+    close(fd);
+    enum kvs_status st = kvs_trace_write_json(m, r, n, path, NULL);
+    KVS_CHECK_MSG(st == KVS_STATUS_OK, "writing %s: %s", path, kvs_status_str(st));
+    return st == KVS_STATUS_OK;
+}
+
+/* the synthetic document: make_records' records on the H200 under
+ * make_meta's meta (which points at dev: a doc is not copied), and a
+ * temporary file's name for it */
+struct doc {
+    struct kvs_trace_rec recs[32];
+    size_t n;
+    struct kvs_trace_device dev;
+    struct kvs_trace_meta m;
+    char path[32];
+};
+
+static void doc_init(struct doc *d)
+{
+    d->n = make_records(d->recs);
+    d->dev = h200();
+    make_meta(&d->m, &d->dev);
+    snprintf(d->path, sizeof d->path, "/tmp/kvs_writer_XXXXXX");
+}
+
+/* d's records under d's meta, written to a fresh temporary file (d->path) */
+static bool doc_write(struct doc *d)
+{
+    return write_temp(&d->m, d->recs, d->n, d->path);
+}
+
 static char *slurp(const char *path, size_t *len)
 {
     gzFile z = gzopen(path, "rb"); /* reads plain files too */
@@ -257,19 +301,12 @@ static const cJSON *find_named(const cJSON *arr, const char *name, long long tid
 
 static void test_document(void)
 {
-    struct kvs_trace_rec recs[32];
-    size_t n = make_records(recs);
-    struct kvs_trace_device dev = h200();
-    struct kvs_trace_meta m;
-    make_meta(&m, &dev);
-    char path[] = "/tmp/kvs_writer_docXXXXXX";
-    int fd = mkstemp(path);
-    KVS_REQUIRE(fd >= 0);
-    close(fd);
-    KVS_REQUIRE(kvs_trace_write_json(&m, recs, n, path, NULL) == KVS_STATUS_OK);
+    struct doc d;
+    doc_init(&d);
+    KVS_REQUIRE(doc_write(&d));
 
     size_t len;
-    char *text = slurp(path, &len);
+    char *text = slurp(d.path, &len);
     KVS_REQUIRE(text);
     /* exact text of the timestamps, straight from integer ns */
     KVS_CHECK(strstr(text, "\"ts\": 1000010.000, \"dur\": 1.408") != NULL);
@@ -279,8 +316,8 @@ static void test_document(void)
     free(text);
 
     cJSON *sum;
-    kvs_check_trace_valid(path, &sum);
-    unlink(path);
+    kvs_check_trace_valid(d.path, &sum);
+    unlink(d.path);
     if (!sum)
         return;
     const cJSON *cats = cJSON_GetObjectItemCaseSensitive(sum, "categories");
@@ -334,7 +371,7 @@ static void test_document(void)
     const cJSON *kv = cJSON_GetObjectItemCaseSensitive(sum, "kvscope");
     KVS_CHECK_EQ_INT(kvs_summary_int(kv, "dropped_records", -1), 3);
     KVS_CHECK_EQ_INT(kvs_summary_int(kv, "buffers_used", -1), 2);
-    KVS_CHECK_EQ_INT(kvs_summary_int(kv, "records", -1), (long long)n);
+    KVS_CHECK_EQ_INT(kvs_summary_int(kv, "records", -1), (long long)d.n);
     KVS_CHECK_EQ_INT(kvs_summary_int(kv, "world_size", -1), 1);
     const cJSON *dp = cJSON_GetArrayItem(kvs_summary_array(sum, "deviceProperties"), 0);
     KVS_CHECK_EQ_INT(kvs_summary_int(dp, "sharedMemPerBlockOptin", 0), 232448);
@@ -393,10 +430,7 @@ static void test_graph_replay(void)
     struct kvs_trace_meta m;
     make_meta(&m, &dev);
     char path[] = "/tmp/kvs_writer_graphXXXXXX";
-    int fd = mkstemp(path);
-    KVS_REQUIRE(fd >= 0);
-    close(fd);
-    KVS_REQUIRE(kvs_trace_write_json(&m, r, n, path, NULL) == KVS_STATUS_OK);
+    KVS_REQUIRE(write_temp(&m, r, n, path));
     cJSON *sum;
     kvs_check_trace_valid(path, &sum);
     unlink(path);
@@ -450,19 +484,13 @@ static void test_graph_replay(void)
 
 static void test_gzip_equals_plain(void)
 {
-    struct kvs_trace_rec recs[32];
-    size_t n = make_records(recs);
-    struct kvs_trace_device dev = h200();
-    struct kvs_trace_meta m;
-    make_meta(&m, &dev);
-    char plain[] = "/tmp/kvs_writer_plainXXXXXX";
-    int fd = mkstemp(plain);
-    KVS_REQUIRE(fd >= 0);
-    close(fd);
+    struct doc d;
+    doc_init(&d);
+    KVS_REQUIRE(doc_write(&d));
+    const char *plain = d.path;
     char gz[64];
     snprintf(gz, sizeof gz, "%s.json.gz", plain);
-    KVS_REQUIRE(kvs_trace_write_json(&m, recs, n, plain, NULL) == KVS_STATUS_OK);
-    KVS_REQUIRE(kvs_trace_write_json(&m, recs, n, gz, NULL) == KVS_STATUS_OK);
+    KVS_REQUIRE(kvs_trace_write_json(&d.m, d.recs, d.n, gz, NULL) == KVS_STATUS_OK);
     size_t la, lb;
     char *a = slurp(plain, &la), *b = slurp(gz, &lb);
     KVS_CHECK(a && b && la == lb && memcmp(a, b, la) == 0);
@@ -493,11 +521,9 @@ static void test_many_records(void)
     struct kvs_trace_meta m;
     kvs_trace_meta_init(&m);
     char path[] = "/tmp/kvs_writer_manyXXXXXX";
-    int fd = mkstemp(path);
-    KVS_REQUIRE(fd >= 0);
-    close(fd);
-    KVS_REQUIRE(kvs_trace_write_json(&m, r, n, path, NULL) == KVS_STATUS_OK);
+    bool written = write_temp(&m, r, n, path);
     free(r);
+    KVS_REQUIRE(written);
     cJSON *sum;
     kvs_check_trace_valid(path, &sum);
     unlink(path);
@@ -511,15 +537,10 @@ static void test_many_records(void)
 static void test_check_script_can_fail(void)
 {
     /* the checker must reject a truncated trace, or the checks above prove nothing */
-    struct kvs_trace_rec recs[32];
-    size_t n = make_records(recs);
-    struct kvs_trace_meta m;
-    kvs_trace_meta_init(&m);
-    char path[] = "/tmp/kvs_writer_cutXXXXXX";
-    int fd = mkstemp(path);
-    KVS_REQUIRE(fd >= 0);
-    close(fd);
-    KVS_REQUIRE(kvs_trace_write_json(&m, recs, n, path, NULL) == KVS_STATUS_OK);
+    struct doc d;
+    doc_init(&d);
+    KVS_REQUIRE(doc_write(&d));
+    const char *path = d.path;
     size_t len;
     char *t = slurp(path, &len);
     KVS_REQUIRE(t);
@@ -539,17 +560,15 @@ static void test_check_script_can_fail(void)
 
 static void test_write_errors(void)
 {
-    struct kvs_trace_rec recs[32];
-    size_t n = make_records(recs);
-    struct kvs_trace_meta m;
-    kvs_trace_meta_init(&m);
+    struct doc d;
+    doc_init(&d);
     struct kvs_logger quiet = {NULL, NULL, KVS_LOG_ERROR + 1};
-    KVS_CHECK_EQ_INT(kvs_trace_write_json(&m, recs, n, "/nonexistent-dir/t.json", &quiet),
+    KVS_CHECK_EQ_INT(kvs_trace_write_json(&d.m, d.recs, d.n, "/nonexistent-dir/t.json", &quiet),
                      KVS_STATUS_IO);
-    KVS_CHECK_EQ_INT(kvs_trace_write_json(&m, recs, n, "", &quiet), KVS_STATUS_INVALID_ARGUMENT);
+    KVS_CHECK_EQ_INT(kvs_trace_write_json(&d.m, d.recs, d.n, "", &quiet), KVS_STATUS_INVALID_ARGUMENT);
     FILE *full = fopen("/dev/full", "w");
     if (full) {
-        KVS_CHECK_EQ_INT(kvs_trace_write_json_stream(&m, recs, n, full, &quiet), KVS_STATUS_IO);
+        KVS_CHECK_EQ_INT(kvs_trace_write_json_stream(&d.m, d.recs, d.n, full, &quiet), KVS_STATUS_IO);
         fclose(full);
     }
 }
@@ -565,21 +584,14 @@ static const char engine_json[] =
 
 static void test_extra_object(void)
 {
-    struct kvs_trace_rec recs[32];
-    size_t n = make_records(recs);
-    struct kvs_trace_device dev = h200();
-    struct kvs_trace_meta m;
-    make_meta(&m, &dev);
+    struct doc d;
+    doc_init(&d);
     const struct kvs_trace_extra extra[] = {{"kvscope.engine", engine_json},
                                             {"other", " { \"a\": [1, {\"b\": 2}] }\n"}};
-    m.extra = extra, m.nextra = 2;
-    char path[] = "/tmp/kvs_writer_extraXXXXXX";
-    int fd = mkstemp(path);
-    KVS_REQUIRE(fd >= 0);
-    close(fd);
-    KVS_REQUIRE(kvs_trace_write_json(&m, recs, n, path, NULL) == KVS_STATUS_OK);
+    d.m.extra = extra, d.m.nextra = 2;
+    KVS_REQUIRE(doc_write(&d));
     size_t len;
-    char *text = slurp(path, &len);
+    char *text = slurp(d.path, &len);
     KVS_REQUIRE(text);
     cJSON *doc = cJSON_Parse(text);
     free(text);
@@ -602,10 +614,10 @@ static void test_extra_object(void)
     KVS_CHECK(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "traceEvents")));
     KVS_CHECK(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(doc, "kvscope")));
     cJSON_Delete(doc);
-    char keep[sizeof path + 8];
-    snprintf(keep, sizeof keep, "%s.good", path);
-    KVS_REQUIRE(rename(path, keep) == 0);
-    fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0600);
+    char keep[sizeof d.path + 8];
+    snprintf(keep, sizeof keep, "%s.good", d.path);
+    KVS_REQUIRE(rename(d.path, keep) == 0);
+    int fd = open(d.path, O_CREAT | O_EXCL | O_WRONLY, 0600);
     KVS_REQUIRE(fd >= 0);
     close(fd);
 
@@ -629,25 +641,25 @@ static void test_extra_object(void)
     struct kvs_logger quiet = {NULL, NULL, KVS_LOG_ERROR + 1};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct kvs_trace_extra one = {bad[i].key, bad[i].json};
-        m.extra = &one, m.nextra = 1;
-        KVS_CHECK_MSG(kvs_trace_write_json(&m, recs, n, path, &quiet) ==
+        d.m.extra = &one, d.m.nextra = 1;
+        KVS_CHECK_MSG(kvs_trace_write_json(&d.m, d.recs, d.n, d.path, &quiet) ==
                           KVS_STATUS_INVALID_ARGUMENT,
                       "accepted extra %zu", i);
         FILE *devnull = fopen("/dev/null", "w");
         KVS_REQUIRE(devnull);
-        KVS_CHECK(kvs_trace_write_json_stream(&m, recs, n, devnull, &quiet) ==
+        KVS_CHECK(kvs_trace_write_json_stream(&d.m, d.recs, d.n, devnull, &quiet) ==
                   KVS_STATUS_INVALID_ARGUMENT);
         fclose(devnull);
     }
     const struct kvs_trace_extra twice[] = {{"k", "{}"}, {"k", "{}"}};
-    m.extra = twice, m.nextra = 2;
-    KVS_CHECK_EQ_INT(kvs_trace_write_json(&m, recs, n, path, &quiet), KVS_STATUS_INVALID_ARGUMENT);
-    m.extra = NULL, m.nextra = 1;
-    KVS_CHECK_EQ_INT(kvs_trace_write_json(&m, recs, n, path, &quiet), KVS_STATUS_INVALID_ARGUMENT);
-    text = slurp(path, &len);
+    d.m.extra = twice, d.m.nextra = 2;
+    KVS_CHECK_EQ_INT(kvs_trace_write_json(&d.m, d.recs, d.n, d.path, &quiet), KVS_STATUS_INVALID_ARGUMENT);
+    d.m.extra = NULL, d.m.nextra = 1;
+    KVS_CHECK_EQ_INT(kvs_trace_write_json(&d.m, d.recs, d.n, d.path, &quiet), KVS_STATUS_INVALID_ARGUMENT);
+    text = slurp(d.path, &len);
     KVS_CHECK(text && len == 0); /* nothing was written by any refused call */
     free(text);
-    unlink(path);
+    unlink(d.path);
     cJSON *sum;
     kvs_check_trace_valid(keep, &sum); /* and tests/check_trace.py reads the good one */
     cJSON_Delete(sum);
@@ -754,9 +766,6 @@ static void test_api_recorded(void)
 /* the trace says what was recorded: "activities" in its "kvscope" object */
 static void test_meta_activities(void)
 {
-    struct kvs_trace_rec recs[32];
-    size_t n = make_records(recs);
-    struct kvs_trace_device dev = h200();
     const struct {
         unsigned bits;
         const char *text; /* NULL: no key */
@@ -768,16 +777,12 @@ static void test_meta_activities(void)
         {0, NULL},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        struct kvs_trace_meta m;
-        make_meta(&m, &dev);
-        m.activities = cases[c].bits;
-        char path[] = "/tmp/kvs_writer_actXXXXXX";
-        int fd = mkstemp(path);
-        KVS_REQUIRE(fd >= 0);
-        close(fd);
-        KVS_REQUIRE(kvs_trace_write_json(&m, recs, n, path, NULL) == KVS_STATUS_OK);
+        struct doc d;
+        doc_init(&d);
+        d.m.activities = cases[c].bits;
+        KVS_REQUIRE(doc_write(&d));
         size_t len;
-        char *text = slurp(path, &len);
+        char *text = slurp(d.path, &len);
         KVS_REQUIRE(text);
         if (cases[c].text)
             KVS_CHECK_MSG(strstr(text, cases[c].text) != NULL, "case %zu: %.600s", c, text);
@@ -785,8 +790,8 @@ static void test_meta_activities(void)
             KVS_CHECK(strstr(text, "\"activities\"") == NULL);
         free(text);
         cJSON *sum;
-        kvs_check_trace_valid(path, &sum); /* still one valid document */
-        unlink(path);
+        kvs_check_trace_valid(d.path, &sum); /* still one valid document */
+        unlink(d.path);
         if (!sum)
             continue;
         const cJSON *acts = cJSON_GetObjectItemCaseSensitive(

@@ -147,6 +147,14 @@ void kvs_svg_roofline(FILE *f, const struct kvs_analysis *a, size_t max_groups)
     fputs("</svg>\n", f);
 }
 
+/* the ms part c of step s's stacked bar draws: a category's GPU time, then
+ * (c == KVS_CAT_COUNT_) its idle time; nothing below 0. The axis is summed
+ * from the same parts, so it ends where the tallest bar does. */
+static double step_part(const struct kvs_step *s, int c)
+{
+    return fmax(0, fin(c < KVS_CAT_COUNT_ ? s->category_ms[c] : s->idle_ms));
+}
+
 void kvs_svg_steps(FILE *f, const struct kvs_analysis *a, size_t max_steps)
 {
     size_t n = a->step ? a->nstep : 0;
@@ -155,13 +163,11 @@ void kvs_svg_steps(FILE *f, const struct kvs_analysis *a, size_t max_steps)
     const double W = 860, left = 60, right = 150, top = 16, plot_h = 240;
     double plot_w = W - left - right, bottom = top + plot_h, H = bottom + 46;
     double ymax = 0;
-    for (size_t i = 0; i < n; i++) {
-        const struct kvs_step *s = &a->step[i];
-        double sum = 0;
-        for (int c = 0; c < KVS_CAT_COUNT_; c++)
-            sum += fmax(0, fin(s->category_ms[c]));
-        sum += fin(s->idle_ms);
-        ymax = fmax(ymax, sum);
+    for (size_t i = 0; i < n; i++) { /* the tallest bar: a step's parts stacked */
+        double bar = 0;
+        for (int c = 0; c <= KVS_CAT_COUNT_; c++)
+            bar += step_part(&a->step[i], c);
+        ymax = fmax(ymax, bar);
     }
     ymax = ymax > 0 ? ymax * 1.05 : 1;
     svg_open(f, W, H, "GPU time per step by category");
@@ -187,7 +193,7 @@ void kvs_svg_steps(FILE *f, const struct kvs_analysis *a, size_t max_steps)
                 kvs_fmt_ms(ms, s->gpu_busy_ms), kvs_fmt_pct(busy, s->busy_fraction));
         fputs("</title>\n", f);
         for (int c = 0; c <= KVS_CAT_COUNT_; c++) {
-            double v = c < KVS_CAT_COUNT_ ? fin(s->category_ms[c]) : fin(s->idle_ms);
+            double v = step_part(s, c);
             if (!(v > 0))
                 continue;
             double h = v / ymax * plot_h;

@@ -2,7 +2,7 @@
  * self-contained (CSP forbids everything but inline style, no external
  * reference), every trace string escaped (no markup injection through kernel
  * names), both charts present with finite coordinates even for NaN inputs,
- * tags balanced. tests/test_html_chromium.sh renders it for real.
+ * the steps chart's axis ending at its tallest bar, tags balanced. tests/test_html_chromium.sh renders it for real.
  *
  *   meson test -C build test_report_html
  */
@@ -93,6 +93,44 @@ static void test_charts_finite(void)
     free(h);
 }
 
+/* the y of the highest rect in the steps chart (its bars' tops) */
+static double steps_chart_top(const char *h)
+{
+    const char *p = strstr(h, "aria-label=\"GPU time per step by category\"");
+    const char *end = p ? strstr(p, "</svg>") : NULL;
+    double top = INFINITY;
+    if (!end)
+        return NAN;
+    for (const char *r = p; (r = strstr(r, "<rect x=\"")) && r < end; r++) {
+        double x, y, w, hh;
+        if (sscanf(r, "<rect x=\"%lf\" y=\"%lf\" width=\"%lf\" height=\"%lf\" fill", &x, &y, &w,
+                   &hh) == 4 && x < 710) /* a bar, not a legend swatch (right of the plot) */
+            top = fmin(top, y);
+    }
+    return top;
+}
+
+static void test_steps_axis(void)
+{
+    /* the axis ends where the tallest stacked bar does: 16 (plot top) +
+     * 240 (plot height) x (1 - 1/1.05), the 5% headroom above it */
+    const double want = 16 + 240 * (1 - 1 / 1.05);
+    struct kvs_fixture fx;
+    kvs_fixture_unfixed(&fx);
+    char *h = render(&fx.a);
+    KVS_CHECK_NEAR(steps_chart_top(h), want, 0.06);
+    free(h);
+    /* a part the chart does not draw (an idle below 0, from a caller's own
+     * analysis) adds nothing to the axis either: the axis used to end 20 ms
+     * short of the tallest bar, step 3, whose top ran out of the chart
+     * (y 14.7, above the plot's 16) */
+    fx.step[3].category_ms[KVS_CAT_GEMM] = 40;
+    fx.step[3].idle_ms = -20;
+    h = render(&fx.a);
+    KVS_CHECK_NEAR(steps_chart_top(h), want, 0.06);
+    free(h);
+}
+
 static void test_empty(void)
 {
     struct kvs_analysis a;
@@ -110,6 +148,7 @@ int main(int argc, char **argv)
         {"self_contained", test_self_contained},
         {"trace_strings_escaped", test_trace_strings_escaped},
         {"charts_finite", test_charts_finite},
+        {"steps_axis", test_steps_axis},
         {"empty", test_empty},
         {NULL, NULL},
     };

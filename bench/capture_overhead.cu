@@ -3,13 +3,24 @@
  *   launch-heavy     N one-element kernels on one stream (host wall clock
  *                    from the first launch to the stream's completion)
  *   bandwidth-heavy  M device-to-device copies of G GiB (CUDA events)
- * Median of R repeats after a warm-up. Run it plain, with the capture
- * linked in (--linked: kvs_trace_* around all repeats), or under
- * `kvscope capture` (the injection library); bench/capture_overhead.sh does
- * all three and prints the table.
+ * A measurement: one warm-up repeat, then the median of R repeats.
  *
+ * One shot (the default): one measurement, plain, with the capture linked
+ * in (--linked: kvs_trace_* around it), or under `kvscope capture`.
  *   capture_overhead [--linked TRACE] [--launches N] [--copies M] [--gib G] [--reps R]
- * Prints one line: RESULT launch_ms=... us_per_launch=... copy_ms=... copy_gbps=...
+ *   prints: RESULT launch_ms=... us_per_launch=... copy_ms=... copy_gbps=...
+ *
+ * Paired (--paired ROUNDS, what bench/capture_overhead.sh runs): a warm-up
+ * round 0, then ROUNDS rounds in this one process, each a plain measurement
+ * and a captured one — between cudaProfilerStart() and cudaProfilerStop(),
+ * the window of `kvscope capture --window cudaProfilerStart` — the order
+ * turning each round; start and stop are not timed. --bare: the plain
+ * measurement alone (a process with no profiler). Without --bare it must
+ * run under that window (KVS_CAPTURE_WINDOW=cudaProfilerStart, set by the
+ * launcher): otherwise its "captured" phase would be plain. Prints per round, mode
+ * (plain, kvs) and loop:
+ *   RESULT proc=LABEL round=R mode=M workload=launch|copy ms=MEDIAN n=R ...
+ *   capture_overhead --paired 7 [--bare] [--label L] [--launches N] [--copies M] [--gib G] [--reps R]
  */
 #include <algorithm>
 #include <chrono>
@@ -17,6 +28,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#include <cuda_profiler_api.h> // defines: cudaProfilerStart, cudaProfilerStop
 
 #include "kvscope/die.h"
 #include "kvscope/trace.h"
@@ -37,10 +50,65 @@ static double now_ms()
         .count();
 }
 
+// ----------------------------------------------------------------------------
+// the two loops
+
+struct loops {
+    cudaStream_t s;
+    int *counter;
+    char *src, *dst;
+    size_t bytes;
+    int launches, copies;
+    cudaEvent_t e0, e1;
+};
+
+/* a warm-up repeat, then reps repeats of both loops: their medians */
+static void measure(const struct loops *l, int reps, double *launch_med, double *copy_med)
+{
+    std::vector<double> launch_ms, copy_ms;
+    for (int r = 0; r <= reps; r++) { /* r == 0: warm-up, not kept */
+        KVS_CUDA_DIE(cudaStreamSynchronize(l->s));
+        double t0 = now_ms();
+        for (int i = 0; i < l->launches; i++)
+            one<<<1, 1, 0, l->s>>>(l->counter);
+        KVS_CUDA_DIE(cudaStreamSynchronize(l->s));
+        double t1 = now_ms();
+        KVS_CUDA_DIE(cudaEventRecord(l->e0, l->s));
+        for (int i = 0; i < l->copies; i++)
+            KVS_CUDA_DIE(cudaMemcpyAsync(l->dst, l->src, l->bytes, cudaMemcpyDeviceToDevice, l->s));
+        KVS_CUDA_DIE(cudaEventRecord(l->e1, l->s));
+        KVS_CUDA_DIE(cudaEventSynchronize(l->e1));
+        float ms = 0;
+        KVS_CUDA_DIE(cudaEventElapsedTime(&ms, l->e0, l->e1));
+        if (r > 0) {
+            launch_ms.push_back(t1 - t0);
+            copy_ms.push_back(ms);
+        }
+    }
+    *launch_med = median(launch_ms);
+    *copy_med = median(copy_ms);
+}
+
+static int usage(const char *argv0)
+{
+    fprintf(stderr,
+            "usage: %s [--linked TRACE] [--launches N] [--copies M] [--gib G] [--reps R]\n"
+            "       %s --paired ROUNDS [--bare] [--label L] [--launches N] [--copies M] [--gib G] "
+            "[--reps R]\n"
+            "  (counts >= 1; --paired is not linked: run it under kvscope capture --window "
+            "cudaProfilerStart)\n",
+            argv0, argv0);
+    return 2;
+}
+
+// ----------------------------------------------------------------------------
+// main
+
 int main(int argc, char **argv)
 {
     const char *linked = nullptr;
-    int launches = 5000, copies = 50, reps = 7;
+    const char *label = "c";
+    int launches = 5000, copies = 50, reps = 7, paired = -1, bare = 0;
     double gib = 1.0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--linked") && i + 1 < argc)
@@ -53,11 +121,24 @@ int main(int argc, char **argv)
             gib = atof(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = atoi(argv[++i]);
-        else {
-            fprintf(stderr, "usage: %s [--linked TRACE] [--launches N] [--copies M] [--gib G] "
-                            "[--reps R]\n", argv[0]);
-            return 2;
-        }
+        else if (!strcmp(argv[i], "--paired") && i + 1 < argc)
+            paired = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--label") && i + 1 < argc)
+            label = argv[++i];
+        else if (!strcmp(argv[i], "--bare"))
+            bare = 1;
+        else
+            return usage(argv[0]);
+    }
+    if (launches < 1 || copies < 1 || reps < 1 || !(gib > 0) || (paired >= 0 && linked) ||
+        (paired == 0) || (bare && paired < 0))
+        return usage(argv[0]);
+    const char *win = getenv("KVS_CAPTURE_WINDOW"); /* set by kvscope capture */
+    if (paired > 0 && !bare && (!win || strcmp(win, "cudaProfilerStart"))) {
+        fprintf(stderr, "%s: --paired times its captured phase inside cudaProfilerStart/Stop: run it "
+                        "under kvscope capture --window cudaProfilerStart (or with --bare)\n",
+                argv[0]);
+        return 2;
     }
     struct kvs_trace *t = nullptr;
     if (linked) {
@@ -94,31 +175,38 @@ int main(int argc, char **argv)
             KVS_DIE_IF(c != 0x5A, "copy check failed at offset %zu", off);
     }
 
-    if (t)
-        KVS_STATUS_DIE(kvs_trace_start(t));
     cudaEvent_t e0, e1;
     KVS_CUDA_DIE(cudaEventCreate(&e0));
     KVS_CUDA_DIE(cudaEventCreate(&e1));
-    std::vector<double> launch_ms, copy_ms;
-    for (int r = 0; r <= reps; r++) { /* r == 0: warm-up, not kept */
-        KVS_CUDA_DIE(cudaStreamSynchronize(s));
-        double t0 = now_ms();
-        for (int i = 0; i < launches; i++)
-            one<<<1, 1, 0, s>>>(counter);
-        KVS_CUDA_DIE(cudaStreamSynchronize(s));
-        double t1 = now_ms();
-        KVS_CUDA_DIE(cudaEventRecord(e0, s));
-        for (int i = 0; i < copies; i++)
-            KVS_CUDA_DIE(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
-        KVS_CUDA_DIE(cudaEventRecord(e1, s));
-        KVS_CUDA_DIE(cudaEventSynchronize(e1));
-        float ms = 0;
-        KVS_CUDA_DIE(cudaEventElapsedTime(&ms, e0, e1));
-        if (r > 0) {
-            launch_ms.push_back(t1 - t0);
-            copy_ms.push_back(ms);
+    struct loops l = {s, counter, src, dst, bytes, launches, copies, e0, e1};
+    if (paired >= 0) {
+        for (int r = 0; r <= paired; r++) { /* r == 0: the warm-up round */
+            for (int k = 0; k < 2; k++) {
+                int captured = (k + r) % 2; /* the order turns each round */
+                if (captured && bare)
+                    continue;
+                double lm, cm;
+                if (captured) {
+                    KVS_CUDA_DIE(cudaDeviceSynchronize());
+                    KVS_CUDA_DIE(cudaProfilerStart());
+                }
+                measure(&l, reps, &lm, &cm);
+                if (captured)
+                    KVS_CUDA_DIE(cudaProfilerStop());
+                const char *mode = captured ? "kvs" : "plain";
+                printf("RESULT proc=%s round=%d mode=%s workload=launch ms=%.4f n=%d "
+                       "us_per_launch=%.4f\n", label, r, mode, lm, reps, 1000.0 * lm / launches);
+                printf("RESULT proc=%s round=%d mode=%s workload=copy ms=%.4f n=%d gbps=%.1f\n",
+                       label, r, mode, cm, reps, 2.0 * copies * (double)bytes / (cm * 1e6));
+                fflush(stdout);
+            }
         }
+        return 0;
     }
+    if (t)
+        KVS_STATUS_DIE(kvs_trace_start(t));
+    double lm, cm;
+    measure(&l, reps, &lm, &cm);
     double write_ms = 0;
     if (t) {
         KVS_STATUS_DIE(kvs_trace_stop(t));
@@ -133,7 +221,6 @@ int main(int argc, char **argv)
                 st.flush_ns / 1e6, write_ms);
         kvs_trace_free(t);
     }
-    double lm = median(launch_ms), cm = median(copy_ms);
     printf("RESULT launch_ms=%.4f us_per_launch=%.4f copy_ms=%.4f copy_gbps=%.1f launches=%d "
            "copies=%d gib=%.2f reps=%d\n",
            lm, 1000.0 * lm / launches, cm, 2.0 * copies * (double)bytes / (cm * 1e6), launches,

@@ -1,38 +1,57 @@
 #!/usr/bin/env bash
 # bench/capture_overhead.sh [BUILD_DIR] [OUT_DIR] — what capturing costs the
-# captured program, kvscope beside torch.profiler, in ONE run of interleaved
-# rounds (KVS_BENCH_ROUNDS, default 5; the order of the modes turns each
-# round). Needs a GPU; python3 with torch for the PyTorch rows (transformers
-# for the decode row: said and skipped when missing).
+# captured program, kvscope beside torch.profiler, in paired rounds inside
+# each process: a round measures a process's plain and profiled modes once
+# each, back to back (the order turning each round), and its overhead is
+# that round's profiled / the same round's plain - 1. Process-to-process
+# noise (the same plain loop ranged 32-53 ms between processes on the H200)
+# so cancels. Needs a GPU; python3 with torch for the PyTorch rows
+# (transformers for the decode row: said and skipped when missing).
 #
 #   bench/capture_overhead.sh build out/capture_bench
 #
-# PyTorch (bench/capture_torch.py: a launch-bound loop of 5000 one-element
-# kernels, a copy-bound loop of 50 x 1 GiB copies, greedy decode steps of a
-# 4-layer bf16 Llama with random weights), one process per mode and round:
-#   torch        plain, then torch.profiler CPU+CUDA (tp_cpu_cuda) and CUDA
-#                only (tp_cuda), in the same process (plain runs first)
-#   kvs_default  kvscope capture, default activities
-#   kvs_gpuonly  kvscope capture --activities kernel,memcpy,memset,extcorr,nvtx
-#   kvs_all      kvscope capture --activities all (every runtime and driver
-#                call: the default before 2026-12-01; KVS_BENCH_EXTRA=1)
-# The C program bench/capture_overhead.cu (5000 one-element kernels, 50 x
-# 1 GiB copies) plain, under the same three kvscope captures, and with
-# kernel + runtime and kernel + driver records (the calls the default
-# picks; KVS_BENCH_EXTRA=1), to show where a launch's cost goes. Every run
-# is pinned to the CPUs next to the GPU (KVS_BENCH_CPUS).
-# Prints a table of medians over rounds with overheads against plain, the
-# ratio of kvscope's overhead to torch.profiler's, and rows for
-# docs/benchmarks.md. OUT_DIR keeps raw.txt (every result line), table.md,
-# stderr.txt, traces.txt (what the last round's traces hold: activities,
-# record counts, API calls by name, CUPTI overhead records) and the
-# `kvscope report` of the last default captures; the traces themselves are
-# deleted.
+# Processes, run one after another (every one pinned to the CPUs next to
+# the GPU, KVS_BENCH_CPUS), each a warm-up round then KVS_BENCH_ROUNDS
+# rounds (default 7):
+#   bare_start, bare_end  python3 bench/capture_torch.py, plain only, no
+#                         profiler and no kvscope: first and last process
+#   torch                 plain, torch.profiler CPU+CUDA (tp_cpu_cuda) and
+#                         CUDA only (tp_cuda), each profiled measurement in
+#                         its own profiler session (start/stop not timed)
+#   kvs_default           under kvscope capture --window cudaProfilerStart:
+#   kvs_gpuonly           plain (subscribed, window closed) and kvs (the
+#   kvs_all               measurement between cudaProfilerStart and Stop);
+#                         default activities, kernel,memcpy,memset,extcorr,nvtx,
+#                         and all (every runtime and driver call; only with
+#                         KVS_BENCH_EXTRA=1)
+# PyTorch workloads: 5000 one-element in-place adds (launch-bound), 50 x
+# 1 GiB device copies (copy-bound), greedy decode steps of a 4-layer bf16
+# Llama with random weights. The C program (bench/capture_overhead.cu
+# --paired: 5000 one-element kernels, 50 x 1 GiB copies) the same way:
+# c_bare_start, c_default, c_gpuonly, c_all, c_bare_end (and, with
+# KVS_BENCH_EXTRA=1, kernel+runtime and kernel+driver records: where a
+# launch's cost goes). kvscope gets --max-buffers KVS_BENCH_MAX_BUFFERS
+# (default 512 of 4 MiB, allocated as needed) so that many rounds' records
+# all fit; each trace's records, dropped records and denied buffers go into
+# the table (a trace that lost records says so).
+#
+# Prints the table (bench/capture_table.py: medians, per-round overheads
+# with min..max, plain against the bare processes, kvscope's overhead over
+# torch.profiler's against issue 20's target with a verdict per criterion,
+# rows for docs/benchmarks.md) and the seconds each process took and in
+# all (budget: 240 s for 7 rounds without EXTRA). OUT_DIR keeps raw.txt
+# (every RESULT/TRACE/TIME line), table.md, stderr.txt, traces.txt (what
+# each trace holds: its kvscope object, events by category, API calls by
+# name, CUPTI overhead records) and the `kvscope report` of the default
+# captures; the traces themselves are deleted.
+# Environment: KVS_BENCH_ROUNDS, KVS_BENCH_EXTRA=1, KVS_BENCH_TORCH=0 (the C
+# program alone), KVS_BENCH_CPUS (a CPU list, or none), KVS_BENCH_MAX_BUFFERS.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 build=${1:-build}
 out=${2:-out/capture_bench}
-rounds=${KVS_BENCH_ROUNDS:-5}
+rounds=${KVS_BENCH_ROUNDS:-7}
+maxbuf=${KVS_BENCH_MAX_BUFFERS:-512}
 mkdir -p "$out"
 bench=$build/libtrace/capture_overhead
 kvs=$build/cli/kvscope
@@ -40,15 +59,18 @@ raw=$out/raw.txt
 err=$out/stderr.txt
 : >"$raw"
 : >"$err"
-[ -x "$bench" ] && [ -x "$kvs" ] || { echo "no $bench or $kvs: build with CUDA first" >&2; exit 1; }
+if [ ! -x "$bench" ] || [ ! -x "$kvs" ]; then
+    echo "no $bench or $kvs: build with CUDA first" >&2
+    exit 1
+fi
 tmp=$(mktemp -d /tmp/kvs_capbench.XXXXXX) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 gpuonly=kernel,memcpy,memset,extcorr,nvtx
 start=$(date +%s)
 
-# every run, plain and captured alike, on the CPUs next to the GPU (a launch
-# from the far socket is slower, and which socket a process lands on varies
-# between runs); KVS_BENCH_CPUS overrides, KVS_BENCH_CPUS=none turns it off
+# every process, plain and captured alike, on the CPUs next to the GPU (a
+# launch from the far socket is slower, and which socket a process lands on
+# varies between runs); KVS_BENCH_CPUS overrides, KVS_BENCH_CPUS=none turns it off
 cpus=${KVS_BENCH_CPUS:-}
 if [ -z "$cpus" ] && command -v nvidia-smi >/dev/null; then
     bus=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader -i 0 2>/dev/null | head -1 |
@@ -60,192 +82,128 @@ pin=()
 if [ -n "$cpus" ] && [ "$cpus" != none ] && command -v taskset >/dev/null; then
     pin=(taskset -c "$cpus")
 fi
-echo "cpus: ${cpus:-all} (${pin[*]:-not pinned}); $(nproc) online; rounds $rounds" | tee -a "$raw"
+command -v nvidia-smi >/dev/null &&
+    echo "DEVICE $(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null | head -1)" >>"$raw"
+echo "cpus: ${cpus:-all} (${pin[*]:-not pinned}); $(nproc) online; rounds $rounds; max buffers $maxbuf" |
+    tee -a "$raw"
 
-# capture MODE TRACE CMD... : CMD under the kvscope capture of MODE
-capture() {
-    local mode=$1 trace=$2; shift 2
-    case $mode in
-    *default) "${pin[@]}" "$kvs" capture -o "$trace" -- "$@" ;;
-    *gpuonly) "${pin[@]}" "$kvs" capture --activities $gpuonly -o "$trace" -- "$@" ;;
-    *all) "${pin[@]}" "$kvs" capture --activities all -o "$trace" -- "$@" ;;
-    *) "${pin[@]}" "$kvs" capture --activities "$mode" -o "$trace" -- "$@" ;; # a list of its own
+# activities PROC : the --activities list of a kvscope process (c_kernel+runtime -> kernel,runtime)
+activities() {
+    case $1 in
+    *_default) echo default ;;
+    *_gpuonly) echo "$gpuonly" ;;
+    *_all) echo all ;;
+    *) local a=${1#c_}; echo "${a//+/,}" ;;
     esac
 }
 
-# c_run ROUND MODE : the C program, one line into raw
-c_run() {
-    local r=$1 mode=$2 line
-    if [ "$mode" = plain ]; then
-        line=$("${pin[@]}" "$bench" 2>>"$err" | grep '^RESULT')
-    else
-        line=$(capture "$mode" "$tmp/c_${mode//,/+}.json" "$bench" 2>>"$err" | grep '^RESULT')
+# run PROC CMD... : one process; its RESULT/SKIP/SETUP lines and a TIME line
+# into raw; kvs_* and c_* processes (not c_bare*) run
+# under kvscope capture with the window on cudaProfilerStart
+run() {
+    local proc=$1 t0 rc lines ms; shift
+    t0=$(date +%s%N)
+    case $proc in
+    c_bare*|bare*|torch) lines=$("${pin[@]}" "$@" 2>>"$err") ;;
+    *) lines=$("${pin[@]}" "$kvs" capture --window cudaProfilerStart --max-buffers "$maxbuf" \
+                   --activities "$(activities "$proc")" -o "$tmp/$proc.json" -- "$@" 2>>"$err") ;;
+    esac
+    rc=$?
+    echo "$lines" | grep '^\(RESULT\|SKIP\|SETUP\)' >>"$raw"
+    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    printf 'TIME proc=%s seconds=%d.%d\n' "$proc" $((ms / 1000)) $((ms % 1000 / 100)) | tee -a "$raw" >&2
+    if [ $rc -ne 0 ] || ! echo "$lines" | grep -q '^RESULT'; then
+        echo "FAIL proc=$proc exit=$rc (see $err)" | tee -a "$raw" >&2
+        return 1
     fi
-    [ -n "$line" ] || { echo "c $mode round $r: run failed (see $err)" >&2; return 1; }
-    echo "round=$r proc=c_${mode//,/+} ${line#RESULT }" >>"$raw"
 }
 
-# py_run ROUND MODE : one capture_torch.py process, its lines into raw
-py_run() {
-    local r=$1 mode=$2 lines
-    local py=(python3 bench/capture_torch.py --label "$mode" --round "$r")
-    if [ "$mode" = torch ]; then
-        lines=$("${pin[@]}" "${py[@]}" --profiler 2>>"$err")
-    else
-        lines=$(capture "$mode" "$tmp/py_$mode.json" "${py[@]}" 2>>"$err")
-    fi
-    echo "$lines" | grep -q '^RESULT' || { echo "python $mode round $r: run failed (see $err)" >&2; return 1; }
-    echo "$lines" | grep '^\(RESULT\|SKIP\)' | sed "s/^/round=$r /" >>"$raw"
-}
+c_procs=(c_bare_start c_default c_gpuonly c_all)
+py_procs=(bare_start torch kvs_default kvs_gpuonly)
+if [ "${KVS_BENCH_EXTRA:-0}" = 1 ]; then
+    c_procs+=(c_kernel+runtime c_kernel+driver)
+    py_procs+=(kvs_all)
+fi
+c_procs+=(c_bare_end)
+py_procs+=(bare_end)
 
-have_torch=0
-if [ "${KVS_BENCH_TORCH:-1}" != 0 ]; then # KVS_BENCH_TORCH=0: the C program alone (a quick check)
-    python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null &&
+for proc in "${c_procs[@]}"; do
+    args=(--paired "$rounds" --label "$proc")
+    case $proc in c_bare*) args+=(--bare) ;; esac
+    run "$proc" "$bench" "${args[@]}"
+done
+
+have_torch=0 # asked without importing torch (an import costs seconds)
+if [ "${KVS_BENCH_TORCH:-1}" != 0 ]; then
+    python3 -c 'import importlib.util as u, sys; sys.exit(0 if u.find_spec("torch") else 1)' 2>/dev/null &&
         have_torch=1
 fi
-[ $have_torch = 1 ] || echo "no python3 torch with CUDA: PyTorch rows skipped" | tee -a "$raw"
-python3 -c 'import transformers' 2>/dev/null ||
-    echo "no transformers: the decode row is skipped" | tee -a "$raw"
-
-py_modes=(torch kvs_default kvs_gpuonly)
-c_modes=(plain default gpuonly all)
-# KVS_BENCH_EXTRA=1: also PyTorch under every call recorded, and the C
-# program with kernel + runtime, kernel + driver records (against gpuonly:
-# kernel records alone), where a launch's cost goes. 5 rounds with it took
-# 402 s on the H200 (the 4-minute budget missed); without, not measured yet
-if [ "${KVS_BENCH_EXTRA:-0}" = 1 ]; then
-    py_modes+=(kvs_all)
-    c_modes+=(kernel,runtime kernel,driver)
-fi
-nc=${#c_modes[@]} np=${#py_modes[@]}
-for r in $(seq "$rounds"); do
-    for i in $(seq 0 $((nc - 1))); do
-        c_run "$r" "${c_modes[$(( (i + r) % nc ))]}"
-        [ $have_torch = 1 ] && [ $i -lt $np ] && py_run "$r" "${py_modes[$(( (i + r) % np ))]}"
+[ $have_torch = 1 ] || echo "no python3 torch: PyTorch rows skipped" | tee -a "$raw"
+if [ $have_torch = 1 ]; then
+    python3 -c 'import importlib.util as u, sys; sys.exit(0 if u.find_spec("transformers") else 1)' 2>/dev/null ||
+        echo "no transformers: the decode row is skipped" | tee -a "$raw"
+    for proc in "${py_procs[@]}"; do
+        case $proc in
+        bare*) modes=plain ;;
+        torch) modes=plain,tp_cpu_cuda,tp_cuda ;;
+        *) modes=plain,kvs ;;
+        esac
+        run "$proc" python3 bench/capture_torch.py --label "$proc" --modes "$modes" --rounds "$rounds" ||
+            { [ "$proc" = bare_start ] && { echo "PyTorch rows skipped: the first process failed" | tee -a "$raw"; break; }; }
     done
-    echo "round $r done after $(( $(date +%s) - start )) s" | tee -a "$raw" >&2
-done
-echo "bench time $(( $(date +%s) - start )) s" | tee -a "$raw" >&2
+fi
+echo "measuring took $(( $(date +%s) - start )) s" | tee -a "$raw" >&2
 
-# what the last round's traces hold (the default's, beside gpu-only and all)
-python3 - "$tmp" >"$out/traces.txt" <<'PY'
-import collections, json, os, sys
-d = sys.argv[1]
+# what each trace holds: its kvscope object as a TRACE line into raw (the
+# table flags lost records), the rest into traces.txt. A scan line by line
+# (the writer puts one event on a line), not json.load: these traces hold
+# hundreds of thousands of records
+python3 - "$tmp" "$raw" >"$out/traces.txt" <<'PY'
+import collections, json, os, re, sys
+d, raw = sys.argv[1], sys.argv[2]
+ev_rx = re.compile(r'"ph": "X", "cat": "([^"]*)", "name": "((?:[^"\\]|\\.)*)".*?"dur": ([0-9.]+)')
 for f in sorted(os.listdir(d)):
     if not f.endswith(".json"):
         continue
-    doc = json.load(open(os.path.join(d, f)))
-    ev = [e for e in doc.get("traceEvents", []) if e.get("ph") == "X"]
-    cats = collections.Counter(e.get("cat") for e in ev)
-    api = collections.Counter(e["name"] for e in ev if e.get("cat") in ("cuda_runtime", "cuda_driver"))
-    ovh = collections.defaultdict(lambda: [0, 0.0])
-    for e in ev:
-        if e.get("cat") == "overhead":
-            ovh[e["name"]][0] += 1
-            ovh[e["name"]][1] += e.get("dur", 0)
-    print("== %s (%.1f MB)" % (f, os.path.getsize(os.path.join(d, f)) / 1e6))
-    print("kvscope:", json.dumps(doc.get("kvscope")))
+    path, proc = os.path.join(d, f), f[:-5]
+    cats, api, ovh = collections.Counter(), collections.Counter(), collections.defaultdict(lambda: [0, 0.0])
+    head, meta = [], None
+    with open(path, errors="replace") as fh:
+        for line in fh:
+            if meta is None:
+                head.append(line)
+                if '"traceEvents"' in line:
+                    h = "".join(head)
+                    at = h.find('"kvscope":')
+                    try:
+                        meta = json.JSONDecoder().raw_decode(h, h.index("{", at))[0] if at >= 0 else {}
+                    except ValueError:
+                        meta = {}
+                continue
+            m = ev_rx.search(line)
+            if not m:
+                continue
+            cat, name = m.group(1), m.group(2)
+            cats[cat] += 1
+            if cat in ("cuda_runtime", "cuda_driver"):
+                api[name] += 1
+            elif cat == "overhead":
+                ovh[name][0] += 1
+                ovh[name][1] += float(m.group(3))
+    meta = meta or {}
+    keys = ("records", "dropped_records", "buffer_requests_denied", "host_dropped", "buffers_used", "buffers_max")
+    with open(raw, "a") as r:
+        r.write("TRACE proc=%s %s\n" % (proc, " ".join("%s=%s" % (k, meta.get(k, "unknown")) for k in keys)))
+    print("== %s (%.1f MB)" % (f, os.path.getsize(path) / 1e6))
+    print("kvscope:", json.dumps(meta))
     print("events by category:", dict(cats.most_common()))
     print("API calls by name (top 25):", api.most_common(25))
     print("CUPTI overhead records (count, total us):", {k: (v[0], round(v[1], 1)) for k, v in ovh.items()})
     print()
 PY
-for f in c_default py_kvs_default; do
+for f in c_default kvs_default; do
     [ -s "$tmp/$f.json" ] && "$kvs" report "$tmp/$f.json" >"$out/report_$f.txt" 2>&1
 done
+echo "TOTAL seconds=$(( $(date +%s) - start ))" | tee -a "$raw" >&2
 
-python3 - "$raw" "$rounds" <<'PY' | tee "$out/table.md"
-import collections, re, statistics, sys
-vals = collections.defaultdict(list)       # (proc, mode, workload) -> [value per round]
-by_round = collections.defaultdict(dict)   # (proc, mode, workload) -> {round: value}
-extra = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    kv = dict(re.findall(r"(\w+)=(\S+)", line))
-    if "round" not in kv or "proc" not in kv or line.split()[1].startswith("SKIP"):
-        continue
-    r, proc = int(kv["round"]), kv["proc"]
-    if proc.startswith("c_"):
-        for w, key in (("launch", "launch_ms"), ("copy", "copy_ms")):
-            vals[(proc, "c", w)].append(float(kv[key]))
-            by_round[(proc, "c", w)][r] = float(kv[key])
-    elif "workload" in kv:
-        k = (proc, kv["mode"], kv["workload"])
-        vals[k].append(float(kv["ms"]))
-        by_round[k][r] = float(kv["ms"])
-        if "gbps" in kv:
-            extra[k].append(float(kv["gbps"]))
-med = lambda k: statistics.median(vals[k]) if vals.get(k) else None
-
-def ovh(k, base):
-    a, b = med(k), med(base)
-    return None if a is None or b is None else 100 * (a / b - 1)
-
-def paired(k, base):  # median over rounds of each round's own overhead
-    rs = [100 * (by_round[k][r] / by_round[base][r] - 1) for r in by_round[k] if r in by_round[base]]
-    return rs
-
-def cell(k, base):
-    m = med(k)
-    if m is None:
-        return "- | -"
-    o = ovh(k, base)
-    return "%.3f | %s" % (m, "-" if k == base else "%+.1f%%" % o)
-
-py_rows = [("plain", ("torch", "plain")), ("torch.profiler CPU+CUDA", ("torch", "tp_cpu_cuda")),
-           ("torch.profiler CUDA only", ("torch", "tp_cuda")),
-           ("kvscope capture (default)", ("kvs_default", "plain")),
-           ("kvscope capture, GPU only", ("kvs_gpuonly", "plain")),
-           ("kvscope capture --activities all", ("kvs_all", "plain"))]
-W = [("launch", "launch-bound ms (5000 kernels)"), ("copy", "copy-bound ms (50 x 1 GiB)"),
-     ("decode", "decode step ms (Llama 4 x 1024, bf16)")]
-n_rounds = len(by_round.get(("torch", "plain", "launch"), {}))
-if n_rounds:
-    print("PyTorch, medians over %d rounds (each: the run's median), overhead against plain:" % n_rounds)
-    print()
-    print("| mode | " + " | ".join("%s | overhead" % t for _, t in W) + " |")
-    print("|---|" + "---|---|" * len(W))
-    for name, (proc, mode) in py_rows:
-        print("| %s | " % name + " | ".join(cell((proc, mode, w), ("torch", "plain", w)) for w, _ in W) + " |")
-    print()
-    print("Per round (overhead against the same round's plain):")
-    for name, (proc, mode) in py_rows[1:]:
-        for w, _ in W:
-            rs = paired((proc, mode, w), ("torch", "plain", w))
-            if rs:
-                print("- %s, %s: %s (median %+.1f%%)" % (name, w, ", ".join("%+.1f%%" % x for x in rs),
-                                                        statistics.median(rs)))
-    print()
-    print("kvscope's overhead as a fraction of torch.profiler's (target <= 1/3 on launch and decode;"
-          " copy: kvscope <= 1%):")
-    for w, _ in W:
-        k = ovh(("kvs_default", "plain", w), ("torch", "plain", w))
-        for tp in ("tp_cpu_cuda", "tp_cuda"):
-            t = ovh(("torch", tp, w), ("torch", "plain", w))
-            if k is not None and t is not None:
-                print("- %s: kvscope default %+.1f%% / %s %+.1f%% = %s" % (
-                    w, k, tp, t, "%.2f" % (k / t) if t > 0 else "n/a (profiler costs nothing)"))
-    print()
-c_rows = [("plain", "c_plain"), ("kvscope capture (default)", "c_default"),
-          ("kvscope capture, GPU only", "c_gpuonly"), ("kvscope capture --activities all", "c_all"),
-          ("kvscope capture --activities kernel,runtime", "c_kernel+runtime"),
-          ("kvscope capture --activities kernel,driver", "c_kernel+driver")]
-if vals.get(("c_plain", "c", "launch")):
-    print("bench/capture_overhead.cu, medians over %d rounds:" % len(vals[("c_plain", "c", "launch")]))
-    print()
-    print("| mode | launch-bound ms (5000 kernels) | overhead | copy-bound ms (50 x 1 GiB) | overhead |")
-    print("|---|---|---|---|---|")
-    for name, proc in c_rows:
-        if not vals.get((proc, "c", "launch")):
-            continue  # a mode not run (KVS_BENCH_EXTRA)
-        print("| %s | %s | %s |" % (name, cell((proc, "c", "launch"), ("c_plain", "c", "launch")),
-                                   cell((proc, "c", "copy"), ("c_plain", "c", "copy"))))
-    print()
-print("docs/benchmarks.md rows (fill in date, device):")
-print()
-for w, t in W:
-    for name, (proc, mode) in py_rows[1:]:
-        o = ovh((proc, mode, w), ("torch", "plain", w))
-        if o is not None:
-            print("| PyTorch %s | %s | **%+.1f%%** (%.3f vs %.3f ms) | DATE | DEVICE | [log](log/2026-12-01-capture-overhead.md) |"
-                  % (w, name, o, med((proc, mode, w)), med(("torch", "plain", w))))
-PY
+python3 bench/capture_table.py "$raw" | tee "$out/table.md"

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""capture_torch.py — PyTorch workloads to time plain, under torch.profiler and
-under `kvscope capture` (bench/capture_overhead.sh runs one process of this per
-mode and round, and prints the table).
+"""bench/capture_torch.py — PyTorch workloads timed plain and profiled in
+paired rounds inside ONE process (bench/capture_overhead.sh runs one process
+per profiler and prints the table with bench/capture_table.py).
 
-    python3 bench/capture_torch.py --label plain --profiler      # plain, then torch.profiler
-    kvscope capture -o t.json -- python3 bench/capture_torch.py --label kvs_default
+    python3 bench/capture_torch.py --label torch --modes plain,tp_cpu_cuda,tp_cuda
+    kvscope capture --window cudaProfilerStart --max-buffers 512 -o t.json -- \
+        python3 bench/capture_torch.py --label kvs_default --modes plain,kvs
+    python3 bench/capture_torch.py --label bare_start --modes plain
 
-Workloads, each checked before it is timed, each one warm-up run then --reps
-timed runs (host wall clock to the device's completion):
+Workloads, each checked before anything is timed:
   launch   5000 one-element in-place adds on one stream (launch-bound)
   copy     50 device-to-device copies of 1 GiB (copy-bound)
   decode   greedy decode of a small Hugging Face transformers Llama with random
@@ -15,15 +16,27 @@ timed runs (host wall clock to the device's completion):
            DynamicCache): a 64-token prompt, then 20 one-token steps, each timed
            to the device's completion inside an NVTX range "step_N" (skipped,
            and said so, when transformers is missing)
---profiler: after every workload has run plain, run each again under
-torch.profiler with CPU+CUDA activities (mode tp_cpu_cuda) and with CUDA only
-(tp_cuda), one profiler session per workload and mode, its start and its
-post-processing outside the timed runs; --round alternates the two modes'
-order. Prints one line per mode and workload:
-  RESULT proc=LABEL mode=MODE workload=W ms=MEDIAN n=N [gbps=G]
-(launch/copy: median run; decode: median step over all runs).
+A measurement: one untimed warm-up repetition, then --reps (decode:
+--decode-reps generations) timed to the device's completion (host wall
+clock); its figure is the median repetition (decode: the median step).
+A round measures, for each workload, every mode once, the modes' order
+turning each round; round 0 is a warm-up round, then --rounds rounds
+(default KVS_BENCH_ROUNDS, else 7). Modes:
+  plain        nothing around the measurement
+  tp_cpu_cuda  inside its own torch.profiler session, CPU+CUDA activities
+  tp_cuda      the same, CUDA activities only
+  kvs          between torch.cuda.profiler.start() and .stop()
+               (cudaProfilerStart/Stop: `kvscope capture --window
+               cudaProfilerStart` records only there; refused otherwise)
+Each profiled measurement synchronizes, starts its profiler, is timed, then
+stops it: starting, stopping and collecting the trace are never timed.
+Prints one line per measurement:
+  RESULT proc=LABEL round=R mode=MODE workload=W ms=MEDIAN n=N [gbps=G]
+and SETUP proc=LABEL seconds=S (import, model build, checks). Exit 77
+without a CUDA device, 2 on bad arguments.
 """
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -138,55 +151,80 @@ class Decode:
         return t, {}
 
 
-def report(label, mode, w, times, extra):
+def report(label, rnd, mode, w, times, extra):
     kv = "".join(" %s=%s" % (k, v) for k, v in extra.items())
-    print("RESULT proc=%s mode=%s workload=%s ms=%.4f n=%d%s"
-          % (label, mode, w.name, statistics.median(times), len(times), kv), flush=True)
+    print("RESULT proc=%s round=%d mode=%s workload=%s ms=%.4f n=%d%s"
+          % (label, rnd, mode, w.name, statistics.median(times), len(times), kv), flush=True)
+
+
+def measure(mode, w, reps):
+    """one measurement of w in mode: (times, extra); the profiler around it untimed"""
+    if mode == "plain":
+        return w.run(reps)
+    torch.cuda.synchronize()
+    if mode == "kvs":
+        torch.cuda.profiler.start()  # cudaProfilerStart: kvscope's window opens
+        try:
+            return w.run(reps)  # ends synchronized
+        finally:
+            torch.cuda.profiler.stop()
+    from torch.profiler import ProfilerActivity, profile
+    acts = [ProfilerActivity.CUDA] if mode == "tp_cuda" else [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+    prof = profile(activities=acts)
+    prof.start()
+    try:
+        return w.run(reps)
+    finally:
+        prof.stop()  # Kineto collects its trace here, outside the timed runs
+        del prof
+
+
+MODES = ("plain", "tp_cpu_cuda", "tp_cuda", "kvs")
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--label", default="plain")
-    p.add_argument("--reps", type=int, default=5)
-    p.add_argument("--decode-reps", type=int, default=3)
+    p = argparse.ArgumentParser(description="PyTorch workloads, plain and profiled, in paired rounds "
+                                "(bench/capture_overhead.sh runs it)")
+    p.add_argument("--label", default="bare", help="the proc= of every line")
+    p.add_argument("--modes", default="plain", help="comma-separated, of: " + ", ".join(MODES))
+    p.add_argument("--rounds", type=int, default=int(os.environ.get("KVS_BENCH_ROUNDS", "7")),
+                   help="timed rounds after the warm-up round (default KVS_BENCH_ROUNDS, else 7)")
+    p.add_argument("--reps", type=int, default=5, help="timed repetitions of launch and copy")
+    p.add_argument("--decode-reps", type=int, default=2, help="timed generations of decode")
     p.add_argument("--workloads", default="launch,copy,decode")
-    p.add_argument("--profiler", action="store_true")
-    p.add_argument("--round", type=int, default=0)
     a = p.parse_args()
+    modes = a.modes.split(",")
+    bad = [m for m in modes if m not in MODES] + [w for w in a.workloads.split(",")
+                                                  if w not in ("launch", "copy", "decode")]
+    if bad or a.rounds < 1 or a.reps < 1 or a.decode_reps < 1:
+        p.error("unknown mode or workload %s, or a count below 1" % ",".join(bad))
+    if "kvs" in modes and os.environ.get("KVS_CAPTURE_WINDOW") != "cudaProfilerStart":
+        p.error("mode kvs runs under `kvscope capture --window cudaProfilerStart` (its window"
+                " is the profiled measurement); without it kvs would time plain runs")
     if not torch.cuda.is_available():
         print("no CUDA device", file=sys.stderr)
         return 77
+    t0 = time.perf_counter()
     works = []
     for name in a.workloads.split(","):
         cls = {"launch": Launch, "copy": Copy, "decode": Decode}[name]
         try:
             works.append(cls())
         except ImportError as e:  # transformers missing: said, and the rest still runs
-            print("SKIP workload=%s reason=%s" % (name, str(e).replace(" ", "_")), flush=True)
+            print("SKIP proc=%s workload=%s reason=%s" % (a.label, name, str(e).replace(" ", "_")),
+                  flush=True)
         except Exception as e:  # another transformers than this was written for
             if name != "decode":
                 raise
             traceback.print_exc()
-            print("SKIP workload=decode reason=%s" % type(e).__name__, flush=True)
+            print("SKIP proc=%s workload=decode reason=%s" % (a.label, type(e).__name__), flush=True)
+    print("SETUP proc=%s seconds=%.1f" % (a.label, time.perf_counter() - t0), flush=True)
     reps = lambda w: a.decode_reps if w.name == "decode" else a.reps
-    for w in works:  # plain first: no profiler has run in this process yet
-        report(a.label, "plain", w, *w.run(reps(w)))
-    if not a.profiler:
-        return 0
-    from torch.profiler import ProfilerActivity, profile
-    modes = [("tp_cpu_cuda", [ProfilerActivity.CPU, ProfilerActivity.CUDA]),
-             ("tp_cuda", [ProfilerActivity.CUDA])]
-    if a.round % 2:
-        modes.reverse()
-    with profile(activities=modes[0][1]):  # Kineto's one-time start-up, untimed
-        torch.ones(1, device="cuda").add_(1)
-        torch.cuda.synchronize()
-    for w in works:
-        for mode, acts in modes:
-            with profile(activities=acts) as prof:
-                times, extra = w.run(reps(w))
-            report(a.label, mode, w, times, extra)
-            del prof
+    for r in range(a.rounds + 1):  # round 0: the warm-up round (Kineto's and CUPTI's first start)
+        order = modes[r % len(modes):] + modes[:r % len(modes)]
+        for w in works:
+            for mode in order:
+                report(a.label, r, mode, w, *measure(mode, w, reps(w)))
     return 0
 
 

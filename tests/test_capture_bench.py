@@ -1,0 +1,296 @@
+#!/usr/bin/env python3
+"""tests/test_capture_bench.py — bench/capture_overhead.sh end to end on a
+CPU, with stand-ins for what needs the GPU: a `torch` package (tensors that
+count, a profiler that logs its start and stop), a C program that prints
+the paired lines bench/capture_overhead.cu --paired prints, and a `kvscope`
+whose `capture` logs its arguments, runs the program with the environment
+the real launcher gives it and writes a small trace with a `kvscope` object.
+What bench/capture_torch.py and the script do around them is real.
+
+(decode is skipped: a `transformers` stand-in that fails to import.)
+Expected, written down for KVS_BENCH_ROUNDS=2 (a warm-up round 0, then 2):
+  - processes in this order, each with a TIME line: c_bare_start, c_default,
+    c_gpuonly, c_all, c_bare_end, bare_start, torch, kvs_default,
+    kvs_gpuonly, bare_end; a TOTAL line;
+  - torch: per workload (launch, copy; decode skipped: no transformers) and
+    round r, the modes plain, tp_cpu_cuda, tp_cuda turned by r
+    (r=1: tp_cpu_cuda, tp_cuda, plain); kvs_*: plain, kvs turned the same;
+  - every kvscope process under --window cudaProfilerStart --max-buffers 512
+    with its activities (default, kernel,memcpy,memset,extcorr,nvtx, all);
+  - each profiled measurement (a warm-up run and 5 timed ones) inside its
+    own profiler start/stop, right after a synchronize: 3 rounds x 2 workloads x 2 = 12 torch.profiler
+    sessions, 3 x 2 = 6 cudaProfilerStart/Stop pairs per kvs process;
+  - a TRACE line per kvscope trace with its records and drops (one of them
+    made to drop 7 records: the table says so), traces.txt with the
+    events by category, table.md with the verdicts.
+Exit 0 pass, 1 fail, 77 without bash.
+"""
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+
+here = os.path.dirname(os.path.abspath(__file__))
+root = os.environ.get("KVS_SOURCE_ROOT", os.path.dirname(here))
+sys.path.insert(0, here)
+from kvs_test import check, finish  # noqa: E402
+
+if not shutil.which("bash"):
+    print("no bash")
+    sys.exit(77)
+
+FAKE_TORCH = {
+    "torch/__init__.py": '''
+import os
+from . import cuda, profiler  # noqa: F401
+int32, uint8, bfloat16 = "int32", "uint8", "bfloat16"
+
+
+def log(what):
+    with open(os.environ["FAKE_TORCH_LOG"], "a") as f:
+        f.write(what + "\\n")
+
+
+class Tensor:
+    def __init__(self, v=0):
+        self.v = v
+
+    def add_(self, k):
+        self.v += k
+        return self
+
+    def item(self):
+        return self.v
+
+    def copy_(self, o):
+        self.v = o.v
+        return self
+
+    def __getitem__(self, i):
+        return Tensor(self.v) if isinstance(i, slice) else self.v
+
+
+def zeros(*a, **k):
+    return Tensor()
+
+
+def randint(*a, **k):
+    return Tensor(7)
+
+
+def empty_like(t):
+    return Tensor()
+
+
+def equal(a, b):
+    return a.v == b.v
+''',
+    "torch/cuda/__init__.py": '''
+from . import profiler, nvtx  # noqa: F401
+
+
+def is_available():
+    return True
+
+
+def synchronize():
+    import torch
+    torch.log("sync")
+''',
+    "torch/cuda/profiler.py": '''
+import os
+
+
+def start():
+    import torch
+    torch.log("cudaProfilerStart window=%s" % os.environ.get("KVS_CAPTURE_WINDOW"))
+
+
+def stop():
+    import torch
+    torch.log("cudaProfilerStop")
+''',
+    "transformers/__init__.py": 'raise ImportError("transformers stand-in")\n',
+    "torch/cuda/nvtx.py": "def range_push(s):\n    pass\n\n\ndef range_pop():\n    pass\n",
+    "torch/profiler/__init__.py": '''
+class ProfilerActivity:
+    CPU, CUDA = "CPU", "CUDA"
+
+
+class profile:
+    def __init__(self, activities):
+        self.acts = ",".join(activities)
+
+    def start(self):
+        import torch
+        torch.log("profile.start " + self.acts)
+
+    def stop(self):
+        import torch
+        torch.log("profile.stop")
+''',
+}
+
+FAKE_C = r'''#!/bin/sh
+# the lines capture_overhead --paired R --label L [--bare] prints (plain 20 ms, kvs 23 ms)
+r=0 label=c bare=0
+while [ $# -gt 0 ]; do
+    case $1 in --paired) r=$2; shift ;; --label) label=$2; shift ;; --bare) bare=1 ;; esac
+    shift
+done
+i=0
+while [ $i -le "$r" ]; do
+    if [ $((i % 2)) = 0 ]; then order="plain kvs"; else order="kvs plain"; fi
+    for m in $order; do
+        [ $m = kvs ] && [ $bare = 1 ] && continue
+        if [ $m = kvs ]; then l=23.0; c=25.1; else l=20.0; c=25.0; fi
+        echo "RESULT proc=$label round=$i mode=$m workload=launch ms=$l n=7 us_per_launch=4.0"
+        echo "RESULT proc=$label round=$i mode=$m workload=copy ms=$c n=7 gbps=4200.0"
+    done
+    i=$((i + 1))
+done
+'''
+
+FAKE_KVSCOPE = r'''#!/bin/sh
+# capture: logs its arguments, runs the program as the launcher would, writes a trace
+if [ "$1" = report ]; then echo "report of $2"; exit 0; fi
+[ "$1" = capture ] || exit 2
+shift
+echo "capture $*" >>"$FAKE_KVSCOPE_LOG"
+out= win=all
+while [ $# -gt 0 ] && [ "$1" != -- ]; do
+    case $1 in -o) out=$2; shift ;; --window) win=$2; shift ;; esac
+    shift
+done
+shift
+KVS_CAPTURE_WINDOW=$win "$@"
+rc=$?
+drop=0
+case $out in *kvs_gpuonly*) drop=7 ;; esac
+cat >"$out" <<EOF
+{
+  "schemaVersion": 1,
+  "kvscope": {"tool": "kvscope capture", "version": "0.1.0", "window": "$win", "window_start_us": 1.000, "window_end_us": 2.000, "rank": -1, "world_size": 0,
+    "activities": ["kernel"],
+    "records": 3, "dropped_records": $drop, "buffer_requests_denied": 0, "host_records": 0, "host_dropped": 0,
+    "buffers_used": 1, "buffers_max": 512, "buffer_bytes": 4194304,
+    "overhead_ns": {"callbacks": 1, "cupti": 2, "flush": 3}},
+  "displayTimeUnit": "ms",
+  "baseTimeNanoseconds": 0,
+  "traceEvents": [
+  {"ph": "X", "cat": "kernel", "name": "one(int*)", "pid": 0, "tid": 7, "ts": 1.000, "dur": 0.002, "args": {}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 0.500, "dur": 0.004, "args": {}},
+  {"ph": "X", "cat": "overhead", "name": "Buffer Flush", "pid": 1, "tid": 1, "ts": 0.500, "dur": 12.500, "args": {}}
+  ]
+}
+EOF
+exit $rc
+'''
+
+
+def write(path, text, exe=False):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    if exe:
+        os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+tmp = tempfile.mkdtemp(prefix="kvs_capbench_test.")
+try:
+    for rel, text in FAKE_TORCH.items():
+        write(os.path.join(tmp, "py", rel), text)
+    write(os.path.join(tmp, "build", "libtrace", "capture_overhead"), FAKE_C, exe=True)
+    write(os.path.join(tmp, "build", "cli", "kvscope"), FAKE_KVSCOPE, exe=True)
+    out = os.path.join(tmp, "out")
+    tlog, klog = os.path.join(tmp, "torch.log"), os.path.join(tmp, "kvscope.log")
+    env = dict(os.environ, PYTHONPATH=os.path.join(tmp, "py"), FAKE_TORCH_LOG=tlog, FAKE_KVSCOPE_LOG=klog,
+               KVS_BENCH_ROUNDS="2", KVS_BENCH_CPUS="none")
+    env.pop("KVS_BENCH_EXTRA", None)
+    p = subprocess.run(["bash", os.path.join(root, "bench", "capture_overhead.sh"),
+                        os.path.join(tmp, "build"), out], env=env, capture_output=True, text=True,
+                       timeout=300)
+    check(p.returncode == 0, "the bench exits 0 (%d; stderr tail %r)" % (p.returncode, p.stderr[-600:]))
+    raw = open(os.path.join(out, "raw.txt")).read().splitlines()
+    table = open(os.path.join(out, "table.md")).read()
+
+    procs = [re.search(r"proc=(\S+)", ln).group(1) for ln in raw if ln.startswith("TIME ")]
+    want = ["c_bare_start", "c_default", "c_gpuonly", "c_all", "c_bare_end",
+            "bare_start", "torch", "kvs_default", "kvs_gpuonly", "bare_end"]
+    check(procs == want, "processes in order, each timed: %s" % procs)
+    check(any(ln.startswith("TOTAL seconds=") for ln in raw), "a TOTAL line")
+    check(not any(ln.startswith("FAIL") for ln in raw), "no process failed")
+
+    def order(proc, w):
+        got = {}
+        for ln in raw:
+            kv = dict(re.findall(r"(\w+)=(\S+)", ln))
+            if ln.startswith("RESULT") and kv.get("proc") == proc and kv.get("workload") == w:
+                got.setdefault(int(kv["round"]), []).append(kv["mode"])
+        return got
+
+    tm = ["plain", "tp_cpu_cuda", "tp_cuda"]
+    for w in ("launch", "copy"):
+        got = order("torch", w)
+        check(got == {r: tm[r % 3:] + tm[:r % 3] for r in range(3)}, "torch %s: modes turned each round %s" % (w, got))
+        for proc in ("kvs_default", "kvs_gpuonly", "c_default"):
+            got = order(proc, w)
+            check(got == {0: ["plain", "kvs"], 1: ["kvs", "plain"], 2: ["plain", "kvs"]},
+                  "%s %s: plain and kvs turned each round %s" % (proc, w, got))
+        for proc in ("bare_start", "bare_end", "c_bare_start"):
+            check(order(proc, w) == {r: ["plain"] for r in range(3)}, "%s %s: plain only, 3 rounds" % (proc, w))
+    check(any(ln.startswith("SKIP proc=torch workload=decode") for ln in raw),
+          "decode skipped and said so (no transformers)")
+
+    caps = open(klog).read().splitlines()
+    check(len(caps) == 5, "5 kvscope captures (3 C, 2 PyTorch): %d" % len(caps))
+    for c, acts in zip(caps, ["default", "kernel,memcpy,memset,extcorr,nvtx", "all",
+                              "default", "kernel,memcpy,memset,extcorr,nvtx"]):
+        check("--window cudaProfilerStart --max-buffers 512 --activities %s -o " % acts in c,
+              "capture arguments: %s" % c[:120])
+
+    ev = open(tlog).read().splitlines()
+    starts = [i for i, e in enumerate(ev) if e.startswith("profile.start")]
+    check(len(starts) == 12 and sum(e == "profile.stop" for e in ev) == 12,
+          "12 torch.profiler sessions (3 rounds x 2 workloads x 2 modes): %d" % len(starts))
+    check(sum(e == "profile.start CPU,CUDA" for e in ev) == 6 and sum(e == "profile.start CUDA" for e in ev) == 6,
+          "6 of them CPU+CUDA, 6 CUDA only")
+    kst = [i for i, e in enumerate(ev) if e.startswith("cudaProfilerStart")]
+    check(len(kst) == 12 and all(ev[i] == "cudaProfilerStart window=cudaProfilerStart" for i in kst) and
+          sum(e == "cudaProfilerStop" for e in ev) == 12,
+          "6 cudaProfilerStart/Stop pairs in each of the 2 kvscope processes, under its window: %d" % len(kst))
+    check(all(ev[i - 1] == "sync" for i in starts + kst), "every profiler starts right after a synchronize")
+    # between a start and its stop: the measurement (a warm-up run, then 5 timed runs, each synchronized)
+    stops = [i for i, e in enumerate(ev) if e in ("profile.stop", "cudaProfilerStop")]
+    inner = [sum(e == "sync" for e in ev[a:b]) for a, b in zip(sorted(starts + kst), stops)]
+    check(inner and all(n == 10 for n in inner), "inside each: 5 timed runs of 2 synchronizes (%s)" % set(inner))
+
+    traces = {re.search(r"proc=(\S+)", ln).group(1): ln for ln in raw if ln.startswith("TRACE ")}
+    check(sorted(traces) == ["c_all", "c_default", "c_gpuonly", "kvs_default", "kvs_gpuonly"],
+          "a TRACE line per trace: %s" % sorted(traces))
+    check("records=3 dropped_records=0 buffer_requests_denied=0" in traces.get("kvs_default", ""),
+          "kvs_default's TRACE line from its kvscope object")
+    check("dropped_records=7" in traces.get("kvs_gpuonly", ""), "kvs_gpuonly's 7 dropped records read")
+    check("kvs_gpuonly: 3 records, 7 dropped" in table and "RECORDS LOST" in table,
+          "the table says kvs_gpuonly lost records")
+    check(re.search(r"kvscope traces complete .*\*\*NOT met\*\* — records lost in kvs_gpuonly \(", table)
+          is not None, "the completeness verdict names the traces that lost records")
+    tx = open(os.path.join(out, "traces.txt")).read()
+    check("events by category: {'kernel': 1, 'cuda_runtime': 1, 'overhead': 1}" in tx and
+          "[('cudaLaunchKernel', 1)]" in tx and "'Buffer Flush': (1, 12.5)" in tx,
+          "traces.txt: categories, API calls, overhead records of the trace")
+    check("| C program, kvscope (default) | captured | 23.000 | +15.0% (+15.0%..+15.0%) | 2 |" in table,
+          "the C rows: 23 against 20 ms, +15.0% in both rounds")
+    check("launch, C program, kvscope (default): plain 20.000 ms against bare 20.000 ms (+0.0%); within" in table,
+          "the C program's plain against its bare processes")
+    check(re.search(r"- launch: kvscope default <= 1/3 of torch.profiler CPU\+CUDA: \*\*(met|NOT met|no verdict)\*\*",
+                    table) is not None, "a launch verdict line")
+    check(os.path.exists(os.path.join(out, "report_kvs_default.txt")), "the default capture's report kept")
+    check(not os.listdir(tmp + "/out") or not any(f.endswith(".json") for f in os.listdir(out)),
+          "no trace left in OUT_DIR")
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+sys.exit(finish())

@@ -125,6 +125,14 @@ static void on_profiler_api(struct kvs_trace *t, CUpti_CallbackDomain dom, CUpti
     pthread_mutex_unlock(&g_ctl);
 }
 
+static int is_profiler_cbid(int driver, CUpti_CallbackId cbid)
+{
+    return driver ? cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart ||
+                        cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop
+                  : cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000 ||
+                        cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000;
+}
+
 static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
                                  CUpti_CallbackId cbid, const void *data)
 {
@@ -143,13 +151,16 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
         kvs_capture_graph_node(t, cbid, data);
     } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API || domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
         const CUpti_CallbackData *cd = data;
-        int sc = kvs_capture_stream_capture_cbid(domain == CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+        int driver = domain == CUPTI_CB_DOMAIN_DRIVER_API;
+        if (kvs_capture_api_wanted(t, driver, cbid))
+            kvs_capture_api_callback(t, driver, cbid, cd);
+        int sc = kvs_capture_stream_capture_cbid(driver, cbid);
         if (sc == 1 && cd->callbackSite == CUPTI_API_EXIT && cd->functionReturnValue &&
             *(const int *)cd->functionReturnValue == 0) /* cudaSuccess, CUDA_SUCCESS */
             kvs_capture_stream_capture(1);
         else if (sc == 0 && cd->callbackSite == CUPTI_API_ENTER)
             kvs_capture_stream_capture(0);
-        else if (sc < 0)
+        else if (is_profiler_cbid(driver, cbid))
             on_profiler_api(t, domain, cbid, data);
     }
     cb_leave();
@@ -276,6 +287,17 @@ static enum kvs_status enable_kinds(struct kvs_trace *t)
     for (int d = 0; d < 2; d++) {
         if (!(want & k_apis[d].bit) || (want & k_apis[d].all_bit))
             continue;
+        t->api_by_callback[d] = kvs_capture_api_enable(t, d, 1) == 0;
+        if (t->api_by_callback[d]) {
+            t->kinds_on |= k_apis[d].bit;
+            continue;
+        }
+        kvs_capture_api_enable(t, d, 0);
+        if (!t->api_fallback_said[d])
+            kvs_log(&t->lg, KVS_LOG_INFO,
+                    "CUPTI refused a callback on a %s API call: recording the chosen calls "
+                    "through CUPTI's activity records instead (costs more a call)",
+                    k_apis[d].what);
         const char *why = "?";
         int all = 0;
         if (enable_api_calls(t, d, &all, &why)) {
@@ -305,6 +327,11 @@ static enum kvs_status enable_kinds(struct kvs_trace *t)
                     k_kinds[i].name, what ? what : "?");
         }
     }
+    /* ops hand CUPTI their External id only where CUPTI records API calls */
+    t->ext_by_cupti = 0;
+    for (int d = 0; d < 2; d++)
+        t->ext_by_cupti |= (t->kinds_on & k_apis[d].all_bit) ||
+                           ((t->kinds_on & k_apis[d].bit) && !t->api_by_callback[d]);
     if (t->kinds_on & KVS_TRACE_SYNC) {
         /* event and stream queries whose work was not done yet are polls,
          * not waits: no record for them (the analysis reads none) */
@@ -331,9 +358,14 @@ static void disable_kinds(struct kvs_trace *t)
     for (size_t i = 0; i < sizeof k_kinds / sizeof k_kinds[0]; i++)
         if (t->kinds_on & k_kinds[i].bit)
             cuptiActivityDisable(k_kinds[i].kind);
-    for (int d = 0; d < 2; d++) /* a filtered kind (its fallback is in k_kinds' bits) */
-        if ((t->kinds_on & k_apis[d].bit) && !(t->kinds_on & k_apis[d].all_bit))
+    for (int d = 0; d < 2; d++) { /* the chosen calls (every call is in k_kinds' bits) */
+        if (!(t->kinds_on & k_apis[d].bit) || (t->kinds_on & k_apis[d].all_bit))
+            continue;
+        if (t->api_by_callback[d])
+            kvs_capture_api_enable(t, d, 0);
+        else
             cuptiActivityDisable(k_apis[d].kind);
+    }
     t->window_end_ns = kvs_now_ns();
 }
 
@@ -421,6 +453,7 @@ static void trace_release(struct kvs_trace *t)
     if (lent)
         kvs_log(&t->lg, KVS_LOG_DEBUG, "%u CUPTI buffers still lent at free: left alone", lent);
     kvs_capture_host_free(t);
+    kvs_capture_api_free(t);
     kvs_host_store_free(&t->host);
     pthread_mutex_destroy(&t->dev_mu);
     free(t->devices);
@@ -474,6 +507,7 @@ enum kvs_status kvs_trace_create(const struct kvs_trace_config *cfg, struct kvs_
     t->base_time_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec - kvs_now_ns();
     atomic_store(&t->next_external_id, 1);
     pthread_mutex_init(&t->dev_mu, NULL);
+    kvs_capture_api_init(t); /* before any way out: trace_release frees it */
     t->devices = calloc(KVS_MAX_DEVICES, sizeof *t->devices);
     if (!t->devices || kvs_pool_init(&t->pool, t->cfg.buffer_bytes, t->cfg.max_buffers) != 0 ||
         kvs_host_store_init(&t->host, t->cfg.host_bytes_max) != 0 ||
@@ -631,7 +665,7 @@ void kvs_trace_get_stats(const struct kvs_trace *t, struct kvs_trace_stats *s)
     s->host_dropped += atomic_load(&m->host_overflow);
     s->buffers_max = t->pool.max_buffers;
     s->buffer_bytes = t->pool.buf_bytes;
-    s->dropped_records = atomic_load(&m->cupti_dropped);
+    s->dropped_records = atomic_load(&m->cupti_dropped) + atomic_load(&m->api_dropped);
     s->callback_ns = atomic_load(&m->callback_ns);
     s->flush_ns = t->flush_ns;
 }

@@ -2,8 +2,10 @@
  * (push/pop, start/end, any domain; from CUPTI's NVTX callbacks) and kvscope
  * ops (from the annotation hooks, or from NVTX ranges in domain "kvscope"
  * whose message carries the shapes). Each becomes a host record; an op also
- * pushes a CUPTI external correlation id (kind CUSTOM0), so every CUDA call
- * it makes, and the GPU work they launch, carry its "External id".
+ * gives every CUDA call it makes, and the GPU work they launch, its
+ * "External id": the calls kvscope records by callback (capture_api.c) ask
+ * kvs_capture_current_op; for the calls CUPTI records itself (runtime-all,
+ * driver-all) the op pushes a CUPTI external correlation id (kind CUSTOM0).
  *
  * Per-thread state: a stack of open ranges in thread-local storage. Frames
  * remember which capture (gen) made their record, so a frame left open by
@@ -122,7 +124,9 @@ static void push(struct kvs_trace *t, enum kvs_trace_rec_kind kind, const char *
     int64_t t0 = kvs_now_ns();
     uint64_t ext = 0;
     f->rec = record(t, kind, name, domain, nt, tens, &ext);
-    if (kind == KVS_TREC_OP && (t->kinds_on & KVS_TRACE_EXTERNAL_CORRELATION))
+    /* CUPTI's external correlation, for API calls CUPTI records itself (the
+     * calls kvscope records by callback carry the op's id already) */
+    if (kind == KVS_TREC_OP && (t->kinds_on & KVS_TRACE_EXTERNAL_CORRELATION) && t->ext_by_cupti)
         f->ext_pushed = cuptiActivityPushExternalCorrelationId(
                             CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, ext) == CUPTI_SUCCESS;
     atomic_fetch_add(&t->callback_ns, (unsigned long long)(kvs_now_ns() - t0));
@@ -464,6 +468,28 @@ static void add_graph_node(struct kvs_trace *t, uint64_t id, const struct kvs_tr
         atomic_fetch_add(&t->host_overflow, 1);
 }
 
+/* The External id of the innermost op of this capture open on this thread
+ * (0: none); *open: whether any recorded range or op is open. */
+static uint64_t innermost_op(const struct kvs_trace *t, int *open)
+{
+    int top = t_stack.depth < MAX_DEPTH ? t_stack.depth : MAX_DEPTH;
+    for (int i = top - 1; i >= 0; i--) {
+        const struct frame *f = &t_stack.f[i];
+        if (!f->rec || f->gen != t->gen)
+            continue;
+        if (open)
+            *open = 1;
+        if (f->rec->kind == KVS_TREC_OP)
+            return f->rec->u.host.external_id;
+    }
+    return 0;
+}
+
+uint64_t kvs_capture_current_op(const struct kvs_trace *t)
+{
+    return innermost_op(t, NULL);
+}
+
 void kvs_capture_graph_node(struct kvs_trace *t, CUpti_CallbackId cbid, const CUpti_ResourceData *d)
 {
     const CUpti_GraphData *g = d ? d->resourceDescriptor : NULL;
@@ -489,19 +515,8 @@ void kvs_capture_graph_node(struct kvs_trace *t, CUpti_CallbackId cbid, const CU
     /* the innermost op of this capture open on this thread, and whether any
      * recorded range is open (the ranges themselves are found at write time
      * from the thread and the time) */
-    uint64_t ext = 0;
     int open = 0;
-    int top = t_stack.depth < MAX_DEPTH ? t_stack.depth : MAX_DEPTH;
-    for (int i = top - 1; i >= 0; i--) {
-        const struct frame *f = &t_stack.f[i];
-        if (!f->rec || f->gen != t->gen)
-            continue;
-        open = 1;
-        if (f->rec->kind == KVS_TREC_OP) {
-            ext = f->rec->u.host.external_id;
-            break;
-        }
-    }
+    uint64_t ext = innermost_op(t, &open);
     if (open) {
         struct kvs_trace_rec r = {.kind = KVS_TREC_GRAPH_NODE, .start_ns = t0, .end_ns = t0};
         r.u.node.external_id = ext;

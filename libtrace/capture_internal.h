@@ -49,6 +49,8 @@ struct kvs_trace {
     uint32_t *api_cbids[2];          /* [runtime, driver]: the calls KVS_TRACE_RUNTIME/DRIVER turn off */
     uint32_t napi_cbids[2];
     int api_fallback_said[2];        /* the fallback to every call was logged */
+    int api_by_callback[2];          /* this window records the chosen calls by callback */
+    int ext_by_cupti;                /* CUPTI records API calls: ops push external ids to it */
     atomic_ullong next_external_id;
     atomic_ullong cupti_dropped;
     atomic_ullong callback_ns;
@@ -79,6 +81,15 @@ struct kvs_trace {
     struct kvs_trace_rec *graph_nodes; /* KVS_TREC_GRAPH_NODE records, one per node id */
     size_t ngraph_nodes, graph_nodes_cap;
 
+    /* API calls recorded by callback (capture_api.c) */
+    pthread_mutex_t api_mu;
+    struct kvs_api_chunk *api_chunks; /* every thread's, newest first */
+    size_t api_nchunks, api_max_chunks;
+    uint8_t *api_want[2];            /* [runtime, driver][cbid]: 1 = recorded */
+    atomic_int api_on[2];            /* callbacks recording now */
+    atomic_uint api_window;          /* bumped at each enable: stale open calls are dropped */
+    atomic_ullong api_dropped;       /* calls beyond the budget or the nesting depth */
+
     /* names made at write time */
     struct kvs_map demangled;        /* CUPTI name pointer -> malloc'd demangled name */
     char **api_names[2];             /* [runtime, driver][cbid] -> name without _vNNNN */
@@ -105,8 +116,29 @@ void kvs_capture_stream_capture(int begin);
  * 0 end, -1 neither. */
 int kvs_capture_stream_capture_cbid(int driver, CUpti_CallbackId cbid);
 void kvs_capture_hooks_init(struct kvs_trace *t);
+/* capture_host.c: the External id of the innermost op open on this thread
+ * (0: none), for the API calls recorded by callback. */
+uint64_t kvs_capture_current_op(const struct kvs_trace *t);
 int kvs_capture_host_init(struct kvs_trace *t);  /* 0 ok */
 void kvs_capture_host_free(struct kvs_trace *t);
+
+/* capture_api.c: the default runtime/driver calls, recorded by callbacks.
+ * enable (on = 1) turns the callbacks of every call kvs_trace_api_recorded
+ * names on (0: off, but the stream-capture calls'); -1 if CUPTI refused one
+ * (then nothing of that API is recorded this way). callback: from
+ * on_callback for a call wanted() says is recorded. collect: the records
+ * (name from name(t, driver, cbid)), and into alias the inner driver calls'
+ * correlation ids -> their runtime call's. */
+void kvs_capture_api_init(struct kvs_trace *t);
+void kvs_capture_api_free(struct kvs_trace *t);
+int kvs_capture_api_enable(struct kvs_trace *t, int driver, int on);
+int kvs_capture_api_wanted(const struct kvs_trace *t, int driver, CUpti_CallbackId cbid);
+void kvs_capture_api_callback(struct kvs_trace *t, int driver, CUpti_CallbackId cbid,
+                              const CUpti_CallbackData *cd);
+size_t kvs_capture_api_count(struct kvs_trace *t);
+size_t kvs_capture_api_collect(struct kvs_trace *t, struct kvs_trace_rec *out, size_t cap,
+                               const char *(*name)(void *, int, uint32_t), struct kvs_map *alias,
+                               int *failed);
 
 /* For inject.c: begin/end recording whenever the program calls
  * cudaProfilerStart/cudaProfilerStop instead of now. */

@@ -245,6 +245,31 @@ enum kvs_status kvs_trace_set_extra(struct kvs_trace *t, const char *key, const 
     return KVS_STATUS_OK;
 }
 
+/* The API calls recorded by callback (capture_api.c) after the CUPTI
+ * records, and GPU work that carries the id of a driver call made inside a
+ * recorded runtime call given the runtime call's id, so that it finds its
+ * launch. 0 ok, -1 no memory. */
+static int add_api_calls(struct kvs_trace *t, struct convert_ctx *c)
+{
+    struct kvs_map alias;
+    if (kvs_map_init(&alias, 64) != 0)
+        return -1;
+    size_t ncupti = c->n;
+    int failed = 0;
+    c->n += kvs_capture_api_collect(t, c->out + c->n, c->cap - c->n, api_name, &alias, &failed);
+    if (alias.n) {
+        for (size_t i = 0; i < ncupti; i++) {
+            struct kvs_trace_rec *r = &c->out[i];
+            uint64_t to;
+            if (r->correlation && r->kind != KVS_TREC_RUNTIME && r->kind != KVS_TREC_DRIVER &&
+                kvs_map_get(&alias, r->correlation, &to))
+                r->correlation = (uint32_t)to;
+        }
+    }
+    kvs_map_free(&alias);
+    return failed ? -1 : 0;
+}
+
 enum kvs_status kvs_trace_write(struct kvs_trace *t, const char *path)
 {
     return kvs_trace_write_part(t, path, NULL);
@@ -267,11 +292,12 @@ enum kvs_status kvs_trace_write_part(struct kvs_trace *t, const char *path,
     for (size_t i = 0; i < nv; i++)
         ncupti += walk_buffer(&views[i], t, NULL, NULL);
     size_t nhost = kvs_host_store_count(&t->host);
+    size_t napi_cb = kvs_capture_api_count(t);
     pthread_mutex_lock(&t->graph_mu);
     size_t nnodes = t->ngraph_nodes;
     pthread_mutex_unlock(&t->graph_mu);
     struct convert_ctx c = {{api_name, kernel_name, t, t->clock_offset_ns, 0}, NULL, 0,
-                            ncupti + nhost + nnodes};
+                            ncupti + napi_cb + nhost + nnodes};
     c.out = malloc((c.cap ? c.cap : 1) * sizeof *c.out);
     struct kvs_trace_device *devs = calloc(KVS_MAX_DEVICES, sizeof *devs);
     if (!c.out || !devs) {
@@ -284,6 +310,12 @@ enum kvs_status kvs_trace_write_part(struct kvs_trace *t, const char *path,
     for (size_t i = 0; i < nv; i++)
         walk_buffer(&views[i], t, convert_one, &c);
     free(views);
+    if (add_api_calls(t, &c) != 0) {
+        free(c.out);
+        free(devs);
+        kvs_log(&t->lg, KVS_LOG_ERROR, "kvs_trace_write: no memory to link API calls");
+        return KVS_STATUS_NO_MEMORY;
+    }
     /* asked for API records, got GPU work without one: say so (on the H200
      * a way of asking CUPTI for some calls only once recorded none) */
     if (t->kinds_recorded & (KVS_TRACE_RUNTIME | KVS_TRACE_RUNTIME_ALL | KVS_TRACE_DRIVER |

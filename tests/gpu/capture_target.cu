@@ -10,11 +10,15 @@
  *   capture_target graph     one step's 6 kernels captured into a CUDA graph on one
  *                            stream before cudaProfilerStart, replayed 3 times inside
  *                            cudaProfilerStart/Stop (ranges step_0..2 around the launches)
+ *   capture_target driver    one step "step_0": 3 kernels "busy" launched through the
+ *                            driver's cuLaunchKernel (as Triton and cuBLAS launch), then
+ *                            3 through cudaLaunchKernel
  *
  * Each step: NVTX range "step_N" containing 6 kernels "busy" of ~50 us on
  * alternating streams, a 16 MiB device copy and a 4 MiB memset; kernels 0
  * and 3 sit inside a range of domain "app" named "layer".
  */
+#include <cuda.h>
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
@@ -157,6 +161,35 @@ int main(int argc, char **argv)
         CK(cudaProfilerStop());
         CK(cudaGraphExecDestroy(ge));
         CK(cudaGraphDestroy(g));
+        return 0;
+    }
+    if (!strcmp(mode, "driver")) {
+        typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned,
+                                      unsigned, unsigned, unsigned, CUstream, void **, void **);
+        void *fn = NULL;
+        cudaDriverEntryPointQueryResult q;
+        CK(cudaGetDriverEntryPointByVersion("cuLaunchKernel", &fn, 12000, cudaEnableDefault, &q));
+        cudaFunction_t f;
+        CK(cudaGetFuncBySymbol(&f, (const void *)busy));
+        if (!fn || q != cudaDriverEntryPointSuccess) {
+            fprintf(stderr, "capture_target: no cuLaunchKernel entry point\n");
+            return 1;
+        }
+        long long ns = 50000;
+        int *out = g_out;
+        void *args[] = {&ns, &out};
+        nvtxRangePushA("step_0");
+        for (int k = 0; k < 3; k++)
+            if (((launch_fn)fn)((CUfunction)f, 2, 1, 1, 32, 1, 1, 0, g_s[0], args, NULL) !=
+                CUDA_SUCCESS) {
+                fprintf(stderr, "capture_target: cuLaunchKernel failed\n");
+                return 1;
+            }
+        for (int k = 0; k < 3; k++)
+            busy<<<2, 32, 0, g_s[1]>>>(50000, g_out);
+        CK(cudaGetLastError());
+        nvtxRangePop();
+        CK(cudaDeviceSynchronize());
         return 0;
     }
     fprintf(stderr, "capture_target: unknown mode %s\n", mode);

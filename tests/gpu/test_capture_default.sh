@@ -7,7 +7,9 @@
 # with --activities all (every runtime and driver call, the old default),
 # and with recording switched on after CUDA started (--window
 # cudaProfilerStart: there the first way of asking CUPTI for chosen calls
-# recorded none).
+# recorded none), and a program launching through the driver's
+# cuLaunchKernel as well as the runtime (the default records chosen calls
+# by CUPTI callbacks, libtrace/capture_api.c).
 # Checked on the default trace: the trace's "activities" list; every kernel
 # linked by correlation to the launch call that started it; the copies,
 # memsets, synchronize calls and CUPTI sync records, the NVTX ranges and
@@ -32,6 +34,8 @@ fail=0
 # CUPTI for chosen calls alone once recorded none on the H200
 "$kvs" capture --window cudaProfilerStart -o "$tmp/window.json" -- "$target" window ||
     { echo "FAIL --window cudaProfilerStart capture"; fail=1; }
+"$kvs" capture -o "$tmp/driver.json" -- "$target" driver ||
+    { echo "FAIL driver-launch capture"; fail=1; }
 for m in default all; do
     "$kvs" report --quiet --format json -o "$tmp/$m.report.json" "$tmp/$m.json" ||
         { echo "FAIL kvscope report $m"; fail=1; }
@@ -109,6 +113,23 @@ check(len(wbusy) == 12 and all(k["args"].get("correlation") in wlaunch for k in 
 check(wnames["cudaGetLastError"] == 0 and wnames["cudaMemcpyAsync"] == 2,
       "... and only the chosen calls: cudaGetLastError %d, cudaMemcpyAsync %d"
       % (wnames["cudaGetLastError"], wnames["cudaMemcpyAsync"]))
+
+# kernels launched through the driver and through the runtime: each linked
+# to its own launch call, no driver record for the runtime's inner launch
+vd, vby, vnames, vflows = load("driver")
+vlaunch = {e["args"]["correlation"]: e for e in vby["cuda_runtime"] + vby["cuda_driver"]
+           if "Launch" in e["name"] and "correlation" in e.get("args", {})}
+vbusy = sorted((k for k in vby["kernel"] if "busy" in k["name"]), key=lambda k: k["ts"])
+via = collections.Counter(vlaunch[k["args"]["correlation"]]["cat"] for k in vbusy
+                          if k["args"].get("correlation") in vlaunch)
+check(len(vbusy) == 6 and via == {"cuda_driver": 3, "cuda_runtime": 3},
+      "driver and runtime launches: %d kernels, linked through %s" % (len(vbusy), dict(via)))
+check(vnames["cuLaunchKernel"] == 3 and vnames["cudaLaunchKernel"] == 3,
+      "... one record per launch call: cuLaunchKernel %d, cudaLaunchKernel %d"
+      % (vnames["cuLaunchKernel"], vnames["cudaLaunchKernel"]))
+check(all(vlaunch[k["args"]["correlation"]]["ts"] <= k["ts"] for k in vbusy
+          if k["args"].get("correlation") in vlaunch),
+      "... each launch call before its kernel")
 
 # the report finds the same in both
 rep = {m: json.load(open("%s/%s.report.json" % (d, m))) for m in ("default", "all")}

@@ -1,0 +1,346 @@
+/* bench/cupti_cost.cu — where a kernel launch's cost goes under CUPTI,
+ * measured inside ONE process (issue 20). Each configuration below is
+ * switched on, a loop of N one-element kernel launches is timed on the host
+ * (first launch to the stream's completion), and the configuration is
+ * switched off again; every round visits every configuration in a turned
+ * order, so drift in the machine hits all alike. Two loops:
+ *   bare      N x cudaLaunchKernel
+ *   pytorch   N x (5 cudaGetDevice, cudaLaunchKernel, cudaGetLastError):
+ *             the calls PyTorch makes around each launch (a decode trace
+ *             recorded 264,375 cudaGetDevice and 54,913 cudaGetLastError for
+ *             50,940 launches)
+ * Configurations (CUPTI activity kinds, callbacks):
+ *   plain       subscribed, nothing enabled
+ *   K           CONCURRENT_KERNEL records (what GPU-only capture costs)
+ *   K+R         + RUNTIME records of every runtime call
+ *   K+Rsel      + RUNTIME records of the launch call alone
+ *               (cuptiActivityEnableRuntimeApi(cbid, 1), kind off)
+ *   K+Roff      + RUNTIME kind on, then every call but the launch turned
+ *               off (kvscope's default filter until this bench)
+ *   K+D         + DRIVER records of every driver call
+ *   K+cb0       + a CUPTI callback on the launch calls, empty
+ *   K+cb        + a callback on the launch calls that keeps (correlation id,
+ *               enter and exit times) in a per-thread array
+ *   K+cbRD      + the same callback on the runtime's and the driver's
+ *               launch calls (cuLaunchKernel*), as a capture of both APIs
+ *   K+X         + EXTERNAL_CORRELATION with an id pushed around the loop
+ *   K+cb+X      K+cb and K+X
+ * For K+cb and K+cbRD the kernels' correlation ids are matched against the
+ * callbacks' (runtime and driver apart): the counts say whether a callback
+ * can stand in for the runtime record, and which call's id a kernel carries.
+ *
+ *   cupti_cost [--launches N] [--rounds R] [--ts-callback]
+ * --ts-callback registers a CUPTI timestamp callback (CLOCK_MONOTONIC), as
+ * kvscope's capture does. Defaults: 1000 launches a loop, 60 rounds — short
+ * loops, many rounds: on the H200 machine a plain launch takes ~4.5 us or
+ * ~6.3 us, the state switching every few tens of ms, so a configuration is
+ * compared with the plain loop of its own round and the median of those
+ * differences is the figure (a round straddling a switch is an outlier the
+ * median ignores); the fastest round of each, against plain's fastest, is
+ * printed beside it. Prints a table of extra nanoseconds per launch over
+ * plain, plus RESULT lines.
+ */
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <unordered_set>
+#include <vector>
+
+#include <cuda_runtime.h>
+#include <cupti.h>
+
+#define CK(x)                                                                                  \
+    do {                                                                                       \
+        cudaError_t e_ = (x);                                                                  \
+        if (e_ != cudaSuccess) {                                                               \
+            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+            exit(1);                                                                           \
+        }                                                                                      \
+    } while (0)
+#define CU(x)                                                                                  \
+    do {                                                                                       \
+        CUptiResult r_ = (x);                                                                  \
+        if (r_ != CUPTI_SUCCESS) {                                                             \
+            const char *s_ = nullptr;                                                          \
+            cuptiGetResultString(r_, &s_);                                                     \
+            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, s_ ? s_ : "?");          \
+            exit(1);                                                                           \
+        }                                                                                      \
+    } while (0)
+
+__global__ void one(int *p) { p[0] += 1; }
+
+static int64_t now_ns()
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+static uint64_t CUPTIAPI ts_cb() { return (uint64_t)now_ns(); }
+
+// ---------------------------------------------------------------------------
+// activity buffers: kernel correlation ids are kept, other records counted
+
+static std::vector<uint32_t> g_kernel_corr;
+static size_t g_records;
+static void CUPTIAPI buf_req(uint8_t **b, size_t *size, size_t *maxr)
+{
+    *size = 8u << 20;
+    *b = (uint8_t *)aligned_alloc(8, *size);
+    *maxr = 0;
+}
+static void CUPTIAPI buf_done(CUcontext, uint32_t, uint8_t *b, size_t, size_t valid)
+{
+    CUpti_Activity *r = nullptr;
+    while (cuptiActivityGetNextRecord(b, valid, &r) == CUPTI_SUCCESS) {
+        g_records++;
+        if (r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+            g_kernel_corr.push_back(((CUpti_ActivityKernel10 *)r)->correlationId);
+    }
+    free(b);
+}
+
+// ---------------------------------------------------------------------------
+// the callback
+
+struct rec {
+    uint32_t corr, cbid;
+    int64_t t0, t1;
+};
+static int g_cb_keep; /* 0: return at once; 1: keep a record */
+static thread_local std::vector<rec> *t_recs;
+static thread_local int64_t t_enter;
+static std::vector<rec> g_recs;
+
+static void CUPTIAPI on_cb(void *, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *d)
+{
+    if (!g_cb_keep)
+        return;
+    const CUpti_CallbackData *cd = (const CUpti_CallbackData *)d;
+    if (cd->callbackSite == CUPTI_API_ENTER) {
+        t_enter = now_ns();
+        return;
+    }
+    if (!t_recs)
+        t_recs = &g_recs; /* one thread here */
+    t_recs->push_back(rec{cd->correlationId,
+                          cbid | (dom == CUPTI_CB_DOMAIN_DRIVER_API ? 0x80000000u : 0u), t_enter,
+                          now_ns()});
+}
+
+static const CUpti_CallbackId k_launch[] = {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+                                            CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000};
+
+static const CUpti_CallbackId k_dlaunch[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz};
+
+static CUpti_SubscriberHandle g_sub;
+
+static void launch_callbacks(int on, int driver)
+{
+    for (CUpti_CallbackId c : k_launch)
+        CU(cuptiEnableCallback(on, g_sub, CUPTI_CB_DOMAIN_RUNTIME_API, c));
+    if (driver)
+        for (CUpti_CallbackId c : k_dlaunch)
+            CU(cuptiEnableCallback(on, g_sub, CUPTI_CB_DOMAIN_DRIVER_API, c));
+}
+
+enum cfg { PLAIN, K, K_R, K_RSEL, K_ROFF, K_D, K_CB0, K_CB, K_CBRD, K_X, K_CB_X, NCFG };
+static const char *const k_cfg_name[NCFG] = {"plain", "K",     "K+R",    "K+Rsel",
+                                             "K+Roff", "K+D",  "K+cb0",  "K+cb",
+                                             "K+cbRD", "K+X",  "K+cb+X"};
+
+static void set_cfg(int c, int on)
+{
+    if (c == PLAIN)
+        return;
+    if (on)
+        CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    switch (c) {
+    case K_R:
+        if (on)
+            CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME));
+        else
+            CU(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME));
+        break;
+    case K_RSEL:
+        for (CUpti_CallbackId cb : k_launch)
+            CU(cuptiActivityEnableRuntimeApi(cb, (uint8_t)on));
+        break;
+    case K_ROFF:
+        if (on) {
+            CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME));
+            for (CUpti_CallbackId cb = 1; cb < CUPTI_RUNTIME_TRACE_CBID_SIZE; cb++) {
+                int keep = 0;
+                for (CUpti_CallbackId l : k_launch)
+                    keep |= cb == l;
+                if (!keep)
+                    cuptiActivityEnableRuntimeApi(cb, 0); /* some ids are holes */
+            }
+        } else {
+            CU(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME));
+        }
+        break;
+    case K_D:
+        if (on)
+            CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER));
+        else
+            CU(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER));
+        break;
+    case K_CB0:
+    case K_CB:
+    case K_CBRD:
+    case K_CB_X:
+        g_cb_keep = c != K_CB0;
+        launch_callbacks(on, c == K_CBRD);
+        break;
+    default:
+        break;
+    }
+    if (c == K_X || c == K_CB_X) {
+        if (on) {
+            CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION));
+            CU(cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, 7));
+        } else {
+            uint64_t last = 0;
+            CU(cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0,
+                                                     &last));
+            CU(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION));
+        }
+    }
+    if (!on)
+        CU(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+}
+
+/* ns per iteration of one loop */
+static double run_loop(int pytorch, int n, int *d, cudaStream_t s)
+{
+    CK(cudaStreamSynchronize(s));
+    int64_t t0 = now_ns();
+    int dev = 0;
+    for (int i = 0; i < n; i++) {
+        if (pytorch)
+            for (int j = 0; j < 5; j++)
+                cudaGetDevice(&dev);
+        one<<<1, 1, 0, s>>>(d);
+        if (pytorch)
+            (void)cudaGetLastError();
+    }
+    CK(cudaStreamSynchronize(s));
+    return (double)(now_ns() - t0) / n;
+}
+
+static double median(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int main(int argc, char **argv)
+{
+    int n = 1000, rounds = 60, tscb = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--launches") && i + 1 < argc)
+            n = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+            rounds = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--ts-callback"))
+            tscb = 1;
+        else {
+            fprintf(stderr, "usage: %s [--launches N] [--rounds R] [--ts-callback]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (n < 100 || rounds < 1) {
+        fprintf(stderr, "--launches must be >= 100, --rounds >= 1\n");
+        return 2;
+    }
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        fprintf(stderr, "no GPU\n");
+        return 77;
+    }
+    CU(cuptiSubscribe(&g_sub, on_cb, nullptr));
+    if (tscb)
+        CU(cuptiActivityRegisterTimestampCallback(ts_cb));
+    CU(cuptiActivityRegisterCallbacks(buf_req, buf_done));
+    int *d = nullptr;
+    cudaStream_t s;
+    CK(cudaMalloc(&d, sizeof(int)));
+    CK(cudaMemset(d, 0, sizeof(int)));
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    g_recs.reserve((size_t)n * 2 * (size_t)(rounds + 1) * 2 + 1024);
+
+    /* per loop, per config: ns per iteration of each round */
+    std::vector<double> ns[2][NCFG];
+    size_t matched[2][2] = {{0, 0}, {0, 0}}, kernels_cb[2] = {0, 0}, driver_cb = 0; /* [K+cb, K+cbRD][rt, drv] */
+    for (int r = -1; r < rounds; r++) { /* round -1: warm-up, not kept */
+        for (int k = 0; k < NCFG; k++) {
+            int c = (k + (r < 0 ? 0 : r)) % NCFG;
+            for (int pt = 0; pt < 2; pt++) {
+                set_cfg(c, 1);
+                run_loop(pt, 100, d, s); /* the configuration's first launches */
+                g_recs.clear();
+                g_kernel_corr.clear();
+                double v = run_loop(pt, n, d, s);
+                set_cfg(c, 0);
+                CU(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+                if (r >= 0)
+                    ns[pt][c].push_back(v);
+                if ((c == K_CB || c == K_CBRD) && r >= 0) {
+                    int w = c == K_CBRD;
+                    std::unordered_set<uint32_t> ids[2];
+                    for (const rec &x : g_recs) {
+                        ids[x.cbid >> 31].insert(x.corr);
+                        driver_cb += w && (x.cbid >> 31);
+                    }
+                    for (uint32_t id : g_kernel_corr)
+                        for (int dd = 0; dd < 2; dd++)
+                            matched[w][dd] += ids[dd].count(id) != 0;
+                    kernels_cb[w] += g_kernel_corr.size();
+                }
+            }
+        }
+    }
+    int check = 0;
+    CK(cudaMemcpy(&check, d, sizeof check, cudaMemcpyDeviceToHost));
+    long want = (long)NCFG * 2 * (rounds + 1) * (n + 100);
+    printf("cupti_cost: %d launches a loop, %d rounds (+1 warm-up), timestamp callback %s; "
+           "kernel ran %d times (want %ld)\n",
+           n, rounds, tscb ? "on" : "off", check, want);
+    printf("K+cb: %zu of %zu kernel records carry a correlation id the runtime launch callback "
+           "saw\n",
+           matched[0][0], kernels_cb[0]);
+    printf("K+cbRD: %zu driver launch callbacks for %zu kernels; kernels matching a runtime "
+           "callback's id %zu, a driver callback's %zu\n\n",
+           driver_cb, kernels_cb[1], matched[1][0], matched[1][1]);
+    printf("| configuration | bare: ns/launch (median) | extra ns: median of rounds (p25..p75) | "
+           "fastest vs fastest | pytorch-like: ns/launch | extra ns: median (p25..p75) | fastest "
+           "vs fastest |\n|---|---|---|---|---|---|---|\n");
+    for (int c = 0; c < NCFG; c++) {
+        printf("| %s |", k_cfg_name[c]);
+        for (int pt = 0; pt < 2; pt++) {
+            std::vector<double> extra;
+            for (int r = 0; r < rounds; r++)
+                extra.push_back(ns[pt][c][r] - ns[pt][PLAIN][r]);
+            std::vector<double> sorted = extra;
+            std::sort(sorted.begin(), sorted.end());
+            double fast = *std::min_element(ns[pt][c].begin(), ns[pt][c].end()) -
+                          *std::min_element(ns[pt][PLAIN].begin(), ns[pt][PLAIN].end());
+            printf(" %.0f | %+.0f (%+.0f..%+.0f) | %+.0f |", median(ns[pt][c]), median(extra),
+                   sorted[sorted.size() / 4], sorted[sorted.size() * 3 / 4], fast);
+        }
+        printf("\n");
+    }
+    for (int c = 0; c < NCFG; c++)
+        for (int pt = 0; pt < 2; pt++)
+            for (int r = 0; r < rounds; r++)
+                printf("RESULT cfg=%s loop=%s round=%d ns_per_launch=%.1f tscb=%d\n", k_cfg_name[c],
+                       pt ? "pytorch" : "bare", r, ns[pt][c][r], tscb);
+    cuptiUnsubscribe(g_sub);
+    return check == want ? 0 : 1;
+}

@@ -13,6 +13,7 @@ Lines it reads (anything else is ignored):
   TRACE proc=P records=N dropped_records=D buffer_requests_denied=B ...
       what the trace of kvscope process P holds (its `kvscope` object)
   TIME proc=P seconds=S      a process's wall time;  TOTAL seconds=S
+  SETUP proc=P seconds=S     of which its set-up (import, model build, checks)
   DEVICE NAME                the GPU (nvidia-smi's name), for the benchmarks rows
   FAIL proc=P ...            a process that failed
 An overhead is paired: a round's profiled measurement over the same
@@ -52,7 +53,7 @@ MODE_NAMES = {"plain": "plain", "tp_cpu_cuda": "CPU+CUDA", "tp_cuda": "CUDA only
 def parse(lines):
     """RESULT/TRACE/TIME/FAIL lines -> a dict of what the table needs."""
     res = collections.defaultdict(dict)  # (proc, mode, workload) -> {round: ms}
-    traces, times, fails, total, device = {}, {}, [], None, None
+    traces, times, setup, fails, total, device = {}, {}, {}, [], None, None
     for line in lines:
         head = line.split(" ", 1)[0]
         kv = dict(re.findall(r"(\w+)=(\S+)", line))
@@ -64,13 +65,15 @@ def parse(lines):
             traces[kv["proc"]] = {k: int(v) for k, v in kv.items() if k != "proc" and v.isdigit()}
         elif head == "TIME" and "proc" in kv:
             times[kv["proc"]] = float(kv["seconds"])
+        elif head == "SETUP" and "proc" in kv:
+            setup[kv["proc"]] = float(kv["seconds"])
         elif head == "TOTAL":
             total = float(kv["seconds"])
         elif head == "FAIL":
             fails.append(line.strip())
         elif head == "DEVICE":
             device = line.split(" ", 1)[1].strip() if " " in line.strip() else None
-    return {"res": res, "traces": traces, "times": times, "fails": fails, "total": total,
+    return {"res": res, "traces": traces, "times": times, "setup": setup, "fails": fails, "total": total,
             "device": device}
 
 
@@ -233,7 +236,8 @@ def render(d, log="log/2026-12-02-capture-overhead.md"):
     for f in d["fails"]:
         p("- %s" % f)
     if d["times"] or d["total"] is not None:
-        p("Time: " + ", ".join("%s %.0f s" % (k, v) for k, v in d["times"].items()) +
+        p("Time: " + ", ".join("%s %.0f s%s" % (k, v, " (setup %.0f s)" % d["setup"][k] if k in d["setup"] else "")
+                               for k, v in d["times"].items()) +
           ("; total %.0f s (budget %d s: %s)" % (d["total"], TIME_BUDGET_S,
                                                   "met" if d["total"] <= TIME_BUDGET_S else "NOT met")
            if d["total"] is not None else ""))

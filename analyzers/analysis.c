@@ -513,7 +513,9 @@ static enum kvs_status build_steps(struct kvs_ctx *c, struct kvs_analysis_impl *
         comm += st[i].comm_busy_ms;
         compute += st[i].compute_busy_ms;
         st[i].busy_fraction = st[i].time_ms > 0 ? busy_share(st[i].gpu_busy_ms, st[i].time_ms, c->ndevices) : 0;
-        st[i].idle_ms = fmax(0, st[i].wall_ms * c->ndevices - st[i].gpu_busy_ms);
+        /* of the step's time, as busy_fraction and gpu_idle take it: a graph
+         * step whose GPU work outlasts its CPU range idles in it too */
+        st[i].idle_ms = fmax(0, st[i].time_ms * c->ndevices - st[i].gpu_busy_ms);
         for (int k = 0; k < KVS_CAT_COUNT_; k++)
             st[i].category_ms[k] = c->step_cat_ns[i][k] / 1e6;
         wall += st[i].wall_ms;

@@ -186,11 +186,12 @@ void kvs_svg_steps(FILE *f, const struct kvs_analysis *a, size_t max_steps)
     for (size_t i = 0; i < n; i++) {
         const struct kvs_step *s = &a->step[i];
         double x = left + slot * (double)i + (slot - bw) / 2, y = bottom;
-        char ms[KVS_FMT_BUF], busy[KVS_FMT_BUF], wall[KVS_FMT_BUF];
+        char ms[KVS_FMT_BUF], busy[KVS_FMT_BUF], wall[KVS_FMT_BUF], time[KVS_FMT_BUF], idle[KVS_FMT_BUF];
         fputs("<g><title>", f);
         kvs_put_html(f, s->name ? s->name : "step");
-        fprintf(f, ": wall %s ms, GPU busy %s ms (%s)", kvs_fmt_ms(wall, s->wall_ms),
-                kvs_fmt_ms(ms, s->gpu_busy_ms), kvs_fmt_pct(busy, s->busy_fraction));
+        fprintf(f, ": %s ms (CPU range %s ms), GPU busy %s ms (%s), idle %s ms",
+                kvs_fmt_ms(time, s->time_ms), kvs_fmt_ms(wall, s->wall_ms), kvs_fmt_ms(ms, s->gpu_busy_ms),
+                kvs_fmt_pct(busy, s->busy_fraction), kvs_fmt_ms(idle, s->idle_ms));
         fputs("</title>\n", f);
         for (int c = 0; c <= KVS_CAT_COUNT_; c++) {
             double v = step_part(s, c);

@@ -165,8 +165,9 @@ bool kvs_html_report_body(FILE *out, const struct kvs_analysis *a, const struct 
     kvs_svg_op_roofline(out, a, OP_LABELS);
 
     fputs("<h2>GPU time per step</h2>\n"
-          "<p class=\"note\">GPU ms of each step by category; idle is the step's wall time "
-          "minus its GPU busy time. A tall idle block means the step is launch-bound.</p>\n",
+          "<p class=\"note\">GPU ms of each step by category; idle is the step's time (its CPU "
+          "range, or its GPU work's span where that is longer) minus its GPU busy time. A tall "
+          "idle block means the step is launch-bound.</p>\n",
           out);
     kvs_svg_steps(out, a, CHART_STEPS);
 

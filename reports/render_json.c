@@ -112,6 +112,8 @@ static void write_step(struct kvs_jw *w, const struct kvs_step *s)
     kvs_jw_num(w, s->gpu_busy_ms);
     kvs_jw_key(w, "gpu_busy_fraction");
     kvs_jw_num(w, s->busy_fraction);
+    kvs_jw_key(w, "idle_ms");
+    kvs_jw_num(w, s->idle_ms);
     kvs_jw_key(w, "outlier");
     kvs_jw_str(w, s->outlier);
     kvs_jw_key(w, "category_ms");

@@ -191,16 +191,16 @@ static void add(char *buf, size_t size, const char *fmt, ...) KVS_PRINTF(3, 4);
 
 bool kvs_table_steps(struct kvs_table *t, const struct kvs_analysis *a, size_t max_rows)
 {
-    static const char *const hdr[] = {"step", "wall ms", "GPU ms", "busy", "copy/cast", "GEMM",
-                                      "attention", "comm", "other"};
+    static const char *const hdr[] = {"step", "wall ms", "GPU ms", "busy", "idle ms", "copy/cast",
+                                      "GEMM", "attention", "comm", "other"};
     static const enum kvs_col kind[] = {KVS_COL_TEXT, KVS_COL_NUM, KVS_COL_NUM, KVS_COL_NUM,
                                         KVS_COL_NUM, KVS_COL_NUM, KVS_COL_NUM, KVS_COL_NUM,
-                                        KVS_COL_NUM};
-    kvs_table_init(t, 9, hdr, kind);
+                                        KVS_COL_NUM, KVS_COL_NUM};
+    kvs_table_init(t, 10, hdr, kind);
     size_t n = a->step ? a->nstep : 0;
     for (size_t i = 0; i < n && i < max_rows; i++) {
         const struct kvs_step *s = &a->step[i];
-        char name[96], wall[KVS_FMT_BUF], gpu[KVS_FMT_BUF], busy[KVS_FMT_BUF];
+        char name[96], wall[KVS_FMT_BUF], gpu[KVS_FMT_BUF], busy[KVS_FMT_BUF], idle[KVS_FMT_BUF];
         char cat[KVS_CAT_COUNT_][KVS_FMT_BUF];
         if (s->kind != KVS_STEP_UNKNOWN) /* a serving engine's long range name says these */
             snprintf(name, sizeof name, "#%lld %s", (long long)s->index, kvs_step_kind_name(s->kind));
@@ -217,9 +217,10 @@ bool kvs_table_steps(struct kvs_table *t, const struct kvs_analysis *a, size_t m
         kvs_fmt_ms(wall, s->wall_ms);
         kvs_fmt_ms(gpu, s->gpu_busy_ms);
         kvs_fmt_pct(busy, s->busy_fraction);
+        kvs_fmt_ms(idle, s->idle_ms);
         for (int c = 0; c < KVS_CAT_COUNT_; c++)
             kvs_fmt_ms(cat[c], s->category_ms[c]);
-        const char *row[] = {name, wall, gpu, busy, cat[KVS_CAT_COPY_CAST], cat[KVS_CAT_GEMM],
+        const char *row[] = {name, wall, gpu, busy, idle, cat[KVS_CAT_COPY_CAST], cat[KVS_CAT_GEMM],
                              cat[KVS_CAT_ATTENTION], cat[KVS_CAT_COMM], cat[KVS_CAT_OTHER]};
         kvs_table_add(t, row);
     }

@@ -189,7 +189,7 @@ static void timing(struct kvs_fixture *fx, double mean_ms, double spread)
         s->gpu_span_ms = s->wall_ms * 0.9;
         s->gpu_busy_ms = total / 4;
         s->busy_fraction = s->gpu_busy_ms / s->wall_ms;
-        s->idle_ms = s->wall_ms > s->gpu_busy_ms ? s->wall_ms - s->gpu_busy_ms : 0;
+        s->idle_ms = s->time_ms > s->gpu_busy_ms ? s->time_ms - s->gpu_busy_ms : 0;
         s->category_ms[KVS_CAT_COPY_CAST] = (cast + 0.08 + 0.488) / 4;
         s->category_ms[KVS_CAT_GEMM] = 7.5;
         s->category_ms[KVS_CAT_ATTENTION] = 1.0;

@@ -86,7 +86,7 @@ static void test_schema_and_values(void)
                                         "by_kind", "items", "by_family", NULL};
     static const char *const step[] = {"index", "name", "kind", "batch", "tokens", "wall_ms",
                                        "gpu_span_ms", "time_ms", "gpu_busy_ms", "gpu_busy_fraction",
-                                       "outlier", "category_ms", NULL};
+                                       "idle_ms", "outlier", "category_ms", NULL};
     static const char *const cats[] = {"copy/cast", "GEMM", "attention", "communication", "other",
                                        NULL};
     static const char *const group[] = {"op", "kernel", "dims", "dtypes", "calls",
@@ -164,6 +164,7 @@ static void test_schema_and_values(void)
         KVS_CHECK(num(it, "gpu_span_ms") == fx.step[i].gpu_span_ms);
         KVS_CHECK(num(it, "time_ms") == fx.step[i].time_ms);
         KVS_CHECK(num(it, "gpu_busy_ms") == fx.step[i].gpu_busy_ms);
+        KVS_CHECK(num(it, "idle_ms") == fx.step[i].idle_ms);
         KVS_CHECK(num(cJSON_GetObjectItem(it, "category_ms"), "communication") ==
                   fx.step[i].category_ms[KVS_CAT_COMM]);
     }

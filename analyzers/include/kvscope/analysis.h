@@ -177,8 +177,9 @@ struct kvs_step {
                                     CPU (CUDA graphs) the step takes as long as its GPU work */
     double gpu_busy_ms;          /* union of the GPU work the step launched, summed over devices */
     double busy_fraction;        /* gpu_busy_ms / (time_ms x trace.gpu_devices) */
-    double idle_ms;              /* wall_ms x trace.gpu_devices less gpu_busy_ms, not below 0:
-                                    the devices' idle time within the step's CPU range */
+    double idle_ms;              /* time_ms x trace.gpu_devices less gpu_busy_ms, not below 0:
+                                    the devices' idle time within the step's time, the
+                                    complement of busy_fraction */
     const char *outlier;         /* "warm-up" (the first of its kind) or "outlier": its time is
                                     over 1.5 x the median of its kind (3+ steps); else NULL */
     double category_ms[KVS_CAT_COUNT_]; /* GPU time by category of the work it launched */

@@ -89,16 +89,16 @@ static void measure(const struct loops *l, int reps, double *launch_med, double 
     *copy_med = median(copy_ms);
 }
 
-static int usage(const char *argv0)
+static int usage(const char *argv0, FILE *to, int code)
 {
-    fprintf(stderr,
+    fprintf(to,
             "usage: %s [--linked TRACE] [--launches N] [--copies M] [--gib G] [--reps R]\n"
             "       %s --paired ROUNDS [--bare] [--label L] [--launches N] [--copies M] [--gib G] "
             "[--reps R]\n"
             "  (counts >= 1; --paired is not linked: run it under kvscope capture --window "
             "cudaProfilerStart)\n",
             argv0, argv0);
-    return 2;
+    return code;
 }
 
 // ----------------------------------------------------------------------------
@@ -127,12 +127,14 @@ int main(int argc, char **argv)
             label = argv[++i];
         else if (!strcmp(argv[i], "--bare"))
             bare = 1;
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return usage(argv[0], stdout, 0);
         else
-            return usage(argv[0]);
+            return usage(argv[0], stderr, 2);
     }
     if (launches < 1 || copies < 1 || reps < 1 || !(gib > 0) || (paired >= 0 && linked) ||
         (paired == 0) || (bare && paired < 0))
-        return usage(argv[0]);
+        return usage(argv[0], stderr, 2);
     const char *win = getenv("KVS_CAPTURE_WINDOW"); /* set by kvscope capture */
     if (paired > 0 && !bare && (!win || strcmp(win, "cudaProfilerStart"))) {
         fprintf(stderr, "%s: --paired times its captured phase inside cudaProfilerStart/Stop: run it "

@@ -46,7 +46,11 @@
 # captures; the traces themselves are deleted.
 # Environment: KVS_BENCH_ROUNDS, KVS_BENCH_EXTRA=1, KVS_BENCH_TORCH=0 (the C
 # program alone), KVS_BENCH_CPUS (a CPU list, or none), KVS_BENCH_MAX_BUFFERS.
+# --help prints this.
 set -u
+case ${1:-} in
+-h|--help) sed -n '2,/^set -u/{/^set -u/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+esac
 cd "$(dirname "$0")/.." || exit 1
 build=${1:-build}
 out=${2:-out/capture_bench}

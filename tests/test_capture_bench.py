@@ -199,6 +199,11 @@ def write(path, text, exe=False):
         os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
+h = subprocess.run(["bash", os.path.join(root, "bench", "capture_overhead.sh"), "--help"],
+                   capture_output=True, text=True)
+check(h.returncode == 0 and "paired rounds" in h.stdout and "KVS_BENCH_MAX_BUFFERS" in h.stdout and
+      "set -u" not in h.stdout, "--help prints the header (exit %d)" % h.returncode)
+
 tmp = tempfile.mkdtemp(prefix="kvs_capbench_test.")
 try:
     for rel, text in FAKE_TORCH.items():

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "classify.h"
-#include "kernel_time.h"
+#include "key_acc.h"
 #include "launch_size.h"
 #include "steps.h"
 #include "u64map.h"
@@ -148,7 +148,6 @@ enum kvs_status kvs_groups_build(struct kvs_ctx *c)
         const struct kvs_gpu_rec *g = &t->gpus[i];
         uint32_t op = c->gpu_op[i];
         bool bare = op == KVS_NO_OP;
-        uint32_t *slot;
         if (!bare) {
             uint32_t key = t->ops[op].key;
             if (!key_is_copy[key])
@@ -156,20 +155,18 @@ enum kvs_status kvs_groups_build(struct kvs_ctx *c)
                     (uint8_t)(1 + kvs_op_is_copy(kvs_intern_str(&t->strings, t->opkeys[key].name)));
             if (key_is_copy[key] != 2 && c->gpu_cat[i] != KVS_CAT_COPY_CAST)
                 continue;
-            slot = &group_of_key[key];
-            added = *slot == 0;
-        } else {
-            if (c->gpu_cat[i] != KVS_CAT_COPY_CAST)
-                continue;
-            slot = kvs_u64map_put(&bare_groups, g->name, &added);
-            if (!slot)
-                goto out;
+        } else if (c->gpu_cat[i] != KVS_CAT_COPY_CAST) {
+            continue;
         }
+        uint32_t name, shape;
+        uint32_t *slot = kvs_key_slot(t, op, g, group_of_key, &bare_groups, &added, &name, &shape);
+        if (!slot)
+            goto out;
         if (added) {
             struct kvs_group_acc a;
             memset(&a, 0, sizeof a);
-            a.op_name = bare ? g->name : t->opkeys[t->ops[op].key].name;
-            a.shape = bare ? 0 : t->opkeys[t->ops[op].key].shape;
+            a.op_name = name;
+            a.shape = shape;
             a.bare = bare;
             if (KVS_VEC_PUSH(acc, nacc, acc_cap, a) < 0)
                 goto out;
@@ -188,8 +185,7 @@ enum kvs_status kvs_groups_build(struct kvs_ctx *c)
             a->byte_ns += g->dur;
         if (moved > 0 && bare) {
             a->byte_calls++;
-        } else if (moved > 0 && !(byte_seen[op / 8] & (1u << (op % 8)))) {
-            byte_seen[op / 8] |= (uint8_t)(1u << (op % 8));
+        } else if (moved > 0 && kvs_op_first_seen(byte_seen, op)) {
             a->byte_calls++;
         }
         if (is_host_copy(t, g))
@@ -206,8 +202,7 @@ enum kvs_status kvs_groups_build(struct kvs_ctx *c)
                 if (!kvs_u64map_put(&bare_steps, kvs_pair_key(gi, (uint32_t)c->gpu_step[i]), &added))
                     goto out;
             }
-        } else if (!(seen[op / 8] & (1u << (op % 8)))) {
-            seen[op / 8] |= (uint8_t)(1u << (op % 8));
+        } else if (kvs_op_first_seen(seen, op)) {
             a->gpu_calls++;
         }
         if (kvs_kernel_time_add(&ktime, gi, g->name, g->dur) < 0)

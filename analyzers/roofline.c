@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "findings.h"
-#include "kernel_time.h"
+#include "key_acc.h"
 #include "steps.h"
 #include "u64map.h"
 
@@ -97,19 +97,16 @@ enum kvs_status kvs_roofline_build(struct kvs_ctx *c)
     for (size_t i = 0; i < t->ngpus; i++) {
         const struct kvs_gpu_rec *g = &t->gpus[i];
         uint32_t op = c->gpu_op[i];
-        uint32_t *slot;
-        if (op != KVS_NO_OP) {
-            slot = &of_key[t->ops[op].key];
-            added = !*slot;
-        } else if (!(slot = kvs_u64map_put(&bare, g->name, &added))) {
+        uint32_t name, shape;
+        uint32_t *slot = kvs_key_slot(t, op, g, of_key, &bare, &added, &name, &shape);
+        if (!slot)
             goto out;
-        }
         if (added) {
             struct kvs_op_acc a;
             memset(&a, 0, sizeof a);
             a.bare = op == KVS_NO_OP;
-            a.op_name = a.bare ? g->name : t->opkeys[t->ops[op].key].name;
-            a.shape = a.bare ? 0 : t->opkeys[t->ops[op].key].shape;
+            a.op_name = name;
+            a.shape = shape;
             if (KVS_VEC_PUSH(acc, nacc, cap, a) < 0)
                 goto out;
             *slot = (uint32_t)nacc;
@@ -117,9 +114,7 @@ enum kvs_status kvs_roofline_build(struct kvs_ctx *c)
         uint32_t k = *slot - 1;
         struct kvs_op_acc *a = &acc[k];
         a->gpu_ns += g->dur;
-        bool first = a->bare || !(seen[op / 8] & (1u << (op % 8)));
-        if (!a->bare)
-            seen[op / 8] |= (uint8_t)(1u << (op % 8));
+        bool first = a->bare || kvs_op_first_seen(seen, op); /* a call counts once */
         a->calls += first;
         if (c->gpu_step[i] >= 0) {
             a->gpu_ns_in_steps += g->dur;

@@ -1,9 +1,26 @@
-/* kernel_time.c — see kernel_time.h. Private to analyzers/. */
-#include "kernel_time.h"
+/* key_acc.c — see key_acc.h. Private to analyzers/. */
+#include "key_acc.h"
 
 #include <stdlib.h>
 
-#include "records.h"
+#include "ctx.h"
+
+uint32_t *kvs_key_slot(const struct kvs_trace_data *t, uint32_t op, const struct kvs_gpu_rec *g,
+                       uint32_t *of_key, struct kvs_u64map *bare, bool *added, uint32_t *name,
+                       uint32_t *shape)
+{
+    if (op == KVS_NO_OP) {
+        *name = g->name;
+        *shape = 0;
+        return kvs_u64map_put(bare, g->name, added);
+    }
+    const struct kvs_opkey *k = &t->opkeys[t->ops[op].key];
+    *name = k->name;
+    *shape = k->shape;
+    uint32_t *slot = &of_key[t->ops[op].key];
+    *added = !*slot;
+    return slot;
+}
 
 int kvs_kernel_time_add(struct kvs_kernel_time *kt, uint32_t key, uint32_t kernel, int64_t dur)
 {

@@ -1,26 +1,31 @@
 /* bench/capture_overhead.cu — what capturing costs the captured program.
- * Two loops, each checked for correctness before it is timed:
+ * Loops, each checked for correctness before it is timed (paired: a third, below):
  *   launch-heavy     N one-element kernels on one stream (host wall clock
  *                    from the first launch to the stream's completion)
  *   bandwidth-heavy  M device-to-device copies of G GiB (CUDA events)
- * A measurement: one warm-up repeat, then the median of R repeats.
+ * A measurement: the median of R repeats (one shot: after a warm-up repeat).
  *
  * One shot (the default): one measurement, plain, with the capture linked
  * in (--linked: kvs_trace_* around it), or under `kvscope capture`.
  *   capture_overhead [--linked TRACE] [--launches N] [--copies M] [--gib G] [--reps R]
  *   prints: RESULT launch_ms=... us_per_launch=... copy_ms=... copy_gbps=...
  *
- * Paired (--paired ROUNDS, what bench/capture_overhead.sh runs): a warm-up
- * round 0, then ROUNDS rounds in this one process, each a plain measurement
- * and a captured one — between cudaProfilerStart() and cudaProfilerStop(),
- * the window of `kvscope capture --window cudaProfilerStart` — the order
- * turning each round; start and stop are not timed. --bare: the plain
- * measurement alone (a process with no profiler). Without --bare it must
- * run under that window (KVS_CAPTURE_WINDOW=cudaProfilerStart, set by the
- * launcher): otherwise its "captured" phase would be plain. Prints per round, mode
- * (plain, kvs) and loop:
- *   RESULT proc=LABEL round=R mode=M workload=launch|copy ms=MEDIAN n=R ...
- *   capture_overhead --paired 7 [--bare] [--label L] [--launches N] [--copies M] [--gib G] [--reps R]
+ * Paired (--paired ROUNDS, what bench/capture_overhead.sh runs, with
+ * --launches 1000 --copies 10 --reps 1: short measurements pair tightly): a
+ * warm-up round 0, then ROUNDS rounds in this one process, each a plain
+ * measurement and a captured one (no warm-up repeat inside either) —
+ * between cudaProfilerStart() and cudaProfilerStop(), the window of
+ * `kvscope capture --window cudaProfilerStart` — the order turning each
+ * round; start and stop are not timed. Paired measurements also time a
+ * third loop, launch_nvtx: the launch loop with each launch inside
+ * nvtxRangePushA("k") / nvtxRangePop() (what NVTX handling adds a range).
+ * --bare: the plain measurement alone (a process with no profiler).
+ * Without --bare it must run under that window
+ * (KVS_CAPTURE_WINDOW=cudaProfilerStart, set by the launcher): otherwise
+ * its "captured" phase would be plain. Prints per round, mode (plain, kvs)
+ * and loop:
+ *   RESULT proc=LABEL round=R mode=M workload=launch|launch_nvtx|copy ms=MEDIAN n=R ...
+ *   capture_overhead --paired 40 [--bare] [--label L] [--launches N] [--copies M] [--gib G] [--reps R]
  */
 #include <algorithm>
 #include <chrono>
@@ -30,6 +35,7 @@
 #include <vector>
 
 #include <cuda_profiler_api.h> // defines: cudaProfilerStart, cudaProfilerStop
+#include <nvtx3/nvToolsExt.h>   // defines: nvtxRangePushA, nvtxRangePop (header only)
 
 #include "kvscope/die.h"
 #include "kvscope/trace.h"
@@ -62,17 +68,31 @@ struct loops {
     cudaEvent_t e0, e1;
 };
 
-/* a warm-up repeat, then reps repeats of both loops: their medians */
-static void measure(const struct loops *l, int reps, double *launch_med, double *copy_med)
+/* reps repeats of the loops (after a warm-up repeat with warm): their
+ * medians; nvtx_med non-NULL: also the launch loop with each launch inside
+ * an NVTX push/pop range (what a tool's NVTX handling costs a range) */
+static void measure(const struct loops *l, int reps, int warm, double *launch_med, double *copy_med,
+                    double *nvtx_med)
 {
-    std::vector<double> launch_ms, copy_ms;
-    for (int r = 0; r <= reps; r++) { /* r == 0: warm-up, not kept */
+    std::vector<double> launch_ms, copy_ms, nvtx_ms;
+    for (int r = warm ? 0 : 1; r <= reps; r++) { /* r == 0: warm-up, not kept */
         KVS_CUDA_DIE(cudaStreamSynchronize(l->s));
         double t0 = now_ms();
         for (int i = 0; i < l->launches; i++)
             one<<<1, 1, 0, l->s>>>(l->counter);
         KVS_CUDA_DIE(cudaStreamSynchronize(l->s));
         double t1 = now_ms();
+        if (nvtx_med) {
+            double n0 = now_ms();
+            for (int i = 0; i < l->launches; i++) {
+                nvtxRangePushA("k");
+                one<<<1, 1, 0, l->s>>>(l->counter);
+                nvtxRangePop();
+            }
+            KVS_CUDA_DIE(cudaStreamSynchronize(l->s));
+            if (r > 0)
+                nvtx_ms.push_back(now_ms() - n0);
+        }
         KVS_CUDA_DIE(cudaEventRecord(l->e0, l->s));
         for (int i = 0; i < l->copies; i++)
             KVS_CUDA_DIE(cudaMemcpyAsync(l->dst, l->src, l->bytes, cudaMemcpyDeviceToDevice, l->s));
@@ -87,6 +107,8 @@ static void measure(const struct loops *l, int reps, double *launch_med, double 
     }
     *launch_med = median(launch_ms);
     *copy_med = median(copy_ms);
+    if (nvtx_med)
+        *nvtx_med = median(nvtx_ms);
 }
 
 static int usage(const char *argv0, FILE *to, int code)
@@ -187,17 +209,19 @@ int main(int argc, char **argv)
                 int captured = (k + r) % 2; /* the order turns each round */
                 if (captured && bare)
                     continue;
-                double lm, cm;
+                double lm, cm, nm;
                 if (captured) {
                     KVS_CUDA_DIE(cudaDeviceSynchronize());
                     KVS_CUDA_DIE(cudaProfilerStart());
                 }
-                measure(&l, reps, &lm, &cm);
+                measure(&l, reps, 0, &lm, &cm, &nm); /* round 0 is the warm-up */
                 if (captured)
                     KVS_CUDA_DIE(cudaProfilerStop());
                 const char *mode = captured ? "kvs" : "plain";
                 printf("RESULT proc=%s round=%d mode=%s workload=launch ms=%.4f n=%d "
                        "us_per_launch=%.4f\n", label, r, mode, lm, reps, 1000.0 * lm / launches);
+                printf("RESULT proc=%s round=%d mode=%s workload=launch_nvtx ms=%.4f n=%d "
+                       "us_per_launch=%.4f\n", label, r, mode, nm, reps, 1000.0 * nm / launches);
                 printf("RESULT proc=%s round=%d mode=%s workload=copy ms=%.4f n=%d gbps=%.1f\n",
                        label, r, mode, cm, reps, 2.0 * copies * (double)bytes / (cm * 1e6));
                 fflush(stdout);
@@ -208,7 +232,7 @@ int main(int argc, char **argv)
     if (t)
         KVS_STATUS_DIE(kvs_trace_start(t));
     double lm, cm;
-    measure(&l, reps, &lm, &cm);
+    measure(&l, reps, 1, &lm, &cm, nullptr);
     double write_ms = 0;
     if (t) {
         KVS_STATUS_DIE(kvs_trace_stop(t));

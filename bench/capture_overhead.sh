@@ -10,9 +10,13 @@
 #
 #   bench/capture_overhead.sh build out/capture_bench
 #
+# A measurement is short (1000 launches, 10 copies, one 12-step generation)
+# so that it pairs tightly with its plain neighbour: on the H200 the launch
+# time switches between two levels from one moment to the next, and a pair
+# that straddles a switch is an outlier the median ignores.
 # Processes, run one after another (every one pinned to the CPUs next to
 # the GPU, KVS_BENCH_CPUS), each a warm-up round then KVS_BENCH_ROUNDS
-# rounds (default 7):
+# rounds (default 40):
 #   bare_start, bare_end  python3 bench/capture_torch.py, plain only, no
 #                         profiler and no kvscope: first and last process
 #   torch                 plain, torch.profiler CPU+CUDA (tp_cpu_cuda) and
@@ -24,10 +28,11 @@
 #                         default activities, kernel,memcpy,memset,extcorr,nvtx,
 #                         and all (every runtime and driver call; only with
 #                         KVS_BENCH_EXTRA=1)
-# PyTorch workloads: 5000 one-element in-place adds (launch-bound), 50 x
-# 1 GiB device copies (copy-bound), greedy decode steps of a 4-layer bf16
-# Llama with random weights. The C program (bench/capture_overhead.cu
-# --paired: 5000 one-element kernels, 50 x 1 GiB copies) the same way:
+# PyTorch workloads: 1000 one-element in-place adds (launch-bound), 10 x
+# 1 GiB device copies (copy-bound), the median step of a 12-step greedy
+# decode of a 4-layer bf16 Llama with random weights. The C program
+# (bench/capture_overhead.cu --paired: 1000 one-element kernels, the same
+# with each in an NVTX push/pop range, 10 x 1 GiB copies) the same way:
 # c_bare_start, c_default, c_gpuonly, c_all, c_bare_end (and, with
 # KVS_BENCH_EXTRA=1, kernel+runtime and kernel+driver records: where a
 # launch's cost goes). kvscope gets --max-buffers KVS_BENCH_MAX_BUFFERS
@@ -36,10 +41,10 @@
 # the table (a trace that lost records says so).
 #
 # Prints the table (bench/capture_table.py: medians, per-round overheads
-# with min..max, plain against the bare processes, kvscope's overhead over
+# with p25..p75 and min..max, plain against the bare processes, kvscope's overhead over
 # torch.profiler's against issue 20's target with a verdict per criterion,
 # rows for docs/benchmarks.md) and the seconds each process took and in
-# all (budget: 240 s for 7 rounds without EXTRA). OUT_DIR keeps raw.txt
+# all (budget: 240 s for 40 rounds without EXTRA). OUT_DIR keeps raw.txt
 # (every RESULT/TRACE/TIME line), table.md, stderr.txt, traces.txt (what
 # each trace holds: its kvscope object, events by category, API calls by
 # name, CUPTI overhead records) and the `kvscope report` of the default
@@ -54,7 +59,7 @@ esac
 cd "$(dirname "$0")/.." || exit 1
 build=${1:-build}
 out=${2:-out/capture_bench}
-rounds=${KVS_BENCH_ROUNDS:-7}
+rounds=${KVS_BENCH_ROUNDS:-40}
 maxbuf=${KVS_BENCH_MAX_BUFFERS:-512}
 mkdir -p "$out"
 bench=$build/libtrace/capture_overhead
@@ -132,7 +137,7 @@ c_procs+=(c_bare_end)
 py_procs+=(bare_end)
 
 for proc in "${c_procs[@]}"; do
-    args=(--paired "$rounds" --label "$proc")
+    args=(--paired "$rounds" --label "$proc" --launches 1000 --copies 10 --reps 1)
     case $proc in c_bare*) args+=(--bare) ;; esac
     run "$proc" "$bench" "${args[@]}"
 done

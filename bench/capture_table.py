@@ -30,8 +30,9 @@ TARGET_RATIO = 1 / 3  # issue 20: kvscope's default at most 1/3 of torch.profile
 COPY_LIMIT = 1.0      # ... and at most 1% on the copy-bound loop
 TIME_BUDGET_S = 240   # the whole bench, 7 rounds, without KVS_BENCH_EXTRA
 
-WORKLOADS = [("launch", "launch-bound (5000 kernels)"), ("copy", "copy-bound (50 x 1 GiB)"),
-             ("decode", "decode step (Llama 4 x 1024, bf16)")]
+WORKLOADS = [("launch", "launch loop"), ("copy", "copy loop"), ("decode", "decode step")]
+C_WORKLOADS = [("launch", "launch loop"), ("launch_nvtx", "launch loop, NVTX range each"),
+               ("copy", "copy loop")]
 # process -> (its profiled modes, what the rows call it); plain is every process's base
 PROCS = [
     ("bare_start", [], "no profiler, first process"),
@@ -83,15 +84,24 @@ def overheads(d, proc, mode, w):
     return {r: 100 * (got[r] / base[r] - 1) for r in sorted(got) if r in base and base[r] > 0}
 
 
+def quartiles(v):
+    """(p25, p75) of v, inclusive method (a single value: itself twice)"""
+    if len(v) < 2:
+        return (v[0], v[0]) if v else (None, None)
+    q = statistics.quantiles(v, n=4, method="inclusive")
+    return q[0], q[2]
+
+
 def summary(d, proc, mode, w):
-    """(median ms, rounds, median overhead %, min %, max %) or None when not measured"""
+    """(median ms, rounds, median overhead %, min %, max %, p25 %, p75 %) or None
+    when not measured; the overheads are None for plain"""
     got = d["res"].get((proc, mode, w))
     if not got:
         return None
     o = list(overheads(d, proc, mode, w).values()) if mode != "plain" else []
     med = statistics.median(o) if o else None
     return (statistics.median(got.values()), len(got), med, min(o) if o else None,
-            max(o) if o else None)
+            max(o) if o else None) + quartiles(o)
 
 
 def pct(x):
@@ -119,14 +129,16 @@ def verdicts(d):
             both = [r for r in ko if r in to]
             agree = sum((ko[r] <= TARGET_RATIO * to[r]) == (ratio <= TARGET_RATIO) for r in both)
             out.append((name, ratio <= TARGET_RATIO,
-                        "%s / %s = %.2f (target <= %.2f); rounds on the same side: %d of %d"
-                        % (pct(k[2]), pct(t[2]), ratio, TARGET_RATIO, agree, len(both))))
+                        "%s [p25..p75 %s..%s] / %s [%s..%s] = %.2f (target <= %.2f); rounds on the"
+                        " same side: %d of %d" % (pct(k[2]), pct(k[5]), pct(k[6]), pct(t[2]), pct(t[5]),
+                                                  pct(t[6]), ratio, TARGET_RATIO, agree, len(both))))
     k = summary(d, "kvs_default", "kvs", "copy")
     name = "copy: kvscope default <= %.0f%%" % COPY_LIMIT
     if not k or k[2] is None:
         out.append((name, None, "not measured"))
     else:
-        out.append((name, k[2] <= COPY_LIMIT, "%s (rounds %s..%s)" % (pct(k[2]), pct(k[3]), pct(k[4]))))
+        out.append((name, k[2] <= COPY_LIMIT, "%s [p25..p75 %s..%s] (rounds %s..%s)"
+                    % (pct(k[2]), pct(k[5]), pct(k[6]), pct(k[3]), pct(k[4]))))
     captured = sorted({p for (p, m, _) in d["res"] if m == "kvs"})
     lost = [p for p, t in sorted(d["traces"].items())
             if t.get("dropped_records", 0) or t.get("buffer_requests_denied", 0)]
@@ -153,10 +165,11 @@ def render(d, log="log/2026-12-02-capture-overhead.md"):
     o = []
     p = o.append
     rounds = max((len(v) for v in d["res"].values()), default=0)
-    p("Paired rounds (%d), each measurement the median of its repetitions; overhead = a round's"
-      " profiled / the same round's plain of the same process - 1: median (min..max)." % rounds)
+    p("Paired rounds (%d), each measurement short (one repetition by default); overhead = a round's"
+      " profiled / the same round's plain of the same process - 1: the median of the rounds',"
+      " [p25..p75], (min..max)." % rounds)
     p("")
-    for c, wl in ((False, WORKLOADS), (True, WORKLOADS[:2])):
+    for c, wl in ((False, WORKLOADS), (True, C_WORKLOADS)):
         rows = []
         for proc, modes, label in PROCS:
             if proc.startswith("c_") != c:
@@ -169,7 +182,8 @@ def render(d, log="log/2026-12-02-capture-overhead.md"):
             continue
         p("%s:" % ("bench/capture_overhead.cu (--paired)" if c else "PyTorch (bench/capture_torch.py)"))
         p("")
-        p("| process | mode | " + " | ".join("%s ms | overhead | rounds" % t for _, t in wl) + " |")
+        p("| process | mode | " + " | ".join("%s ms | overhead [p25..p75] (min..max) | rounds" % t
+                                              for _, t in wl) + " |")
         p("|---|---|" + "---|---|---|" * len(wl))
         for label, mode, cells in rows:
             s = []
@@ -179,7 +193,8 @@ def render(d, log="log/2026-12-02-capture-overhead.md"):
                 elif x[2] is None:
                     s.append("%.3f | - | %d" % (x[0], x[1]))
                 else:
-                    s.append("%.3f | %s (%s..%s) | %d" % (x[0], pct(x[2]), pct(x[3]), pct(x[4]), x[1]))
+                    s.append("%.3f | %s [%s..%s] (%s..%s) | %d" % (x[0], pct(x[2]), pct(x[5]), pct(x[6]),
+                                                                  pct(x[3]), pct(x[4]), x[1]))
             p("| %s | %s | %s |" % (label, MODE_NAMES.get(mode, mode), " | ".join(s)))
         p("")
         # a subscribed process's plain (window closed / profiler off) against no profiler at all
@@ -249,15 +264,15 @@ def render(d, log="log/2026-12-02-capture-overhead.md"):
             ("kvs_all", "kvs", "kvscope every call"), ("torch", "tp_cpu_cuda", "torch.profiler CPU+CUDA"),
             ("torch", "tp_cuda", "torch.profiler CUDA only"), ("c_default", "kvs", "kvscope default"),
             ("c_gpuonly", "kvs", "kvscope GPU only"), ("c_all", "kvs", "kvscope every call"))
-    for w, t in WORKLOADS:
+    for w, t in WORKLOADS + C_WORKLOADS[1:2]:
         for proc, mode, label in rows:
             x = summary(d, proc, mode, w)
             if not x or x[2] is None:
                 continue
             base = summary(d, proc, "plain", w)
-            p("| %s %s; plain %.3f ms | %s | **%s** (rounds %s..%s; %d paired rounds) | DATE | %s | [log](%s) |"
-              % ("C" if proc.startswith("c_") else "PyTorch", t, base[0], label, pct(x[2]), pct(x[3]),
-                 pct(x[4]), x[1], dev, log))
+            p("| %s %s; plain %.3f ms | %s | **%s** (p25..p75 %s..%s; %d paired rounds) | DATE | %s | [log](%s) |"
+              % ("C" if proc.startswith("c_") else "PyTorch", t, base[0], label, pct(x[2]), pct(x[5]),
+                 pct(x[6]), x[1], dev, log))
     return "\n".join(o) + "\n"
 
 

@@ -9,19 +9,21 @@ per profiler and prints the table with bench/capture_table.py).
     python3 bench/capture_torch.py --label bare_start --modes plain
 
 Workloads, each checked before anything is timed:
-  launch   5000 one-element in-place adds on one stream (launch-bound)
-  copy     50 device-to-device copies of 1 GiB (copy-bound)
+  launch   1000 one-element in-place adds on one stream (launch-bound)
+  copy     10 device-to-device copies of 1 GiB (copy-bound)
   decode   greedy decode of a small Hugging Face transformers Llama with random
            weights (4 layers, hidden 1024, 16 heads, 4 KV heads, bf16, eager,
-           DynamicCache): a 64-token prompt, then 20 one-token steps, each timed
+           DynamicCache): a 64-token prompt, then 12 one-token steps, each timed
            to the device's completion inside an NVTX range "step_N" (skipped,
            and said so, when transformers is missing)
-A measurement: one untimed warm-up repetition, then --reps (decode:
---decode-reps generations) timed to the device's completion (host wall
-clock); its figure is the median repetition (decode: the median step).
+A measurement is short, so that it pairs tightly with its plain neighbour
+(launch times on the H200 switch between two levels from one moment to the
+next): --reps repetitions (default 1; decode: --decode-reps generations,
+default 1) timed to the device's completion (host wall clock); its figure is
+the median repetition (decode: the median step of the generation).
 A round measures, for each workload, every mode once, the modes' order
 turning each round; round 0 is a warm-up round, then --rounds rounds
-(default KVS_BENCH_ROUNDS, else 7). Modes:
+(default KVS_BENCH_ROUNDS, else 40). Modes:
   plain        nothing around the measurement
   tp_cpu_cuda  inside its own torch.profiler session, CPU+CUDA activities
   tp_cuda      the same, CUDA activities only
@@ -45,10 +47,10 @@ import traceback
 T_START = time.perf_counter()  # SETUP counts torch's import too
 import torch  # noqa: E402
 
-LAUNCHES = 5000
-COPIES = 50
+LAUNCHES = 1000  # a measurement: short, so that it pairs tightly with its neighbour
+COPIES = 10
 COPY_BYTES = 1 << 30
-PROMPT, STEPS = 64, 20
+PROMPT, STEPS = 64, 12
 
 
 def sync_ms(fn):
@@ -75,7 +77,6 @@ class Launch:
             x.add_(1)
 
     def run(self, reps):
-        self.loop()  # warm-up
         return [sync_ms(self.loop) for _ in range(reps)], {}
 
 
@@ -95,7 +96,6 @@ class Copy:
             self.dst.copy_(self.src)
 
     def run(self, reps):
-        self.loop()
         t = [sync_ms(self.loop) for _ in range(reps)]
         gbps = 2 * COPY_BYTES * COPIES / (statistics.median(t) / 1e3) / 1e9
         return t, {"gbps": "%.0f" % gbps}
@@ -146,7 +146,6 @@ class Decode:
     def run(self, reps):
         t = []
         with torch.inference_mode():
-            self.generate(timed=False)
             for _ in range(reps):
                 t += self.generate(timed=True)[1]
         return t, {}
@@ -188,10 +187,10 @@ def main():
                                 "(bench/capture_overhead.sh runs it)")
     p.add_argument("--label", default="bare", help="the proc= of every line")
     p.add_argument("--modes", default="plain", help="comma-separated, of: " + ", ".join(MODES))
-    p.add_argument("--rounds", type=int, default=int(os.environ.get("KVS_BENCH_ROUNDS", "7")),
-                   help="timed rounds after the warm-up round (default KVS_BENCH_ROUNDS, else 7)")
-    p.add_argument("--reps", type=int, default=5, help="timed repetitions of launch and copy")
-    p.add_argument("--decode-reps", type=int, default=2, help="timed generations of decode")
+    p.add_argument("--rounds", type=int, default=int(os.environ.get("KVS_BENCH_ROUNDS", "40")),
+                   help="timed rounds after the warm-up round (default KVS_BENCH_ROUNDS, else 40)")
+    p.add_argument("--reps", type=int, default=1, help="timed repetitions of launch and copy a measurement")
+    p.add_argument("--decode-reps", type=int, default=1, help="timed generations of decode a measurement")
     p.add_argument("--workloads", default="launch,copy,decode")
     a = p.parse_args()
     modes = a.modes.split(",")

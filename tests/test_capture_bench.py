@@ -9,6 +9,8 @@ What bench/capture_torch.py and the script do around them is real.
 
 (decode is skipped: a `transformers` stand-in that fails to import.)
 Expected, written down for KVS_BENCH_ROUNDS=2 (a warm-up round 0, then 2):
+  - the C program run with --paired 2 --launches 1000 --copies 10 --reps 1
+    (twice with --bare); its launch, launch_nvtx and copy rows;
   - processes in this order, each with a TIME line: c_bare_start, c_default,
     c_gpuonly, c_all, c_bare_end, bare_start, torch, kvs_default,
     kvs_gpuonly, bare_end; a TOTAL line;
@@ -17,8 +19,8 @@ Expected, written down for KVS_BENCH_ROUNDS=2 (a warm-up round 0, then 2):
     (r=1: tp_cpu_cuda, tp_cuda, plain); kvs_*: plain, kvs turned the same;
   - every kvscope process under --window cudaProfilerStart --max-buffers 512
     with its activities (default, kernel,memcpy,memset,extcorr,nvtx, all);
-  - each profiled measurement (a warm-up run and 5 timed ones) inside its
-    own profiler start/stop, right after a synchronize: 3 rounds x 2 workloads x 2 = 12 torch.profiler
+  - each profiled measurement (one short timed run) inside its own
+    profiler start/stop, right after a synchronize: 3 rounds x 2 workloads x 2 = 12 torch.profiler
     sessions, 3 x 2 = 6 cudaProfilerStart/Stop pairs per kvs process;
   - a TRACE line per kvscope trace with its records and drops (one of them
     made to drop 7 records: the table says so), traces.txt with the
@@ -136,6 +138,7 @@ class profile:
 
 FAKE_C = r'''#!/bin/sh
 # the lines capture_overhead --paired R --label L [--bare] prints (plain 20 ms, kvs 23 ms)
+echo "c $*" >>"$FAKE_C_LOG"
 r=0 label=c bare=0
 while [ $# -gt 0 ]; do
     case $1 in --paired) r=$2; shift ;; --label) label=$2; shift ;; --bare) bare=1 ;; esac
@@ -147,8 +150,9 @@ while [ $i -le "$r" ]; do
     for m in $order; do
         [ $m = kvs ] && [ $bare = 1 ] && continue
         if [ $m = kvs ]; then l=23.0; c=25.1; else l=20.0; c=25.0; fi
-        echo "RESULT proc=$label round=$i mode=$m workload=launch ms=$l n=7 us_per_launch=4.0"
-        echo "RESULT proc=$label round=$i mode=$m workload=copy ms=$c n=7 gbps=4200.0"
+        echo "RESULT proc=$label round=$i mode=$m workload=launch ms=$l n=1 us_per_launch=4.0"
+        echo "RESULT proc=$label round=$i mode=$m workload=launch_nvtx ms=$l n=1 us_per_launch=4.0"
+        echo "RESULT proc=$label round=$i mode=$m workload=copy ms=$c n=1 gbps=4200.0"
     done
     i=$((i + 1))
 done
@@ -211,8 +215,9 @@ try:
     write(os.path.join(tmp, "build", "libtrace", "capture_overhead"), FAKE_C, exe=True)
     write(os.path.join(tmp, "build", "cli", "kvscope"), FAKE_KVSCOPE, exe=True)
     out = os.path.join(tmp, "out")
-    tlog, klog = os.path.join(tmp, "torch.log"), os.path.join(tmp, "kvscope.log")
+    tlog, klog, clog = (os.path.join(tmp, f) for f in ("torch.log", "kvscope.log", "c.log"))
     env = dict(os.environ, PYTHONPATH=os.path.join(tmp, "py"), FAKE_TORCH_LOG=tlog, FAKE_KVSCOPE_LOG=klog,
+               FAKE_C_LOG=clog,
                KVS_BENCH_ROUNDS="2", KVS_BENCH_CPUS="none")
     env.pop("KVS_BENCH_EXTRA", None)
     p = subprocess.run(["bash", os.path.join(root, "bench", "capture_overhead.sh"),
@@ -268,10 +273,13 @@ try:
           sum(e == "cudaProfilerStop" for e in ev) == 12,
           "6 cudaProfilerStart/Stop pairs in each of the 2 kvscope processes, under its window: %d" % len(kst))
     check(all(ev[i - 1] == "sync" for i in starts + kst), "every profiler starts right after a synchronize")
-    # between a start and its stop: the measurement (a warm-up run, then 5 timed runs, each synchronized)
+    # between a start and its stop: the measurement (one short timed run, synchronized before and after)
     stops = [i for i, e in enumerate(ev) if e in ("profile.stop", "cudaProfilerStop")]
     inner = [sum(e == "sync" for e in ev[a:b]) for a, b in zip(sorted(starts + kst), stops)]
-    check(inner and all(n == 10 for n in inner), "inside each: 5 timed runs of 2 synchronizes (%s)" % set(inner))
+    check(inner and all(n == 2 for n in inner), "inside each: one timed run of 2 synchronizes (%s)" % set(inner))
+    cl = open(clog).read().splitlines()
+    check(len(cl) == 5 and all("--paired 2 " in c and "--launches 1000 --copies 10 --reps 1" in c for c in cl) and
+          sum("--bare" in c for c in cl) == 2, "the C program: 5 runs of short paired measurements, 2 bare: %s" % cl)
 
     traces = {re.search(r"proc=(\S+)", ln).group(1): ln for ln in raw if ln.startswith("TRACE ")}
     check(sorted(traces) == ["c_all", "c_default", "c_gpuonly", "kvs_default", "kvs_gpuonly"],
@@ -287,8 +295,9 @@ try:
     check("events by category: {'kernel': 1, 'cuda_runtime': 1, 'overhead': 1}" in tx and
           "[('cudaLaunchKernel', 1)]" in tx and "'Buffer Flush': (1, 12.5)" in tx,
           "traces.txt: categories, API calls, overhead records of the trace")
-    check("| C program, kvscope (default) | captured | 23.000 | +15.0% (+15.0%..+15.0%) | 2 |" in table,
-          "the C rows: 23 against 20 ms, +15.0% in both rounds")
+    check("| C program, kvscope (default) | captured | 23.000 | +15.0% [+15.0%..+15.0%] (+15.0%..+15.0%) | 2 | "
+          "23.000 | +15.0% [+15.0%..+15.0%] (+15.0%..+15.0%) | 2 | 25.100 | +0.4%" in table,
+          "the C rows: launch and launch_nvtx 23 against 20 ms, +15.0% in both rounds; copy +0.4%")
     check("launch, C program, kvscope (default): plain 20.000 ms against bare 20.000 ms (+0.0%); within" in table,
           "the C program's plain against its bare processes")
     check(re.search(r"- launch: kvscope default <= 1/3 of torch.profiler CPU\+CUDA: \*\*(met|NOT met|no verdict)\*\*",

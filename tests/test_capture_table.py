@@ -96,10 +96,11 @@ name, met, text = verdict(d, "copy")
 check(met is True and "+0.7%" in text, "copy: met at +0.7%% (%s)" % text)
 out = ct.render(d)
 check("- overall: **NOT met**" in out, "the table's overall verdict: NOT met")
-check("| kvscope capture (default) | captured | 60.087 | +43.3% (-0.3%..+92.5%) | 5 |" in out,
-      "the table's default launch row: median ms, paired median, min..max, rounds")
-check("| PyTorch launch-bound (5000 kernels); plain 38.560 ms | kvscope default | **+43.3%**" in out,
-      "a docs/benchmarks.md row for it")
+# sorted -0.3, +26.7, +43.3, +84.6, +92.5: p25 and p75 (inclusive) are the 2nd and 4th
+check("| kvscope capture (default) | captured | 60.087 | +43.3% [+26.7%..+84.6%] (-0.3%..+92.5%) | 5 |" in out,
+      "the table's default launch row: median ms, paired median [p25..p75] (min..max), rounds")
+check("| PyTorch launch loop; plain 38.560 ms | kvscope default | **+43.3%** (p25..p75 +26.7%..+84.6%; "
+      "5 paired rounds)" in out, "a docs/benchmarks.md row for it")
 check("111085 records, 0 dropped" in out and "RECORDS LOST" not in out, "the trace lines, nothing lost")
 
 # ---------------------------------------------------------------------------
@@ -139,10 +140,11 @@ s = ct.summary(d, "kvs_default", "kvs", "launch")
 check(s[0] == 44.0 and s[1] == 5 and abs(s[2] - 10.0) < 1e-9 and abs(s[3] - 10.0) < 1e-9,
       "made: round 0 (x1000) ignored: 44 ms, 5 rounds, launch +10%% (%r)" % (s,))
 vs = ct.verdicts(d)
-want = {"launch: kvscope default <= 1/3 of torch.profiler CPU+CUDA": (True, "+10.0% / +50.0% = 0.20"),
-        "launch: kvscope default <= 1/3 of torch.profiler CUDA only": (True, "+10.0% / +40.0% = 0.25"),
-        "decode: kvscope default <= 1/3 of torch.profiler CPU+CUDA": (True, "+10.0% / +100.0% = 0.10"),
-        "decode: kvscope default <= 1/3 of torch.profiler CUDA only": (True, "+10.0% / +50.0% = 0.20"),
+want = {"launch: kvscope default <= 1/3 of torch.profiler CPU+CUDA":
+        (True, "+10.0% [p25..p75 +10.0%..+10.0%] / +50.0% [+50.0%..+50.0%] = 0.20"),
+        "launch: kvscope default <= 1/3 of torch.profiler CUDA only": (True, "+10.0% [p25..p75 +10.0%..+10.0%] / +40.0% [+40.0%..+40.0%] = 0.25"),
+        "decode: kvscope default <= 1/3 of torch.profiler CPU+CUDA": (True, "+10.0% [p25..p75 +10.0%..+10.0%] / +100.0% [+100.0%..+100.0%] = 0.10"),
+        "decode: kvscope default <= 1/3 of torch.profiler CUDA only": (True, "+10.0% [p25..p75 +10.0%..+10.0%] / +50.0% [+50.0%..+50.0%] = 0.20"),
         "copy: kvscope default <= 1%": (True, "+0.5%"),
         "kvscope traces complete": (True, "1 traces, none dropped")}
 for prefix, (m, txt) in want.items():
@@ -187,6 +189,18 @@ check(met is None and text == "not measured", "made: no decode lines -> not meas
 check("Time: torch 48 s (setup 8 s); total 250 s (budget 240 s: NOT met)" in ct.render(made(total=250)),
       "made: a process's seconds with its set-up; 250 s over the 240 s budget")
 check("total 200 s (budget 240 s: met)" in ct.render(made(total=200)), "made: 200 s within the budget")
+
+# p25..p75 by hand: overheads +5, +1, +8, +3, +7, +2, +6, +4% over 8 rounds: sorted 1..8,
+# inclusive quartiles at positions 1.75 and 5.25: 2.75 and 6.25; median 4.5
+ls = []
+for r, k in enumerate([5, 1, 8, 3, 7, 2, 6, 4], 1):
+    ls += ["RESULT proc=kvs_default round=%d mode=plain workload=launch ms=100 n=1" % r,
+           "RESULT proc=kvs_default round=%d mode=kvs workload=launch ms=%d n=1" % (r, 100 + k)]
+s = ct.summary(ct.parse(ls), "kvs_default", "kvs", "launch")
+check(s[1] == 8 and abs(s[2] - 4.5) < 1e-9 and abs(s[5] - 2.75) < 1e-9 and abs(s[6] - 6.25) < 1e-9 and
+      abs(s[3] - 1) < 1e-9 and abs(s[4] - 8) < 1e-9, "p25..p75 of 8 rounds: 2.75..6.25, median 4.5 (%r)" % (s,))
+check("+4.5% [+2.8%..+6.3%] (+1.0%..+8.0%) | 8 |" in ct.render(ct.parse(ls)), "the row shows them (6.25 rounds up: 6.2500000000000x)")
+check(ct.quartiles([3.0]) == (3.0, 3.0), "one round: p25 = p75 = it")
 
 # the bare comparison flags a plain outside every bare round
 d = made()

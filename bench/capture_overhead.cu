@@ -23,7 +23,7 @@
  * Without --bare it must run under that window
  * (KVS_CAPTURE_WINDOW=cudaProfilerStart, set by the launcher): otherwise
  * its "captured" phase would be plain. Prints per round, mode (plain, kvs)
- * and loop:
+ * and loop (after a CONFIG line with the sizes):
  *   RESULT proc=LABEL round=R mode=M workload=launch|launch_nvtx|copy ms=MEDIAN n=R ...
  *   capture_overhead --paired 40 [--bare] [--label L] [--launches N] [--copies M] [--gib G] [--reps R]
  */
@@ -204,6 +204,8 @@ int main(int argc, char **argv)
     KVS_CUDA_DIE(cudaEventCreate(&e1));
     struct loops l = {s, counter, src, dst, bytes, launches, copies, e0, e1};
     if (paired >= 0) {
+        printf("CONFIG proc=%s launches=%d copies=%d copy_gib=%g reps=%d\n", label, launches, copies, gib,
+               reps);
         for (int r = 0; r <= paired; r++) { /* r == 0: the warm-up round */
             for (int k = 0; k < 2; k++) {
                 int captured = (k + r) % 2; /* the order turns each round */

@@ -106,7 +106,7 @@ activities() {
     esac
 }
 
-# run PROC CMD... : one process; its RESULT/SKIP/SETUP lines and a TIME line
+# run PROC CMD... : one process; its RESULT/SKIP/SETUP/CONFIG lines and a TIME line
 # into raw; kvs_* and c_* processes (not c_bare*) run
 # under kvscope capture with the window on cudaProfilerStart
 run() {
@@ -118,7 +118,7 @@ run() {
                    --activities "$(activities "$proc")" -o "$tmp/$proc.json" -- "$@" 2>>"$err") ;;
     esac
     rc=$?
-    echo "$lines" | grep '^\(RESULT\|SKIP\|SETUP\)' >>"$raw"
+    echo "$lines" | grep '^\(RESULT\|SKIP\|SETUP\|CONFIG\)' >>"$raw"
     ms=$(( ($(date +%s%N) - t0) / 1000000 ))
     printf 'TIME proc=%s seconds=%d.%d\n' "$proc" $((ms / 1000)) $((ms % 1000 / 100)) | tee -a "$raw" >&2
     if [ $rc -ne 0 ] || ! echo "$lines" | grep -q '^RESULT'; then

@@ -14,6 +14,7 @@ Lines it reads (anything else is ignored):
       what the trace of kvscope process P holds (its `kvscope` object)
   TIME proc=P seconds=S      a process's wall time;  TOTAL seconds=S
   SETUP proc=P seconds=S     of which its set-up (import, model build, checks)
+  CONFIG proc=P k=v ...      the sizes of a process's workloads (a measurement's)
   DEVICE NAME                the GPU (nvidia-smi's name), for the benchmarks rows
   FAIL proc=P ...            a process that failed
 An overhead is paired: a round's profiled measurement over the same
@@ -54,7 +55,7 @@ MODE_NAMES = {"plain": "plain", "tp_cpu_cuda": "CPU+CUDA", "tp_cuda": "CUDA only
 def parse(lines):
     """RESULT/TRACE/TIME/FAIL lines -> a dict of what the table needs."""
     res = collections.defaultdict(dict)  # (proc, mode, workload) -> {round: ms}
-    traces, times, setup, fails, total, device = {}, {}, {}, [], None, None
+    traces, times, setup, fails, total, device, config = {}, {}, {}, [], None, None, {}
     for line in lines:
         head = line.split(" ", 1)[0]
         kv = dict(re.findall(r"(\w+)=(\S+)", line))
@@ -66,6 +67,8 @@ def parse(lines):
             traces[kv["proc"]] = {k: int(v) for k, v in kv.items() if k != "proc" and v.isdigit()}
         elif head == "TIME" and "proc" in kv:
             times[kv["proc"]] = float(kv["seconds"])
+        elif head == "CONFIG" and "proc" in kv:
+            config[kv["proc"]] = " ".join("%s=%s" % (k, v) for k, v in kv.items() if k != "proc")
         elif head == "SETUP" and "proc" in kv:
             setup[kv["proc"]] = float(kv["seconds"])
         elif head == "TOTAL":
@@ -74,7 +77,8 @@ def parse(lines):
             fails.append(line.strip())
         elif head == "DEVICE":
             device = line.split(" ", 1)[1].strip() if " " in line.strip() else None
-    return {"res": res, "traces": traces, "times": times, "setup": setup, "fails": fails, "total": total,
+    return {"res": res, "traces": traces, "times": times, "setup": setup, "config": config,
+            "fails": fails, "total": total,
             "device": device}
 
 
@@ -169,6 +173,11 @@ def render(d, log="log/2026-12-02-capture-overhead.md"):
       " profiled / the same round's plain of the same process - 1: the median of the rounds',"
       " [p25..p75], (min..max)." % rounds)
     p("")
+    for c in (False, True):  # the sizes, once per distinct set
+        sizes = sorted({v for k, v in d.get("config", {}).items() if k.startswith("c_") == c})
+        if sizes:
+            p("%s a measurement: %s" % ("C program," if c else "PyTorch,", "; ".join(sizes)))
+            p("")
     for c, wl in ((False, WORKLOADS), (True, C_WORKLOADS)):
         rows = []
         for proc, modes, label in PROCS:

@@ -34,7 +34,8 @@ Each profiled measurement synchronizes, starts its profiler, is timed, then
 stops it: starting, stopping and collecting the trace are never timed.
 Prints one line per measurement:
   RESULT proc=LABEL round=R mode=MODE workload=W ms=MEDIAN n=N [gbps=G]
-and SETUP proc=LABEL seconds=S (import, model build, checks). Exit 77
+SETUP proc=LABEL seconds=S (import, model build, checks) and CONFIG
+proc=LABEL launches=... (the workloads' sizes). Exit 77
 without a CUDA device, 2 on bad arguments.
 """
 import argparse
@@ -218,6 +219,8 @@ def main():
             traceback.print_exc()
             print("SKIP proc=%s workload=decode reason=%s" % (a.label, type(e).__name__), flush=True)
     print("SETUP proc=%s seconds=%.1f" % (a.label, time.perf_counter() - T_START), flush=True)
+    print("CONFIG proc=%s launches=%d copies=%d copy_gib=%g steps=%d reps=%d decode_reps=%d"
+          % (a.label, LAUNCHES, COPIES, COPY_BYTES / (1 << 30), STEPS, a.reps, a.decode_reps), flush=True)
     reps = lambda w: a.decode_reps if w.name == "decode" else a.reps
     for r in range(a.rounds + 1):  # round 0: the warm-up round (Kineto's and CUPTI's first start)
         order = modes[r % len(modes):] + modes[:r % len(modes)]

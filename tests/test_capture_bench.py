@@ -144,6 +144,7 @@ while [ $# -gt 0 ]; do
     case $1 in --paired) r=$2; shift ;; --label) label=$2; shift ;; --bare) bare=1 ;; esac
     shift
 done
+echo "CONFIG proc=$label launches=1000 copies=10 copy_gib=1 reps=1"
 i=0
 while [ $i -le "$r" ]; do
     if [ $((i % 2)) = 0 ]; then order="plain kvs"; else order="kvs plain"; fi
@@ -302,6 +303,9 @@ try:
           "the C program's plain against its bare processes")
     check(re.search(r"- launch: kvscope default <= 1/3 of torch.profiler CPU\+CUDA: \*\*(met|NOT met|no verdict)\*\*",
                     table) is not None, "a launch verdict line")
+    check("PyTorch, a measurement: launches=1000 copies=10 copy_gib=1 steps=12 reps=1 decode_reps=1\n" in table and
+          "C program, a measurement: launches=1000 copies=10 copy_gib=1 reps=1\n" in table,
+          "the table says the sizes of a measurement (capture_torch.py's CONFIG line, the C program's)")
     check(os.path.exists(os.path.join(out, "report_kvs_default.txt")), "the default capture's report kept")
     check(not os.listdir(tmp + "/out") or not any(f.endswith(".json") for f in os.listdir(out)),
           "no trace left in OUT_DIR")

@@ -23,6 +23,9 @@
  *               enter and exit times) in a per-thread array
  *   K+cbRD      + the same callback on the runtime's and the driver's
  *               launch calls (cuLaunchKernel*), as a capture of both APIs
+ *   K+cbAll     + the same callback on every call kvscope's default
+ *               records (kvs_trace_api_recorded: ~100s of ids), as
+ *               capture_api.c enables them: does the number cost?
  *   K+X         + EXTERNAL_CORRELATION with an id pushed around the loop
  *   K+cb+X      K+cb and K+X
  * For K+cb and K+cbRD the kernels' correlation ids are matched against the
@@ -50,6 +53,8 @@
 
 #include <cuda_runtime.h>
 #include <cupti.h>
+
+#include "kvscope/trace.h" /* kvs_trace_api_recorded */
 
 #define CK(x)                                                                                  \
     do {                                                                                       \
@@ -148,10 +153,26 @@ static void launch_callbacks(int on, int driver)
             CU(cuptiEnableCallback(on, g_sub, CUPTI_CB_DOMAIN_DRIVER_API, c));
 }
 
-enum cfg { PLAIN, K, K_R, K_RSEL, K_ROFF, K_D, K_CB0, K_CB, K_CBRD, K_X, K_CB_X, NCFG };
-static const char *const k_cfg_name[NCFG] = {"plain", "K",     "K+R",    "K+Rsel",
-                                             "K+Roff", "K+D",  "K+cb0",  "K+cb",
-                                             "K+cbRD", "K+X",  "K+cb+X"};
+/* every runtime and driver call kvscope's default records gets the
+ * callback (kvs_trace_api_recorded), as capture_api.c does */
+static void all_callbacks(int on)
+{
+    static const CUpti_CallbackDomain dom[2] = {CUPTI_CB_DOMAIN_RUNTIME_API,
+                                                CUPTI_CB_DOMAIN_DRIVER_API};
+    static const uint32_t lim[2] = {CUPTI_RUNTIME_TRACE_CBID_SIZE, CUPTI_DRIVER_TRACE_CBID_SIZE};
+    for (int d = 0; d < 2; d++)
+        for (uint32_t cbid = 1; cbid < lim[d]; cbid++) {
+            const char *nm = nullptr;
+            if (cuptiGetCallbackName(dom[d], cbid, &nm) == CUPTI_SUCCESS && nm &&
+                kvs_trace_api_recorded(nm))
+                cuptiEnableCallback(on, g_sub, dom[d], cbid);
+        }
+}
+
+enum cfg { PLAIN, K, K_R, K_RSEL, K_ROFF, K_D, K_CB0, K_CB, K_CBRD, K_CBALL, K_X, K_CB_X, NCFG };
+static const char *const k_cfg_name[NCFG] = {"plain",  "K",      "K+R",     "K+Rsel",
+                                             "K+Roff", "K+D",    "K+cb0",   "K+cb",
+                                             "K+cbRD", "K+cbAll", "K+X",    "K+cb+X"};
 
 static void set_cfg(int c, int on)
 {
@@ -196,6 +217,10 @@ static void set_cfg(int c, int on)
     case K_CB_X:
         g_cb_keep = c != K_CB0;
         launch_callbacks(on, c == K_CBRD);
+        break;
+    case K_CBALL:
+        g_cb_keep = 1;
+        all_callbacks(on);
         break;
     default:
         break;

@@ -21,8 +21,9 @@
  * the outer one's id: nothing to link). Each record also keeps the External
  * id of the op open on the thread (kvs_capture_current_op), as CUPTI's
  * external correlation would: the writer gets a KVS_TREC_EXTERNAL_ID link
- * for it, so GPU work carries its op's id. Memory is bounded (the CUPTI buffers'
- * budget, --buffer-mb x --max-buffers); beyond it calls are dropped and
+ * for it, so GPU work carries its op's id. Memory is bounded: a budget of its own
+ * as large as the CUPTI buffers' (--buffer-mb x --max-buffers, allocated as
+ * used); beyond it calls are dropped and
  * counted in the trace's dropped_records. The chunks are read after the
  * capture stopped (kvs_capture_api_collect).
  */

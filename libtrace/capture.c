@@ -284,6 +284,8 @@ static enum kvs_status enable_kinds(struct kvs_trace *t)
         t->window_start_ns = now;
     t->kinds_on = 0;
     unsigned want = t->cfg.activities;
+    /* before any callback records: the calls keep their op's id if asked */
+    atomic_store(&t->api_ext, (want & KVS_TRACE_EXTERNAL_CORRELATION) != 0);
     for (int d = 0; d < 2; d++) {
         if (!(want & k_apis[d].bit) || (want & k_apis[d].all_bit))
             continue;

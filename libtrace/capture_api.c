@@ -172,7 +172,7 @@ void kvs_capture_api_callback(struct kvs_trace *t, int driver, CUpti_CallbackId 
         return;
     int64_t now = kvs_now_ns();
     t_api.depth = i;
-    uint64_t ext = (t->kinds_on & KVS_TRACE_EXTERNAL_CORRELATION) ? kvs_capture_current_op(t) : 0;
+    uint64_t ext = atomic_load_explicit(&t->api_ext, memory_order_relaxed) ? kvs_capture_current_op(t) : 0;
     struct api_rec r = {t_api.open[i].t0, now, ext, cd->correlationId, 0,
                         (uint16_t)cbid, (uint8_t)driver, 0};
     keep(t, &r);

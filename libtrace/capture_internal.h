@@ -87,6 +87,7 @@ struct kvs_trace {
     size_t api_nchunks, api_max_chunks;
     uint8_t *api_want[2];            /* [runtime, driver][cbid]: 1 = recorded */
     atomic_int api_on[2];            /* callbacks recording now */
+    atomic_int api_ext;              /* they keep the op's External id (extcorr asked) */
     atomic_uint api_window;          /* bumped at each enable: stale open calls are dropped */
     atomic_ullong api_dropped;       /* calls beyond the budget or the nesting depth */
 

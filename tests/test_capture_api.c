@@ -74,7 +74,7 @@ static struct kvs_trace *make(size_t buffer_bytes, unsigned max_buffers)
     t->pid = 77;
     t->cfg.buffer_bytes = buffer_bytes;
     t->cfg.max_buffers = max_buffers;
-    t->kinds_on = KVS_TRACE_EXTERNAL_CORRELATION;
+    atomic_store(&t->api_ext, 1);
     kvs_capture_api_init(t);
     return t;
 }
@@ -208,7 +208,7 @@ static void test_records(void)
     /* collect into less room than there is: never past cap */
     KVS_CHECK(collect(t, out, 2, NULL) <= 2);
     /* without extcorr on, no op link */
-    t->kinds_on = 0;
+    atomic_store(&t->api_ext, 0);
     g_op = 9;
     call(t, 1, dl, 16, 0);
     call(t, 1, dl, 16, 1);

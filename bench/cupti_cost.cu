@@ -32,9 +32,13 @@
  * callbacks' (runtime and driver apart): the counts say whether a callback
  * can stand in for the runtime record, and which call's id a kernel carries.
  *
- *   cupti_cost [--launches N] [--rounds R] [--ts-callback]
+ *   cupti_cost [--launches N] [--rounds R] [--ts-callback] [--like-capture]
  * --ts-callback registers a CUPTI timestamp callback (CLOCK_MONOTONIC), as
- * kvscope's capture does. Defaults: 1000 launches a loop, 60 rounds — short
+ * kvscope's capture does; --like-capture keeps on, in every configuration,
+ * what kvscope's capture keeps on besides its recording (the NVTX domain,
+ * the context and graph-node resource callbacks, the MEMCPY, MEMSET,
+ * SYNCHRONIZATION and OVERHEAD kinds): run with both, and the K+cbAll row
+ * against the capture's own cost says what is kvscope's. Defaults: 1000 launches a loop, 60 rounds — short
  * loops, many rounds: on the H200 machine a plain launch takes ~4.5 us or
  * ~6.3 us, the state switching every few tens of ms, so a configuration is
  * compared with the plain loop of its own round and the median of those
@@ -267,7 +271,7 @@ static double median(std::vector<double> v)
 
 int main(int argc, char **argv)
 {
-    int n = 1000, rounds = 60, tscb = 0;
+    int n = 1000, rounds = 60, tscb = 0, like_capture = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--launches") && i + 1 < argc)
             n = atoi(argv[++i]);
@@ -275,8 +279,11 @@ int main(int argc, char **argv)
             rounds = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--ts-callback"))
             tscb = 1;
+        else if (!strcmp(argv[i], "--like-capture"))
+            like_capture = 1;
         else {
-            fprintf(stderr, "usage: %s [--launches N] [--rounds R] [--ts-callback]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--launches N] [--rounds R] [--ts-callback] [--like-capture]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -293,6 +300,19 @@ int main(int argc, char **argv)
     if (tscb)
         CU(cuptiActivityRegisterTimestampCallback(ts_cb));
     CU(cuptiActivityRegisterCallbacks(buf_req, buf_done));
+    if (like_capture) {
+        /* what kvscope's capture keeps on all the time besides its
+         * recording: the NVTX domain, the resource callbacks it follows
+         * (context, graph nodes), the activity kinds that cost no launch */
+        CU(cuptiEnableDomain(1, g_sub, CUPTI_CB_DOMAIN_NVTX));
+        CU(cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
+        CU(cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED));
+        CU(cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED));
+        CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
+        CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET));
+        CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION));
+        CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_OVERHEAD));
+    }
     int *d = nullptr;
     cudaStream_t s;
     CK(cudaMalloc(&d, sizeof(int)));
@@ -334,9 +354,9 @@ int main(int argc, char **argv)
     int check = 0;
     CK(cudaMemcpy(&check, d, sizeof check, cudaMemcpyDeviceToHost));
     long want = (long)NCFG * 2 * (rounds + 1) * (n + 100);
-    printf("cupti_cost: %d launches a loop, %d rounds (+1 warm-up), timestamp callback %s; "
-           "kernel ran %d times (want %ld)\n",
-           n, rounds, tscb ? "on" : "off", check, want);
+    printf("cupti_cost: %d launches a loop, %d rounds (+1 warm-up), timestamp callback %s, "
+           "like the capture %s; kernel ran %d times (want %ld)\n",
+           n, rounds, tscb ? "on" : "off", like_capture ? "on" : "off", check, want);
     printf("K+cb: %zu of %zu kernel records carry a correlation id the runtime launch callback "
            "saw\n",
            matched[0][0], kernels_cb[0]);

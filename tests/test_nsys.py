@@ -33,6 +33,8 @@ from kvs_test import check, finish, union
 
 dump, kvscope = sys.argv[1], sys.argv[2]
 shared = os.environ.get("KVS_SHARED_DIR", "")
+if shared and not os.path.isdir(shared):
+    shared = ""  # a clone without ../shared (meson names it anyway): those parts skip
 root = os.path.join(shared, "traces", "nsys")
 tmp = tempfile.mkdtemp(prefix="kvs-nsys-")
 
@@ -396,16 +398,19 @@ refuse(rep, ".nsys-rep", "nsys export --type sqlite --output FILE.sqlite")
 
 # an export on stdin, or gzipped, is not a file SQLite can open: say so (was the
 # JSON reader's "expected '{' or '[' ..., found 'S'")
-matmul = os.path.join(root, "nvfuser_matmul_h200_nsys2024.6.2.sqlite")
-hint = "an SQLite database (an Nsight Systems export?), which cannot be read from stdin or through gzip"
-with open(matmul, "rb") as f:
-    out = subprocess.run([kvscope, "report", "-"], stdin=f, capture_output=True, text=True)
-check(out.returncode == 2 and hint in out.stderr and "found 'S'" not in out.stderr,
-      "stdin: exit %d, the export hint: %s" % (out.returncode, out.stderr.strip()))
-gz = os.path.join(tmp, "export.sqlite.gz")
-with open(matmul, "rb") as f, gzip.open(gz, "wb") as g:
-    g.write(f.read())
-refuse(gz, "gzipped export", hint)
+if shared:  # a real export to feed it
+    matmul = os.path.join(root, "nvfuser_matmul_h200_nsys2024.6.2.sqlite")
+    hint = "an SQLite database (an Nsight Systems export?), which cannot be read from stdin or through gzip"
+    with open(matmul, "rb") as f:
+        out = subprocess.run([kvscope, "report", "-"], stdin=f, capture_output=True, text=True)
+    check(out.returncode == 2 and hint in out.stderr and "found 'S'" not in out.stderr,
+          "stdin: exit %d, the export hint: %s" % (out.returncode, out.stderr.strip()))
+    gz = os.path.join(tmp, "export.sqlite.gz")
+    with open(matmul, "rb") as f, gzip.open(gz, "wb") as g:
+        g.write(f.read())
+    refuse(gz, "gzipped export", hint)
+else:
+    print("skip: stdin and gzipped export refusals (no ../shared/traces/nsys)")
 
 # ---------------------------------------------------------------------------
 # 5. a decode-like program written twice, as an nsys export with emit_nvtx

@@ -287,6 +287,9 @@ def against_python(path, peak_bw, peak_fl, at_least):
 
 def qwen():
     # H100 SXM: datasheet HBM3 3350 GB/s, dense BF16 989 TFLOP/s
+    if not os.path.isdir(os.path.join(shared, "traces")):
+        print("skip: the Qwen H100 trace (no ../shared/traces)")
+        return
     rep = against_python(os.path.join(shared, "traces", "serving",
                                       "tracelens__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"), 3350e9, 989e12, 5)
     fams = {o.get("family") for o in rep.get("ops", [])}

@@ -111,8 +111,9 @@ static void read_kvscope_meta(struct kvs_trace_data *t, const cJSON *o)
 }
 
 /* Whether every escape in JSON text is one cJSON decodes: the scanner skips
- * header strings without decoding them, so a bad \u escape (a lone
- * surrogate, say) is the one thing it accepts that cJSON refuses. */
+ * header strings without decoding them, so a bad escape (one JSON does not
+ * have, as "\-", or a bad \u escape: a lone surrogate, say) is the one
+ * thing it accepts that cJSON refuses. */
 static bool escapes_ok(const char *p, size_t n)
 {
     const char *end = p + n;
@@ -126,7 +127,7 @@ static bool escapes_ok(const char *p, size_t n)
         if (++p >= end)
             return false;
         if (*p != 'u') {
-            if (low_needed)
+            if (low_needed || !strchr("\"\\/bfnrt", *p) || !*p)
                 return false;
             continue;
         }
@@ -225,7 +226,7 @@ static bool header_value(struct kvs_reader *r, const char *key)
          * out of memory */
         if (!escapes_ok(text, len)) {
             kvs_log(r->opt->log, KVS_LOG_WARN,
-                    "header field \"%s\" holds a bad \\u escape: ignored", key);
+                    "header field \"%s\" holds an escape JSON does not have: ignored", key);
             return true;
         }
         return kvs_scan_fail(s, KVS_STATUS_NO_MEMORY, "out of memory parsing the header field \"%s\"",

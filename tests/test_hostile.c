@@ -373,6 +373,34 @@ static void test_header_numbers(void)
     kvs_analysis_free(a);
 }
 
+/* A header field with an escape JSON does not have ("\-"): the scanner
+ * skips header strings without decoding them, cJSON refuses the field, and
+ * the reader called that "out of memory" (KVS_STATUS_NO_MEMORY; found by
+ * fuzz_trace in CI: corpus/trace/regress-header-bad-escape.json). Now the
+ * field is ignored with a warning and the events are read. */
+static void test_header_bad_escape(void)
+{
+    static const char trace[] =
+        "{\"deviceProperties\":[{\"id\":0,\"name\":\"Tesla V100\\\\\\-DGXS\"}],"
+        "\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,\"dur\":4,"
+        "\"args\":{\"device\":0}}]}";
+    struct kvs_analysis *a;
+    memset(&cap, 0, sizeof cap);
+    KVS_REQUIRE(analyze_text(trace, sizeof trace - 1, &a) == KVS_STATUS_OK);
+    KVS_CHECK(strstr(cap.all, "\"deviceProperties\" holds an escape JSON does not have") != NULL);
+    KVS_CHECK_EQ_INT(a->trace.kernels, 1);
+    kvs_analysis_free(a);
+    /* the escapes JSON has, \u ones included, still read */
+    static const char good[] =
+        "{\"deviceProperties\":[{\"id\":0,\"name\":\"NVIDIA H200\\t\\u0041\\/\"}],"
+        "\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,\"dur\":4}]}";
+    memset(&cap, 0, sizeof cap);
+    KVS_REQUIRE(analyze_text(good, sizeof good - 1, &a) == KVS_STATUS_OK);
+    KVS_CHECK_EQ_STR(a->trace.device, "NVIDIA H200\tA/");
+    KVS_CHECK_EQ_INT(cap.warnings, 0);
+    kvs_analysis_free(a);
+}
+
 /* Dims whose products overflow int64 (match.c row_of, found by fuzz_trace:
  * corpus/trace/regress-match-row-overflow.json): no match, no overflow. */
 static void test_huge_dims(void)
@@ -527,6 +555,7 @@ int main(int argc, char **argv)
         {"limit_times_and_bytes", test_limit_times_and_bytes},
         {"config_numbers", test_config_numbers},
         {"header_numbers", test_header_numbers},
+        {"header_bad_escape", test_header_bad_escape},
         {"huge_dims", test_huge_dims},
         {"gzip_corrupt_after_data", test_gzip_corrupt_after_data},
         {"device_entry_without_name", test_device_entry_without_name},

@@ -80,8 +80,6 @@ static bool same_as(const char *name, const char *want, size_t n)
     return got == (ssize_t)n && !memcmp(buf, want, n);
 }
 
-/* Empties the folder; returns how many names began with '.' (temporary
- * files of an atomic write that were not removed). */
 /* Empties the folder; returns how many temporary files (dot files the command
  * line did not name: an output may be called '..json') were left in it. */
 static int empty_dir_named(char *const *named, int nnamed)
@@ -95,8 +93,13 @@ static int empty_dir_named(char *const *named, int nnamed)
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
             continue;
         bool was_named = false;
-        for (int i = 0; i < nnamed && !was_named; i++)
-            was_named = !strcmp(named[i], e->d_name);
+        for (int i = 0; i < nnamed && !was_named; i++) {
+            /* an argument, or the value of an "--opt=VALUE" one (the output
+             * "--output=..x" names the dot file "..x": not a leftover) */
+            const char *v = named[i][0] == '-' && strchr(named[i], '=') ? strchr(named[i], '=') + 1
+                                                                      : named[i];
+            was_named = !strcmp(named[i], e->d_name) || !strcmp(v, e->d_name);
+        }
         dots += e->d_name[0] == '.' && !was_named;
         unlinkat(dir_fd, e->d_name, 0);
     }

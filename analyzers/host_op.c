@@ -90,11 +90,14 @@ int kvs_host_op_bound(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size
     int64_t *pre = malloc((nu + 1) * sizeof *pre);
     struct name_acc *acc = calloc(t->nopkeys ? t->nopkeys : 1, sizeof *acc); /* by op name, via its key */
     uint32_t *slot = malloc((t->strings.n + 1) * sizeof *slot);
-    if (!u || !pre || !acc || !slot) {
+    /* each op's time clipped to its step (below) */
+    struct piece *pc = malloc((t->nops ? t->nops : 1) * sizeof *pc);
+    if (!u || !pre || !acc || !slot || !pc) {
         free(u);
         free(pre);
         free(acc);
         free(slot);
+        free(pc);
         return -1;
     }
     size_t k = 0;
@@ -111,14 +114,6 @@ int kvs_host_op_bound(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size
     /* each op's time clipped to its step, then per name the union of those
      * pieces (overlapping calls of one name, on several threads or a graph
      * replay's copies of one op sharing its launch, count once) */
-    struct piece *pc = malloc((t->nops ? t->nops : 1) * sizeof *pc);
-    if (!pc) {
-        free(u);
-        free(pre);
-        free(acc);
-        free(slot);
-        return -1;
-    }
     size_t np = 0;
     for (size_t i = 0; i < t->nops; i++) {
         const struct kvs_op_rec *o = &t->ops[i];

@@ -244,24 +244,15 @@ static int enable_api_calls(struct kvs_trace *t, int d, int *all, const char **w
         *why = "no such function in this CUPTI";
         return 0;
     }
-    if (!t->api_cbids[d]) { /* the calls to turn off, chosen once by CUPTI's names */
-        uint32_t *ids = malloc(k_apis[d].ncbids * sizeof *ids);
-        if (!ids) {
-            *why = "no memory";
-            return 0;
-        }
-        uint32_t n = 0;
-        for (uint32_t cbid = 1; cbid < k_apis[d].ncbids; cbid++) {
-            const char *nm = NULL;
-            if (cuptiGetCallbackName(k_apis[d].domain, cbid, &nm) == CUPTI_SUCCESS && nm &&
-                !kvs_trace_api_recorded(nm))
-                ids[n++] = cbid;
-        }
-        t->api_cbids[d] = ids;
-        t->napi_cbids[d] = n;
+    const uint8_t *calls = kvs_capture_api_calls(t, d); /* the calls to turn off */
+    if (!calls) {
+        *why = "no memory";
+        return 0;
     }
-    for (uint32_t i = 0; i < t->napi_cbids[d]; i++) {
-        r = fn(t->api_cbids[d][i], 0);
+    for (uint32_t cbid = 1; cbid < k_apis[d].ncbids; cbid++) {
+        if (calls[cbid] != KVS_API_LEFT_OUT)
+            continue;
+        r = fn(cbid, 0);
         if (r != CUPTI_SUCCESS) {
             *why = NULL;
             cuptiGetResultString(r, why);
@@ -468,7 +459,6 @@ static void trace_release(struct kvs_trace *t)
             free((void *)(uintptr_t)t->demangled.vals[i]);
     kvs_map_free(&t->demangled);
     for (int d = 0; d < 2; d++) {
-        free(t->api_cbids[d]);
         size_t lim = d ? CUPTI_DRIVER_TRACE_CBID_SIZE : CUPTI_RUNTIME_TRACE_CBID_SIZE;
         for (size_t i = 0; t->api_names[d] && i < lim; i++)
             free(t->api_names[d][i]);

@@ -130,10 +130,16 @@ void kvs_capture_api_callback(struct kvs_trace *t, int driver, CUpti_CallbackId 
     if (!atomic_load_explicit(&t->api_on[driver], memory_order_relaxed))
         return;
     unsigned window = atomic_load_explicit(&t->api_window, memory_order_relaxed);
-    if (t_api.gen != t->gen || t_api.window != window) {
-        /* a new capture or window: calls open before it are not ours */
+    if (t_api.gen != t->gen) { /* a new capture: nothing of the last one is ours */
         memset(&t_api, 0, sizeof t_api);
         t_api.gen = t->gen;
+        t_api.window = window;
+    } else if (t_api.window != window) {
+        /* a new window: calls open before it are not ours; the thread's
+         * chunk is, and fills on (a program that opens a window per step
+         * would otherwise spend the budget on part-filled chunks) */
+        t_api.depth = 0;
+        t_api.full = 0;
         t_api.window = window;
     }
     if (cd->callbackSite == CUPTI_API_ENTER) {
@@ -181,30 +187,39 @@ void kvs_capture_api_callback(struct kvs_trace *t, int driver, CUpti_CallbackId 
 int kvs_capture_api_wanted(const struct kvs_trace *t, int driver, CUpti_CallbackId cbid)
 {
     size_t lim = driver ? CUPTI_DRIVER_TRACE_CBID_SIZE : CUPTI_RUNTIME_TRACE_CBID_SIZE;
-    return t->api_want[driver] && cbid < lim && t->api_want[driver][cbid];
+    return t->api_want[driver] && cbid < lim && t->api_want[driver][cbid] == KVS_API_RECORDED;
+}
+
+const uint8_t *kvs_capture_api_calls(struct kvs_trace *t, int driver)
+{
+    if (!t->api_want[driver]) { /* chosen once by CUPTI's names */
+        CUpti_CallbackDomain dom = driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API;
+        uint32_t lim = driver ? CUPTI_DRIVER_TRACE_CBID_SIZE : CUPTI_RUNTIME_TRACE_CBID_SIZE;
+        uint8_t *want = calloc(lim, 1);
+        if (!want)
+            return NULL;
+        for (uint32_t cbid = 1; cbid < lim; cbid++) {
+            const char *nm = NULL;
+            if (cuptiGetCallbackName(dom, cbid, &nm) == CUPTI_SUCCESS && nm)
+                want[cbid] = kvs_trace_api_recorded(nm) ? KVS_API_RECORDED : KVS_API_LEFT_OUT;
+        }
+        t->api_want[driver] = want;
+    }
+    return t->api_want[driver];
 }
 
 int kvs_capture_api_enable(struct kvs_trace *t, int driver, int on)
 {
     CUpti_CallbackDomain dom = driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API;
     uint32_t lim = driver ? CUPTI_DRIVER_TRACE_CBID_SIZE : CUPTI_RUNTIME_TRACE_CBID_SIZE;
-    if (!t->api_want[driver]) { /* the calls to record, chosen once by CUPTI's names */
-        uint8_t *want = calloc(lim, 1);
-        if (!want)
-            return -1;
-        for (uint32_t cbid = 1; cbid < lim; cbid++) {
-            const char *nm = NULL;
-            if (cuptiGetCallbackName(dom, cbid, &nm) == CUPTI_SUCCESS && nm &&
-                kvs_trace_api_recorded(nm))
-                want[cbid] = 1;
-        }
-        t->api_want[driver] = want;
-    }
+    const uint8_t *want = kvs_capture_api_calls(t, driver);
+    if (!want)
+        return -1;
     if (!on)
         atomic_store(&t->api_on[driver], 0);
     int refused = 0;
     for (uint32_t cbid = 1; cbid < lim; cbid++) {
-        if (!t->api_want[driver][cbid])
+        if (want[cbid] != KVS_API_RECORDED)
             continue;
         /* the stream-capture calls keep their callback: graphs are followed
          * outside the window too (capture.c follow_graphs) */

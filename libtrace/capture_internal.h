@@ -46,8 +46,6 @@ struct kvs_trace {
     int64_t window_start_ns, window_end_ns;
     unsigned kinds_on;               /* KVS_TRACE_* bits actually enabled */
     unsigned kinds_recorded;         /* kinds_on of every window so far: the trace says these */
-    uint32_t *api_cbids[2];          /* [runtime, driver]: the calls KVS_TRACE_RUNTIME/DRIVER turn off */
-    uint32_t napi_cbids[2];
     int api_fallback_said[2];        /* the fallback to every call was logged */
     int api_by_callback[2];          /* this window records the chosen calls by callback */
     int ext_by_cupti;                /* CUPTI records API calls: ops push external ids to it */
@@ -85,7 +83,7 @@ struct kvs_trace {
     pthread_mutex_t api_mu;
     struct kvs_api_chunk *api_chunks; /* every thread's, newest first */
     size_t api_nchunks, api_max_chunks;
-    uint8_t *api_want[2];            /* [runtime, driver][cbid]: 1 = recorded */
+    uint8_t *api_want[2];            /* [runtime, driver][cbid]: KVS_API_* (kvs_capture_api_calls) */
     atomic_int api_on[2];            /* callbacks recording now */
     atomic_int api_ext;              /* they keep the op's External id (extcorr asked) */
     atomic_uint api_window;          /* bumped at each enable: stale open calls are dropped */
@@ -133,6 +131,12 @@ void kvs_capture_host_free(struct kvs_trace *t);
 void kvs_capture_api_init(struct kvs_trace *t);
 void kvs_capture_api_free(struct kvs_trace *t);
 int kvs_capture_api_enable(struct kvs_trace *t, int driver, int on);
+/* Every call id of the API: KVS_API_RECORDED (kvs_trace_api_recorded names
+ * it), KVS_API_LEFT_OUT, or 0 (no such call in this CUPTI); chosen once.
+ * NULL without memory. The activity-record fallback turns the left-out
+ * ones off. */
+enum { KVS_API_RECORDED = 1, KVS_API_LEFT_OUT = 2 };
+const uint8_t *kvs_capture_api_calls(struct kvs_trace *t, int driver);
 int kvs_capture_api_wanted(const struct kvs_trace *t, int driver, CUpti_CallbackId cbid);
 void kvs_capture_api_callback(struct kvs_trace *t, int driver, CUpti_CallbackId cbid,
                               const CUpti_CallbackData *cd);

@@ -123,6 +123,13 @@ static void test_wanted_calls(void)
     KVS_CHECK(!g_enabled[0][CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020]);
     KVS_CHECK(g_enabled[1][CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel]);
     KVS_CHECK(!g_enabled[1][CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent]);
+    /* what the activity-record fallback turns off: the calls left out, not
+     * the ids CUPTI has no call for */
+    const uint8_t *calls = kvs_capture_api_calls(t, 0);
+    KVS_REQUIRE(calls);
+    KVS_CHECK_EQ_INT(calls[CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000], KVS_API_RECORDED);
+    KVS_CHECK_EQ_INT(calls[CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020], KVS_API_LEFT_OUT);
+    KVS_CHECK_EQ_INT(calls[CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020], 0);
     /* off: all but the stream-capture call, which graphs need outside windows */
     kvs_capture_api_enable(t, 0, 0);
     KVS_CHECK(!g_enabled[0][CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000]);
@@ -243,6 +250,14 @@ static void test_windows_and_depth(void)
         call(t, 0, rl, 200 + i, 1);
     KVS_CHECK_EQ_INT(kvs_capture_api_count(t), 28);
     KVS_CHECK_EQ_INT(atomic_load(&t->api_dropped), 2);
+    /* another window fills the thread's chunk on, not a new one (a window
+     * a step would spend the budget on part-filled chunks) */
+    kvs_capture_api_enable(t, 0, 0);
+    KVS_REQUIRE(kvs_capture_api_enable(t, 0, 1) == 0);
+    call(t, 0, rl, 300, 0);
+    call(t, 0, rl, 300, 1);
+    KVS_CHECK_EQ_INT(kvs_capture_api_count(t), 29);
+    KVS_CHECK_EQ_INT(t->api_nchunks, 1);
     drop(t);
 }
 

@@ -23,23 +23,38 @@
  *               enter and exit times) in a per-thread array
  *   K+cbRD      + the same callback on the runtime's and the driver's
  *               launch calls (cuLaunchKernel*), as a capture of both APIs
- *   K+cbAll     + the same callback on every call kvscope's default
+ *   K+cbR       + the same callback on every runtime call kvscope's default
  *               records (kvs_trace_api_recorded: ~100s of ids), as
- *               capture_api.c enables them: does the number cost?
+ *               capture_api.c enables them
+ *   K+cbD       the same, driver calls
+ *   K+cbAll     the same, both APIs (what the default enabled until the
+ *               runtime's kernel launches were recorded by their driver call)
+ *   K+cbDef     K+cbAll less the runtime's kernel launches
+ *               (kvs_trace_api_kernel_launch): what the default enables
  *   K+X         + EXTERNAL_CORRELATION with an id pushed around the loop
  *   K+cb+X      K+cb and K+X
+ *   kvs         kvscope's own capture, linked (kvs_trace_create/start
+ *               before, stop/free after; cupti_cost's subscriber steps
+ *               aside: CUPTI takes one), default activities
+ *   kvs-rt      the same without the driver activity
+ *   kvs-drv     the same without the runtime activity
+ *   kvs-gpu     kernel,memcpy,memset,extcorr,nvtx (kvscope's GPU-only)
+ * kvs against K+cbDef (with --ts-callback --like-capture: CUPTI set up as
+ * kvscope sets it up) is what kvscope's own handler costs.
  * For K+cb and K+cbRD the kernels' correlation ids are matched against the
  * callbacks' (runtime and driver apart): the counts say whether a callback
  * can stand in for the runtime record, and which call's id a kernel carries.
  *
  *   cupti_cost [--launches N] [--rounds R] [--ts-callback] [--like-capture]
- * --ts-callback registers a CUPTI timestamp callback (CLOCK_MONOTONIC), as
+ *              [--configs A,B,..]
+ * --configs measures the named rows only (and plain, which every row is
+ * compared with). --ts-callback registers a CUPTI timestamp callback (CLOCK_MONOTONIC), as
  * kvscope's capture does; --like-capture keeps on, in every configuration,
  * what kvscope's capture keeps on besides its recording (the NVTX domain,
  * the context and graph-node resource callbacks, the MEMCPY, MEMSET,
  * SYNCHRONIZATION and OVERHEAD kinds): run with both, and the K+cbAll row
- * against the capture's own cost says what is kvscope's. Defaults: 1000 launches a loop, 60 rounds — short
- * loops, many rounds: on the H200 machine a plain launch takes ~4.5 us or
+ * against the capture's own cost says what is kvscope's. Defaults: 1000
+ * launches a loop, 60 rounds — short loops, many rounds: on the H200 machine a plain launch takes ~4.5 us or
  * ~6.3 us, the state switching every few tens of ms, so a configuration is
  * compared with the plain loop of its own round and the median of those
  * differences is the figure (a round straddling a switch is an outlier the
@@ -52,6 +67,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <string>
 #include <unordered_set>
 #include <vector>
 
@@ -147,89 +163,170 @@ static const CUpti_CallbackId k_dlaunch[] = {
     CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz};
 
 static CUpti_SubscriberHandle g_sub;
+static int g_tscb, g_like_capture;
 
-static void launch_callbacks(int on, int driver)
+/* which calls get the callback */
+enum cbset { CB_NONE, CB_LAUNCH, CB_LAUNCH_RD, CB_REC_RT, CB_REC_DRV, CB_REC_ALL, CB_REC_DEFAULT };
+
+static void set_callbacks(int set, int on)
 {
-    for (CUpti_CallbackId c : k_launch)
-        CU(cuptiEnableCallback(on, g_sub, CUPTI_CB_DOMAIN_RUNTIME_API, c));
-    if (driver)
+    if (set == CB_LAUNCH || set == CB_LAUNCH_RD)
+        for (CUpti_CallbackId c : k_launch)
+            CU(cuptiEnableCallback(on, g_sub, CUPTI_CB_DOMAIN_RUNTIME_API, c));
+    if (set == CB_LAUNCH_RD)
         for (CUpti_CallbackId c : k_dlaunch)
             CU(cuptiEnableCallback(on, g_sub, CUPTI_CB_DOMAIN_DRIVER_API, c));
-}
-
-/* every runtime and driver call kvscope's default records gets the
- * callback (kvs_trace_api_recorded), as capture_api.c does */
-static void all_callbacks(int on)
-{
+    if (set < CB_REC_RT)
+        return;
+    /* every call kvscope's default records (kvs_trace_api_recorded), of
+     * one API or both, as capture_api.c enables them */
     static const CUpti_CallbackDomain dom[2] = {CUPTI_CB_DOMAIN_RUNTIME_API,
                                                 CUPTI_CB_DOMAIN_DRIVER_API};
     static const uint32_t lim[2] = {CUPTI_RUNTIME_TRACE_CBID_SIZE, CUPTI_DRIVER_TRACE_CBID_SIZE};
-    for (int d = 0; d < 2; d++)
+    for (int d = 0; d < 2; d++) {
+        if ((d == 0 && set == CB_REC_DRV) || (d == 1 && set == CB_REC_RT))
+            continue;
         for (uint32_t cbid = 1; cbid < lim[d]; cbid++) {
             const char *nm = nullptr;
             if (cuptiGetCallbackName(dom[d], cbid, &nm) == CUPTI_SUCCESS && nm &&
-                kvs_trace_api_recorded(nm))
+                kvs_trace_api_recorded(nm) &&
+                !(set == CB_REC_DEFAULT && d == 0 && kvs_trace_api_kernel_launch(nm)))
                 cuptiEnableCallback(on, g_sub, dom[d], cbid);
         }
+    }
 }
 
-enum cfg { PLAIN, K, K_R, K_RSEL, K_ROFF, K_D, K_CB0, K_CB, K_CBRD, K_CBALL, K_X, K_CB_X, NCFG };
-static const char *const k_cfg_name[NCFG] = {"plain",  "K",      "K+R",     "K+Rsel",
-                                             "K+Roff", "K+D",    "K+cb0",   "K+cb",
-                                             "K+cbRD", "K+cbAll", "K+X",    "K+cb+X"};
+/* RUNTIME kind with every call but the launch turned off (kvscope's
+ * default filter before the callbacks) */
+static void runtime_launch_only(void)
+{
+    for (CUpti_CallbackId cb = 1; cb < CUPTI_RUNTIME_TRACE_CBID_SIZE; cb++) {
+        int keep = 0;
+        for (CUpti_CallbackId l : k_launch)
+            keep |= cb == l;
+        if (!keep)
+            cuptiActivityEnableRuntimeApi(cb, 0); /* some ids are holes */
+    }
+}
+
+enum rt_mode { R_NONE, R_ALL, R_SEL, R_OFF };
+
+struct cfgdef {
+    const char *name;
+    int kernel;      /* CONCURRENT_KERNEL records */
+    int runtime;     /* enum rt_mode: RUNTIME records */
+    int driver;      /* DRIVER records of every call */
+    int cb;          /* enum cbset */
+    int keep;        /* the callback keeps a record (else returns at once) */
+    int extcorr;     /* EXTERNAL_CORRELATION, an id pushed around the loop */
+    const char *kvs; /* != NULL: kvscope's own capture, linked, recording these activities */
+};
+
+static const cfgdef k_cfgs[] = {
+    {"plain", 0, R_NONE, 0, CB_NONE, 0, 0, nullptr},
+    {"K", 1, R_NONE, 0, CB_NONE, 0, 0, nullptr},
+    {"K+R", 1, R_ALL, 0, CB_NONE, 0, 0, nullptr},
+    {"K+Rsel", 1, R_SEL, 0, CB_NONE, 0, 0, nullptr},
+    {"K+Roff", 1, R_OFF, 0, CB_NONE, 0, 0, nullptr},
+    {"K+D", 1, R_NONE, 1, CB_NONE, 0, 0, nullptr},
+    {"K+cb0", 1, R_NONE, 0, CB_LAUNCH, 0, 0, nullptr},
+    {"K+cb", 1, R_NONE, 0, CB_LAUNCH, 1, 0, nullptr},
+    {"K+cbRD", 1, R_NONE, 0, CB_LAUNCH_RD, 1, 0, nullptr},
+    {"K+cbR", 1, R_NONE, 0, CB_REC_RT, 1, 0, nullptr},
+    {"K+cbD", 1, R_NONE, 0, CB_REC_DRV, 1, 0, nullptr},
+    {"K+cbAll", 1, R_NONE, 0, CB_REC_ALL, 1, 0, nullptr},
+    {"K+cbDef", 1, R_NONE, 0, CB_REC_DEFAULT, 1, 0, nullptr},
+    {"K+X", 1, R_NONE, 0, CB_NONE, 0, 1, nullptr},
+    {"K+cb+X", 1, R_NONE, 0, CB_LAUNCH, 1, 1, nullptr},
+    {"kvs", 0, R_NONE, 0, CB_NONE, 0, 0, "default"},
+    {"kvs-rt", 0, R_NONE, 0, CB_NONE, 0, 0, "kernel,memcpy,memset,runtime,sync,extcorr,overhead,nvtx"},
+    {"kvs-drv", 0, R_NONE, 0, CB_NONE, 0, 0, "kernel,memcpy,memset,driver,sync,extcorr,overhead,nvtx"},
+    {"kvs-gpu", 0, R_NONE, 0, CB_NONE, 0, 0, "kernel,memcpy,memset,extcorr,nvtx"},
+};
+enum { NCFG = sizeof k_cfgs / sizeof k_cfgs[0], PLAIN = 0, K_CB = 7, K_CBRD = 8 };
+
+/* cupti_cost's own subscriber and what it keeps on all the time (again
+ * after a kvscope capture had CUPTI to itself) */
+static void subscribe(void)
+{
+    CU(cuptiSubscribe(&g_sub, on_cb, nullptr));
+    if (g_tscb)
+        CU(cuptiActivityRegisterTimestampCallback(ts_cb));
+    CU(cuptiActivityRegisterCallbacks(buf_req, buf_done));
+    if (!g_like_capture)
+        return;
+    /* what kvscope's capture keeps on all the time besides its recording:
+     * the NVTX domain, the resource callbacks it follows (context, graph
+     * nodes), the activity kinds that cost no launch */
+    CU(cuptiEnableDomain(1, g_sub, CUPTI_CB_DOMAIN_NVTX));
+    CU(cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
+    CU(cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED));
+    CU(cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED));
+    CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
+    CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET));
+    CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION));
+    CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_OVERHEAD));
+}
+
+static struct kvs_trace *g_kvs;
+static unsigned long long g_kvs_dropped;
+
+static void kvs_ok(enum kvs_status st, const char *what)
+{
+    if (st != KVS_STATUS_OK) {
+        fprintf(stderr, "%s: %s\n", what, kvs_status_str(st));
+        exit(1);
+    }
+}
 
 static void set_cfg(int c, int on)
 {
-    if (c == PLAIN)
+    const cfgdef &f = k_cfgs[c];
+    if (f.kvs) { /* kvscope's capture: CUPTI allows one subscriber */
+        if (on) {
+            CU(cuptiUnsubscribe(g_sub));
+            struct kvs_trace_config kc;
+            kvs_trace_config_init(&kc);
+            kvs_ok(kvs_trace_parse_activities(f.kvs, &kc.activities), "activities");
+            kc.logger.min_level = KVS_LOG_WARN;
+            kvs_ok(kvs_trace_create(&kc, &g_kvs), "kvs_trace_create");
+            kvs_ok(kvs_trace_start(g_kvs), "kvs_trace_start");
+        } else {
+            kvs_ok(kvs_trace_stop(g_kvs), "kvs_trace_stop");
+            struct kvs_trace_stats st;
+            kvs_trace_get_stats(g_kvs, &st);
+            g_kvs_dropped += st.dropped_records;
+            kvs_trace_free(g_kvs); /* unsubscribes */
+            g_kvs = nullptr;
+            subscribe();
+        }
         return;
-    if (on)
+    }
+    if (f.kernel && on)
         CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
-    switch (c) {
-    case K_R:
-        if (on)
-            CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME));
-        else
-            CU(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME));
-        break;
-    case K_RSEL:
-        for (CUpti_CallbackId cb : k_launch)
-            CU(cuptiActivityEnableRuntimeApi(cb, (uint8_t)on));
-        break;
-    case K_ROFF:
+    if (f.runtime == R_ALL || f.runtime == R_OFF) {
         if (on) {
             CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME));
-            for (CUpti_CallbackId cb = 1; cb < CUPTI_RUNTIME_TRACE_CBID_SIZE; cb++) {
-                int keep = 0;
-                for (CUpti_CallbackId l : k_launch)
-                    keep |= cb == l;
-                if (!keep)
-                    cuptiActivityEnableRuntimeApi(cb, 0); /* some ids are holes */
-            }
+            if (f.runtime == R_OFF)
+                runtime_launch_only();
         } else {
             CU(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME));
         }
-        break;
-    case K_D:
+    } else if (f.runtime == R_SEL) {
+        for (CUpti_CallbackId cb : k_launch)
+            CU(cuptiActivityEnableRuntimeApi(cb, (uint8_t)on));
+    }
+    if (f.driver) {
         if (on)
             CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER));
         else
             CU(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER));
-        break;
-    case K_CB0:
-    case K_CB:
-    case K_CBRD:
-    case K_CB_X:
-        g_cb_keep = c != K_CB0;
-        launch_callbacks(on, c == K_CBRD);
-        break;
-    case K_CBALL:
-        g_cb_keep = 1;
-        all_callbacks(on);
-        break;
-    default:
-        break;
     }
-    if (c == K_X || c == K_CB_X) {
+    if (f.cb != CB_NONE) {
+        g_cb_keep = f.keep;
+        set_callbacks(f.cb, on);
+    }
+    if (f.extcorr) {
         if (on) {
             CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION));
             CU(cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, 7));
@@ -240,7 +337,7 @@ static void set_cfg(int c, int on)
             CU(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION));
         }
     }
-    if (!on)
+    if (f.kernel && !on)
         CU(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
 }
 
@@ -272,7 +369,33 @@ static double median(std::vector<double> v)
 int main(int argc, char **argv)
 {
     int n = 1000, rounds = 60, tscb = 0, like_capture = 0;
+    std::vector<int> cfgs; /* the rows measured: plain and --configs, else all */
     for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--configs") && i + 1 < argc) {
+            std::string list = argv[++i];
+            cfgs.push_back(PLAIN);
+            for (size_t p = 0; p <= list.size();) {
+                size_t q = list.find(',', p);
+                if (q == std::string::npos)
+                    q = list.size();
+                std::string nm = list.substr(p, q - p);
+                int found = -1;
+                for (int c = 0; c < NCFG; c++)
+                    if (nm == k_cfgs[c].name)
+                        found = c;
+                if (found < 0) {
+                    fprintf(stderr, "--configs: no configuration '%s'; there are:", nm.c_str());
+                    for (int c = 0; c < NCFG; c++)
+                        fprintf(stderr, " %s", k_cfgs[c].name);
+                    fprintf(stderr, "\n");
+                    return 2;
+                }
+                if (found != PLAIN)
+                    cfgs.push_back(found);
+                p = q + 1;
+            }
+            continue;
+        }
         if (!strcmp(argv[i], "--launches") && i + 1 < argc)
             n = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
@@ -282,11 +405,16 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--like-capture"))
             like_capture = 1;
         else {
-            fprintf(stderr, "usage: %s [--launches N] [--rounds R] [--ts-callback] [--like-capture]\n",
+            fprintf(stderr, "usage: %s [--launches N] [--rounds R] [--ts-callback] [--like-capture] "
+                            "[--configs A,B,..]\n",
                     argv[0]);
             return 2;
         }
     }
+    if (cfgs.empty())
+        for (int c = 0; c < NCFG; c++)
+            cfgs.push_back(c);
+    const int ncfg = (int)cfgs.size();
     if (n < 100 || rounds < 1) {
         fprintf(stderr, "--launches must be >= 100, --rounds >= 1\n");
         return 2;
@@ -296,23 +424,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "no GPU\n");
         return 77;
     }
-    CU(cuptiSubscribe(&g_sub, on_cb, nullptr));
-    if (tscb)
-        CU(cuptiActivityRegisterTimestampCallback(ts_cb));
-    CU(cuptiActivityRegisterCallbacks(buf_req, buf_done));
-    if (like_capture) {
-        /* what kvscope's capture keeps on all the time besides its
-         * recording: the NVTX domain, the resource callbacks it follows
-         * (context, graph nodes), the activity kinds that cost no launch */
-        CU(cuptiEnableDomain(1, g_sub, CUPTI_CB_DOMAIN_NVTX));
-        CU(cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
-        CU(cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED));
-        CU(cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED));
-        CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
-        CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET));
-        CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION));
-        CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_OVERHEAD));
-    }
+    g_tscb = tscb;
+    g_like_capture = like_capture;
+    subscribe();
     int *d = nullptr;
     cudaStream_t s;
     CK(cudaMalloc(&d, sizeof(int)));
@@ -324,8 +438,8 @@ int main(int argc, char **argv)
     std::vector<double> ns[2][NCFG];
     size_t matched[2][2] = {{0, 0}, {0, 0}}, kernels_cb[2] = {0, 0}, driver_cb = 0; /* [K+cb, K+cbRD][rt, drv] */
     for (int r = -1; r < rounds; r++) { /* round -1: warm-up, not kept */
-        for (int k = 0; k < NCFG; k++) {
-            int c = (k + (r < 0 ? 0 : r)) % NCFG;
+        for (int k = 0; k < ncfg; k++) {
+            int c = cfgs[(k + (r < 0 ? 0 : r)) % ncfg];
             for (int pt = 0; pt < 2; pt++) {
                 set_cfg(c, 1);
                 run_loop(pt, 100, d, s); /* the configuration's first launches */
@@ -353,10 +467,11 @@ int main(int argc, char **argv)
     }
     int check = 0;
     CK(cudaMemcpy(&check, d, sizeof check, cudaMemcpyDeviceToHost));
-    long want = (long)NCFG * 2 * (rounds + 1) * (n + 100);
+    long want = (long)ncfg * 2 * (rounds + 1) * (n + 100);
     printf("cupti_cost: %d launches a loop, %d rounds (+1 warm-up), timestamp callback %s, "
            "like the capture %s; kernel ran %d times (want %ld)\n",
            n, rounds, tscb ? "on" : "off", like_capture ? "on" : "off", check, want);
+    printf("kvscope's captures (the kvs rows): %llu records dropped\n", g_kvs_dropped);
     printf("K+cb: %zu of %zu kernel records carry a correlation id the runtime launch callback "
            "saw\n",
            matched[0][0], kernels_cb[0]);
@@ -366,8 +481,8 @@ int main(int argc, char **argv)
     printf("| configuration | bare: ns/launch (median) | extra ns: median of rounds (p25..p75) | "
            "fastest vs fastest | pytorch-like: ns/launch | extra ns: median (p25..p75) | fastest "
            "vs fastest |\n|---|---|---|---|---|---|---|\n");
-    for (int c = 0; c < NCFG; c++) {
-        printf("| %s |", k_cfg_name[c]);
+    for (int c : cfgs) {
+        printf("| %s |", k_cfgs[c].name);
         for (int pt = 0; pt < 2; pt++) {
             std::vector<double> extra;
             for (int r = 0; r < rounds; r++)
@@ -381,10 +496,10 @@ int main(int argc, char **argv)
         }
         printf("\n");
     }
-    for (int c = 0; c < NCFG; c++)
+    for (int c : cfgs)
         for (int pt = 0; pt < 2; pt++)
             for (int r = 0; r < rounds; r++)
-                printf("RESULT cfg=%s loop=%s round=%d ns_per_launch=%.1f tscb=%d\n", k_cfg_name[c],
+                printf("RESULT cfg=%s loop=%s round=%d ns_per_launch=%.1f tscb=%d\n", k_cfgs[c].name,
                        pt ? "pytorch" : "bare", r, ns[pt][c][r], tscb);
     cuptiUnsubscribe(g_sub);
     return check == want ? 0 : 1;

@@ -102,3 +102,8 @@ int kvs_trace_api_recorded(const char *name)
             return 1;
     return 0;
 }
+
+int kvs_trace_api_kernel_launch(const char *name)
+{
+    return name && strstr(name, "Launch") && !strstr(name, "HostFunc") && !strstr(name, "Graph");
+}

@@ -277,12 +277,20 @@ static enum kvs_status enable_kinds(struct kvs_trace *t)
     unsigned want = t->cfg.activities;
     /* before any callback records: the calls keep their op's id if asked */
     atomic_store(&t->api_ext, (want & KVS_TRACE_EXTERNAL_CORRELATION) != 0);
-    for (int d = 0; d < 2; d++) {
+    /* the driver first: when its calls are recorded by callback, a runtime
+     * kernel launch is recorded by the driver launch it makes and gets no
+     * callback of its own (capture_api.c) */
+    t->api_by_callback[1] = 0;
+    for (int k = 0; k < 2; k++) {
+        int d = 1 - k;
         if (!(want & k_apis[d].bit) || (want & k_apis[d].all_bit))
             continue;
+        if (d == 0)
+            t->api_launch_by_driver = t->api_by_callback[1];
         t->api_by_callback[d] = kvs_capture_api_enable(t, d, 1) == 0;
         if (t->api_by_callback[d]) {
             t->kinds_on |= k_apis[d].bit;
+            t->launches_by_driver |= d == 0 && t->api_launch_by_driver;
             continue;
         }
         kvs_capture_api_enable(t, d, 0);

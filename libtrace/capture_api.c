@@ -12,20 +12,32 @@
  * it keeps here is 32 bytes: the correlation id (the one CUPTI gives the
  * call's GPU work), enter and exit times on the trace's clock, the call.
  *
+ * Kernel launches, the hot call: every launch, the runtime's too, goes
+ * through the driver's launch call (cudaLaunchKernel makes cuLaunchKernel,
+ * with the same correlation id: 160,000 of 160,000 on the H200, CUDA 13),
+ * and each callback costs CUPTI ~100 ns more than the handler's own work
+ * (bench/cupti_cost.cu: callbacks on the runtime's and the driver's calls
+ * +1,099 ns a launch over no callback's +659, on the driver's alone +809).
+ * So while the driver's calls are recorded by callback (the default), a
+ * runtime kernel launch (kvs_trace_api_kernel_launch) gets no callback: it
+ * is in the trace as the driver launch it makes (cuLaunchKernel, category
+ * cuda_driver). With `runtime` asked for without `driver` it is recorded as
+ * itself; `runtime-all` records every runtime call through CUPTI.
+ *
  * Each thread writes its own chunk (no lock on the way; a lock only to get
  * a new chunk). A driver call made inside a recorded runtime call (the
- * runtime's own cuLaunchKernel under cudaLaunchKernel) is not a record of
+ * runtime's own cuMemcpyAsync under cudaMemcpyAsync) is not a record of
  * its own — CUPTI's activity API does not list it either — but a link from
  * its correlation id to the runtime call's, so GPU work that carries the
- * inner id still finds its launch (on the H200, CUDA 13, the inner call has
+ * inner id still finds its call (on the H200, CUDA 13, the inner call has
  * the outer one's id: nothing to link). Each record also keeps the External
  * id of the op open on the thread (kvs_capture_current_op), as CUPTI's
  * external correlation would: the writer gets a KVS_TREC_EXTERNAL_ID link
- * for it, so GPU work carries its op's id. Memory is bounded: a budget of its own
- * as large as the CUPTI buffers' (--buffer-mb x --max-buffers, allocated as
- * used); beyond it calls are dropped and
- * counted in the trace's dropped_records. The chunks are read after the
- * capture stopped (kvs_capture_api_collect).
+ * for it, so GPU work carries its op's id. Memory is bounded: a budget of
+ * its own as large as the CUPTI buffers' (--buffer-mb x --max-buffers,
+ * allocated as used); beyond it calls are dropped and counted in the
+ * trace's dropped_records. The chunks are read after the capture stopped
+ * (kvs_capture_api_collect).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -187,7 +199,10 @@ void kvs_capture_api_callback(struct kvs_trace *t, int driver, CUpti_CallbackId 
 int kvs_capture_api_wanted(const struct kvs_trace *t, int driver, CUpti_CallbackId cbid)
 {
     size_t lim = driver ? CUPTI_DRIVER_TRACE_CBID_SIZE : CUPTI_RUNTIME_TRACE_CBID_SIZE;
-    return t->api_want[driver] && cbid < lim && t->api_want[driver][cbid] == KVS_API_RECORDED;
+    if (!t->api_want[driver] || cbid >= lim)
+        return 0;
+    uint8_t w = t->api_want[driver][cbid];
+    return w == KVS_API_RECORDED || (w == KVS_API_BY_DRIVER && !t->api_launch_by_driver);
 }
 
 const uint8_t *kvs_capture_api_calls(struct kvs_trace *t, int driver)
@@ -201,7 +216,9 @@ const uint8_t *kvs_capture_api_calls(struct kvs_trace *t, int driver)
         for (uint32_t cbid = 1; cbid < lim; cbid++) {
             const char *nm = NULL;
             if (cuptiGetCallbackName(dom, cbid, &nm) == CUPTI_SUCCESS && nm)
-                want[cbid] = kvs_trace_api_recorded(nm) ? KVS_API_RECORDED : KVS_API_LEFT_OUT;
+                want[cbid] = !kvs_trace_api_recorded(nm)              ? KVS_API_LEFT_OUT
+                             : !driver && kvs_trace_api_kernel_launch(nm) ? KVS_API_BY_DRIVER
+                                                                          : KVS_API_RECORDED;
         }
         t->api_want[driver] = want;
     }
@@ -219,8 +236,10 @@ int kvs_capture_api_enable(struct kvs_trace *t, int driver, int on)
         atomic_store(&t->api_on[driver], 0);
     int refused = 0;
     for (uint32_t cbid = 1; cbid < lim; cbid++) {
-        if (want[cbid] != KVS_API_RECORDED)
+        if (want[cbid] != KVS_API_RECORDED && want[cbid] != KVS_API_BY_DRIVER)
             continue;
+        if (on && want[cbid] == KVS_API_BY_DRIVER && t->api_launch_by_driver)
+            continue; /* its driver launch is recorded */
         /* the stream-capture calls keep their callback: graphs are followed
          * outside the window too (capture.c follow_graphs) */
         if (!on && kvs_capture_stream_capture_cbid(driver, cbid) >= 0)

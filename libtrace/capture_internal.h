@@ -87,6 +87,9 @@ struct kvs_trace {
     atomic_int api_on[2];            /* callbacks recording now */
     atomic_int api_ext;              /* they keep the op's External id (extcorr asked) */
     atomic_uint api_window;          /* bumped at each enable: stale open calls are dropped */
+    int api_launch_by_driver;        /* this window: runtime kernel launches (KVS_API_BY_DRIVER)
+                                      * recorded by the driver launch each makes */
+    int launches_by_driver;          /* some window did (the trace's kvscope.runtime_launches) */
     atomic_ullong api_dropped;       /* calls beyond the budget or the nesting depth */
 
     /* names made at write time */
@@ -132,10 +135,13 @@ void kvs_capture_api_init(struct kvs_trace *t);
 void kvs_capture_api_free(struct kvs_trace *t);
 int kvs_capture_api_enable(struct kvs_trace *t, int driver, int on);
 /* Every call id of the API: KVS_API_RECORDED (kvs_trace_api_recorded names
- * it), KVS_API_LEFT_OUT, or 0 (no such call in this CUPTI); chosen once.
- * NULL without memory. The activity-record fallback turns the left-out
- * ones off. */
-enum { KVS_API_RECORDED = 1, KVS_API_LEFT_OUT = 2 };
+ * it), KVS_API_BY_DRIVER (a recorded runtime call that launches kernels,
+ * kvs_trace_api_kernel_launch: no callback of its own while the driver's
+ * calls are recorded by callback, api_launch_by_driver — the driver launch
+ * it makes is recorded instead), KVS_API_LEFT_OUT, or 0 (no such call in
+ * this CUPTI); chosen once. NULL without memory. The activity-record
+ * fallback turns the left-out ones off. */
+enum { KVS_API_RECORDED = 1, KVS_API_LEFT_OUT = 2, KVS_API_BY_DRIVER = 3 };
 const uint8_t *kvs_capture_api_calls(struct kvs_trace *t, int driver);
 int kvs_capture_api_wanted(const struct kvs_trace *t, int driver, CUpti_CallbackId cbid);
 void kvs_capture_api_callback(struct kvs_trace *t, int driver, CUpti_CallbackId cbid,

@@ -353,12 +353,17 @@ static void write_kvscope(struct kvs_out *o, const struct kvs_trace_meta *m, siz
         }
         kvs_out_str(o, "]");
     }
+    if (m->runtime_launches) {
+        kvs_out_str(o, ", \"runtime_launches\": ");
+        kvs_out_json_string(o, m->runtime_launches);
+    }
     kvs_out_fmt(o,
                 ",\n    \"records\": %llu, \"dropped_records\": %llu, "
-                "\"buffer_requests_denied\": %llu, \"host_records\": %llu, \"host_dropped\": %llu",
+                "\"buffer_requests_denied\": %llu, \"host_records\": %llu, \"host_dropped\": %llu, "
+                "\"kernels_without_call\": %llu",
                 (unsigned long long)nrecs, (unsigned long long)s->dropped_records,
                 (unsigned long long)s->buffer_requests_denied, (unsigned long long)s->host_records,
-                (unsigned long long)s->host_dropped);
+                (unsigned long long)s->host_dropped, (unsigned long long)s->kernels_without_call);
     kvs_out_fmt(o, ",\n    \"buffers_used\": %u, \"buffers_max\": %u, \"buffer_bytes\": %llu",
                 s->buffers_used, s->buffers_max, (unsigned long long)s->buffer_bytes);
     kvs_out_fmt(o,

@@ -127,7 +127,8 @@ static void test_wanted_calls(void)
      * the ids CUPTI has no call for */
     const uint8_t *calls = kvs_capture_api_calls(t, 0);
     KVS_REQUIRE(calls);
-    KVS_CHECK_EQ_INT(calls[CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000], KVS_API_RECORDED);
+    KVS_CHECK_EQ_INT(calls[CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000], KVS_API_BY_DRIVER);
+    KVS_CHECK_EQ_INT(calls[CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020], KVS_API_RECORDED);
     KVS_CHECK_EQ_INT(calls[CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020], KVS_API_LEFT_OUT);
     KVS_CHECK_EQ_INT(calls[CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020], 0);
     /* off: all but the stream-capture call, which graphs need outside windows */
@@ -144,6 +145,59 @@ static void test_wanted_calls(void)
     call(t, 0, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 6, 0);
     call(t, 0, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 6, 1);
     KVS_CHECK_EQ_INT(kvs_capture_api_count(t), 0);
+    drop(t);
+}
+
+/* the default (driver calls recorded by callback): a runtime kernel launch
+ * gets no callback, its driver launch is the record; asked for the runtime
+ * alone (api_launch_by_driver 0) it is recorded as itself */
+static void test_launch_by_driver(void)
+{
+    struct kvs_trace *t = make(4u << 20, 4);
+    KVS_REQUIRE(t);
+    const CUpti_CallbackId rl = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+                           rc = CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+                           dl = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
+    const uint8_t *rt = kvs_capture_api_calls(t, 0), *drv = kvs_capture_api_calls(t, 1);
+    KVS_REQUIRE(rt && drv);
+    KVS_CHECK_EQ_INT(drv[dl], KVS_API_RECORDED); /* driver launches are never "by driver" */
+    t->api_launch_by_driver = 1;
+    KVS_CHECK_EQ_INT(kvs_capture_api_enable(t, 1, 1), 0);
+    KVS_CHECK_EQ_INT(kvs_capture_api_enable(t, 0, 1), 0);
+    KVS_CHECK(!g_enabled[0][rl]);
+    KVS_CHECK(!kvs_capture_api_wanted(t, 0, rl));
+    KVS_CHECK(g_enabled[0][rc] && kvs_capture_api_wanted(t, 0, rc));
+    KVS_CHECK(g_enabled[1][dl] && kvs_capture_api_wanted(t, 1, dl));
+    /* cudaLaunchKernel -> cuLaunchKernel (same id): one driver record */
+    call(t, 0, rl, 9, 0);
+    call(t, 1, dl, 9, 0);
+    call(t, 1, dl, 9, 1);
+    call(t, 0, rl, 9, 1);
+    /* cudaMemcpyAsync -> its inner driver call: one runtime record */
+    call(t, 0, rc, 10, 0);
+    call(t, 1, dl, 10, 0);
+    call(t, 1, dl, 10, 1);
+    call(t, 0, rc, 10, 1);
+    struct kvs_trace_rec out[8];
+    size_t n = collect(t, out, 8, NULL);
+    KVS_CHECK_EQ_INT(n, 2);
+    int saw_launch = 0, saw_copy = 0;
+    for (size_t i = 0; i < n; i++) {
+        saw_launch += out[i].kind == KVS_TREC_DRIVER && out[i].correlation == 9 &&
+                      !strcmp(out[i].name, "cuLaunchKernel");
+        saw_copy += out[i].kind == KVS_TREC_RUNTIME && out[i].correlation == 10;
+    }
+    KVS_CHECK_EQ_INT(saw_launch, 1);
+    KVS_CHECK_EQ_INT(saw_copy, 1);
+    /* off turns the launch's callback off too (on or not) */
+    kvs_capture_api_enable(t, 0, 0);
+    KVS_CHECK(!g_enabled[0][rl] && !g_enabled[0][rc]);
+    /* the runtime asked for without the driver: the launch is its own record */
+    t->api_launch_by_driver = 0;
+    KVS_CHECK_EQ_INT(kvs_capture_api_enable(t, 0, 1), 0);
+    KVS_CHECK(g_enabled[0][rl] && kvs_capture_api_wanted(t, 0, rl));
+    kvs_capture_api_enable(t, 0, 0);
+    kvs_capture_api_enable(t, 1, 0);
     drop(t);
 }
 
@@ -290,6 +344,7 @@ static void test_budget(void)
 int main(int argc, char **argv)
 {
     static const struct kvs_test tests[] = {{"wanted_calls", test_wanted_calls},
+                                            {"launch_by_driver", test_launch_by_driver},
                                             {"records", test_records},
                                             {"windows_and_depth", test_windows_and_depth},
                                             {"budget", test_budget},

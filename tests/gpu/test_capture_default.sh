@@ -9,7 +9,8 @@
 # cudaProfilerStart: there the first way of asking CUPTI for chosen calls
 # recorded none), and a program launching through the driver's
 # cuLaunchKernel as well as the runtime (the default records chosen calls
-# by CUPTI callbacks, libtrace/capture_api.c).
+# by CUPTI callbacks, libtrace/capture_api.c; a runtime kernel launch as the
+# driver launch it makes), that program again with the runtime's calls only.
 # Checked on the default trace: the trace's "activities" list; every kernel
 # linked by correlation to the launch call that started it; the copies,
 # memsets, synchronize calls and CUPTI sync records, the NVTX ranges and
@@ -36,6 +37,11 @@ fail=0
     { echo "FAIL --window cudaProfilerStart capture"; fail=1; }
 "$kvs" capture -o "$tmp/driver.json" -- "$target" driver ||
     { echo "FAIL driver-launch capture"; fail=1; }
+# the runtime's calls without the driver's: runtime launches are records of
+# their own then, and the driver's own launches are missing (and counted)
+rtonly=kernel,memcpy,memset,runtime,sync,extcorr,overhead,nvtx
+"$kvs" capture --activities $rtonly -o "$tmp/rtonly.json" -- "$target" driver ||
+    { echo "FAIL runtime-only capture"; fail=1; }
 for m in default all; do
     "$kvs" report --quiet --format json -o "$tmp/$m.report.json" "$tmp/$m.json" ||
         { echo "FAIL kvscope report $m"; fail=1; }
@@ -114,22 +120,51 @@ check(wnames["cudaGetLastError"] == 0 and wnames["cudaMemcpyAsync"] == 2,
       "... and only the chosen calls: cudaGetLastError %d, cudaMemcpyAsync %d"
       % (wnames["cudaGetLastError"], wnames["cudaMemcpyAsync"]))
 
+for m, doc in (("default", dd), ("window", wd)):
+    check(doc["kvscope"].get("runtime_launches") == "driver" and
+          doc["kvscope"].get("kernels_without_call") == 0,
+          "%s: runtime launches recorded as their driver launch, no kernel without its call: "
+          "%s, %s" % (m, doc["kvscope"].get("runtime_launches"),
+                      doc["kvscope"].get("kernels_without_call")))
+check(dnames["cudaLaunchKernel"] == 0 and dnames["cuLaunchKernel"] == 24 and
+      anames["cudaLaunchKernel"] == 24,
+      "default: each runtime launch is its driver launch (cuLaunchKernel %d, cudaLaunchKernel "
+      "%d); all: cudaLaunchKernel %d" % (dnames["cuLaunchKernel"], dnames["cudaLaunchKernel"],
+                                         anames["cudaLaunchKernel"]))
+
 # kernels launched through the driver and through the runtime: each linked
-# to its own launch call, no driver record for the runtime's inner launch
+# to a launch call, one record per launch (the runtime's is its driver
+# launch: no callback on the runtime's launch by default)
 vd, vby, vnames, vflows = load("driver")
 vlaunch = {e["args"]["correlation"]: e for e in vby["cuda_runtime"] + vby["cuda_driver"]
            if "Launch" in e["name"] and "correlation" in e.get("args", {})}
 vbusy = sorted((k for k in vby["kernel"] if "busy" in k["name"]), key=lambda k: k["ts"])
 via = collections.Counter(vlaunch[k["args"]["correlation"]]["cat"] for k in vbusy
                           if k["args"].get("correlation") in vlaunch)
-check(len(vbusy) == 6 and via == {"cuda_driver": 3, "cuda_runtime": 3},
+check(len(vbusy) == 6 and via == {"cuda_driver": 6},
       "driver and runtime launches: %d kernels, linked through %s" % (len(vbusy), dict(via)))
-check(vnames["cuLaunchKernel"] == 3 and vnames["cudaLaunchKernel"] == 3,
+check(vnames["cuLaunchKernel"] == 6 and vnames["cudaLaunchKernel"] == 0,
       "... one record per launch call: cuLaunchKernel %d, cudaLaunchKernel %d"
       % (vnames["cuLaunchKernel"], vnames["cudaLaunchKernel"]))
 check(all(vlaunch[k["args"]["correlation"]]["ts"] <= k["ts"] for k in vbusy
           if k["args"].get("correlation") in vlaunch),
       "... each launch call before its kernel")
+check(vd["kvscope"].get("kernels_without_call") == 0,
+      "... none without its call: %s" % vd["kvscope"].get("kernels_without_call"))
+
+# the runtime without the driver: the runtime's launches are cudaLaunchKernel
+# records, the program's own cuLaunchKernel ones are missing and counted
+rd, rby, rnames, rflows = load("rtonly")
+rlaunch = {e["args"]["correlation"] for e in rby["cuda_runtime"] + rby["cuda_driver"]
+           if "Launch" in e["name"] and "correlation" in e.get("args", {})}
+rbusy = [k for k in rby["kernel"] if "busy" in k["name"]]
+check(rnames["cudaLaunchKernel"] == 3 and rnames["cuLaunchKernel"] == 0 and
+      "runtime_launches" not in rd["kvscope"],
+      "runtime only: cudaLaunchKernel %d, cuLaunchKernel %d, runtime_launches %s"
+      % (rnames["cudaLaunchKernel"], rnames["cuLaunchKernel"], rd["kvscope"].get("runtime_launches")))
+check(len(rbusy) == 6 and sum(k["args"].get("correlation") in rlaunch for k in rbusy) == 3 and
+      rd["kvscope"].get("kernels_without_call") == 3,
+      "... 3 of 6 kernels linked, kernels_without_call %s" % rd["kvscope"].get("kernels_without_call"))
 
 # the report finds the same in both
 rep = {m: json.load(open("%s/%s.report.json" % (d, m))) for m in ("default", "all")}

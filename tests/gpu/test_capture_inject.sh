@@ -60,7 +60,7 @@ sorted(set(ua)) == ["layer", "step_0", "step_1", "step_2", "step_3"]
 ua.count("layer") == 8
 ga.count("step_0") == 2 and ga.count("layer") == 8
 s["kvscope"]["dropped_records"] == 0 and s["kvscope"]["window"] == "all"
-cats.get("cuda_runtime", 0) >= 24 + 8
+cats.get("cuda_runtime", 0) + cats.get("cuda_driver", 0) >= 24 + 8
 s["flows"] >= 32
 s["deviceProperties"] and s["deviceProperties"][0]["numSms"] > 0
 '

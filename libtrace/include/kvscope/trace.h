@@ -111,6 +111,13 @@ KVS_API size_t kvs_trace_activities_str(unsigned bits, char *buf, size_t n);
  * the like are left out. Needs no CUDA. */
 KVS_API int kvs_trace_api_recorded(const char *name);
 
+/* 1 when the call of this name launches kernels (cudaLaunchKernel,
+ * cudaLaunchKernelExC, cudaLaunchCooperativeKernel, cuLaunchKernel, ...;
+ * not graph launches, not host functions). The default capture records a
+ * runtime call of these by the driver launch it makes (one pair of CUPTI
+ * callbacks a launch instead of two; libtrace/capture_api.c). Needs no CUDA. */
+KVS_API int kvs_trace_api_kernel_launch(const char *name);
+
 /* The injected capture's bounds on KVS_CAPTURE_BUFFER_MB and
  * KVS_CAPTURE_MAX_BUFFERS (`kvscope capture --buffer-mb/--max-buffers`). */
 #define KVS_CAPTURE_BUFFER_MB_MAX 1024

@@ -151,6 +151,8 @@ struct kvs_trace_stats {
     uint64_t buffer_requests_denied; /* CUPTI asked for a buffer while the pool was empty */
     uint64_t host_records;           /* ranges and ops recorded */
     uint64_t host_dropped;           /* ranges/ops lost: host store full or nesting too deep */
+    uint64_t kernels_without_call;   /* kernels whose launch call is not in the trace although
+                                      * API calls were recorded (0 otherwise) */
     uint32_t buffers_used;           /* CUPTI buffers handed out (high-water mark) */
     uint32_t buffers_max;            /* the pool's cap */
     uint64_t buffer_bytes;           /* size of one CUPTI buffer */
@@ -188,6 +190,8 @@ struct kvs_trace_meta {
     int cuda_runtime_version;        /* 0: omitted */
     const char *window;              /* how the capture window was chosen ("all", ...) */
     unsigned activities;             /* KVS_TRACE_* bits recorded (kvscope/trace.h); 0: omitted */
+    const char *runtime_launches;    /* how runtime kernel launches were recorded ("driver": as
+                                      * the driver launch each makes); NULL: omitted */
     int64_t window_start_ns, window_end_ns; /* the capture window on the CPU clock */
     const struct kvs_trace_device *devices;
     int ndevices;

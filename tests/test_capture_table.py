@@ -39,6 +39,11 @@ def verdict(d, prefix):
     return got[0] if got else (prefix, "absent", "")
 
 
+def reference(d, prefix):
+    got = [v for v in ct.references(d) if v[0].startswith(prefix)]
+    return got[0] if got else (prefix, "absent", "")
+
+
 # ---------------------------------------------------------------------------
 # 1. yesterday's H200 run
 
@@ -88,8 +93,10 @@ for name, w, rs, med in printed[:15]:
 
 name, met, text = verdict(d, "launch: kvscope default <= 1/3 of torch.profiler CPU+CUDA")
 check(met is False and "= 0.89" in text, "launch against CPU+CUDA: NOT met, 43.3/48.5 = 0.89 (%s)" % text)
-name, met, text = verdict(d, "launch: kvscope default <= 1/3 of torch.profiler CUDA only")
-check(met is False and "= 0.96" in text, "launch against CUDA only: NOT met, 43.3/45.2 = 0.96 (%s)" % text)
+check(verdict(d, "launch: kvscope default <= 1/3 of torch.profiler CUDA only")[1] == "absent",
+      "CUDA only is not one of the judged criteria")
+name, met, text = reference(d, "launch: kvscope default <= 1/3 of torch.profiler CUDA only")
+check(met is False and "= 0.96" in text, "launch against CUDA only, for reference: over 1/3, 43.3/45.2 = 0.96 (%s)" % text)
 name, met, text = verdict(d, "decode: kvscope default <= 1/3 of torch.profiler CPU+CUDA")
 check(met is False and "= 0.46" in text, "decode against CPU+CUDA: NOT met, 29.6/64.1 = 0.46 (%s)" % text)
 name, met, text = verdict(d, "copy")
@@ -107,7 +114,8 @@ check("111085 records, 0 dropped" in out and "RECORDS LOST" not in out, "the tra
 # 2. made-up lines, worked out by hand
 
 
-def made(kvs_launch=44.0, copy_kvs=25.125, dropped=0, traces=True, tp_launch=60.0, total=None):
+def made(kvs_launch=44.0, copy_kvs=25.125, dropped=0, traces=True, tp_launch=60.0, total=None,
+         tp_cuda_launch=56.0):
     ls = []
     for r in range(0, 6):  # round 0: the warm-up, with figures that would change every median
         k = 1000.0 if r == 0 else 1.0
@@ -116,7 +124,7 @@ def made(kvs_launch=44.0, copy_kvs=25.125, dropped=0, traces=True, tp_launch=60.
             ls.append("RESULT proc=%s round=%d mode=plain workload=copy ms=%.4f n=5" % (proc, r, 25.0 * k))
             ls.append("RESULT proc=%s round=%d mode=plain workload=decode ms=%.4f n=40" % (proc, r, 3.0 * k))
         ls.append("RESULT proc=torch round=%d mode=tp_cpu_cuda workload=launch ms=%.4f n=5" % (r, tp_launch * k))
-        ls.append("RESULT proc=torch round=%d mode=tp_cuda workload=launch ms=%.4f n=5" % (r, 56.0 * k))
+        ls.append("RESULT proc=torch round=%d mode=tp_cuda workload=launch ms=%.4f n=5" % (r, tp_cuda_launch * k))
         ls.append("RESULT proc=torch round=%d mode=tp_cpu_cuda workload=decode ms=%.4f n=40" % (r, 6.0 * k))
         ls.append("RESULT proc=torch round=%d mode=tp_cuda workload=decode ms=%.4f n=40" % (r, 4.5 * k))
         ls.append("RESULT proc=kvs_default round=%d mode=kvs workload=launch ms=%.4f n=5" % (r, kvs_launch * k))
@@ -142,20 +150,35 @@ check(s[0] == 44.0 and s[1] == 5 and abs(s[2] - 10.0) < 1e-9 and abs(s[3] - 10.0
 vs = ct.verdicts(d)
 want = {"launch: kvscope default <= 1/3 of torch.profiler CPU+CUDA":
         (True, "+10.0% [p25..p75 +10.0%..+10.0%] / +50.0% [+50.0%..+50.0%] = 0.20"),
-        "launch: kvscope default <= 1/3 of torch.profiler CUDA only": (True, "+10.0% [p25..p75 +10.0%..+10.0%] / +40.0% [+40.0%..+40.0%] = 0.25"),
         "decode: kvscope default <= 1/3 of torch.profiler CPU+CUDA": (True, "+10.0% [p25..p75 +10.0%..+10.0%] / +100.0% [+100.0%..+100.0%] = 0.10"),
-        "decode: kvscope default <= 1/3 of torch.profiler CUDA only": (True, "+10.0% [p25..p75 +10.0%..+10.0%] / +50.0% [+50.0%..+50.0%] = 0.20"),
         "copy: kvscope default <= 1%": (True, "+0.5%"),
         "kvscope traces complete": (True, "1 traces, none dropped")}
 for prefix, (m, txt) in want.items():
     name, met, text = verdict(d, prefix)
     check(met is m and txt in text, "made: %s -> %s (%s)" % (prefix, m, text))
+for prefix, txt in (("launch: kvscope default <= 1/3 of torch.profiler CUDA only", "= 0.25"),
+                    ("decode: kvscope default <= 1/3 of torch.profiler CUDA only", "= 0.20")):
+    name, met, text = reference(d, prefix)
+    check(met is True and txt in text, "made, for reference: %s (%s)" % (prefix, text))
 out = ct.render(d)
 check("- overall: **met**" in out, "made: every criterion met -> overall met")
+check("For reference, not judged" in out and
+      "- launch: kvscope default <= 1/3 of torch.profiler CUDA only: within 1/3" in out,
+      "made: the CUDA-only ratios printed for reference")
 check("rounds on the same side: 5 of 5" in out, "made: every round agrees with the median verdict")
 check(re.search(r"launch, kvscope capture \(default\): plain 40\.000 ms against bare 40\.000 ms \(\+0\.0%\); "
                 r"within the bare rounds' 38\.000\.\.42\.000 ms", out) is not None,
       "made: the kvscope process's plain against the bare processes' (median 40.0 of 38..42)")
+
+# torch.profiler CUDA-only cheaper than 3x kvscope (+5% against +10%): shown
+# as over 1/3, the verdict still met (issue 20 judges against the default)
+d = made(tp_cuda_launch=42.0)
+name, met, text = reference(d, "launch: kvscope default <= 1/3 of torch.profiler CUDA only")
+check(met is False and "= 2.00" in text, "made: CUDA only +5%% -> over 1/3, 2.00 (%s)" % text)
+out = ct.render(d)
+check("- overall: **met**" in out and
+      "- launch: kvscope default <= 1/3 of torch.profiler CUDA only: over 1/3" in out,
+      "made: the overall verdict does not judge CUDA only")
 
 d = made(dropped=1234)
 name, met, text = verdict(d, "kvscope traces complete")

@@ -471,13 +471,15 @@ int main(int argc, char **argv)
     printf("cupti_cost: %d launches a loop, %d rounds (+1 warm-up), timestamp callback %s, "
            "like the capture %s; kernel ran %d times (want %ld)\n",
            n, rounds, tscb ? "on" : "off", like_capture ? "on" : "off", check, want);
-    printf("kvscope's captures (the kvs rows): %llu records dropped\n", g_kvs_dropped);
-    printf("K+cb: %zu of %zu kernel records carry a correlation id the runtime launch callback "
-           "saw\n",
-           matched[0][0], kernels_cb[0]);
-    printf("K+cbRD: %zu driver launch callbacks for %zu kernels; kernels matching a runtime "
-           "callback's id %zu, a driver callback's %zu\n\n",
-           driver_cb, kernels_cb[1], matched[1][0], matched[1][1]);
+    printf("kvscope's captures (the kvs rows): %llu records dropped\n\n", g_kvs_dropped);
+    if (kernels_cb[0])
+        printf("K+cb: %zu of %zu kernel records carry a correlation id the runtime launch "
+               "callback saw\n",
+               matched[0][0], kernels_cb[0]);
+    if (kernels_cb[1])
+        printf("K+cbRD: %zu driver launch callbacks for %zu kernels; kernels matching a runtime "
+               "callback's id %zu, a driver callback's %zu\n\n",
+               driver_cb, kernels_cb[1], matched[1][0], matched[1][1]);
     printf("| configuration | bare: ns/launch (median) | extra ns: median of rounds (p25..p75) | "
            "fastest vs fastest | pytorch-like: ns/launch | extra ns: median (p25..p75) | fastest "
            "vs fastest |\n|---|---|---|---|---|---|---|\n");

@@ -478,8 +478,10 @@ int main(int argc, char **argv)
                matched[0][0], kernels_cb[0]);
     if (kernels_cb[1])
         printf("K+cbRD: %zu driver launch callbacks for %zu kernels; kernels matching a runtime "
-               "callback's id %zu, a driver callback's %zu\n\n",
+               "callback's id %zu, a driver callback's %zu\n",
                driver_cb, kernels_cb[1], matched[1][0], matched[1][1]);
+    if (kernels_cb[0] || kernels_cb[1])
+        printf("\n");
     printf("| configuration | bare: ns/launch (median) | extra ns: median of rounds (p25..p75) | "
            "fastest vs fastest | pytorch-like: ns/launch | extra ns: median (p25..p75) | fastest "
            "vs fastest |\n|---|---|---|---|---|---|---|\n");

@@ -249,8 +249,11 @@ static int enable_api_calls(struct kvs_trace *t, int d, int *all, const char **w
         *why = "no memory";
         return 0;
     }
+    /* a runtime kernel launch whose driver launch the driver's callbacks
+     * record is left out here too: one record a launch */
+    int by_driver = d == 0 && atomic_load(&t->api_launch_by_driver);
     for (uint32_t cbid = 1; cbid < k_apis[d].ncbids; cbid++) {
-        if (calls[cbid] != KVS_API_LEFT_OUT)
+        if (calls[cbid] != KVS_API_LEFT_OUT && !(by_driver && calls[cbid] == KVS_API_BY_DRIVER))
             continue;
         r = fn(cbid, 0);
         if (r != CUPTI_SUCCESS) {
@@ -286,11 +289,11 @@ static enum kvs_status enable_kinds(struct kvs_trace *t)
         if (!(want & k_apis[d].bit) || (want & k_apis[d].all_bit))
             continue;
         if (d == 0)
-            t->api_launch_by_driver = t->api_by_callback[1];
+            atomic_store(&t->api_launch_by_driver, t->api_by_callback[1]);
         t->api_by_callback[d] = kvs_capture_api_enable(t, d, 1) == 0;
         if (t->api_by_callback[d]) {
             t->kinds_on |= k_apis[d].bit;
-            t->launches_by_driver |= d == 0 && t->api_launch_by_driver;
+            t->launches_by_driver |= d == 0 && atomic_load(&t->api_launch_by_driver);
             continue;
         }
         kvs_capture_api_enable(t, d, 0);
@@ -303,6 +306,7 @@ static enum kvs_status enable_kinds(struct kvs_trace *t)
         int all = 0;
         if (enable_api_calls(t, d, &all, &why)) {
             t->kinds_on |= k_apis[d].bit;
+            t->launches_by_driver |= d == 0 && atomic_load(&t->api_launch_by_driver);
             continue;
         }
         if (!t->api_fallback_said[d]) /* once per capture, not per window */

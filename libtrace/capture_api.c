@@ -202,7 +202,9 @@ int kvs_capture_api_wanted(const struct kvs_trace *t, int driver, CUpti_Callback
     if (!t->api_want[driver] || cbid >= lim)
         return 0;
     uint8_t w = t->api_want[driver][cbid];
-    return w == KVS_API_RECORDED || (w == KVS_API_BY_DRIVER && !t->api_launch_by_driver);
+    return w == KVS_API_RECORDED ||
+           (w == KVS_API_BY_DRIVER &&
+            !atomic_load_explicit(&t->api_launch_by_driver, memory_order_relaxed));
 }
 
 const uint8_t *kvs_capture_api_calls(struct kvs_trace *t, int driver)
@@ -238,7 +240,7 @@ int kvs_capture_api_enable(struct kvs_trace *t, int driver, int on)
     for (uint32_t cbid = 1; cbid < lim; cbid++) {
         if (want[cbid] != KVS_API_RECORDED && want[cbid] != KVS_API_BY_DRIVER)
             continue;
-        if (on && want[cbid] == KVS_API_BY_DRIVER && t->api_launch_by_driver)
+        if (on && want[cbid] == KVS_API_BY_DRIVER && atomic_load(&t->api_launch_by_driver))
             continue; /* its driver launch is recorded */
         /* the stream-capture calls keep their callback: graphs are followed
          * outside the window too (capture.c follow_graphs) */

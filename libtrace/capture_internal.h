@@ -87,7 +87,7 @@ struct kvs_trace {
     atomic_int api_on[2];            /* callbacks recording now */
     atomic_int api_ext;              /* they keep the op's External id (extcorr asked) */
     atomic_uint api_window;          /* bumped at each enable: stale open calls are dropped */
-    int api_launch_by_driver;        /* this window: runtime kernel launches (KVS_API_BY_DRIVER)
+    atomic_int api_launch_by_driver; /* this window: runtime kernel launches (KVS_API_BY_DRIVER)
                                       * recorded by the driver launch each makes */
     int launches_by_driver;          /* some window did (the trace's kvscope.runtime_launches) */
     atomic_ullong api_dropped;       /* calls beyond the budget or the nesting depth */

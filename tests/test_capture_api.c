@@ -161,7 +161,7 @@ static void test_launch_by_driver(void)
     const uint8_t *rt = kvs_capture_api_calls(t, 0), *drv = kvs_capture_api_calls(t, 1);
     KVS_REQUIRE(rt && drv);
     KVS_CHECK_EQ_INT(drv[dl], KVS_API_RECORDED); /* driver launches are never "by driver" */
-    t->api_launch_by_driver = 1;
+    atomic_store(&t->api_launch_by_driver, 1);
     KVS_CHECK_EQ_INT(kvs_capture_api_enable(t, 1, 1), 0);
     KVS_CHECK_EQ_INT(kvs_capture_api_enable(t, 0, 1), 0);
     KVS_CHECK(!g_enabled[0][rl]);
@@ -193,7 +193,7 @@ static void test_launch_by_driver(void)
     kvs_capture_api_enable(t, 0, 0);
     KVS_CHECK(!g_enabled[0][rl] && !g_enabled[0][rc]);
     /* the runtime asked for without the driver: the launch is its own record */
-    t->api_launch_by_driver = 0;
+    atomic_store(&t->api_launch_by_driver, 0);
     KVS_CHECK_EQ_INT(kvs_capture_api_enable(t, 0, 1), 0);
     KVS_CHECK(g_enabled[0][rl] && kvs_capture_api_wanted(t, 0, rl));
     kvs_capture_api_enable(t, 0, 0);

@@ -95,6 +95,15 @@ static void call(struct kvs_trace *t, int driver, CUpti_CallbackId cbid, uint32_
         kvs_capture_api_callback(t, driver, cbid, &cd);
 }
 
+/* a runtime call (enter, exit) with a driver launch inside it (cbid dl) */
+static void nested(struct kvs_trace *t, CUpti_CallbackId rt, uint32_t corr, uint32_t inner_corr)
+{
+    call(t, 0, rt, corr, 0);
+    call(t, 1, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, inner_corr, 0);
+    call(t, 1, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, inner_corr, 1);
+    call(t, 0, rt, corr, 1);
+}
+
 static const char *name_of(void *user, int driver, uint32_t cbid)
 {
     (void)user;
@@ -169,15 +178,9 @@ static void test_launch_by_driver(void)
     KVS_CHECK(g_enabled[0][rc] && kvs_capture_api_wanted(t, 0, rc));
     KVS_CHECK(g_enabled[1][dl] && kvs_capture_api_wanted(t, 1, dl));
     /* cudaLaunchKernel -> cuLaunchKernel (same id): one driver record */
-    call(t, 0, rl, 9, 0);
-    call(t, 1, dl, 9, 0);
-    call(t, 1, dl, 9, 1);
-    call(t, 0, rl, 9, 1);
+    nested(t, rl, 9, 9);
     /* cudaMemcpyAsync -> its inner driver call: one runtime record */
-    call(t, 0, rc, 10, 0);
-    call(t, 1, dl, 10, 0);
-    call(t, 1, dl, 10, 1);
-    call(t, 0, rc, 10, 1);
+    nested(t, rc, 10, 10);
     struct kvs_trace_rec out[8];
     size_t n = collect(t, out, 8, NULL);
     KVS_CHECK_EQ_INT(n, 2);
@@ -211,15 +214,9 @@ static void test_records(void)
     /* 1: a runtime launch whose inner driver launch has the same id (the
      * H200's CUDA 13): one record */
     g_now = 1000;
-    call(t, 0, rl, 10, 0);
-    call(t, 1, dl, 10, 0);
-    call(t, 1, dl, 10, 1);
-    call(t, 0, rl, 10, 1);
+    nested(t, rl, 10, 10);
     /* 2: inner driver call with its own id: a link 11 -> 12, no record */
-    call(t, 0, rl, 12, 0);
-    call(t, 1, dl, 11, 0);
-    call(t, 1, dl, 11, 1);
-    call(t, 0, rl, 12, 1);
+    nested(t, rl, 12, 11);
     /* 3: a driver launch of its own (Triton, cuBLAS), inside op 9 */
     g_op = 9;
     call(t, 1, dl, 13, 0);

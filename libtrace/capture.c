@@ -293,7 +293,6 @@ static enum kvs_status enable_kinds(struct kvs_trace *t)
         t->api_by_callback[d] = kvs_capture_api_enable(t, d, 1) == 0;
         if (t->api_by_callback[d]) {
             t->kinds_on |= k_apis[d].bit;
-            t->launches_by_driver |= d == 0 && atomic_load(&t->api_launch_by_driver);
             continue;
         }
         kvs_capture_api_enable(t, d, 0);
@@ -306,7 +305,6 @@ static enum kvs_status enable_kinds(struct kvs_trace *t)
         int all = 0;
         if (enable_api_calls(t, d, &all, &why)) {
             t->kinds_on |= k_apis[d].bit;
-            t->launches_by_driver |= d == 0 && atomic_load(&t->api_launch_by_driver);
             continue;
         }
         if (!t->api_fallback_said[d]) /* once per capture, not per window */
@@ -332,6 +330,11 @@ static enum kvs_status enable_kinds(struct kvs_trace *t)
                     k_kinds[i].name, what ? what : "?");
         }
     }
+    /* the runtime's chosen calls recorded (by callback or its activity
+     * fallback) and its kernel launches left to the driver's callbacks: the
+     * trace says so (kvscope.runtime_launches) */
+    t->launches_by_driver |=
+        (t->kinds_on & KVS_TRACE_RUNTIME) && atomic_load(&t->api_launch_by_driver);
     /* ops hand CUPTI their External id only where CUPTI records API calls */
     t->ext_by_cupti = 0;
     for (int d = 0; d < 2; d++)

@@ -270,53 +270,6 @@ static int add_api_calls(struct kvs_trace *t, struct convert_ctx *c)
     return failed ? -1 : 0;
 }
 
-/* Asked for API records: the kernels whose launch call is not in the trace
- * (a launch CUPTI called back for is there, a graph's kernels carry their
- * graph launch's id), said when there are any — a runtime that launched
- * through a call the default does not record would show here. 0 when no
- * API call was asked for, or without memory to check. */
-static size_t count_kernels_without_call(struct kvs_trace *t, const struct convert_ctx *c)
-{
-    if (!(t->kinds_recorded & (KVS_TRACE_RUNTIME | KVS_TRACE_RUNTIME_ALL | KVS_TRACE_DRIVER |
-                               KVS_TRACE_DRIVER_ALL)))
-        return 0;
-    struct kvs_map calls;
-    if (kvs_map_init(&calls, 1024) != 0)
-        return 0;
-    size_t napi = 0, ngpu = 0, unlinked = 0;
-    int failed = 0;
-    for (size_t i = 0; i < c->n && !failed; i++) {
-        const struct kvs_trace_rec *r = &c->out[i];
-        if (r->kind == KVS_TREC_RUNTIME || r->kind == KVS_TREC_DRIVER) {
-            napi++;
-            failed = kvs_map_put(&calls, r->correlation, 1) != 0;
-        }
-    }
-    uint64_t one;
-    for (size_t i = 0; i < c->n && !failed; i++)
-        if (c->out[i].kind == KVS_TREC_KERNEL) {
-            ngpu++;
-            unlinked += !kvs_map_get(&calls, c->out[i].correlation, &one);
-        }
-    kvs_map_free(&calls);
-    if (failed)
-        return 0;
-    if (ngpu && !napi) /* on the H200 a way of asking CUPTI for some calls only once recorded none */
-        kvs_log(&t->lg, KVS_LOG_WARN,
-                "CUPTI recorded %zu kernels but no CUDA API call although asked to: the "
-                "trace cannot tie kernels to their launches (steps, flows, ranges on the "
-                "GPU); try --activities all",
-                ngpu);
-    else if (unlinked)
-        kvs_log(&t->lg, KVS_LOG_WARN,
-                "%zu of %zu kernels have no launch call in the trace (kvscope.kernels_without_call): "
-                "they are not tied to their launch thread, op or range; calls dropped for the "
-                "memory budget, a launch API left out of --activities, or a CUDA that launched "
-                "through a call kvscope does not record (try --activities all)",
-                unlinked, ngpu);
-    return unlinked;
-}
-
 enum kvs_status kvs_trace_write(struct kvs_trace *t, const char *path)
 {
     return kvs_trace_write_part(t, path, NULL);
@@ -363,7 +316,6 @@ enum kvs_status kvs_trace_write_part(struct kvs_trace *t, const char *path,
         kvs_log(&t->lg, KVS_LOG_ERROR, "kvs_trace_write: no memory to link API calls");
         return KVS_STATUS_NO_MEMORY;
     }
-    size_t unlinked = count_kernels_without_call(t, &c);
     int64_t end = t->window_end_ns ? t->window_end_ns : kvs_now_ns();
     c.n += kvs_host_store_collect(&t->host, c.out + c.n, c.cap - c.n, end);
     pthread_mutex_lock(&t->graph_mu); /* graph nodes: links for replayed work */
@@ -421,7 +373,6 @@ enum kvs_status kvs_trace_write_part(struct kvs_trace *t, const char *path,
     m.devices = devs;
     kvs_trace_get_stats(t, &m.stats);
     m.stats.cupti_overhead_ns = c.names.overhead_ns;
-    m.stats.kernels_without_call = unlinked;
     enum kvs_status st = kvs_trace_write_json(&m, c.out, c.n, path, &t->lg);
     free(devs);
     free(c.out);

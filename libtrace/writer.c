@@ -32,6 +32,7 @@ struct index {
     const struct kvs_trace_rec *recs;
     struct kvs_gpu_span *spans;
     size_t nspans;
+    uint64_t kernels_without_call; /* kernels_without_launch() */
 };
 
 static int is_gpu(enum kvs_trace_rec_kind k)
@@ -49,6 +50,39 @@ static void index_free(struct index *x)
     kvs_map_free(&x->threads);
     kvs_map_free(&x->node_of);
     free(x->spans);
+}
+
+/* The API calls were recorded (meta.activities names runtime or driver
+ * calls): the kernels whose launch call is not in these records — not tied
+ * to their launch thread, op or range — counted (the trace's
+ * kvscope.kernels_without_call) and said. A runtime that launched through
+ * a call kvscope does not record would show here. */
+static void kernels_without_launch(struct index *x, const struct kvs_trace_meta *m, size_t n,
+                                   const struct kvs_logger *lg)
+{
+    if (!(m->activities & (KVS_TRACE_RUNTIME | KVS_TRACE_RUNTIME_ALL | KVS_TRACE_DRIVER |
+                           KVS_TRACE_DRIVER_ALL)))
+        return;
+    size_t nkernels = 0, unlinked = 0;
+    for (size_t i = 0; i < n; i++)
+        if (x->recs[i].kind == KVS_TREC_KERNEL) {
+            nkernels++;
+            unlinked += !kvs_map_get(&x->api_of, x->recs[i].correlation, NULL);
+        }
+    x->kernels_without_call = unlinked;
+    if (nkernels && !x->api_of.n) /* on the H200 a way of asking CUPTI for some calls only once recorded none */
+        kvs_log(lg, KVS_LOG_WARN,
+                "CUPTI recorded %zu kernels but no CUDA API call although asked to: the "
+                "trace cannot tie kernels to their launches (steps, flows, ranges on the "
+                "GPU); try --activities all",
+                nkernels);
+    else if (unlinked)
+        kvs_log(lg, KVS_LOG_WARN,
+                "%zu of %zu kernels have no launch call in the trace (kvscope.kernels_without_call): "
+                "they are not tied to their launch thread, op or range; calls dropped for the "
+                "memory budget, a launch API left out of --activities, or a CUDA that launched "
+                "through a call kvscope does not record (try --activities all)",
+                unlinked, nkernels);
 }
 
 static int index_build(struct index *x, const struct kvs_trace_rec *recs, size_t n)
@@ -332,7 +366,8 @@ static void write_devices(struct kvs_out *o, const struct kvs_trace_meta *m)
     kvs_out_str(o, m->ndevices ? "\n  ],\n" : "],\n");
 }
 
-static void write_kvscope(struct kvs_out *o, const struct kvs_trace_meta *m, size_t nrecs)
+static void write_kvscope(struct kvs_out *o, const struct kvs_trace_meta *m, size_t nrecs,
+                          uint64_t kernels_without_call)
 {
     const struct kvs_trace_stats *s = &m->stats;
     kvs_out_fmt(o, "  \"kvscope\": {\"tool\": \"kvscope capture\", \"version\": \"%s\", \"window\": ",
@@ -363,7 +398,7 @@ static void write_kvscope(struct kvs_out *o, const struct kvs_trace_meta *m, siz
                 "\"kernels_without_call\": %llu",
                 (unsigned long long)nrecs, (unsigned long long)s->dropped_records,
                 (unsigned long long)s->buffer_requests_denied, (unsigned long long)s->host_records,
-                (unsigned long long)s->host_dropped, (unsigned long long)s->kernels_without_call);
+                (unsigned long long)s->host_dropped, (unsigned long long)kernels_without_call);
     kvs_out_fmt(o, ",\n    \"buffers_used\": %u, \"buffers_max\": %u, \"buffer_bytes\": %llu",
                 s->buffers_used, s->buffers_max, (unsigned long long)s->buffer_bytes);
     kvs_out_fmt(o,
@@ -540,7 +575,7 @@ static void write_doc(struct kvs_out *o, const struct kvs_trace_meta *m,
         kvs_out_fmt(o, "  \"cuda_driver_version\": %d,\n", m->cuda_driver_version);
     if (m->cuda_runtime_version)
         kvs_out_fmt(o, "  \"cuda_runtime_version\": %d,\n", m->cuda_runtime_version);
-    write_kvscope(o, m, n);
+    write_kvscope(o, m, n, x->kernels_without_call);
     write_extras(o, m);
     kvs_out_fmt(o, "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": %lld,\n",
                 (long long)m->base_time_ns);
@@ -589,6 +624,7 @@ static enum kvs_status write_to(struct kvs_out *o, const struct kvs_trace_meta *
         kvs_log(lg, KVS_LOG_ERROR, "trace writer: out of memory indexing %zu records", n);
         return KVS_STATUS_NO_MEMORY;
     }
+    kernels_without_launch(&x, m, n, lg);
     write_doc(o, m, recs, n, &x);
     index_free(&x);
     return KVS_STATUS_OK;

@@ -802,6 +802,47 @@ static void test_meta_activities(void)
     }
 }
 
+/* kvscope.kernels_without_call: with API calls recorded, the kernels whose
+ * launch call is not among the records (the synthetic document's kernel 99;
+ * its copy and memset are not kernels); without them nothing to say; with
+ * every API record gone, both kernels */
+static void test_kernels_without_call(void)
+{
+    const struct {
+        unsigned bits;
+        int drop_api;
+        long long want;
+    } cases[] = {
+        {KVS_TRACE_DEFAULT, 0, 1},
+        {KVS_TRACE_KERNEL | KVS_TRACE_DRIVER_ALL | KVS_TRACE_DRIVER, 0, 1},
+        {KVS_TRACE_KERNEL | KVS_TRACE_MEMCPY | KVS_TRACE_NVTX, 0, 0},
+        {0, 0, 0},
+        {KVS_TRACE_DEFAULT, 1, 2},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        struct doc d;
+        doc_init(&d);
+        d.m.activities = cases[c].bits;
+        if (cases[c].drop_api) {
+            size_t k = 0;
+            for (size_t i = 0; i < d.n; i++)
+                if (d.recs[i].kind != KVS_TREC_RUNTIME && d.recs[i].kind != KVS_TREC_DRIVER)
+                    d.recs[k++] = d.recs[i];
+            d.n = k;
+        }
+        KVS_REQUIRE(doc_write(&d));
+        cJSON *sum;
+        kvs_check_trace_valid(d.path, &sum);
+        unlink(d.path);
+        KVS_REQUIRE(sum);
+        const cJSON *kv = cJSON_GetObjectItemCaseSensitive(sum, "kvscope");
+        KVS_CHECK_MSG(kvs_summary_int(kv, "kernels_without_call", -1) == cases[c].want,
+                      "case %zu: kernels_without_call %lld, want %lld", c,
+                      kvs_summary_int(kv, "kernels_without_call", -1), cases[c].want);
+        cJSON_Delete(sum);
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const struct kvs_test tests[] = {
@@ -821,6 +862,7 @@ int main(int argc, char **argv)
         {"activities_str", test_activities_str},
         {"api_recorded", test_api_recorded},
         {"meta_activities", test_meta_activities},
+        {"kernels_without_call", test_kernels_without_call},
         {NULL, NULL},
     };
     return kvs_test_main(argc, argv, tests);

@@ -151,8 +151,6 @@ struct kvs_trace_stats {
     uint64_t buffer_requests_denied; /* CUPTI asked for a buffer while the pool was empty */
     uint64_t host_records;           /* ranges and ops recorded */
     uint64_t host_dropped;           /* ranges/ops lost: host store full or nesting too deep */
-    uint64_t kernels_without_call;   /* kernels whose launch call is not in the trace although
-                                      * API calls were recorded (0 otherwise) */
     uint32_t buffers_used;           /* CUPTI buffers handed out (high-water mark) */
     uint32_t buffers_max;            /* the pool's cap */
     uint64_t buffer_bytes;           /* size of one CUPTI buffer */

@@ -143,34 +143,37 @@ bool kvs_scan_expect_slow(struct kvs_scan *s, char c, const char *what)
 // ----------------------------------------------------------------------------
 // strings
 
-static bool fail_long_string(struct kvs_scan *s, size_t from)
+static bool fail_long_string(struct kvs_scan *s)
 {
-    s->p = s->mark + from - 1; /* at the opening quote, however far the scan got */
+    /* the cursor is still at the opening quote, however far the scan got */
     return kvs_scan_fail(s, KVS_STATUS_LIMIT, "a string longer than %zu bytes",
                          KVS_SCAN_MAX_STRING);
 }
 
-/* Find the closing quote of the string whose content starts at mark+from
- * (mark-relative, so refills may move the buffer). Returns the mark-relative
- * offset of the quote, or -1 (error recorded). */
-static ptrdiff_t find_close_quote(struct kvs_scan *s, size_t from)
+/* Find the closing quote of the string whose opening quote is at the
+ * cursor. Offsets are from the cursor, which stays at the quote: a refill
+ * keeps [p, end) whatever the mark does (a bounded capture drops its mark
+ * mid-value), so the string stays whole. Returns the offset of the closing
+ * quote, or -1 (error recorded). */
+static ptrdiff_t find_close_quote(struct kvs_scan *s)
 {
-    size_t search = from;
+    size_t search = 1;
     for (;;) {
-        char *lo = s->mark + from;
-        char *q = memchr(s->mark + search, '"', (size_t)(s->end - (s->mark + search)));
+        char *lo = s->p + 1;
+        char *q = memchr(s->p + search, '"', (size_t)(s->end - (s->p + search)));
         if (!q) {
             /* checked before each refill, so a long string cut by the end
              * of input is the same LIMIT whatever the buffer size */
             if ((size_t)(s->end - lo) > KVS_SCAN_MAX_STRING) {
-                fail_long_string(s, from);
+                fail_long_string(s);
                 return -1;
             }
-            search = (size_t)(s->end - s->mark);
-            s->p = s->end;
+            search = (size_t)(s->end - s->p);
             if (!kvs_scan_refill(s)) {
-                if (s->status == KVS_STATUS_OK)
+                if (s->status == KVS_STATUS_OK) {
+                    s->p = s->end;
                     kvs_scan_fail(s, KVS_STATUS_TRUNCATED, "input ended inside a string");
+                }
                 return -1;
             }
             continue;
@@ -179,8 +182,8 @@ static ptrdiff_t find_close_quote(struct kvs_scan *s, size_t from)
         while (b > lo && b[-1] == '\\')
             b--;
         if (((q - b) & 1) == 0)
-            return q - s->mark;
-        search = (size_t)(q + 1 - s->mark);
+            return q - s->p;
+        search = (size_t)(q + 1 - s->p);
     }
 }
 
@@ -289,40 +292,24 @@ bool kvs_scan_string_slow(struct kvs_scan *s, const char **out, size_t *len)
 {
     if (*s->p != '"')
         return fail_expected(s, "a string");
-    bool tmp = s->mark == NULL;
-    if (tmp)
-        s->mark = s->p;
-    size_t from = (size_t)(s->p + 1 - s->mark);
-    ptrdiff_t q = find_close_quote(s, from);
-    if (q < 0) {
-        if (tmp)
-            s->mark = NULL;
+    ptrdiff_t q = find_close_quote(s);
+    if (q < 0)
         return false;
-    }
-    char *str = s->mark + from, *qe = s->mark + q;
+    char *str = s->p + 1, *qe = s->p + q;
     char *e = qe;
-    if ((size_t)(qe - str) > KVS_SCAN_MAX_STRING) {
-        fail_long_string(s, from);
-        if (tmp)
-            s->mark = NULL;
-        return false;
-    }
+    if ((size_t)(qe - str) > KVS_SCAN_MAX_STRING)
+        return fail_long_string(s);
     if (memchr(str, '\\', (size_t)(qe - str))) {
         const char *bad = NULL;
         e = unescape(str, qe, &bad);
         if (!e) {
             s->p = (char *)bad;
-            kvs_scan_fail(s, KVS_STATUS_PARSE,
-                          "invalid escape in a string (expected one of \\\" \\\\ \\/ \\b \\f "
-                          "\\n \\r \\t \\uXXXX)");
-            if (tmp)
-                s->mark = NULL;
-            return false;
+            return kvs_scan_fail(s, KVS_STATUS_PARSE,
+                                 "invalid escape in a string (expected one of \\\" \\\\ \\/ \\b \\f "
+                                 "\\n \\r \\t \\uXXXX)");
         }
     }
     s->p = qe + 1;
-    if (tmp)
-        s->mark = NULL;
     *out = str;
     *len = (size_t)(e - str);
     return true;
@@ -376,16 +363,10 @@ static bool skip_literal(struct kvs_scan *s)
 {
     const char *word = *s->p == 't' ? "true" : *s->p == 'f' ? "false" : "null";
     size_t n = strlen(word);
-    bool tmp = s->mark == NULL;
-    if (tmp)
-        s->mark = s->p;
-    size_t at = (size_t)(s->p - s->mark);
-    while ((size_t)(s->end - (s->mark + at)) < n && !s->eof)
+    /* the cursor stays at the literal's first byte: a refill keeps it */
+    while ((size_t)(s->end - s->p) < n && !s->eof)
         if (!kvs_scan_refill(s))
             break;
-    s->p = s->mark + at;
-    if (tmp)
-        s->mark = NULL;
     if (s->status != KVS_STATUS_OK)
         return false;
     if ((size_t)(s->end - s->p) < n) {

@@ -16,6 +16,10 @@
  * the mark is set, but may move when the buffer is refilled; offsets from
  * the mark (ptr - s->mark) stay valid until kvs_scan_clear_mark(). Without
  * a mark a returned pointer is valid only until the next scanner call.
+ * The mark is the caller's: the scanner's own tokens (a number, literal or
+ * string that crosses a refill) are held from the cursor, which a refill
+ * always keeps, so a bounded capture may drop its mark in the middle of
+ * any value (kvs_scan_capture_max).
  *
  * Errors are sticky: the first one sets s->status (KVS_STATUS_PARSE for
  * malformed input, KVS_STATUS_TRUNCATED when the input ended inside a value,

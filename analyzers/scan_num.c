@@ -20,35 +20,30 @@ static bool fail_too_long(struct kvs_scan *s)
                          KVS_SCAN_MAX_NUMBER);
 }
 
-/* Make [p, end of the number token) contiguous; returns its length, or -1. */
+/* Make [p, end of the number token) contiguous; returns its length, or -1.
+ * Offsets are from the cursor, which stays at the number's first byte: a
+ * refill keeps [p, end) whatever the mark does (a bounded capture drops its
+ * mark mid-value). */
 static ptrdiff_t number_extent(struct kvs_scan *s)
 {
-    bool tmp = s->mark == NULL;
-    if (tmp)
-        s->mark = s->p;
-    size_t start = (size_t)(s->p - s->mark);
-    size_t i = start;
+    size_t i = 0;
     for (;;) {
-        char *q = s->mark + i;
+        const char *q = s->p + i;
         while (num_char[(unsigned char)*q])
             q++;
-        i = (size_t)(q - s->mark);
+        i = (size_t)(q - s->p);
         if (q < s->end || s->eof)
             break;
-        if (i - start > KVS_SCAN_MAX_NUMBER) {
-            s->p = s->mark + start; /* report it where the number starts */
-            fail_too_long(s);
+        if (i > KVS_SCAN_MAX_NUMBER) {
+            fail_too_long(s); /* reported where the number starts */
             break;
         }
         if (!kvs_scan_refill(s))
             break; /* end of input: the token ends here */
     }
-    s->p = s->mark + start;
-    if (tmp)
-        s->mark = NULL;
     if (s->status != KVS_STATUS_OK)
         return -1;
-    return (ptrdiff_t)(i - start);
+    return (ptrdiff_t)i;
 }
 
 /* Validate and decode the token t[0..n). A token that is a valid prefix of

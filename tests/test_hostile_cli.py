@@ -398,6 +398,28 @@ def test_header_bomb(d):
     check(r.rc == 0 and "escape" in r.err, "a header with a lone \\udc00: a warning, exit %d" % r.rc)
 
 
+def test_header_over_bound_numbers(d):
+    # issue 34: a header field over its 1 MiB bound is skipped after its mark
+    # is dropped at a refill; a number (or literal) crossing that refill was
+    # read through the dropped mark: SIGSEGV for 1.1 M zeros, plain, stdin and
+    # .gz alike (which inputs crashed depended on where the refill fell, so
+    # two alignments of two kinds of number)
+    for value, count, pad in (("0", 1_100_000, 1), ("0", 1_100_000, 3), ("-1.5e3", 300_000, 0)):
+        t = os.path.join(d, "header_%s_%d.json" % (value, pad))
+        with open(t, "w") as f:
+            f.write('{"schemaVersion":1,"deviceProperties":[{"id":0,"name":"NVIDIA H200",'
+                    '"junk":[' + " " * pad + ",".join([value] * count) + ']}],'
+                    '"traceEvents":[%s]}' % json.dumps(KERNEL))
+        with open(t, "rb") as f, gzip.open(t + ".gz", "wb") as g:
+            g.write(f.read())
+        for args, stdin, how in ((["report", t], None, "a file"), (["report", "-"], t, "stdin"),
+                                 (["report", t + ".gz"], None, ".gz")):
+            r = run(args + ["--quiet"], stdin=stdin)
+            check(r.rc == 0 and "deviceProperties" in r.err and "skipped" in r.err,
+                  "deviceProperties holding %d x %s (%d KB, over the 1 MiB bound), %s: skipped "
+                  "with a warning, exit %d" % (count, value, os.path.getsize(t) >> 10, how, r.rc))
+
+
 def test_dims_bomb(d):
     t = os.path.join(d, "dims_bomb.json.gz")
     with gzip.open(t, "wt") as f:
@@ -629,7 +651,7 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         for test in (test_output_is_input, test_failed_write_keeps_old, test_output_folder_first,
                      test_colliding_ids, test_colliding_names, test_step_regex_bounded,
-                     test_header_bomb, test_dims_bomb, test_duplicate_trace_events,
+                     test_header_bomb, test_header_over_bound_numbers, test_dims_bomb, test_duplicate_trace_events,
                      test_step_without_duration, test_begin_end_unpaired,
                      test_shared_external_id, test_stray_device, test_md_html_utf8, test_terminal_escape,
                      test_gzip_padding_bom_utf16, test_peak_gbps_one_rule):

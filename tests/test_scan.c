@@ -225,6 +225,66 @@ static void test_skip_and_capture(void)
     }
 }
 
+/* kvs_scan_capture_max drops its mark at the first refill past its bound,
+ * in the middle of whatever value the skip is in: numbers, literals and
+ * strings must go on from the cursor, not from the mark. Issue 34: a header
+ * field of 1.1 M zeros (over the 1 MiB cap) read a number through the
+ * dropped mark (SIGSEGV in number_extent); literals did the same. Every
+ * kind, each at every alignment to a 64-byte buffer, under and over bounds. */
+static void test_capture_max_across_refills(void)
+{
+    static const char *items[] = {"0", "-12.5e3", "1234567890123", "true", "false", "null",
+                                  "\"ab\\\"c\\\\\"", "[0,{\"a\":[true,-1e-2]}]", "{\"k\":null}"};
+    static const size_t maxes[] = {1, 40, 300};
+    static const size_t counts[] = {1, 3, 400};
+    char *doc = malloc(16384);
+    KVS_REQUIRE(doc);
+    for (size_t it = 0; it < sizeof items / sizeof items[0]; it++)
+        for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
+            for (size_t m = 0; m < sizeof maxes / sizeof maxes[0]; m++)
+                for (int pad = 0; pad < 70; pad++) {
+                    size_t n = 0;
+                    doc[n++] = '[';
+                    for (int i = 0; i < pad; i++)
+                        doc[n++] = ' ';
+                    size_t v0 = n;
+                    doc[n++] = '[';
+                    for (size_t i = 0; i < counts[k]; i++)
+                        n += (size_t)sprintf(doc + n, "%s%s", i ? "," : "", items[it]);
+                    doc[n++] = ']';
+                    size_t vlen = n - v0;
+                    n += (size_t)sprintf(doc + n, ",7]");
+                    struct kvs_source *src;
+                    struct kvs_scan sc;
+                    if (kvs_source_open_memory(doc, n, "doc", 0, NULL, &src) != KVS_STATUS_OK ||
+                        kvs_scan_init(&sc, src, NULL, 64) != KVS_STATUS_OK)
+                        KVS_TEST_SETUP_FAILED("cannot open the scanner on memory");
+                    const char *t = NULL;
+                    size_t len = 0;
+                    bool over = false;
+                    KVS_CHECK(kvs_scan_expect(&sc, '[', "["));
+                    bool ok = kvs_scan_capture_max(&sc, maxes[m], &t, &len, &over);
+                    KVS_CHECK_MSG(ok, "%s x%zu, max %zu, pad %d: %s", items[it], counts[k], maxes[m],
+                                  pad, sc.err);
+                    KVS_CHECK_MSG(over == (vlen > maxes[m]), "%s x%zu (%zu bytes), max %zu, pad %d: over %d",
+                                  items[it], counts[k], vlen, maxes[m], pad, over);
+                    if (ok && !over)
+                        KVS_CHECK_MSG(len == vlen && !memcmp(t, doc + v0, vlen), "%s x%zu, pad %d: text",
+                                      items[it], counts[k], pad);
+                    if (ok && over)
+                        KVS_CHECK_EQ_INT(len, 0);
+                    KVS_CHECK(kvs_scan_expect(&sc, ',', ","));
+                    kvs_scan_peek(&sc);
+                    struct kvs_number num;
+                    KVS_CHECK(kvs_scan_number(&sc, &num) && num.int_part == 7);
+                    KVS_CHECK(kvs_scan_expect(&sc, ']', "]"));
+                    KVS_CHECK_EQ_INT(kvs_scan_peek(&sc), KVS_SCAN_EOF);
+                    kvs_scan_free(&sc);
+                    kvs_source_close(src);
+                }
+    free(doc);
+}
+
 static enum kvs_status skip_doc(const char *doc, size_t n, uint64_t *off, char *err, size_t errn)
 {
     struct sc c;
@@ -327,6 +387,7 @@ int main(int argc, char **argv)
         {"backslash_runs_across_refills", test_backslash_runs_across_refills},
         {"numbers", test_numbers},
         {"skip_and_capture", test_skip_and_capture},
+        {"capture_max_across_refills", test_capture_max_across_refills},
         {"nesting_limit", test_nesting_limit},
         {"malformed_offsets", test_malformed_offsets},
         {"truncation", test_truncation},

@@ -613,5 +613,6 @@ void kvs_comparison_free(struct kvs_comparison *c)
     free_strings(c->new_msg, c->nnew);
     free_strings(c->kept, c->nkept);
     free_strings(c->verdict, c->nverdict);
+    kvs_gate_free(c->gate);
     free(c);
 }

@@ -18,6 +18,7 @@
 #define KVS_EXIT_OK 0
 #define KVS_EXIT_FAILURE 1 /* the work itself failed (I/O, CUDA, ...) */
 #define KVS_EXIT_USAGE 2   /* bad command line or unreadable input */
+#define KVS_EXIT_REGRESSION 3 /* compare --fail-on regression: an AFTER is worse than BEFORE */
 
 struct kvs_cli_cmd {
     const char *name;

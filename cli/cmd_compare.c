@@ -8,19 +8,24 @@
  *   kvscope compare unfixed.json.gz fixed.json.gz --batch 1
  *   kvscope compare full-cast.json.gz fp8-direct.json.gz active-cast.json.gz
  *   kvscope compare A B --format html -o compare.html
+ *   kvscope compare base.json.gz new.json.gz --fail-on regression --format junit -o gate.xml
  *
- * Exit codes: 0 compared, 1 the work failed (out of memory, cannot write),
- * 2 bad usage or a trace that cannot be read.
+ * Exit codes: 0 compared (with --fail-on regression: and no AFTER is worse),
+ * 1 the work failed (out of memory, cannot write), 2 bad usage or a trace
+ * that cannot be read, 3 with --fail-on regression: an AFTER is worse than
+ * BEFORE (kvscope/gate.h).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "kvscope/analysis.h"
 #include "kvscope/compare.h"
+#include "kvscope/gate.h"
 #include "kvscope/hf_config.h"
 #include "kvscope/report.h"
 
@@ -37,6 +42,18 @@ static void usage(FILE *out)
           "whole step against the HBM roofline (traces made by kvscope engine --trace\n"
           "carry the bytes per step); json is then one kvscope.summary/1 document (the\n"
           "comparisons and IN SHORT). html takes one AFTER.\n"
+          "\n"
+          "As a CI gate (--fail-on regression) it exits 3 when an AFTER is worse than\n"
+          "BEFORE: GPU or wall time per step up, or tokens/s down, by more than the\n"
+          "threshold and beyond the step-to-step noise (each trace's steps are the\n"
+          "samples: a 95% interval of the change, Hodges-Lehmann / Mann-Whitney; with\n"
+          "too few steps the threshold alone decides, and it says so); a new finding of\n"
+          "severity high; a copy/cast role (at least 1% of the GPU time) moving more\n"
+          "bytes per step by more than the threshold, or new. Every check and its\n"
+          "figures come first in text, md and html, as \"gate\" in json, as testcases in\n"
+          "junit:\n"
+          "  kvscope compare base.json.gz new.json.gz --fail-on regression --format junit \\\n"
+          "      -o gate.xml\n"
           "\n"
           "options (applied to every trace; --name value, or --name=value):\n"
           "  --model CFG         Hugging Face config.json (a file, a pipe, or a checkpoint\n"
@@ -55,16 +72,21 @@ static void usage(FILE *out)
           "                      ProfilerStep#N, then 'step' ranges; matched on a name's\n"
           "                      first 256 bytes, no \\1 back-references)\n"
           "  --batch B           sequences per step, for tokens/s\n"
-          "  --format F          text, md, json or html (default: from -o's extension,\n"
-          "                      .html/.htm .json .md .txt, else text)\n"
+          "  --format F          text, md, json, html or junit (default: from -o's\n"
+          "                      extension, .html/.htm .json .md .txt, with --fail-on\n"
+          "                      .xml for junit; else text; junit: one testcase per check)\n"
           "  -o, --output FILE   write there instead of stdout (replaced once complete;\n"
           "                      never an input)\n"
           "  --top N             accepted for symmetry with report (compare shows no kernel table)\n"
           "  --summary           close with IN SHORT for one AFTER too (text, md, json)\n"
+          "  --fail-on regression  gate: exit 3 when an AFTER is worse than BEFORE\n"
+          "  --threshold PCT     the gate's threshold in percent (default 5; 0: any change\n"
+          "                      beyond the noise)\n"
           "  --quiet             no progress or info messages on stderr\n"
           "  -h, --help          this help\n"
           "\n"
-          "exit codes: 0 compared, 1 the work failed, 2 bad usage or an unreadable trace\n",
+          "exit codes: 0 compared (and with --fail-on, no AFTER is worse), 1 the work\n"
+          "failed, 2 bad usage or an unreadable trace, 3 an AFTER is worse (--fail-on)\n",
           out);
 }
 
@@ -132,7 +154,8 @@ int kvs_cmd_compare(int argc, char **argv)
     const char *paths[MAX_TRACES] = {NULL}, *format = NULL, *output = NULL, *capture[2] = {NULL, NULL};
     long long batch = 0, top = 0;
     int npath = 0;
-    bool quiet = false, want_summary = false;
+    bool quiet = false, want_summary = false, gate = false, threshold_given = false;
+    double threshold = KVS_GATE_THRESHOLD_PCT;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         bool missing = false;
@@ -147,6 +170,15 @@ int kvs_cmd_compare(int argc, char **argv)
         } else if ((v = opt_value(argc, argv, &i, "--top", &missing))) {
             if (!parse_int(v, 1, &top) || top > 100000)
                 return kvs_cli_usage_error("compare", "--top wants a positive integer, not '%s'", v);
+        } else if ((v = opt_value(argc, argv, &i, "--fail-on", &missing))) {
+            if (strcmp(v, "regression"))
+                return kvs_cli_usage_error("compare", "--fail-on takes 'regression', not '%s'", v);
+            gate = true;
+        } else if ((v = opt_value(argc, argv, &i, "--threshold", &missing))) {
+            int prc = kvs_cli_parse_number("compare", "--threshold", v, 0, 1e6, &threshold);
+            if (prc != KVS_EXIT_OK)
+                return prc;
+            threshold_given = true;
         } else if ((v = opt_value(argc, argv, &i, "--model", &missing))) {
             aopt.model = v;
         } else if ((v = opt_value(argc, argv, &i, "--kv-capacity", &missing))) {
@@ -210,15 +242,25 @@ int kvs_cmd_compare(int argc, char **argv)
         return rc;
     struct kvs_render_options ropt = {.format = KVS_FORMAT_TEXT};
     if (format && kvs_format_parse(format, &ropt.format) != KVS_STATUS_OK)
-        return kvs_cli_usage_error("compare", "unknown format '%s' (text, md, json or html)", format);
-    if (!format && output) /* -o compare.html means HTML, as for report */
-        kvs_format_from_path(output, &ropt.format);
+        return kvs_cli_usage_error("compare", "unknown format '%s' (text, md, json, html or junit)",
+                                   format);
+    if (!format && output && kvs_format_from_path(output, &ropt.format) != KVS_STATUS_OK) {
+        /* -o compare.html means HTML, as for report; and the gate's -o gate.xml JUnit */
+        size_t n = strlen(output);
+        if (gate && n > 4 && !strcasecmp(output + n - 4, ".xml"))
+            ropt.format = KVS_FORMAT_JUNIT;
+    }
     if (npath > 2 && ropt.format == KVS_FORMAT_HTML)
         return kvs_cli_usage_error("compare", "several AFTER traces are compared in text, md or "
                                               "json; html takes one AFTER");
-    if (want_summary && ropt.format == KVS_FORMAT_HTML)
+    if (want_summary && (ropt.format == KVS_FORMAT_HTML || ropt.format == KVS_FORMAT_JUNIT))
         return kvs_cli_usage_error("compare", "--summary is for text, md and json");
-    bool summary = npath > 2 || want_summary;
+    if (ropt.format == KVS_FORMAT_JUNIT && !gate)
+        return kvs_cli_usage_error("compare", "--format junit writes the gate's checks: add --fail-on "
+                                              "regression");
+    if (threshold_given && !gate)
+        return kvs_cli_usage_error("compare", "--threshold is the gate's: add --fail-on regression");
+    bool summary = (npath > 2 || want_summary) && ropt.format != KVS_FORMAT_JUNIT;
     /* json: one document, the comparisons and IN SHORT together */
     bool json_summary = summary && ropt.format == KVS_FORMAT_JSON;
     aopt.batch = (int)batch;
@@ -262,6 +304,8 @@ int kvs_cmd_compare(int argc, char **argv)
     struct kvs_summary *sum = NULL;
     for (int k = 1; k < npath && rc == KVS_EXIT_OK; k++) {
         enum kvs_status st = kvs_compare(an[0], an[k], (int)batch, &cmp[k]);
+        if (st == KVS_STATUS_OK && gate)
+            st = kvs_gate_compare(cmp[k], an[0], an[k], threshold);
         if (st != KVS_STATUS_OK) {
             fprintf(stderr, "kvscope compare: %s\n", kvs_status_str(st));
             rc = KVS_EXIT_FAILURE;
@@ -284,10 +328,14 @@ int kvs_cmd_compare(int argc, char **argv)
             ropt.color = out.f == stdout && ropt.format == KVS_FORMAT_TEXT &&
                          isatty(STDOUT_FILENO) && !(nc && *nc);
             enum kvs_status st = KVS_STATUS_OK;
+            bool one_doc = json_summary || ropt.format == KVS_FORMAT_JUNIT;
             if (json_summary)
                 st = kvs_render_compare_summary(out.f, (const struct kvs_comparison *const *)cmp + 1,
                                                 (size_t)npath - 1, sum, &ropt);
-            for (int k = 1; !json_summary && k < npath && st == KVS_STATUS_OK; k++) {
+            else if (ropt.format == KVS_FORMAT_JUNIT)
+                st = kvs_render_compare_junit(out.f, (const struct kvs_comparison *const *)cmp + 1,
+                                              (size_t)npath - 1, &ropt);
+            for (int k = 1; !one_doc && k < npath && st == KVS_STATUS_OK; k++) {
                 if (k > 1)
                     fputs("\n", out.f);
                 st = kvs_render_compare(out.f, cmp[k], &ropt);
@@ -303,6 +351,19 @@ int kvs_cmd_compare(int argc, char **argv)
             rc = kvs_cli_output_close(&out, st == KVS_STATUS_OK || st == KVS_STATUS_IO);
         }
     }
+    /* the gate's verdict once the output is written: 3 when an AFTER regresses */
+    bool regressed = false;
+    for (int k = 1; gate && rc == KVS_EXIT_OK && k < npath; k++) {
+        if (cmp[k]->gate && !cmp[k]->gate->passed) {
+            if (!quiet)
+                fprintf(stderr, "kvscope compare: regression: %s is worse than %s (%zu reason%s)\n",
+                        paths[k], paths[0], cmp[k]->gate->nreason,
+                        cmp[k]->gate->nreason == 1 ? "" : "s");
+            regressed = true;
+        }
+    }
+    if (regressed)
+        rc = KVS_EXIT_REGRESSION;
     kvs_summary_free(sum);
     for (int k = 0; k < npath; k++) {
         kvs_comparison_free(cmp[k]);

@@ -229,6 +229,9 @@ int kvs_cmd_report(int argc, char **argv)
         } else if (!strcmp(a, "--format")) {
             if (kvs_format_parse(v, &ropt.format) != KVS_STATUS_OK)
                 return kvs_cli_usage_error(CMD, "--format is text, md, json or html, not '%s'", v);
+            if (ropt.format == KVS_FORMAT_JUNIT) /* the gate's checks: nothing to gate here */
+                return kvs_cli_usage_error(CMD, "--format junit is compare's (with --fail-on "
+                                                "regression); report writes text, md, json or html");
             format_given = true;
         } else {
             output = v;

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "compare_impl.h"
 #include "report_impl.h"
 
 enum kvs_status kvs_format_parse(const char *name, enum kvs_format *out)
@@ -21,7 +22,7 @@ enum kvs_status kvs_format_parse(const char *name, enum kvs_format *out)
     } names[] = {
         {"text", KVS_FORMAT_TEXT}, {"txt", KVS_FORMAT_TEXT},
         {"md", KVS_FORMAT_MARKDOWN}, {"markdown", KVS_FORMAT_MARKDOWN},
-        {"json", KVS_FORMAT_JSON}, {"html", KVS_FORMAT_HTML},
+        {"json", KVS_FORMAT_JSON}, {"html", KVS_FORMAT_HTML}, {"junit", KVS_FORMAT_JUNIT},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         if (!strcmp(name, names[i].name)) {
@@ -89,9 +90,21 @@ enum kvs_status kvs_render_compare(FILE *out, const struct kvs_comparison *c,
     case KVS_FORMAT_TEXT: st = kvs_render_text_compare(out, c, opt); break;
     case KVS_FORMAT_MARKDOWN: st = kvs_render_md_compare(out, c, opt); break;
     case KVS_FORMAT_HTML: st = kvs_render_html_compare(out, c, opt); break;
+    case KVS_FORMAT_JUNIT: return kvs_render_compare_junit(out, &c, 1, opt);
     default: return KVS_STATUS_INVALID_ARGUMENT;
     }
     return finish(out, st, opt);
+}
+
+enum kvs_status kvs_render_compare_junit(FILE *out, const struct kvs_comparison *const *cmp,
+                                         size_t n, const struct kvs_render_options *opt)
+{
+    if (!out || !cmp || !n || !opt || opt->format != KVS_FORMAT_JUNIT)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    for (size_t i = 0; i < n; i++)
+        if (!cmp[i] || !cmp[i]->gate)
+            return KVS_STATUS_INVALID_ARGUMENT;
+    return finish(out, kvs_render_junit_gates(out, cmp, n, opt), opt);
 }
 
 enum kvs_status kvs_render_compare_summary(FILE *out, const struct kvs_comparison *const *cmp,

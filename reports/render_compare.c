@@ -151,7 +151,12 @@ enum kvs_status kvs_render_text_compare(FILE *out, const struct kvs_comparison *
     kvs_put_text(out, c->before.path ? c->before.path : "?");
     fputs("\n  after   ", out);
     kvs_put_text(out, c->after.path ? c->after.path : "?");
-    fprintf(out, "\n\n%sVERDICT%s\n", B, R);
+    fputs("\n\n", out);
+    if (c->gate) {
+        kvs_gate_put_text(out, c->gate, opt);
+        fputs("\n", out);
+    }
+    fprintf(out, "%sVERDICT%s\n", B, R);
     kvs_put_text_items(out, c->verdict, c->nverdict);
     struct kvs_table t;
     bool ok = kvs_cmp_table_steps(&t, c);
@@ -201,7 +206,12 @@ enum kvs_status kvs_render_md_compare(FILE *out, const struct kvs_comparison *c,
     kvs_put_md(out, c->before.path ? c->before.path : "?");
     fputs("\n- **after**: ", out);
     kvs_put_md(out, c->after.path ? c->after.path : "?");
-    fputs("\n\n## Verdict\n\n", out);
+    fputs("\n\n", out);
+    if (c->gate) {
+        kvs_gate_put_md(out, c->gate);
+        fputs("\n", out);
+    }
+    fputs("## Verdict\n\n", out);
     kvs_put_md_items(out, c->verdict, c->nverdict);
     struct kvs_table t;
     bool ok = kvs_cmp_table_steps(&t, c);
@@ -248,7 +258,10 @@ enum kvs_status kvs_render_html_compare(FILE *out, const struct kvs_comparison *
     kvs_put_html(out, c->before.path ? c->before.path : "?");
     fputs("</code></dd>\n<dt>after</dt><dd><code>", out);
     kvs_put_html(out, c->after.path ? c->after.path : "?");
-    fputs("</code></dd>\n</dl>\n<h2>Verdict</h2>\n<ul class=\"verdict\">\n", out);
+    fputs("</code></dd>\n</dl>\n", out);
+    if (c->gate)
+        kvs_gate_put_html(out, c->gate);
+    fputs("<h2>Verdict</h2>\n<ul class=\"verdict\">\n", out);
     kvs_put_html_items(out, c->verdict, c->nverdict);
     fputs("</ul>\n<h2>Step time: GPU versus wall</h2>\n"
           "<p class=\"note\">When GPU time falls more than wall time, the step is bound by "

@@ -520,6 +520,10 @@ static void write_compare(struct kvs_jw *w, const struct kvs_comparison *c)
     kvs_jw_strs(w, c->new_ids, c->nnew, true);
     kvs_jw_key(w, "verdict");
     kvs_jw_strs(w, c->verdict, c->nverdict, false);
+    if (c->gate) { /* --fail-on regression only */
+        kvs_jw_key(w, "gate");
+        kvs_gate_put_json(w, c->gate);
+    }
     kvs_jw_obj_end(w);
 }
 

@@ -1,8 +1,9 @@
 /* tests/report_render_fixture.c — render the synthetic analyses of
  * report_fixture.c (no analyzer involved) for the golden-output test:
  *
- *   report_render_fixture unfixed|fixed|compare text|md|json|html [color]
+ *   report_render_fixture unfixed|fixed|compare|gate text|md|json|html|junit [color]
  *
+ * gate: the fix undone (fixed -> unfixed) through kvs_gate_compare at 5%.
  * Writes the document to stdout; exit 0, or 1 when rendering failed.
  */
 #include <stdio.h>
@@ -15,7 +16,7 @@
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s unfixed|fixed|compare FORMAT [color]\n", argv[0]);
+        fprintf(stderr, "usage: %s unfixed|fixed|compare|gate FORMAT [color]\n", argv[0]);
         return 2;
     }
     struct kvs_render_options opt = {0};
@@ -31,6 +32,14 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "compare")) {
         struct kvs_comparison *c = NULL;
         st = kvs_compare(&before.a, &after.a, 1, &c);
+        if (st == KVS_STATUS_OK)
+            st = kvs_render_compare(stdout, c, &opt);
+        kvs_comparison_free(c);
+    } else if (!strcmp(argv[1], "gate")) {
+        struct kvs_comparison *c = NULL;
+        st = kvs_compare(&after.a, &before.a, 1, &c);
+        if (st == KVS_STATUS_OK)
+            st = kvs_gate_compare(c, &after.a, &before.a, KVS_GATE_THRESHOLD_PCT);
         if (st == KVS_STATUS_OK)
             st = kvs_render_compare(stdout, c, &opt);
         kvs_comparison_free(c);

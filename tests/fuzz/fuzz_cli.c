@@ -143,7 +143,7 @@ static bool takes_value(const char *a)
     static const char *const v[] = {"--model", "--kv-capacity", "--kv-dtype", "--graph-capture",
                                     "--device", "--peak-gbps", "--step-regex", "--batch",
                                     "--format", "-o", "--output", "--top", "--before-capture",
-                                    "--after-capture", NULL};
+                                    "--after-capture", "--fail-on", "--threshold", NULL};
     for (int i = 0; v[i]; i++)
         if (!strcmp(a, v[i]))
             return true;
@@ -216,7 +216,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     FUZZ_CHECK(fchdir(home_fd) == 0, "cannot go back to the first folder");
     fflush(stdout);
-    FUZZ_CHECK(rc == KVS_EXIT_OK || rc == KVS_EXIT_FAILURE || rc == KVS_EXIT_USAGE,
+    FUZZ_CHECK(rc == KVS_EXIT_OK || rc == KVS_EXIT_FAILURE || rc == KVS_EXIT_USAGE ||
+                   (compare && rc == KVS_EXIT_REGRESSION), /* --fail-on regression */
                "exit code %d", rc);
     FUZZ_CHECK(!reads_stdin || same_as("t.json", t_json, sizeof t_json - 1),
                "stdin (t.json) was read as a trace and then changed (exit %d)", rc);

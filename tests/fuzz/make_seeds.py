@@ -286,6 +286,10 @@ def handmade_cli():
         "compare-stdin": b"\x01-\nt.json\n-o\nt.json",
         "compare-opts": b"\x01t.json\nt.json\n--peak-gbps=0.0001\n--batch=0\n--top\n-1",
         "compare-capture": b"\x01t.json\nt.json\n--before-capture\nc.json\n--after-capture=c.json",
+        "compare-gate-junit": b"\x01t.json\nf.json\n--fail-on\nregression\n--threshold\n0\n--format\n"
+                              b"junit\n\n" + small,
+        "compare-gate-afters": b"\x01t.json\nt.json\nf.json\n--fail-on=regression\n--format=json\n"
+                               b"--threshold=1e400\n\n" + small,
     }
     return c
 

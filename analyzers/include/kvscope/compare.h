@@ -21,6 +21,7 @@
 
 #include "kvscope/analysis.h"
 #include "kvscope/base.h"
+#include "kvscope/gate.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -92,6 +93,7 @@ struct kvs_comparison {
     char **kept;                        /* ids in both */
     size_t nverdict;
     char **verdict;                     /* sentences, most important first */
+    struct kvs_gate *gate;              /* NULL unless gated (kvs_gate_compare, kvscope/gate.h) */
 };
 
 /* batch: sequences per step for tokens/s (0 = unknown; then the analyses'

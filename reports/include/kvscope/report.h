@@ -3,7 +3,7 @@
  *
  * defines: enum kvs_format, struct kvs_render_options, kvs_format_parse, kvs_format_from_path,
  *          kvs_render_report, kvs_render_compare, kvs_render_summary,
- *          kvs_render_compare_summary, kvs_render_multirank
+ *          kvs_render_compare_summary, kvs_render_compare_junit, kvs_render_multirank
  *
  * Renderers read the analysis struct and format it; they never recompute
  * analysis. A comparison is computed by kvs_compare() (kvscope/compare.h:
@@ -12,7 +12,8 @@
  * rendered here in any format.
  * Formats: text (aligned tables; colour only when opt->color), markdown,
  * json (schemas kvscope.report/1 and kvscope.compare/1, docs/report-json.md),
- * html (one self-contained file with inline SVG; no network).
+ * html (one self-contained file with inline SVG; no network), junit (a
+ * gated comparison's checks as JUnit XML).
  */
 #ifndef KVSCOPE_REPORT_H
 #define KVSCOPE_REPORT_H
@@ -28,9 +29,13 @@
 extern "C" {
 #endif
 
-enum kvs_format { KVS_FORMAT_TEXT = 0, KVS_FORMAT_MARKDOWN, KVS_FORMAT_JSON, KVS_FORMAT_HTML };
+/* JUNIT: a gated comparison's checks only (kvs_render_compare,
+ * kvs_render_compare_junit); reports and multi-rank summaries refuse it. */
+enum kvs_format {
+    KVS_FORMAT_TEXT = 0, KVS_FORMAT_MARKDOWN, KVS_FORMAT_JSON, KVS_FORMAT_HTML, KVS_FORMAT_JUNIT
+};
 
-/* "text", "md"/"markdown", "json", "html" -> *out; KVS_STATUS_INVALID_ARGUMENT otherwise. */
+/* "text", "md"/"markdown", "json", "html", "junit" -> *out; KVS_STATUS_INVALID_ARGUMENT otherwise. */
 KVS_API enum kvs_status kvs_format_parse(const char *name, enum kvs_format *out);
 
 /* The format a file name's extension asks for (".html"/".htm", ".json",
@@ -48,9 +53,18 @@ struct kvs_render_options {
 KVS_API enum kvs_status kvs_render_report(FILE *out, const struct kvs_analysis *a,
                                           const struct kvs_render_options *opt);
 
+/* Any format; junit needs a gated comparison (c->gate, kvscope/gate.h): the
+ * gate's section comes first in text, md and html, and json carries it as
+ * "gate". */
 struct kvs_comparison; /* kvscope/compare.h */
 KVS_API enum kvs_status kvs_render_compare(FILE *out, const struct kvs_comparison *c,
                                            const struct kvs_render_options *opt);
+
+/* Gated comparisons cmp[0..n) (n >= 1, each with its gate) as one JUnit XML
+ * document: a testsuite per comparison, a testcase per check, a <failure>
+ * with its reason. opt->format must be KVS_FORMAT_JUNIT. */
+KVS_API enum kvs_status kvs_render_compare_junit(FILE *out, const struct kvs_comparison *const *cmp,
+                                                 size_t n, const struct kvs_render_options *opt);
 
 /* The closing summary of a baseline against its fixes (kvs_summarize,
  * kvscope/compare.h): text ("IN SHORT") or markdown only; other formats

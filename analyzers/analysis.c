@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "classify.h"
 #include "ctx.h"
@@ -807,6 +808,43 @@ static enum kvs_status kvs_read_any(const struct kvs_analyze_input *in, const st
     return KVS_STATUS_OK;
 }
 
+/* The options' own errors, said before any input is read; the step regex
+ * and the model are checked by kvs_analyze_input as it sets them up. */
+static enum kvs_status options_check(const struct kvs_analysis_options *opt)
+{
+    if (opt->kv_capacity < 0 || opt->context < 0 || opt->peak_gbps < 0 || opt->batch < 0) {
+        kvs_log(&opt->log, KVS_LOG_ERROR, "kvs_analyze: invalid arguments");
+        return KVS_STATUS_INVALID_ARGUMENT;
+    }
+    if (opt->kv_dtype && !kvs_kv_dtype_name(opt->kv_dtype)) {
+        kvs_log(&opt->log, KVS_LOG_ERROR,
+                "KV dtype '%s' is not one kvscope knows: fp8 (e4m3), e5m2, bf16, fp16, fp32, or a "
+                "PyTorch name (float8_e4m3fn, bfloat16, ...)",
+                opt->kv_dtype);
+        return KVS_STATUS_INVALID_ARGUMENT;
+    }
+    return KVS_STATUS_OK;
+}
+
+enum kvs_status kvs_analysis_options_check(const struct kvs_analysis_options *opt)
+{
+    enum kvs_status st = options_check(opt);
+    if (st != KVS_STATUS_OK)
+        return st;
+    struct kvs_step_matcher sm;
+    if ((st = kvs_step_matcher_init(&sm, opt->step_regex, &opt->log)) != KVS_STATUS_OK)
+        return st;
+    kvs_step_matcher_free(&sm);
+    /* a model given as a path is read by the analysis alone (a pipe can
+     * be read once); a bundled name or a config already read is checked */
+    struct kvs_model model;
+    if (opt->model_config)
+        st = kvs_model_from_config(opt->model_config, opt->model, &opt->log, &model);
+    else if (opt->model && access(opt->model, F_OK) != 0)
+        st = kvs_model_load(opt->model, &opt->log, &model);
+    return st;
+}
+
 enum kvs_status kvs_analyze_input(const struct kvs_analyze_input *in,
                                   const struct kvs_analysis_options *opt, struct kvs_analysis **out)
 {
@@ -819,18 +857,13 @@ enum kvs_status kvs_analyze_input(const struct kvs_analyze_input *in,
         opt = &defaults;
     }
     const char *path = in ? in->path : NULL;
-    if (!path || (in->in_memory && !in->data && in->len) || opt->kv_capacity < 0 || opt->context < 0 ||
-        opt->peak_gbps < 0 || opt->batch < 0) {
+    if (!path || (in->in_memory && !in->data && in->len)) {
         kvs_log(&opt->log, KVS_LOG_ERROR, "kvs_analyze: invalid arguments");
         return KVS_STATUS_INVALID_ARGUMENT;
     }
-    if (opt->kv_dtype && !kvs_kv_dtype_name(opt->kv_dtype)) {
-        kvs_log(&opt->log, KVS_LOG_ERROR,
-                "KV dtype '%s' is not one kvscope knows: fp8 (e4m3), e5m2, bf16, fp16, fp32, or a "
-                "PyTorch name (float8_e4m3fn, bfloat16, ...)",
-                opt->kv_dtype);
-        return KVS_STATUS_INVALID_ARGUMENT;
-    }
+    enum kvs_status ost = options_check(opt);
+    if (ost != KVS_STATUS_OK)
+        return ost;
     struct kvs_ctx c;
     memset(&c, 0, sizeof c);
     c.opt = opt;

@@ -2,7 +2,7 @@
  * fully: a path or bytes in memory, the reader's buffer sizes, a model
  * config already parsed.
  *
- * defines: struct kvs_analyze_input, kvs_analyze_input
+ * defines: struct kvs_analyze_input, kvs_analyze_input, kvs_analysis_options_check
  *
  * kvs_analyze_file() and kvs_analyze_memory() are this with default sizes;
  * tests and the fuzz harnesses (tests/fuzz/) pass tiny buffers so that small
@@ -29,5 +29,11 @@ struct kvs_analyze_input {
 
 enum kvs_status kvs_analyze_input(const struct kvs_analyze_input *in,
                                   const struct kvs_analysis_options *opt, struct kvs_analysis **out);
+
+/* The errors of the options themselves (a bad --step-regex, an unknown
+ * bundled model or KV dtype, negative counts), logged as the analysis would
+ * log them, without reading an input: kvs_analyze_many() says them once, not
+ * once per input. A model given as a file path is left to the analysis. */
+enum kvs_status kvs_analysis_options_check(const struct kvs_analysis_options *opt);
 
 #endif

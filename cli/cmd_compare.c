@@ -24,6 +24,7 @@
 
 #include "cli.h"
 #include "kvscope/analysis.h"
+#include "kvscope/analyze_many.h"
 #include "kvscope/compare.h"
 #include "kvscope/gate.h"
 #include "kvscope/hf_config.h"
@@ -31,7 +32,7 @@
 
 static void usage(FILE *out)
 {
-    fputs("usage: kvscope compare BEFORE AFTER [AFTER...] [options]\n"
+    fprintf(out, "usage: kvscope compare BEFORE AFTER [AFTER...] [options]\n"
           "\n"
           "Analyse Chrome-trace JSON files (plain, .gz, or - for stdin; at most one -)\n"
           "or Nsight Systems SQLite exports (nsys export --type sqlite)\n"
@@ -46,9 +47,9 @@ static void usage(FILE *out)
           "As a CI gate (--fail-on regression) it exits 3 when an AFTER is worse than\n"
           "BEFORE: GPU or wall time per step up, or tokens/s down, by more than the\n"
           "threshold and beyond the step-to-step noise (each trace's steps are the\n"
-          "samples: a 95% interval of the change, Hodges-Lehmann / Mann-Whitney; with\n"
+          "samples: a 95%% interval of the change, Hodges-Lehmann / Mann-Whitney; with\n"
           "too few steps the threshold alone decides, and it says so); a new finding of\n"
-          "severity high; a copy/cast role (at least 1% of the GPU time) moving more\n"
+          "severity high; a copy/cast role (at least 1%% of the GPU time) moving more\n"
           "bytes per step by more than the threshold, or new. Every check and its\n"
           "figures come first in text, md and html, as \"gate\" in json, as testcases in\n"
           "junit:\n"
@@ -79,6 +80,8 @@ static void usage(FILE *out)
           "                      never an input)\n"
           "  --top N             accepted for symmetry with report (compare shows no kernel table)\n"
           "  --summary           close with IN SHORT for one AFTER too (text, md, json)\n"
+          "  -j, --jobs N        read up to N traces at once, one thread each (default: the\n"
+          "                      CPUs, %d here); the comparison is the same for any N\n"
           "  --fail-on regression  gate: exit 3 when an AFTER is worse than BEFORE\n"
           "  --threshold PCT     the gate's threshold in percent (default 5; 0: any change\n"
           "                      beyond the noise)\n"
@@ -86,8 +89,9 @@ static void usage(FILE *out)
           "  -h, --help          this help\n"
           "\n"
           "exit codes: 0 compared (and with --fail-on, no AFTER is worse), 1 the work\n"
-          "failed, 2 bad usage or an unreadable trace, 3 an AFTER is worse (--fail-on)\n",
-          out);
+          "failed, 2 bad usage or an unreadable trace (every trace is read, and each\n"
+          "that cannot be is named), 3 an AFTER is worse (--fail-on)\n",
+          kvs_cpu_count());
 }
 
 /* "--name=value" or "--name value"; NULL when argv[*i] is not --name. */
@@ -120,7 +124,7 @@ static bool parse_int(const char *s, long long min, long long *out)
 }
 
 struct progress {
-    const char *label;
+    char label[32];
     int last_pct;
 };
 
@@ -152,7 +156,7 @@ int kvs_cmd_compare(int argc, char **argv)
     kvs_analysis_options_init(&aopt);
     enum { MAX_TRACES = 17 }; /* BEFORE and up to 16 fixes */
     const char *paths[MAX_TRACES] = {NULL}, *format = NULL, *output = NULL, *capture[2] = {NULL, NULL};
-    long long batch = 0, top = 0;
+    long long batch = 0, top = 0, jobs = kvs_cpu_count();
     int npath = 0;
     bool quiet = false, want_summary = false, gate = false, threshold_given = false;
     double threshold = KVS_GATE_THRESHOLD_PCT;
@@ -179,6 +183,10 @@ int kvs_cmd_compare(int argc, char **argv)
             if (prc != KVS_EXIT_OK)
                 return prc;
             threshold_given = true;
+        } else if ((v = opt_value(argc, argv, &i, "--jobs", &missing)) ||
+                   (v = opt_value(argc, argv, &i, "-j", &missing))) {
+            if (!parse_int(v, 1, &jobs) || jobs > 1024)
+                return kvs_cli_usage_error("compare", "--jobs wants an integer in [1, 1024], not '%s'", v);
         } else if ((v = opt_value(argc, argv, &i, "--model", &missing))) {
             aopt.model = v;
         } else if ((v = opt_value(argc, argv, &i, "--kv-capacity", &missing))) {
@@ -276,27 +284,36 @@ int kvs_cmd_compare(int argc, char **argv)
         return rc;
     aopt.model_config = model;
 
+    /* every trace read (up to --jobs at once), each with its own options */
     struct kvs_analysis *an[MAX_TRACES] = {NULL};
+    struct kvs_analysis_options jopt[MAX_TRACES];
+    struct kvs_analyze_job job[MAX_TRACES];
+    struct progress prog[MAX_TRACES];
     bool tty_err = !quiet && isatty(STDERR_FILENO);
-    for (int k = 0; k < npath && rc == KVS_EXIT_OK; k++) {
-        char what[32];
-        snprintf(what, sizeof what, k == 0 ? "BEFORE" : npath > 2 ? "AFTER %d" : "AFTER", k);
-        struct progress p = {what, -1};
-        if (tty_err) {
-            aopt.progress = show_progress;
-            aopt.progress_user = &p;
-        }
-        aopt.graph_capture = capture[k ? 1 : 0];
-        enum kvs_status st = kvs_analyze_file(paths[k], &aopt, &an[k]);
+    for (int k = 0; k < npath; k++) {
+        prog[k].last_pct = -1;
+        snprintf(prog[k].label, sizeof prog[k].label, k == 0 ? "BEFORE" : npath > 2 ? "AFTER %d" : "AFTER", k);
+        jopt[k] = aopt;
+        jopt[k].progress = tty_err ? show_progress : NULL;
+        jopt[k].progress_user = &prog[k];
+        jopt[k].graph_capture = capture[k ? 1 : 0];
+        job[k] = (struct kvs_analyze_job){.path = paths[k], .opt = &jopt[k]};
+    }
+    kvs_analyze_many(job, (size_t)npath, (int)jobs);
+    for (int k = 0; k < npath; k++) {
+        an[k] = job[k].analysis;
+        enum kvs_status st = job[k].status;
         if (st != KVS_STATUS_OK && st != KVS_STATUS_TRUNCATED) {
             /* the analysis logged why, naming the culprit (the trace, or a
              * bad --model or --step-regex); a line of ours would blame the
              * trace for an option's fault. Only our own failures add one. */
-            rc = exit_for(st);
-            if (rc == KVS_EXIT_FAILURE)
+            if (exit_for(st) == KVS_EXIT_FAILURE) {
                 fprintf(stderr, "kvscope compare: %s: %s\n", paths[k], kvs_status_str(st));
+                rc = KVS_EXIT_FAILURE;
+            } else if (rc == KVS_EXIT_OK) {
+                rc = KVS_EXIT_USAGE;
+            }
         }
-        aopt.progress = NULL;
     }
     kvs_hf_config_free(model);
 

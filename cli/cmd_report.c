@@ -21,6 +21,7 @@
 
 #include "cli.h"
 #include "kvscope/analysis.h"
+#include "kvscope/analyze_many.h"
 #include "kvscope/hf_config.h"
 #include "kvscope/multirank.h"
 #include "kvscope/report.h"
@@ -79,17 +80,32 @@ static void usage(FILE *out)
             "  -o, --output FILE    write the report to FILE (default: stdout); FILE is\n"
             "                       replaced once the report is complete, never an input\n"
             "  --top N              rows in the top-kernels table (default 10)\n"
+            "  -j, --jobs N         read up to N traces at once, one thread each (default:\n"
+            "                       the CPUs, %d here); the report is the same for any N\n"
             "  --quiet              no progress or info messages on stderr\n"
             "  -h, --help           this help\n"
             "\n"
             "exit codes: 0 report written (a truncated trace is reported with a warning),\n"
-            "1 the work failed, 2 bad usage or unreadable input (malformed, empty).\n");
+            "1 the work failed, 2 bad usage or unreadable input (malformed, empty); with\n"
+            "several traces every one is read, and each that cannot be is named.\n",
+            kvs_cpu_count());
 }
 
 struct progress {
     bool on;
     bool shown;
     double last;
+    int ntrace;          /* several: one line for them all */
+    uint64_t *done;      /* per trace: bytes read of ... */
+    uint64_t *total;     /* ... its size (0 unknown) */
+};
+
+/* what each trace's callbacks get: kvs_analyze_many calls them one at a
+ * time, so the shared progress needs no lock */
+struct trace_ctx {
+    struct progress *prog;
+    const char *path;
+    int index;
 };
 
 static double now_s(void)
@@ -101,13 +117,27 @@ static double now_s(void)
 
 static void on_progress(void *user, uint64_t done, uint64_t total)
 {
-    struct progress *p = user;
+    struct trace_ctx *tc = user;
+    struct progress *p = tc->prog;
+    if (p->ntrace > 1) {
+        p->done[tc->index] = done;
+        p->total[tc->index] = total;
+    }
     double t = now_s();
     if (!p->on || t - p->last < 0.2)
         return;
     p->last = t;
     p->shown = true;
-    if (total)
+    if (p->ntrace > 1) {
+        uint64_t d = 0, n = 0;
+        int started = 0;
+        for (int i = 0; i < p->ntrace; i++) {
+            d += p->done[i], n += p->total[i];
+            started += p->done[i] > 0;
+        }
+        fprintf(stderr, "\rkvscope: reading %d traces: %d begun, %.0f of %.0f MB", p->ntrace,
+                started, (double)d / 1e6, (double)n / 1e6);
+    } else if (total)
         fprintf(stderr, "\rkvscope: reading %.0f%% (%.0f of %.0f MB)", 100.0 * (double)done / (double)total,
                 (double)done / 1e6, (double)total / 1e6);
     else
@@ -129,11 +159,16 @@ static int parse_int(const char *flag, const char *v, long long lo, long long hi
 
 static void log_naming_trace(void *user, enum kvs_log_level level, const char *message)
 {
+    struct trace_ctx *tc = user;
+    if (tc->prog->shown) { /* the message on a line of its own */
+        fputs("\r\033[K", stderr);
+        tc->prog->shown = false;
+    }
     const char *tag = level >= KVS_LOG_ERROR ? "error: "
                     : level == KVS_LOG_WARN  ? "warning: "
                     : level <= KVS_LOG_DEBUG ? "debug: "
                                              : "";
-    fprintf(stderr, "kvscope: %s: %s%s\n", (const char *)user, tag, message);
+    fprintf(stderr, "kvscope: %s: %s%s\n", tc->path, tag, message);
 }
 
 static void free_all(struct kvs_analysis **a, int n)
@@ -155,6 +190,7 @@ int kvs_cmd_report(int argc, char **argv)
     const char *output = NULL;
     const char *traces[MAX_TRACES];
     int ntrace = 0;
+    long long jobs = kvs_cpu_count();
     bool quiet = false, stdin_used = false, format_given = false;
 
     for (int i = 1; i < argc; i++) {
@@ -192,7 +228,8 @@ int kvs_cmd_report(int argc, char **argv)
                      !strcmp(a, "--graph-capture") ||
                      !strcmp(a, "--device") || !strcmp(a, "--peak-gbps") ||
                      !strcmp(a, "--step-regex") || !strcmp(a, "--batch") || !strcmp(a, "--format") ||
-                     !strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--top");
+                     !strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--top") ||
+                     !strcmp(a, "-j") || !strcmp(a, "--jobs");
         if (!known)
             return kvs_cli_usage_error(CMD, "unknown option '%s'", argv[i]);
         if (!v && i + 1 >= argc)
@@ -223,6 +260,8 @@ int kvs_cmd_report(int argc, char **argv)
         } else if (!strcmp(a, "--batch")) {
             rc = parse_int(a, v, 1, 1 << 24, &n);
             opt.batch = (int)n;
+        } else if (!strcmp(a, "--jobs") || !strcmp(a, "-j")) {
+            rc = parse_int("--jobs", v, 1, 1024, &jobs);
         } else if (!strcmp(a, "--top")) {
             rc = parse_int(a, v, 1, 100000, &n);
             ropt.top_kernels = (int)n;
@@ -255,9 +294,7 @@ int kvs_cmd_report(int argc, char **argv)
 
     if (quiet)
         opt.log.min_level = KVS_LOG_WARN;
-    struct progress prog = {!quiet && isatty(STDERR_FILENO), false, now_s()};
-    opt.progress = on_progress;
-    opt.progress_user = &prog;
+    struct progress prog = {!quiet && isatty(STDERR_FILENO), false, now_s(), ntrace, NULL, NULL};
 
     /* read once: a pipe cannot be read again for the next trace */
     struct kvs_hf_config *model = NULL;
@@ -266,26 +303,65 @@ int kvs_cmd_report(int argc, char **argv)
         return rc;
     opt.model_config = model;
 
+    /* every trace read (up to --jobs at once), each with its own options:
+     * with several traces, every message names its trace */
     struct kvs_analysis *an[MAX_TRACES] = {0};
+    struct kvs_analyze_job *job = calloc((size_t)ntrace, sizeof *job);
+    struct kvs_analysis_options *jopt = calloc((size_t)ntrace, sizeof *jopt);
+    struct trace_ctx *tc = calloc((size_t)ntrace, sizeof *tc);
+    prog.done = calloc((size_t)ntrace, sizeof *prog.done);
+    prog.total = calloc((size_t)ntrace, sizeof *prog.total);
+    if (!job || !jopt || !tc || !prog.done || !prog.total) {
+        fprintf(stderr, "kvscope report: out of memory\n");
+        rc = KVS_EXIT_FAILURE;
+        goto analysed;
+    }
     for (int i = 0; i < ntrace; i++) {
-        if (ntrace > 1) { /* with several traces, every message names its trace */
-            opt.log.fn = log_naming_trace;
-            opt.log.user = (void *)traces[i];
+        tc[i] = (struct trace_ctx){&prog, traces[i], i};
+        jopt[i] = opt;
+        jopt[i].progress = on_progress;
+        jopt[i].progress_user = &tc[i];
+        if (ntrace > 1) {
+            jopt[i].log.fn = log_naming_trace;
+            jopt[i].log.user = &tc[i];
         }
-        enum kvs_status st = kvs_analyze_file(traces[i], &opt, &an[i]);
-        if (prog.shown)
-            fprintf(stderr, "\r\033[K");
-        if (st != KVS_STATUS_OK && st != KVS_STATUS_TRUNCATED) {
-            /* the analysis logged why the input is unreadable; our own
-             * failures (no memory) may have found no words of their own */
-            free_all(an, i);
-            kvs_hf_config_free(model);
-            if (st == KVS_STATUS_NO_MEMORY || st == KVS_STATUS_INTERNAL) {
-                fprintf(stderr, "kvscope report: %s: %s\n", traces[i], kvs_status_str(st));
-                return KVS_EXIT_FAILURE;
-            }
-            return KVS_EXIT_USAGE;
+        job[i] = (struct kvs_analyze_job){.path = traces[i], .opt = &jopt[i]};
+    }
+    kvs_analyze_many(job, (size_t)ntrace, (int)jobs);
+    if (prog.shown)
+        fprintf(stderr, "\r\033[K");
+    int failed = 0, first_failed = -1;
+    bool bad_options = false; /* said once already, by the check of the options */
+    for (int i = 0; i < ntrace; i++) {
+        an[i] = job[i].analysis;
+        enum kvs_status st = job[i].status;
+        if (st == KVS_STATUS_OK || st == KVS_STATUS_TRUNCATED)
+            continue;
+        /* the analysis logged why the input is unreadable; our own
+         * failures (no memory) may have found no words of their own */
+        if (st == KVS_STATUS_NO_MEMORY || st == KVS_STATUS_INTERNAL) {
+            fprintf(stderr, "kvscope report: %s: %s\n", traces[i], kvs_status_str(st));
+            rc = KVS_EXIT_FAILURE;
         }
+        failed++;
+        first_failed = first_failed < 0 ? i : first_failed;
+        bad_options = bad_options || job[i].bad_options;
+    }
+    if (failed && rc == KVS_EXIT_OK)
+        rc = KVS_EXIT_USAGE;
+    if (failed && ntrace > 1 && !bad_options)
+        fprintf(stderr, "kvscope report: %d of %d traces could not be read (the first: %s): no report written\n",
+                failed, ntrace, traces[first_failed]);
+analysed:
+    free(job);
+    free(jopt);
+    free(tc);
+    free(prog.done);
+    free(prog.total);
+    if (rc != KVS_EXIT_OK) {
+        free_all(an, ntrace);
+        kvs_hf_config_free(model);
+        return rc;
     }
     kvs_hf_config_free(model);
     struct kvs_multirank *mr = NULL;

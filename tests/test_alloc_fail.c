@@ -10,7 +10,8 @@
  * call to those in kvscope's own objects (the analyzers, zlib's allocations
  * too: source.c hands zlib its own calloc/free) lands in __wrap_* below,
  * which fail the Nth one. Shared libraries (libc, cJSON, zlib) keep theirs:
- * cJSON's few header parses are not counted.
+ * cJSON's few header parses are not counted. The count is atomic: the
+ * kvs_analyze_many case allocates from two threads.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include "analyzer_test_util.h"
 #include "kvs_test.h"
 #include "kvscope/analysis.h"
+#include "kvscope/analyze_many.h"
 #include "reader.h"
 
 void *__real_malloc(size_t n);
@@ -44,8 +46,8 @@ void __sanitizer_print_stack_trace(void) __attribute__((weak));
 
 static bool fail_now(void)
 {
-    if (allocs++ == fail_at) {
-        failed = true;
+    if (__atomic_fetch_add(&allocs, 1, __ATOMIC_RELAXED) == fail_at) {
+        __atomic_store_n(&failed, true, __ATOMIC_RELAXED);
         if (getenv("KVS_ALLOC_FAIL_TRACE") && __sanitizer_print_stack_trace)
             __sanitizer_print_stack_trace();
         return true;
@@ -187,6 +189,59 @@ static void test_analysis_reports_fixture(void)
     analysis_fails_cleanly("reports/kv_unfixed.json", NULL);
 }
 
+/* kvs_analyze_many over three fixtures with two threads: whichever
+ * allocation fails (the order is the threads'), each job ends analysed or
+ * KVS_STATUS_NO_MEMORY without a result, at most one of them fails unless
+ * the pool's own allocation did (then none was read), nothing leaks. */
+static void ignore_log(void *user, enum kvs_log_level level, const char *message)
+{
+    (void)user, (void)level, (void)message;
+}
+
+static void test_many(void)
+{
+    static const char *const names[] = {"kineto_small.json", "old_schema.json", "array_be.json"};
+    char paths[3][512];
+    struct kvs_analysis_options opt[3];
+    for (int i = 0; i < 3; i++) {
+        kvs_fixture_path(paths[i], sizeof paths[i], names[i]);
+        kvs_analysis_options_init(&opt[i]);
+        opt[i].log = (struct kvs_logger){ignore_log, NULL, KVS_LOG_DEBUG}; /* held: allocates */
+    }
+    struct kvs_analyze_job job[3];
+    fail_at = -1;
+    allocs = 0;
+    for (int i = 0; i < 3; i++)
+        job[i] = (struct kvs_analyze_job){.path = paths[i], .opt = &opt[i]};
+    KVS_REQUIRE(kvs_analyze_many(job, 3, 2) == KVS_STATUS_OK);
+    long total = allocs;
+    for (int i = 0; i < 3; i++)
+        kvs_analysis_free(job[i].analysis);
+    fprintf(stderr, "three fixtures, two jobs: %ld allocations\n", total);
+    for (long k = 0; k < total + total / 4; k++) {
+        fail_at = k;
+        allocs = 0;
+        failed = false;
+        for (int i = 0; i < 3; i++)
+            job[i] = (struct kvs_analyze_job){.path = paths[i], .opt = &opt[i]};
+        enum kvs_status st = kvs_analyze_many(job, 3, 2);
+        int nfail = 0, nread = 0;
+        for (int i = 0; i < 3; i++) {
+            bool ok = job[i].status == KVS_STATUS_OK;
+            KVS_CHECK_MSG(ok || job[i].status == KVS_STATUS_NO_MEMORY, "allocation %ld: job %d status %s",
+                          k, i, kvs_status_str(job[i].status));
+            KVS_CHECK_MSG(ok == (job[i].analysis != NULL), "allocation %ld: job %d result", k, i);
+            nfail += !ok;
+            nread += ok;
+            kvs_analysis_free(job[i].analysis);
+        }
+        KVS_CHECK_MSG(nfail <= 1 || nread == 0, "allocation %ld: %d jobs failed", k, nfail);
+        KVS_CHECK_MSG((st == KVS_STATUS_OK) == (nfail == 0), "allocation %ld: returned %s", k,
+                      kvs_status_str(st));
+    }
+    fail_at = -1;
+}
+
 int main(int argc, char **argv)
 {
     static const struct kvs_test tests[] = {
@@ -196,6 +251,7 @@ int main(int argc, char **argv)
         {"analysis_kineto", test_analysis_kineto},
         {"analysis_kineto_model", test_analysis_kineto_model},
         {"analysis_reports_fixture", test_analysis_reports_fixture},
+        {"many", test_many},
         {0},
     };
     return kvs_test_main(argc, argv, tests);

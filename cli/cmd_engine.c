@@ -71,6 +71,8 @@ static void usage(FILE *out)
             "  KVS_MLA_HG=32|64      FP8 MLA decode's head group (default: by KV rows per SM)\n"
             "  KVS_MLA_WAVES=1|2     blocks per SM the MLA split aims at with 32-head groups\n"
             "  KVS_MLA_WG=1|0        FP8 64-head MLA decode on wgmma on or off (default: by size)\n"
+            "  KVS_MLA_LAZY=1|0      MLA decode's lazy rescaling from a block's second tile\n"
+            "                        (default 1)\n"
             "  NCCL_NVLS_ENABLE      with --tp: kept as set, else 0 (NVLink multicast off)\n"
             "  CUDA_VISIBLE_DEVICES  which GPUs --tp N uses (the first N visible)\n"
             "\n"

@@ -195,6 +195,70 @@ static void bench_mla(void)
             }
             fflush(stdout);
         }
+
+    /* Batch 1, FP8, three ways of timing the same call (slots rotating as
+     * above): events around each call on the default stream, where nothing
+     * launches with PDL (the table above); the same on a created stream,
+     * where the decode and the combine launch with PDL as in the engine; and
+     * 20 calls captured in a CUDA graph, replayed, per call (no host launch
+     * cost, PDL edges kept). */
+    printf("\n## MLA decode, FP8, batch 1: default stream vs a created stream (PDL) vs CUDA graph "
+           "(us per call, medians)\n\n");
+    printf("| ctx | default stream | PDL stream | graph | %% of copy (graph) |\n|---|---|---|---|---|\n");
+    {
+        cudaStream_t cs;
+        CK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+        cudaEvent_t e0, e1;
+        CK(cudaEventCreate(&e0));
+        CK(cudaEventCreate(&e1));
+        for (int C : {4096, 16384, 32768, 65536, 131072}) {
+            const size_t rows = (size_t)C;
+            const int slots = (int)std::min<size_t>(slots_max, std::max<size_t>(1, prow / rows));
+            std::vector<int32_t> h((size_t)slots * 2);
+            for (int sl = 0; sl < slots; sl++)
+                h[2 * sl] = (int32_t)(sl * rows), h[2 * sl + 1] = (int32_t)(sl * rows + rows);
+            CK(cudaMemcpy(seqs, h.data(), h.size() * 4, cudaMemcpyHostToDevice));
+            struct kvs_mla_args a = {};
+            a.batch = 1, a.heads = H, a.q_latent = ql, a.q_rope = qr, a.kv_dtype = KVS_KV_FP8;
+            a.kv = kv8, a.scale = 0.0625f, a.out = out, a.lse = lse;
+            auto call = [&](int i, cudaStream_t st) {
+                a.seq_start = seqs + (size_t)(i % slots) * 2;
+                ST(kvs_cuda_mla_decode(&a, C, ws, wsb, bench_opts(), st));
+            };
+            const double us_def = time_us([&](int i) { call(i, NULL); }, 3, 30);
+            const double us_pdl = time_us([&](int i) { call(i, cs); }, 3, 30, cs);
+            std::vector<float> ms;
+            const int per = 20;
+            cudaGraph_t g;
+            cudaGraphExec_t ge;
+            CK(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal));
+            for (int i = 0; i < per; i++)
+                call(i, cs);
+            CK(cudaStreamEndCapture(cs, &g));
+            CK(cudaGraphInstantiate(&ge, g, 0));
+            ms.clear();
+            for (int i = 0; i < 13; i++) {
+                CK(cudaEventRecord(e0, cs));
+                CK(cudaGraphLaunch(ge, cs));
+                CK(cudaEventRecord(e1, cs));
+                CK(cudaEventSynchronize(e1));
+                float t;
+                CK(cudaEventElapsedTime(&t, e0, e1));
+                if (i >= 3)
+                    ms.push_back(t / per);
+            }
+            std::sort(ms.begin(), ms.end());
+            const double us_g = 1000.0 * ms[ms.size() / 2];
+            CK(cudaGraphExecDestroy(ge));
+            CK(cudaGraphDestroy(g));
+            printf("| %d | %.1f | %.1f | %.1f | %.1f |\n", C, us_def, us_pdl, us_g,
+                   pct((double)rows * KVS_MLA_ROW / us_g * 1e-3));
+            fflush(stdout);
+        }
+        CK(cudaEventDestroy(e0));
+        CK(cudaEventDestroy(e1));
+        CK(cudaStreamDestroy(cs));
+    }
     CK(cudaFree(kv8));
     CK(cudaFree(kv16));
     CK(cudaFree(ql));

@@ -105,8 +105,10 @@ static void require(bool ok, const char *what)
     }
 }
 
-/* median microseconds of `reps` calls of f(rep), after `warm` calls */
-template <class F> static double time_us(F f, int warm, int reps)
+/* median microseconds of `reps` calls of f(rep), after `warm` calls; the
+ * events go to stream st (f enqueues there too), all recorded before one
+ * synchronisation, so the calls run back to back */
+template <class F> static double time_us(F f, int warm, int reps, cudaStream_t st = 0)
 {
     for (int i = 0; i < warm; i++)
         f(i);
@@ -114,9 +116,9 @@ template <class F> static double time_us(F f, int warm, int reps)
     for (auto &e : ev)
         CK(cudaEventCreate(&e));
     for (int i = 0; i < reps; i++) {
-        CK(cudaEventRecord(ev[2 * i]));
+        CK(cudaEventRecord(ev[2 * i], st));
         f(warm + i);
-        CK(cudaEventRecord(ev[2 * i + 1]));
+        CK(cudaEventRecord(ev[2 * i + 1], st));
     }
     CK(cudaDeviceSynchronize());
     std::vector<float> ms(reps);

@@ -41,6 +41,7 @@ enum kvs_status kvs_kernel_opts_parse(struct kvs_kernel_opts *o, char *(*lookup)
          {1, 2},
          offsetof(struct kvs_kernel_opts, mla_waves)},
         {"KVS_MLA_WG", "1 or 0", {"1", "0"}, {1, -1}, offsetof(struct kvs_kernel_opts, mla_wgmma)},
+        {"KVS_MLA_LAZY", "1 or 0", {"1", "0"}, {1, -1}, offsetof(struct kvs_kernel_opts, mla_lazy)},
     };
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
         const char *text = lookup(vars[i].name);

@@ -157,6 +157,7 @@ enum kvs_status decode(const struct kvs_mla_args *a, int max_ctx, void *workspac
     p.lse = a->lse;
     p.opart = workspace;
     p.part_half = fp8;
+    p.lazy = o.mla_lazy != -1;
     p.lsepart = need > 0 ? (float *)workspace +
                                (size_t)a->batch * pl.hgroups * pl.splits * pl.hg_heads * 512
                          : nullptr;

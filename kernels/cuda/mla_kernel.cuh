@@ -5,7 +5,7 @@
  * mla_wgmma.cu (sm_90a: WG only). Private. Layouts and why: the comment at
  * the top of mla_decode.cu, mla_wgmma.cuh and docs/kernels.md.
  *
- * defines (anonymous namespace): mla_decode_kernel, launch
+ * defines (anonymous namespace): kLazyLog2, mla_decode_kernel, launch
  */
 #ifndef KVSCOPE_MLA_KERNEL_CUH
 #define KVSCOPE_MLA_KERNEL_CUH
@@ -23,6 +23,10 @@
 namespace {
 // ----------------------------------------------------------------------------
 // the decode kernel
+
+/* How far (log2 units) a tile's score may rise above the running max
+ * before the lazy path gives way (the tile loop): p <= 2^8. */
+constexpr float kLazyLog2 = 8.f;
 
 /* WG: the FP8 64-head kernel with its inner products on wgmma (sm_90a;
  * mla_wgmma.cuh): Q and P in the core-matrix layouts wgmma reads, the rest
@@ -182,7 +186,7 @@ __global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel
             }
         }
 
-        /* scores in log2 units, masked; per-head max over this warp's 16 tokens */
+        /* scores in log2 units, masked */
 #pragma unroll
         for (int i = 0; i < C::NTW; i++)
 #pragma unroll
@@ -191,63 +195,104 @@ __global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel
                 float v = FP8 ? sc[i][r] * 256.f : sc[i][r] * p.scale_log2;
                 sc[i][r] = tile_start + tau < t_end ? v : -INFINITY;
             }
-#pragma unroll
-        for (int i = 0; i < C::NTW; i++)
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                float mx = fmaxf(sc[i][e], sc[i][e + 2]);
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
-                if (g == 0)
-                    red_max[tg * HG + 8 * (ks * C::NTW + i) + 2 * t + e] = mx;
+        /* P of head h0 + e (i, e as below) for this warp's two tokens */
+        auto put_p = [&](int i, int e, float p0, float p1) {
+            int k0, k1; /* P column (logical k within the group) of tokens for rows g, g+8 */
+            if (FP8) {
+                int a0 = (2 * g) & 3, a1 = (2 * g + 1) & 3, e4 = g >> 1 & 1, h8 = g >> 2;
+                k0 = 2 * a0 + e4 + 8 * h8;
+                k1 = 2 * a1 + e4 + 8 * h8;
+            } else {
+                k0 = g;
+                k1 = g + 8;
             }
-        __syncthreads();
+            if constexpr (WG) { /* wg_p_off(h0 + e, 16 tg + k) */
+                unsigned char *pb = (unsigned char *)sp + 1024 * i + 16 * e;
+                *(uint16_t *)(pb + wg_p_base(ks, tg, t, k0)) = prob_bits(p0, true);
+                *(uint16_t *)(pb + wg_p_base(ks, tg, t, k1)) = prob_bits(p1, true);
+            } else {
+                uint16_t *row = sp + (8 * (ks * C::NTW + i) + 2 * t + e) * C::PS + 16 * tg;
+                row[k0] = prob_bits(p0, FP8);
+                row[k1] = prob_bits(p1, FP8);
+            }
+        };
 
-        /* this warp's heads: new max, probabilities into P, running sums */
+        /* Lazy rescaling, from a block's second tile on: P against the
+         * running max as it stands (m_s: for a head, the same in every
+         * warp), without this tile's own max, which needs a reduction over
+         * the token groups and a barrier; that is exact as long as no score
+         * of the tile is more than kLazyLog2 above it (p <= 2^8, which f16
+         * and BF16 keep as well as p <= 1, and O and l share the
+         * reference). The barrier that makes P visible also ORs whether a
+         * score went over; if one did, the tile's P is taken again as
+         * before (the max over its tokens, alpha, rescaling). The first
+         * tile always goes that way (m_s is -inf), and every tile with
+         * p.lazy off (KVS_MLA_LAZY=0, for A/B runs). */
+        bool slow = tile == 0 || !p.lazy;
+        if (!slow) {
+            bool over = false;
+            float lt[C::NTW][2]; /* this tile's part of l_s */
 #pragma unroll
-        for (int i = 0; i < C::NTW; i++) {
-            const int h0 = 8 * (ks * C::NTW + i) + 2 * t;
-            float2 mx = make_float2(-INFINITY, -INFINITY);
+            for (int i = 0; i < C::NTW; i++)
 #pragma unroll
-            for (int q = 0; q < C::TG; q++) {
-                float2 v = *(const float2 *)(red_max + q * HG + h0);
-                mx.x = fmaxf(mx.x, v.x), mx.y = fmaxf(mx.y, v.y);
-            }
+                for (int e = 0; e < 2; e++) {
+                    const float mr = m_s[i][e];
+                    over = over || sc[i][e] > mr + kLazyLog2 || sc[i][e + 2] > mr + kLazyLog2;
+                    const float p0 = exp2f(sc[i][e] - mr), p1 = exp2f(sc[i][e + 2] - mr);
+                    lt[i][e] = p0 + p1;
+                    put_p(i, e, p0, p1);
+                }
+            if constexpr (WG)
+                kvs_fence_proxy_async(); /* P is read by wgmma (the async proxy) */
+            slow = __syncthreads_or(over) != 0;
+            if (!slow)
 #pragma unroll
-            for (int e = 0; e < 2; e++) {
-                float mnew = fmaxf(m_s[i][e], e ? mx.y : mx.x);
-                float alpha = m_s[i][e] == -INFINITY ? 0.f : exp2f(m_s[i][e] - mnew);
-                m_s[i][e] = mnew;
-                if (tg == 0 && g == 0) {
-                    sm_m[h0 + e] = mnew;
-                    sm_alpha[h0 + e] = alpha;
-                }
-                float p0 = exp2f(sc[i][e] - mnew), p1 = exp2f(sc[i][e + 2] - mnew);
-                l_s[i][e] = l_s[i][e] * alpha + p0 + p1;
-                int k0, k1; /* P column (logical k within the group) of tokens for rows g, g+8 */
-                if (FP8) {
-                    int a0 = (2 * g) & 3, a1 = (2 * g + 1) & 3, e4 = g >> 1 & 1, h8 = g >> 2;
-                    k0 = 2 * a0 + e4 + 8 * h8;
-                    k1 = 2 * a1 + e4 + 8 * h8;
-                } else {
-                    k0 = g;
-                    k1 = g + 8;
-                }
-                if constexpr (WG) { /* wg_p_off(h0 + e, 16 tg + k) */
-                    unsigned char *pb = (unsigned char *)sp + 1024 * i + 16 * e;
-                    *(uint16_t *)(pb + wg_p_base(ks, tg, t, k0)) = prob_bits(p0, true);
-                    *(uint16_t *)(pb + wg_p_base(ks, tg, t, k1)) = prob_bits(p1, true);
-                } else {
-                    uint16_t *row = sp + (h0 + e) * C::PS + 16 * tg;
-                    row[k0] = prob_bits(p0, FP8);
-                    row[k1] = prob_bits(p1, FP8);
-                }
-            }
+                for (int i = 0; i < C::NTW; i++)
+                    l_s[i][0] += lt[i][0], l_s[i][1] += lt[i][1];
         }
-        if constexpr (WG)
-            kvs_fence_proxy_async(); /* P is read by wgmma (the async proxy) */
-        __syncthreads();
+        if (slow) {
+            /* per-head max over this warp's 16 tokens, then over the token groups */
+#pragma unroll
+            for (int i = 0; i < C::NTW; i++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    float mx = fmaxf(sc[i][e], sc[i][e + 2]);
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
+                    if (g == 0)
+                        red_max[tg * HG + 8 * (ks * C::NTW + i) + 2 * t + e] = mx;
+                }
+            __syncthreads();
+
+            /* this warp's heads: new max, probabilities into P, running sums */
+#pragma unroll
+            for (int i = 0; i < C::NTW; i++) {
+                const int h0 = 8 * (ks * C::NTW + i) + 2 * t;
+                float2 mx = make_float2(-INFINITY, -INFINITY);
+#pragma unroll
+                for (int q = 0; q < C::TG; q++) {
+                    float2 v = *(const float2 *)(red_max + q * HG + h0);
+                    mx.x = fmaxf(mx.x, v.x), mx.y = fmaxf(mx.y, v.y);
+                }
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    float mnew = fmaxf(m_s[i][e], e ? mx.y : mx.x);
+                    float alpha = m_s[i][e] == -INFINITY ? 0.f : exp2f(m_s[i][e] - mnew);
+                    m_s[i][e] = mnew;
+                    if (tg == 0 && g == 0) {
+                        sm_m[h0 + e] = mnew;
+                        sm_alpha[h0 + e] = alpha;
+                    }
+                    float p0 = exp2f(sc[i][e] - mnew), p1 = exp2f(sc[i][e + 2] - mnew);
+                    l_s[i][e] = l_s[i][e] * alpha + p0 + p1;
+                    put_p(i, e, p0, p1);
+                }
+            }
+            if constexpr (WG)
+                kvs_fence_proxy_async(); /* P is read by wgmma (the async proxy) */
+            __syncthreads();
+        }
         /* WG: the next tile's copies go out only now. The proxy fence
          * (MEMBAR.ALL.CTA in SASS) also waits for this thread's copies in
          * flight; issued at the top of the tile they cost 3.6% at batch 64
@@ -259,8 +304,9 @@ __global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel
             kvs_cp_async_commit();
         }
         /* every head of the accumulators: rescale by exp2(m_old - m_new),
-         * skipped when no head's max moved (the common case after a few tiles) */
-        {
+         * skipped when no head's max moved (the common case after a few
+         * tiles; always on the lazy path, where alpha is 1) */
+        if (slow) {
             float2 al[C::NH8];
             bool same = true;
 #pragma unroll

@@ -5,7 +5,7 @@
  * the comment at the top of mla_decode.cu and docs/kernels.md.
  *
  * defines (anonymous namespace): Cfg, kThreads, kQStride, s_phase_fp8,
- *   s_phase_fp8_h32, s_phase_bf16, pv_phase, kQChunks, fetch_q, store_q_fp8,
+ *   s_phase_fp8_h32, s_phase_bf16, pv_phase, kQChunks, q_chunk, fetch_q, store_q_fp8,
  *   load_q_bf16, load_tile, prob_bits
  */
 #ifndef KVSCOPE_MLA_TILE_CUH
@@ -289,12 +289,38 @@ template <int HG> __device__ __forceinline__ int q_pos(int d)
  * while that tile is in flight */
 template <int HG> constexpr int kQChunks = HG * 72 / kThreads;
 
+/* Head h (in the group) and chunk c (dims 8c..8c+7 of its 576) of this
+ * thread's Q chunk r. 64 heads: warp w takes heads 8w..8w+7, lane l head
+ * 8w + (l & 7) and chunk 4r + (l >> 3), so one load instruction of a warp
+ * reads 64 contiguous bytes (two whole sectors) of each of 8 heads, and the
+ * stores of both 64-head layouts spread over 16 banks (2-way conflicts:
+ * lanes l and l + 8). Consecutive lanes on consecutive chunks of one head,
+ * the mapping before, put the wgmma layout's stores on 4 banks (8-way: its
+ * bank is 4 (h & 7) + ((c >> 1) & 3)) and the mma.sync layout's on 8: 576
+ * and 288 store wavefronts a warp in the prologue instead of 144. 32 heads:
+ * consecutive threads on consecutive chunks (2-way already). */
+template <int HG> __device__ __forceinline__ void q_chunk(int r, int &h, int &c)
+{
+    if constexpr (HG == 64) {
+        const int w = threadIdx.x >> 5, l = threadIdx.x & 31;
+        h = 8 * w + (l & 7);
+        c = 4 * r + (l >> 3);
+    } else {
+        const int i = threadIdx.x + r * kThreads;
+        h = i / 72;
+        c = i - h * 72;
+    }
+}
+static_assert(kQChunks<64> == 18 && kThreads == 256, "q_chunk<64>: 8 warps x 8 heads, 18 x 4 chunks");
+
 template <int HG>
 __device__ __forceinline__ void fetch_q(const MlaParams &p, uint4 (&v)[kQChunks<HG>], int b, int hg)
 {
 #pragma unroll
     for (int r = 0; r < kQChunks<HG>; r++) {
-        int i = threadIdx.x + r * kThreads, h = i / 72, c = i - h * 72, hh = hg * HG + h;
+        int h, c;
+        q_chunk<HG>(r, h, c);
+        const int hh = hg * HG + h;
         v[r] = make_uint4(0u, 0u, 0u, 0u);
         if (hh < p.heads) {
             size_t bh = (size_t)b * p.heads + hh;
@@ -310,7 +336,8 @@ __device__ __forceinline__ void store_q_fp8(const MlaParams &p, unsigned char *s
 {
 #pragma unroll
     for (int r = 0; r < kQChunks<HG>; r++) {
-        int i = threadIdx.x + r * kThreads, h = i / 72, c = i - h * 72;
+        int h, c;
+        q_chunk<HG>(r, h, c);
         const int d0 = 8 * c;
         uint32_t *row = (uint32_t *)(sq + h * kQStride * 2);
         /* dims d0 + 0..3 at p0, p0 + 1, p0 + 8, p0 + 9; d0 + 4..7 likewise at p1 */

@@ -131,7 +131,8 @@ __device__ __forceinline__ void store_q_fp8_wg(const MlaParams &p, unsigned char
 {
 #pragma unroll
     for (int r = 0; r < kQChunks<64>; r++) {
-        int i = threadIdx.x + r * kThreads, h = i / 72, c = i - h * 72;
+        int h, c;
+        q_chunk<64>(r, h, c);
         const int p0 = q_pos<64>(8 * c), p1 = q_pos<64>(8 * c + 4);
         *(uint32_t *)(sq + wg_q_off(h, p0)) = q_pair_f16(v[r].x, p.scale_log2);
         *(uint32_t *)(sq + wg_q_off(h, p0 + 8)) = q_pair_f16(v[r].y, p.scale_log2);

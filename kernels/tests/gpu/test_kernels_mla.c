@@ -1,11 +1,14 @@
 /* kernels/tests/gpu/test_kernels_mla.c — MLA decode attention on the GPU
  * (BF16 KV and FP8 KV read directly) against the double-precision CPU
  * reference, on fresh random inputs: context 1, 7, 4097 (split across blocks
- * and combined), batch 1, 8 (blocks of four 64-row tiles) and 33, an
- * empty sequence, token lists and contiguous rows, fewer than 64 heads,
- * and a batch too large to split. Outputs and the workspace's partials
- * are poisoned with NaN first. FP8-direct must also equal BF16
- * attention on the cast data. Tolerances: docs/kernels.md.
+ * and combined), 8400 (132 splits: two rounds of the combine's loads) and
+ * 12000 (blocks of two or more tiles at batch 1, with planted scores far
+ * above the running max in a block's later tile: the lazy path gives way),
+ * batch 1, 8 (blocks of four 64-row tiles) and 33, an empty sequence,
+ * token lists and contiguous rows, fewer than 64 heads, and a batch too
+ * large to split. Outputs and the workspace's partials are poisoned with
+ * NaN first. FP8-direct must also equal BF16 attention on the cast data.
+ * Tolerances: docs/kernels.md.
  *
  *   meson test -C build --suite gpu test_kernels_mla
  */
@@ -20,6 +23,13 @@ struct mla_case {
     const int *ctx; /* per sequence */
     int use_tokens;
     float scale;
+};
+
+/* Tokens of sequence 0 whose row is made to match head head[i]'s query
+ * (|k| = 1.75 with q's signs: a score ~45 log2 units above the rest, which
+ * leaves the block's running max far behind); tok ends with -1. */
+struct mla_spikes {
+    const int *tok, *head;
 };
 
 static uint64_t g_seed;
@@ -58,8 +68,8 @@ static void explain(const kvs_bf16 *out, const kvs_bf16 *ref, int H)
 }
 
 /* Runs one case for one KV type; returns the GPU output for cross-checks. */
-static kvs_bf16 *run_case(const struct mla_case *c, enum kvs_kv_dtype dt, uint64_t seed,
-                          int against_cpu)
+static kvs_bf16 *run_case(const struct mla_case *c, const struct mla_spikes *sp,
+                          enum kvs_kv_dtype dt, uint64_t seed, int against_cpu)
 {
     uint64_t st = seed;
     const int B = c->batch, H = c->heads;
@@ -88,6 +98,17 @@ static kvs_bf16 *run_case(const struct mla_case *c, enum kvs_kv_dtype dt, uint64
     for (size_t i = 0; i < (size_t)rows * KVS_MLA_ROW; i++) {
         kv8[i] = kvs_float_to_fp8(kt_unif(&st, -2.f, 2.f));
         kv16[i] = kvs_fp8_to_bf16(kv8[i]); /* same values in both layouts */
+    }
+    for (int k = 0; sp && sp->tok[k] >= 0; k++) {
+        const int t = sp->tok[k], h = sp->head[k];
+        const size_t r = c->use_tokens ? (size_t)tok[t] : (size_t)t + 5; /* seq_c below */
+        for (int j = 0; j < KVS_MLA_ROW; j++) {
+            const kvs_bf16 q = j < KVS_MLA_LATENT ? ql[(size_t)h * KVS_MLA_LATENT + j]
+                                                  : qr[(size_t)h * KVS_MLA_ROPE + j - KVS_MLA_LATENT];
+            const size_t i = r * KVS_MLA_ROW + (size_t)j;
+            kv8[i] = kvs_float_to_fp8(kvs_bf16_to_float(q) < 0.f ? -1.75f : 1.75f);
+            kv16[i] = kvs_fp8_to_bf16(kv8[i]);
+        }
     }
 
     kvs_bf16 *d_ql = kt_dev(nq * KVS_MLA_LATENT * 2), *d_qr = kt_dev(nq * KVS_MLA_ROPE * 2);
@@ -195,11 +216,11 @@ static kvs_bf16 *run_case(const struct mla_case *c, enum kvs_kv_dtype dt, uint64
     return out;
 }
 
-static void run_both(const struct mla_case *c)
+static void run_both_spiked(const struct mla_case *c, const struct mla_spikes *sp)
 {
     uint64_t seed = kvs_test_rand(&g_seed);
-    kvs_bf16 *o8 = run_case(c, KVS_KV_FP8, seed, 1);
-    kvs_bf16 *o16 = run_case(c, KVS_KV_BF16, seed, 1);
+    kvs_bf16 *o8 = run_case(c, sp, KVS_KV_FP8, seed, 1);
+    kvs_bf16 *o16 = run_case(c, sp, KVS_KV_BF16, seed, 1);
     /* same seed, same values: FP8-direct equals BF16 attention on the cast data */
     size_t n = (size_t)c->batch * c->heads * KVS_MLA_LATENT;
     double e = kt_norm_err_bf16(o8, o16, n);
@@ -208,6 +229,8 @@ static void run_both(const struct mla_case *c)
     free(o8);
     free(o16);
 }
+
+static void run_both(const struct mla_case *c) { run_both_spiked(c, NULL); }
 
 static void test_batch1_contexts(void)
 {
@@ -237,6 +260,23 @@ static void test_batch33(void)
     run_both(&c);
     struct mla_case c2 = {"b33_mixed_contig", 33, 64, ctx, 0, 0.0625f};
     run_both(&c2);
+}
+
+/* batch 1 at contexts where every kernel's blocks hold two or more tiles
+ * (the lazy rescaling of later tiles), the planted scores landing in a
+ * block's second tile or later whatever the kernel (64-row tiles: 94
+ * splits of two; 32-row: three or six a split); and 132 splits (the
+ * 64-head mma.sync kernel's one tile each, BF16's two), more than one
+ * round of the combine's 128 loads in flight */
+static void test_batch1_long(void)
+{
+    static const int c8400[] = {8400}, c12000[] = {12000};
+    static const int spike_tok[] = {69, 6500, 11999, -1}, spike_head[] = {0, 37, 63};
+    const struct mla_spikes sp = {spike_tok, spike_head};
+    struct mla_case sharp = {"b1_ctx8400_sharp", 1, 64, c8400, 0, 0.5f};
+    run_both(&sharp);
+    struct mla_case spiked = {"b1_ctx12000_spikes", 1, 64, c12000, 1, 0.0625f};
+    run_both_spiked(&spiked, &sp);
 }
 
 /* 64-head blocks of four tiles (the wgmma kernel by the planner's rule;
@@ -273,6 +313,7 @@ int main(int argc, char **argv)
     g_seed = kt_seed("mla");
     static const struct kvs_test tests[] = {
         {"batch1_contexts", test_batch1_contexts},
+        {"batch1_long", test_batch1_long},
         {"batch33", test_batch33},
         {"batch8_long", test_batch8_long},
         {"heads_and_wide_batch", test_heads_and_wide_batch},

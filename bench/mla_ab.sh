@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/mla_ab.sh NEW BASE [OUT_DIR] — the MLA kernels of two kvscope source
-# trees against each other on one GPU, in one call (~160 s on the H200):
+# trees against each other on one GPU, in one call (~330 s on the H200:
+# the gpu tests ~230, builds ~30, timing ~70):
 #
 #   bench/mla_ab.sh .wt/mla5 . "$OUT"     # device call: a branch vs main
 #   bench/mla_ab.sh --table OUT_DIR       # only the tables, from the logs there
@@ -8,9 +9,9 @@
 # Builds the timing targets of both trees (build-dev in each; the base's
 # build beside NEW's tests), runs the ten MLA/engine gpu tests of NEW and
 # times nothing if one fails, then alternates the trees (base first in each
-# pair): `bench_decode mlaprof` x3, the engine (glm5 fp8-direct, batch 1 x
-# 4K, with and without --graph) x3, `bench_kernels mla` x2 (the second left
-# out past MLA_AB_BUDGET seconds), and the SASS of each tree's MLA kernels
+# pair): `bench_decode mlaprof` and the engine (glm5 fp8-direct, batch 1 x
+# 4K, with and without --graph) x3 each (MLA_AB_REPS), `bench_kernels mla` x2
+# (the second left out past MLA_AB_BUDGET seconds), and the SASS of each tree's MLA kernels
 # (load/copy order up to the third barrier, and a hash of the code: equal
 # hashes, same code). Writes under OUT_DIR (default out/mla_ab): steps.log,
 # build_new.log, build_base.log, tests.log, mlaprof.log, engine.log, bk.log,
@@ -18,7 +19,11 @@
 # each other per size, "SLOWER" where NEW is more than 2% slower (the
 # landing bar of docs/kernels.md).
 # Environment: MLA_AB_BUDGET (default 150: seconds after which the second
-# bench_kernels pair is left out), MLA_AB_JOBS (build jobs, default 16).
+# bench_kernels pair is left out), MLA_AB_JOBS (build jobs, default 16),
+# MLA_AB_REPS (mlaprof and engine runs a tree, default 3), MLA_AB_TESTS (the
+# gpu tests to run first, default the ten named below; all must pass). The
+# ten take ~230 s on the H200 (test_kernels_mla and its five variants ~31 s
+# each, 2026-12-02).
 set -uo pipefail
 
 table() { # LOGDIR: table.md from mlaprof.log, engine.log, bk.log
@@ -183,6 +188,7 @@ base=$(cd "${2:?usage: bench/mla_ab.sh NEW BASE [OUT_DIR]}" && pwd) || exit 2
 out=${3:-out/mla_ab}
 mkdir -p "$out" && out=$(cd "$out" && pwd)
 budget=${MLA_AB_BUDGET:-150}
+reps=${MLA_AB_REPS:-3}
 jobs=${MLA_AB_JOBS:-16}
 [ -d /usr/local/cuda/bin ] && PATH=$PATH:/usr/local/cuda/bin
 T0=$SECONDS
@@ -197,10 +203,11 @@ log "new $new (kernels/cuda md5 $(src_id "$new")), base $base (kernels/cuda md5 
 BT="kernels/bench_decode kernels/bench_kernels cli/kvscope cli/kvscope-engine"
 TT="tests/test_kernels_mla tests/test_kernels_pdl tests/test_kernels_wgmma tests/test_kernels_engine_ops
     tests/test_engine_gpu"
-TESTS="test_kernels_mla test_kernels_mla_hg32 test_kernels_mla_hg64 test_kernels_mla_wg
-    test_kernels_mla_mma test_kernels_mla_nolazy test_kernels_wgmma test_kernels_pdl test_engine_gpu
-    test_kernels_engine_ops"
-NTESTS=10
+TESTS=${MLA_AB_TESTS:-"test_kernels_mla test_kernels_mla_hg32 test_kernels_mla_hg64
+    test_kernels_mla_wg test_kernels_mla_mma test_kernels_mla_nolazy test_kernels_wgmma
+    test_kernels_pdl test_engine_gpu test_kernels_engine_ops"}
+# shellcheck disable=SC2086
+NTESTS=$(set -- $TESTS; echo $#)
 build() { # TREE JOBS TARGETS...
     local t=$1 j=$2
     shift 2
@@ -215,7 +222,7 @@ log "new built"
 build "$base" $((jobs * 3 / 4)) $BT >"$out/build_base.log" 2>&1 &
 bp=$!
 # shellcheck disable=SC2086
-(cd "$new" && timeout 200 meson test -C build-dev --no-rebuild --print-errorlogs $TESTS) \
+(cd "$new" && timeout 400 meson test -C build-dev --no-rebuild --print-errorlogs $TESTS) \
     >"$out/tests.log" 2>&1
 trc=$?
 log "tests rc=$trc"
@@ -229,12 +236,12 @@ if [ $trc -ne 0 ] || ! grep -Eq "^Ok: +$NTESTS *\$" "$out/tests.log"; then
 fi
 
 dir() { [ "$1" = new ] && echo "$new/build-dev" || echo "$base/build-dev"; }
-for rep in 1 2 3; do for t in base new; do
+for rep in $(seq "$reps"); do for t in base new; do
     echo "### mlaprof rep $rep tree $t" >>"$out/mlaprof.log"
     "$(dir $t)/kernels/bench_decode" mlaprof >>"$out/mlaprof.log" 2>&1
 done; done
 log "mlaprof done"
-for rep in 1 2 3; do for m in --graph ""; do for t in base new; do
+for rep in $(seq "$reps"); do for m in --graph ""; do for t in base new; do
     echo "### engine rep $rep mode ${m:-eager} tree $t" >>"$out/engine.log"
     # shellcheck disable=SC2086
     "$(dir $t)/cli/kvscope" engine --config glm5 --kv-path fp8-direct --batch 1 --context 4096 \

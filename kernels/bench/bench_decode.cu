@@ -382,7 +382,7 @@ static void mla_profile(void)
             CK(cudaMemset(prof, 0, prof_words * 8));
             ST(kvs_mla::decode(&a, C, ws, wsb, prof, &pl, bench_opts(), 0));
             const size_t nd = (size_t)pl.splits * B * pl.hgroups;
-            const size_t nc = (size_t)kvs_mla::combine_blocks(B, H, pl.splits, f == 1);
+            const size_t nc = pl.splits > 1 ? (size_t)B * H * (pl.splits <= 16 ? 1 : 4) : 0;
             require(nd * kvs_mla::kProfDecode + 2 * nc <= prof_words, "profile buffer");
             auto p = download<unsigned long long>(prof, nd * kvs_mla::kProfDecode + 2 * nc);
             unsigned long long s0 = ~0ull, s1 = 0, e1 = 0, c0 = ~0ull, c1 = 0;

@@ -8,11 +8,9 @@
  * bounded by load latency, not bandwidth):
  *   few   <= 16 splits: one 128-thread block per (sequence, head), every
  *         split's lse and partial loaded at once
- *   many  grid (sequence x head, slices of 256 dims for f16 partials, 128
- *         for f32: 16 bytes a lane); the 8 warps of a block take every 8th
- *         split, sixteen loads in flight each (the first sixteen beside the
- *         lse loads: up to 128 splits in one round trip), and add their sums
- *         in shared memory
+ *   many  grid (sequence x head, 4 slices of 128 dims); the 8 warps of a block
+ *         take every 8th split, eight loads in flight each (the first eight
+ *         beside the lse loads), and add their sums in shared memory
  * each templated on the partials' type (f16 for FP8 KV, f32 for BF16 KV, see
  * mla_decode.cu) and on the head group size (a constant 64, or 0: read at
  * run time; launch_combine says which runs when); launched with
@@ -42,13 +40,7 @@ template <bool HALF> __device__ __forceinline__ float4 load4(const void *__restr
     return *(const float4 *)((const float *)opart + i);
 }
 
-/* Many-split kernel: each lane reads 16 bytes of a partial (8 f16 values
- * or 4 f32), so a block of 8 warps covers kDims<HALF> of the 512 dims
- * (f16 256, f32 128: 2 or 4 blocks per (sequence, head)); kChunk loads in
- * flight a thread: up to 8 x 16 = 128 splits in one round trip. */
-template <bool HALF> constexpr int kVals = HALF ? 8 : 4;
-template <bool HALF> constexpr int kDims = 32 * kVals<HALF>;
-constexpr int kChunk = 16;
+constexpr int kChunk = 8; /* partial loads in flight per warp (many-split kernel) */
 
 template <bool HALF, int HGH>
 __global__ void __launch_bounds__(256)
@@ -56,7 +48,6 @@ combine_kernel(const void *__restrict__ opart, const float *__restrict__ lsepart
                int hgroups, int hgh_rt, int splits, uint16_t *__restrict__ out,
                float *__restrict__ lse, unsigned long long *prof)
 {
-    constexpr int V = kVals<HALF>;
     kvs_pdl_wait();
     kvs_pdl_launch_dependents();
     const int hgh = HGH ? HGH : hgh_rt;
@@ -65,26 +56,24 @@ combine_kernel(const void *__restrict__ opart, const float *__restrict__ lsepart
         prof[pb] = globaltimer();
     __shared__ float wgt[kMaxSplits];
     __shared__ float red[8];
-    __shared__ float4 part[V / 4][8][32];
+    __shared__ float4 part[8][32];
     const int bh = blockIdx.x, b = bh / heads, hh = bh - b * heads, hg = hh / hgh, h = hh % hgh;
     const size_t base = (size_t)(b * hgroups + hg) * splits;
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
-    const int d = kDims<HALF> * blockIdx.y + V * lane;
+    const int d = 128 * blockIdx.y + 4 * lane;
     const size_t src = (base * hgh + h) * 512 + d; /* split s: + s * hgh * 512 */
     const size_t step = (size_t)hgh * 512;
-    /* the partials of this warp's splits w, w + 8, ... in chunks of kChunk
-     * loads in flight (raw: converted where they are summed); the first
-     * chunk's go out before the lse reductions (a load does not need its
-     * split's weight), so the lse and the first partials share a round trip */
-    uint4 x[kChunk];
+    /* the partials of this warp's splits w, w + 8, ... in chunks of
+     * kChunk loads in flight; the first chunk's go out before the lse
+     * reductions (a load does not need its split's weight), so the lse and
+     * the first partials share a round trip */
+    float4 x[kChunk];
     auto fetch = [&](int s0) {
 #pragma unroll
         for (int u = 0; u < kChunk; u++) {
             const int s = s0 + 8 * u;
-            x[u] = make_uint4(0u, 0u, 0u, 0u);
-            if (s < splits)
-                x[u] = HALF ? *(const uint4 *)((const __half *)opart + src + (size_t)s * step)
-                            : *(const uint4 *)((const float *)opart + src + (size_t)s * step);
+            x[u] = s < splits ? load4<HALF>(opart, src + (size_t)s * step)
+                              : make_float4(0.f, 0.f, 0.f, 0.f);
         }
     };
     fetch(w);
@@ -119,10 +108,7 @@ combine_kernel(const void *__restrict__ opart, const float *__restrict__ lsepart
     for (int i = 0; i < 8; i++)
         sum += red[i];
 
-    float acc[V];
-#pragma unroll
-    for (int k = 0; k < V; k++)
-        acc[k] = 0.f;
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
     for (int s0 = w; s0 < splits; s0 += 8 * kChunk) {
         if (s0 != w)
             fetch(s0);
@@ -132,44 +118,24 @@ combine_kernel(const void *__restrict__ opart, const float *__restrict__ lsepart
             /* weight 0: an empty split (its partial never written) or one
              * that underflows; select, so garbage never meets the sum */
             const float v = s < splits ? wgt[s] : 0.f;
-            if (v != 0.f) {
-                float f[V];
-                if (HALF) {
-                    const uint32_t q[4] = {x[u].x, x[u].y, x[u].z, x[u].w};
-#pragma unroll
-                    for (int k = 0; k < 4; k++) {
-                        const float2 t = __half22float2(*(const __half2 *)&q[k]);
-                        f[2 * k] = t.x, f[2 * k + 1] = t.y;
-                    }
-                } else {
-                    f[0] = __uint_as_float(x[u].x), f[1] = __uint_as_float(x[u].y);
-                    f[2] = __uint_as_float(x[u].z), f[3] = __uint_as_float(x[u].w);
-                }
-#pragma unroll
-                for (int k = 0; k < V; k++)
-                    acc[k] += v * f[k];
-            }
+            if (v != 0.f)
+                acc.x += v * x[u].x, acc.y += v * x[u].y, acc.z += v * x[u].z,
+                    acc.w += v * x[u].w;
         }
     }
-#pragma unroll
-    for (int k = 0; k < V / 4; k++)
-        part[k][w][lane] = make_float4(acc[4 * k], acc[4 * k + 1], acc[4 * k + 2], acc[4 * k + 3]);
+    part[w][lane] = acc;
     __syncthreads();
     if (w == 0) {
-        const float inv = sum > 0.f ? 1.f / sum : 0.f;
-#pragma unroll
-        for (int k = 0; k < V / 4; k++) {
-            float4 t = part[k][0][lane];
-            for (int i = 1; i < 8; i++) {
-                float4 q = part[k][i][lane];
-                t.x += q.x, t.y += q.y, t.z += q.z, t.w += q.w;
-            }
-            __nv_bfloat162 lo = __floats2bfloat162_rn(t.x * inv, t.y * inv);
-            __nv_bfloat162 hi = __floats2bfloat162_rn(t.z * inv, t.w * inv);
-            uint2 pk = make_uint2(*(const uint32_t *)&lo, *(const uint32_t *)&hi);
-            /* out is 8-byte aligned (kvs_mla::decode checks no more) */
-            *(uint2 *)(out + ((size_t)b * heads + hh) * 512 + d + 4 * k) = pk;
+        float4 t = part[0][lane];
+        for (int i = 1; i < 8; i++) {
+            float4 q = part[i][lane];
+            t.x += q.x, t.y += q.y, t.z += q.z, t.w += q.w;
         }
+        const float inv = sum > 0.f ? 1.f / sum : 0.f;
+        __nv_bfloat162 lo = __floats2bfloat162_rn(t.x * inv, t.y * inv);
+        __nv_bfloat162 hi = __floats2bfloat162_rn(t.z * inv, t.w * inv);
+        uint2 pk = make_uint2(*(const uint32_t *)&lo, *(const uint32_t *)&hi);
+        *(uint2 *)(out + ((size_t)b * heads + hh) * 512 + d) = pk;
         if (blockIdx.y == 0 && lane == 0 && lse)
             lse[(size_t)b * heads + hh] = sum > 0.f ? (mx + log2f(sum)) * kLn2 : -INFINITY;
         if (prof && lane == 0)
@@ -257,15 +223,6 @@ size_t partials_bytes(int batch, const Plan &pl)
     return (size_t)batch * pl.hgroups * pl.splits * pl.hg_heads * (512 + 1) * sizeof(float);
 }
 
-int combine_blocks(int batch, int heads, int splits, bool half)
-{
-    if (splits <= 1)
-        return 0;
-    if (splits <= kFewSplits)
-        return batch * heads;
-    return batch * heads * (512 / (half ? kDims<true> : kDims<false>));
-}
-
 cudaError_t launch_combine(const Params &p, int batch, cudaStream_t s,
                            const struct kvs_kernel_opts *o)
 {
@@ -290,9 +247,8 @@ cudaError_t launch_combine(const Params &p, int batch, cudaStream_t s,
         return h64 ? few(h ? combine_few_kernel<true, 64, 16> : combine_few_kernel<false, 64, 16>)
                    : few(h ? combine_few_kernel<true, 0, 16> : combine_few_kernel<false, 0, 16>);
     }
-    const unsigned ny = (unsigned)(512 / (p.part_half ? kDims<true> : kDims<false>));
     return kvs_launch_pdl(o, p.part_half ? combine_kernel<true, 0> : combine_kernel<false, 0>,
-                          dim3((unsigned)(batch * p.heads), ny), dim3(256), 0, s, op, lp, p.heads,
+                          dim3((unsigned)(batch * p.heads), 4), dim3(256), 0, s, op, lp, p.heads,
                           p.hgroups, p.hg_heads, p.splits, p.out, p.lse, p.prof);
 }
 

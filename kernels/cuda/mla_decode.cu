@@ -87,7 +87,8 @@ cudaError_t launch_fp8_64(const MlaParams &p, const kvs_mla::Plan &pl, int batch
 #else
     (void)max_ctx, (void)sms;
 #endif
-    return launch<true, 64>(p, pl, batch, s, &o);
+    return kvs_mla::lazy_for(pl, &o) ? launch<true, 64, false, true, true>(p, pl, batch, s, &o)
+                                     : launch<true, 64>(p, pl, batch, s, &o);
 }
 
 kvs_mla::Plan plan_for(int batch, int heads, int max_ctx, bool fp8, int sms,
@@ -157,17 +158,21 @@ enum kvs_status decode(const struct kvs_mla_args *a, int max_ctx, void *workspac
     p.lse = a->lse;
     p.opart = workspace;
     p.part_half = fp8;
-    p.lazy = o.mla_lazy != -1;
     p.lsepart = need > 0 ? (float *)workspace +
                                (size_t)a->batch * pl.hgroups * pl.splits * pl.hg_heads * 512
                          : nullptr;
     p.prof = prof;
 
-    /* BF16: the AHEAD kernel only with a token list (mla_kernel.cuh) */
+    /* BF16: the AHEAD kernel only with a token list (mla_kernel.cuh); LAZY
+     * where blocks hold more than one tile (kvs_mla::lazy_for) */
+    const bool lz = lazy_for(pl, &o);
     const cudaError_t le =
-        !fp8                ? (a->tokens ? launch<false, 64, false, true>(p, pl, a->batch, s, &o)
-                                         : launch<false, 64, false, false>(p, pl, a->batch, s, &o))
-        : pl.hg_heads == 32 ? launch<true, 32>(p, pl, a->batch, s, &o)
+        !fp8 ? (a->tokens ? (lz ? launch<false, 64, false, true, true>(p, pl, a->batch, s, &o)
+                                : launch<false, 64, false, true>(p, pl, a->batch, s, &o))
+                          : (lz ? launch<false, 64, false, false, true>(p, pl, a->batch, s, &o)
+                                : launch<false, 64, false, false>(p, pl, a->batch, s, &o)))
+        : pl.hg_heads == 32 ? (lz ? launch<true, 32, false, true, true>(p, pl, a->batch, s, &o)
+                                  : launch<true, 32>(p, pl, a->batch, s, &o))
                             : launch_fp8_64(p, pl, a->batch, max_ctx, sms, s, o);
     KVS_CUDA_TRY(NULL, le);
     if (pl.splits > 1) {

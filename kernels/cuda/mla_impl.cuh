@@ -2,7 +2,7 @@
  * and its split planning and combine (mla_combine.cu) share. Private.
  *
  * defines: kvs_mla::Params, kvs_mla::Plan, kvs_mla::plan, kvs_mla::partials_bytes,
- *          kvs_mla::launch_combine, kvs_mla::combine_blocks, kvs_mla::kMaxSplits, kvs_mla::decode,
+ *          kvs_mla::launch_combine, kvs_mla::kMaxSplits, kvs_mla::decode, kvs_mla::lazy_for,
  *          kvs_mla::launch_wgmma, kvs_mla::kProf*
  */
 #ifndef KVSCOPE_MLA_IMPL_CUH
@@ -35,7 +35,6 @@ struct Params {
     void *opart;            /* splits > 1: f16 or f32 (part_half) */
     float *lsepart;         /* splits > 1 */
     int part_half;
-    int lazy;               /* the tile loop's lazy rescaling (kvs_kernel_opts mla_lazy) */
     unsigned long long *prof; /* phase stamps for the bench, or null (see decode) */
 };
 
@@ -63,11 +62,17 @@ struct Plan {
 Plan plan(int batch, int heads, int max_ctx, int nt, int hg_heads, int slots);
 /* Workspace for the partials (0 when there is one split). */
 size_t partials_bytes(int batch, const Plan &pl);
+/* Whether the decode kernel of this plan is the one with the tile loop's
+ * lazy rescaling (mla_kernel.cuh, LAZY): only where blocks hold more than
+ * one tile (a block's first tile never takes the lazy path), unless the
+ * options turn it off (mla_lazy -1). Elsewhere the kernel is the code from
+ * before lazy rescaling (LAZY false: main's PTX, checked when it landed). */
+inline bool lazy_for(const Plan &pl, const struct kvs_kernel_opts *o)
+{
+    return pl.tiles_per_split > 1 && !(o && o->mla_lazy == -1);
+}
 cudaError_t launch_combine(const Params &p, int batch, cudaStream_t s,
                            const struct kvs_kernel_opts *o);
-/* Blocks of the combine launch_combine runs for that plan (0: none); each
- * writes its 2 phase stamps (kProf*). half: FP8 KV's f16 partials. */
-int combine_blocks(int batch, int heads, int splits, bool half);
 /* the FP8 64-head decode kernel on wgmma (mla_wgmma.cu, sm_90a; built when
  * KVS_MLA_WGMMA is defined) */
 cudaError_t launch_wgmma(const Params &p, const Plan &pl, int batch, cudaStream_t s,

@@ -36,8 +36,13 @@ constexpr float kLazyLog2 = 8.f;
  * it made the tiles faster (B1 x 32K tiles -11%), and without AHEAD for
  * contiguous rows, the code from before AHEAD existed: with it those calls
  * measured up to 2.9% slower (B8 x 64K), not understood, no SASS taken
- * (docs/kernels.md, "Batch-1 fixed costs"). */
-template <bool FP8, int HG, bool WG = false, bool AHEAD = FP8>
+ * (docs/kernels.md, "Batch-1 fixed costs").
+ * LAZY: the tile loop's lazy rescaling (below), for blocks of more than one
+ * tile (kvs_mla::lazy_for). Without it the loop is the code from before
+ * (main's PTX): on the H200 (2026-12-02) the lazy loop, with a run-time
+ * on/off flag, cost blocks of a single tile 400-560 cycles (B8 x 1K, B1 x
+ * 1K and 4K BF16), where the lazy path is never taken (docs/kernels.md). */
+template <bool FP8, int HG, bool WG = false, bool AHEAD = FP8, bool LAZY = false>
 __global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel(const MlaParams p)
 {
     static_assert(!WG || (FP8 && HG == 64), "wgmma: FP8 KV, 64-head groups");
@@ -105,7 +110,7 @@ __global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel
     uint4 qv[FP8 ? kQChunks<HG> : 1];
     load_tile<FP8, HG, AHEAD, true>(p, stage_a, seq0, t_begin, t_end, nullptr, ids + C::NT, [&] {
         if constexpr (FP8)
-            fetch_q<HG>(p, qv, b, hg);
+            fetch_q<HG, WG>(p, qv, b, hg);
     });
     if constexpr (WG)
         store_q_fp8_wg(p, sq, qv);
@@ -226,9 +231,10 @@ __global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel
          * reference). The barrier that makes P visible also ORs whether a
          * score went over; if one did, the tile's P is taken again as
          * before (the max over its tokens, alpha, rescaling). The first
-         * tile always goes that way (m_s is -inf), and every tile with
-         * p.lazy off (KVS_MLA_LAZY=0, for A/B runs). */
-        bool slow = tile == 0 || !p.lazy;
+         * tile always goes that way (m_s is -inf), and every tile of the
+         * kernel without LAZY (kvs_mla::lazy_for: blocks of one tile, or
+         * KVS_MLA_LAZY=0), which is the code from before. */
+        bool slow = !LAZY || tile == 0;
         if (!slow) {
             bool over = false;
             float lt[C::NTW][2]; /* this tile's part of l_s */
@@ -411,12 +417,12 @@ __global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel
 // ----------------------------------------------------------------------------
 // host side
 
-template <bool FP8, int HG, bool WG = false, bool AHEAD = FP8>
+template <bool FP8, int HG, bool WG = false, bool AHEAD = FP8, bool LAZY = false>
 cudaError_t launch(const MlaParams &p, const kvs_mla::Plan &pl, int batch, cudaStream_t s,
                    const struct kvs_kernel_opts *o)
 {
     using C = Cfg<FP8, HG>;
-    const auto kernel = mla_decode_kernel<FP8, HG, WG, AHEAD>;
+    const auto kernel = mla_decode_kernel<FP8, HG, WG, AHEAD, LAZY>;
     const int smem = C::SMEM + (AHEAD ? C::IDX_BYTES : 0);
     cudaError_t e =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);

@@ -290,18 +290,22 @@ template <int HG> __device__ __forceinline__ int q_pos(int d)
 template <int HG> constexpr int kQChunks = HG * 72 / kThreads;
 
 /* Head h (in the group) and chunk c (dims 8c..8c+7 of its 576) of this
- * thread's Q chunk r. 64 heads: warp w takes heads 8w..8w+7, lane l head
- * 8w + (l & 7) and chunk 4r + (l >> 3), so one load instruction of a warp
- * reads 64 contiguous bytes (two whole sectors) of each of 8 heads, and the
- * stores of both 64-head layouts spread over 16 banks (2-way conflicts:
- * lanes l and l + 8). Consecutive lanes on consecutive chunks of one head,
- * the mapping before, put the wgmma layout's stores on 4 banks (8-way: its
- * bank is 4 (h & 7) + ((c >> 1) & 3)) and the mma.sync layout's on 8: 576
- * and 288 store wavefronts a warp in the prologue instead of 144. 32 heads:
- * consecutive threads on consecutive chunks (2-way already). */
-template <int HG> __device__ __forceinline__ void q_chunk(int r, int &h, int &c)
+ * thread's Q chunk r. WGL (the wgmma kernel's Q layout, 64 heads): warp w
+ * takes heads 8w..8w+7, lane l head 8w + (l & 7) and chunk 4r + (l >> 3), so
+ * one load instruction of a warp reads 64 contiguous bytes (two whole
+ * sectors) of each of 8 heads and its stores spread over 16 banks (2-way
+ * conflicts: lanes l and l + 8). Otherwise consecutive threads on
+ * consecutive chunks of one head: in the wgmma layout that put a warp's
+ * stores on 4 banks (8-way: the bank is 4 (h & 7) + ((c >> 1) & 3)), 512
+ * store wavefronts a warp in the prologue instead of 144 (measured on the
+ * H200, B1 x 32K: prologue 9.7K -> 8.8K cycles). The mma.sync 64-head
+ * layout keeps it: with the WGL mapping (4-way -> 2-way stores) its
+ * prologue measured 1,660 cycles longer (B8 x 1K, 2026-12-02; not
+ * understood: more L2 lines a load instruction is the guess). */
+template <int HG, bool WGL = false> __device__ __forceinline__ void q_chunk(int r, int &h, int &c)
 {
-    if constexpr (HG == 64) {
+    if constexpr (WGL) {
+        static_assert(HG == 64, "the wgmma layout holds 64 heads");
         const int w = threadIdx.x >> 5, l = threadIdx.x & 31;
         h = 8 * w + (l & 7);
         c = 4 * r + (l >> 3);
@@ -313,13 +317,13 @@ template <int HG> __device__ __forceinline__ void q_chunk(int r, int &h, int &c)
 }
 static_assert(kQChunks<64> == 18 && kThreads == 256, "q_chunk<64>: 8 warps x 8 heads, 18 x 4 chunks");
 
-template <int HG>
+template <int HG, bool WGL = false>
 __device__ __forceinline__ void fetch_q(const MlaParams &p, uint4 (&v)[kQChunks<HG>], int b, int hg)
 {
 #pragma unroll
     for (int r = 0; r < kQChunks<HG>; r++) {
         int h, c;
-        q_chunk<HG>(r, h, c);
+        q_chunk<HG, WGL>(r, h, c);
         const int hh = hg * HG + h;
         v[r] = make_uint4(0u, 0u, 0u, 0u);
         if (hh < p.heads) {

@@ -14,7 +14,8 @@ namespace kvs_mla {
 cudaError_t launch_wgmma(const Params &p, const Plan &pl, int batch, cudaStream_t s,
                          const struct kvs_kernel_opts *o)
 {
-    return launch<true, 64, true>(p, pl, batch, s, o);
+    return lazy_for(pl, o) ? launch<true, 64, true, true, true>(p, pl, batch, s, o)
+                           : launch<true, 64, true>(p, pl, batch, s, o);
 }
 
 } // namespace kvs_mla

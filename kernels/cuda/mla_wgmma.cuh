@@ -124,7 +124,7 @@ __device__ __forceinline__ uint32_t wg_p_base(int ks, int tg, int t, int k)
 }
 
 /* store_q_fp8<64> with Q in the core-matrix layout above (same permutation
- * of the dims, same scaling; the chunks from fetch_q<64>); ends with the
+ * of the dims, same scaling; the chunks from fetch_q<64, true>); ends with the
  * proxy fence (a barrier follows before the first wgmma reads Q) */
 __device__ __forceinline__ void store_q_fp8_wg(const MlaParams &p, unsigned char *sq,
                                                const uint4 (&v)[kQChunks<64>])
@@ -132,7 +132,7 @@ __device__ __forceinline__ void store_q_fp8_wg(const MlaParams &p, unsigned char
 #pragma unroll
     for (int r = 0; r < kQChunks<64>; r++) {
         int h, c;
-        q_chunk<64>(r, h, c);
+        q_chunk<64, true>(r, h, c);
         const int p0 = q_pos<64>(8 * c), p1 = q_pos<64>(8 * c + 4);
         *(uint32_t *)(sq + wg_q_off(h, p0)) = q_pair_f16(v[r].x, p.scale_log2);
         *(uint32_t *)(sq + wg_q_off(h, p0 + 8)) = q_pair_f16(v[r].y, p.scale_log2);

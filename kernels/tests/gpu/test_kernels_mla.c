@@ -1,7 +1,7 @@
 /* kernels/tests/gpu/test_kernels_mla.c — MLA decode attention on the GPU
  * (BF16 KV and FP8 KV read directly) against the double-precision CPU
  * reference, on fresh random inputs: context 1, 7, 4097 (split across blocks
- * and combined), 8400 (132 splits: two rounds of the combine's loads) and
+ * and combined), 8400 (132 splits: three rounds of the combine's loads) and
  * 12000 (blocks of two or more tiles at batch 1, with planted scores far
  * above the running max in a block's later tile: the lazy path gives way),
  * batch 1, 8 (blocks of four 64-row tiles) and 33, an empty sequence,
@@ -266,8 +266,8 @@ static void test_batch33(void)
  * (the lazy rescaling of later tiles), the planted scores landing in a
  * block's second tile or later whatever the kernel (64-row tiles: 94
  * splits of two; 32-row: three or six a split); and 132 splits (the
- * 64-head mma.sync kernel's one tile each, BF16's two), more than one
- * round of the combine's 128 loads in flight */
+ * 64-head mma.sync kernel's one tile each, BF16's two), three rounds of
+ * the many-split combine's 64 loads in flight a block */
 static void test_batch1_long(void)
 {
     static const int c8400[] = {8400}, c12000[] = {12000};

@@ -54,20 +54,7 @@ template <class F> static void time_op(F f, double *cold, double *graph)
     CK(cudaStreamEndCapture(s, &g));
     g_stream = prev;
     CK(cudaGraphInstantiate(&ge, g, 0));
-    CK(cudaGraphLaunch(ge, s));
-    CK(cudaStreamSynchronize(s));
-    ms.clear();
-    for (int i = 0; i < 7; i++) {
-        CK(cudaEventRecord(e0, s));
-        CK(cudaGraphLaunch(ge, s));
-        CK(cudaEventRecord(e1, s));
-        CK(cudaEventSynchronize(e1));
-        float t;
-        CK(cudaEventElapsedTime(&t, e0, e1));
-        ms.push_back(t);
-    }
-    std::sort(ms.begin(), ms.end());
-    *graph = 1000.0 * ms[ms.size() / 2] / 200.0;
+    *graph = graph_us(ge, s, 1, 7, 200);
     CK(cudaGraphExecDestroy(ge));
     CK(cudaGraphDestroy(g));
     CK(cudaStreamDestroy(s));

@@ -208,9 +208,6 @@ static void bench_mla(void)
     {
         cudaStream_t cs;
         CK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
-        cudaEvent_t e0, e1;
-        CK(cudaEventCreate(&e0));
-        CK(cudaEventCreate(&e1));
         for (int C : {4096, 16384, 32768, 65536, 131072}) {
             const size_t rows = (size_t)C;
             const int slots = (int)std::min<size_t>(slots_max, std::max<size_t>(1, prow / rows));
@@ -227,7 +224,6 @@ static void bench_mla(void)
             };
             const double us_def = time_us([&](int i) { call(i, NULL); }, 3, 30);
             const double us_pdl = time_us([&](int i) { call(i, cs); }, 3, 30, cs);
-            std::vector<float> ms;
             const int per = 20;
             cudaGraph_t g;
             cudaGraphExec_t ge;
@@ -236,27 +232,13 @@ static void bench_mla(void)
                 call(i, cs);
             CK(cudaStreamEndCapture(cs, &g));
             CK(cudaGraphInstantiate(&ge, g, 0));
-            ms.clear();
-            for (int i = 0; i < 13; i++) {
-                CK(cudaEventRecord(e0, cs));
-                CK(cudaGraphLaunch(ge, cs));
-                CK(cudaEventRecord(e1, cs));
-                CK(cudaEventSynchronize(e1));
-                float t;
-                CK(cudaEventElapsedTime(&t, e0, e1));
-                if (i >= 3)
-                    ms.push_back(t / per);
-            }
-            std::sort(ms.begin(), ms.end());
-            const double us_g = 1000.0 * ms[ms.size() / 2];
+            const double us_g = graph_us(ge, cs, 3, 10, per);
             CK(cudaGraphExecDestroy(ge));
             CK(cudaGraphDestroy(g));
             printf("| %d | %.1f | %.1f | %.1f | %.1f |\n", C, us_def, us_pdl, us_g,
                    pct((double)rows * KVS_MLA_ROW / us_g * 1e-3));
             fflush(stdout);
         }
-        CK(cudaEventDestroy(e0));
-        CK(cudaEventDestroy(e1));
         CK(cudaStreamDestroy(cs));
     }
     CK(cudaFree(kv8));

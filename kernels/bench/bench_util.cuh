@@ -7,7 +7,7 @@
  * line each benchmark opens with, and which sections its command line asks for.
  *
  * defines: g_copy_gbps, CK, ST, bench_opts, dmalloc, dfill_fp8, dfill_bf16, download,
- *          require, time_us, pct, bench_copy, print_device, wanted,
+ *          require, time_us, graph_us, pct, bench_copy, print_device, wanted,
  *          struct bench_routing, bench_route, bench_routing_free
  */
 #ifndef KVSCOPE_BENCH_UTIL_CUH
@@ -128,6 +128,32 @@ template <class F> static double time_us(F f, int warm, int reps, cudaStream_t s
         CK(cudaEventDestroy(e));
     std::sort(ms.begin(), ms.end());
     return 1000.0 * ms[reps / 2];
+}
+
+/* median microseconds of one replay of graph ge on stream s over `reps`
+ * replays (after `warm`), divided by `per`, the calls it holds */
+static double graph_us(cudaGraphExec_t ge, cudaStream_t s, int warm, int reps, int per)
+{
+    for (int i = 0; i < warm; i++)
+        CK(cudaGraphLaunch(ge, s));
+    CK(cudaStreamSynchronize(s));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    std::vector<float> ms;
+    for (int i = 0; i < reps; i++) {
+        CK(cudaEventRecord(e0, s));
+        CK(cudaGraphLaunch(ge, s));
+        CK(cudaEventRecord(e1, s));
+        CK(cudaEventSynchronize(e1));
+        float t;
+        CK(cudaEventElapsedTime(&t, e0, e1));
+        ms.push_back(t);
+    }
+    CK(cudaEventDestroy(e0));
+    CK(cudaEventDestroy(e1));
+    std::sort(ms.begin(), ms.end());
+    return 1000.0 * ms[ms.size() / 2] / per;
 }
 
 static double pct(double gbps) { return g_copy_gbps > 0 ? 100.0 * gbps / g_copy_gbps : 0.0; }

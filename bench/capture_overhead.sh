@@ -1,57 +1,55 @@
 #!/usr/bin/env bash
 # bench/capture_overhead.sh [BUILD_DIR] [OUT_DIR] — what capturing costs the
-# captured program, kvscope beside torch.profiler, in paired rounds inside
-# each process: a round measures a process's plain and profiled modes once
-# each, back to back (the order turning each round), and its overhead is
-# that round's profiled / the same round's plain - 1. Process-to-process
-# noise (the same plain loop ranged 32-53 ms between processes on the H200)
-# so cancels. Needs a GPU; python3 with torch for the PyTorch rows
-# (transformers for the decode row: said and skipped when missing).
+# captured program, kvscope beside torch.profiler, measured against bare
+# processes of the same run (no profiler, no kvscope), which take turns
+# with the profiled ones. Needs a GPU; python3 with torch for the PyTorch
+# rows (transformers for the decode row: said and skipped when missing).
 #
 #   bench/capture_overhead.sh build out/capture_bench
 #
-# A measurement is short (1000 launches, 10 copies, one 12-step generation)
-# so that it pairs tightly with its plain neighbour: on the H200 the launch
-# time switches between two levels from one moment to the next, and a pair
-# that straddles a switch is an outlier the median ignores.
-# Processes, run one after another (every one pinned to the CPUs next to
-# the GPU, KVS_BENCH_CPUS), each a warm-up round then KVS_BENCH_ROUNDS
-# rounds (default 40):
-#   bare_start, bare_end  python3 bench/capture_torch.py, plain only, no
-#                         profiler and no kvscope: first and last process
-#   torch                 plain, torch.profiler CPU+CUDA (tp_cpu_cuda) and
-#                         CUDA only (tp_cuda), each profiled measurement in
-#                         its own profiler session (start/stop not timed)
-#   kvs_default           under kvscope capture --window cudaProfilerStart:
-#   kvs_gpuonly           plain (subscribed, window closed) and kvs (the
-#   kvs_all               measurement between cudaProfilerStart and Stop);
-#                         default activities, kernel,memcpy,memset,extcorr,nvtx,
-#                         and all (every runtime and driver call; only with
-#                         KVS_BENCH_EXTRA=1)
+# Processes (each pinned as bench/bench_cpus.sh says), KVS_BENCH_CYCLES
+# cycles (default 2), the order turning each cycle, a bare process before
+# every two others and one at the end:
+#   PyTorch, python3 bench/capture_torch.py, each a warm-up round then
+#   KVS_BENCH_ROUNDS rounds (default 12) of its modes, the order turning:
+#     bare         plain only
+#     torch        plain, torch.profiler CPU+CUDA (tp_cpu_cuda), CUDA only
+#                  (tp_cuda): each profiled measurement in a session of its own
+#     kvs_default  under `kvscope capture --window cudaProfilerStart`: plain
+#     kvs_gpuonly  (between windows) and kvs (the measurement between
+#                  cudaProfilerStart and Stop); default activities, and
+#                  kernel,memcpy,memset,extcorr,nvtx
+#     kvs_closed   under the same window, never opened: plain only (what being
+#                  under kvscope costs before anything is recorded)
+#     kvs_all      --activities all (only with KVS_BENCH_EXTRA=1)
+#   C, bench/capture_overhead.cu --paired (1000 one-element kernels, the same
+#   each in an NVTX range, 10 x 1 GiB copies): c_bare, c_default, c_gpuonly,
+#   c_all (every runtime and driver call), c_closed (--bare under the window)
+#   whole-process, bench/capture_whole.py (5 x 5000 adds timed inside a
+#   program run whole), KVS_BENCH_WHOLE rounds (default 10; 0: none), each
+#   round three processes: whole_bare (plain), whole_kvs (`kvscope capture`
+#   with its default window: the whole run), whole_torch (one torch.profiler
+#   CPU+CUDA session around the work, its trace exported)
 # PyTorch workloads: 1000 one-element in-place adds (launch-bound), 10 x
 # 1 GiB device copies (copy-bound), the median step of a 12-step greedy
-# decode of a 4-layer bf16 Llama with random weights. The C program
-# (bench/capture_overhead.cu --paired: 1000 one-element kernels, the same
-# with each in an NVTX push/pop range, 10 x 1 GiB copies) the same way:
-# c_bare_start, c_default, c_gpuonly, c_all, c_bare_end (and, with
-# KVS_BENCH_EXTRA=1, kernel+runtime and kernel+driver records: where a
-# launch's cost goes). kvscope gets --max-buffers KVS_BENCH_MAX_BUFFERS
-# (default 512 of 4 MiB, allocated as needed) so that many rounds' records
-# all fit; each trace's records, dropped records and denied buffers go into
-# the table (a trace that lost records says so).
+# decode of a 4-layer bf16 Llama with random weights. kvscope gets
+# --max-buffers KVS_BENCH_MAX_BUFFERS (default 512 of 4 MiB, allocated as
+# needed) so that every round's records fit; each trace's records, dropped
+# records, denied buffers and kernels without their launch call go into the
+# table (a trace that lost records says so).
 #
-# Prints the table (bench/capture_table.py: medians, per-round overheads
-# with p25..p75 and min..max, plain against the bare processes, kvscope's overhead over
-# torch.profiler's against issue 20's target with a verdict per criterion,
-# rows for docs/benchmarks.md) and the seconds each process took and in
-# all (budget: 240 s for 40 rounds without EXTRA). OUT_DIR keeps raw.txt
-# (every RESULT/TRACE/TIME line), table.md, stderr.txt, traces.txt (what
-# each trace holds: its kvscope object, events by category, API calls by
-# name, CUPTI overhead records) and the `kvscope report` of the default
-# captures; the traces themselves are deleted.
-# Environment: KVS_BENCH_ROUNDS, KVS_BENCH_EXTRA=1, KVS_BENCH_TORCH=0 (the C
-# program alone), KVS_BENCH_CPUS (a CPU list, or none), KVS_BENCH_MAX_BUFFERS.
-# --help prints this.
+# Prints the table (bench/capture_table.py: every mode against the bare
+# processes — all of them, the ones run just before and after, fastest
+# round against fastest — the verdicts of issue 32's targets, the paired
+# view inside each process as a second view, rows for docs/benchmarks.md)
+# and the seconds each process took. OUT_DIR keeps raw.txt (every line the
+# table reads, each process's tagged with cycle= and seq=, its number in the
+# run), table.md, stderr.txt, traces.txt (what each trace holds) and the
+# `kvscope report` of the first default capture; the traces are deleted.
+# Environment: KVS_BENCH_CYCLES, KVS_BENCH_ROUNDS, KVS_BENCH_WHOLE,
+# KVS_BENCH_EXTRA=1, KVS_BENCH_TORCH=0 (the C program alone), KVS_BENCH_CPUS
+# (a CPU list, none, or probe: one CPU, the fastest of a short probe),
+# KVS_BENCH_MAX_BUFFERS. --help prints this.
 set -u
 case ${1:-} in
 -h|--help) sed -n '2,/^set -u/{/^set -u/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
@@ -59,7 +57,9 @@ esac
 cd "$(dirname "$0")/.." || exit 1
 build=${1:-build}
 out=${2:-out/capture_bench}
-rounds=${KVS_BENCH_ROUNDS:-40}
+rounds=${KVS_BENCH_ROUNDS:-12}
+cycles=${KVS_BENCH_CYCLES:-2}
+whole=${KVS_BENCH_WHOLE:-10}
 maxbuf=${KVS_BENCH_MAX_BUFFERS:-512}
 mkdir -p "$out"
 bench=$build/libtrace/capture_overhead
@@ -77,70 +77,113 @@ trap 'rm -rf "$tmp"' EXIT
 gpuonly=kernel,memcpy,memset,extcorr,nvtx
 start=$(date +%s)
 
-# every process, plain and captured alike, on the CPUs next to the GPU (a
-# launch from the far socket is slower, and which socket a process lands on
-# varies between runs); KVS_BENCH_CPUS overrides, KVS_BENCH_CPUS=none turns it off
-cpus=${KVS_BENCH_CPUS:-}
-if [ -z "$cpus" ] && command -v nvidia-smi >/dev/null; then
-    bus=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader -i 0 2>/dev/null | head -1 |
-          tr 'A-F' 'a-f' | sed 's/^0000\(....:\)/\1/')
-    [ -n "$bus" ] && [ -r "/sys/bus/pci/devices/$bus/local_cpulist" ] &&
-        cpus=$(cat "/sys/bus/pci/devices/$bus/local_cpulist")
-fi
-pin=()
-if [ -n "$cpus" ] && [ "$cpus" != none ] && command -v taskset >/dev/null; then
-    pin=(taskset -c "$cpus")
+# every process, plain and profiled alike, on the CPUs next to the GPU
+. bench/bench_cpus.sh
+# KVS_BENCH_CPUS=probe: every process on one CPU, the one of that list
+# where a PyTorch launch loop runs fastest (on the H200 machine processes
+# ran it in ~6 or ~9 ms, the same in every round of a process: where it
+# lands decides). Each candidate (every fourth CPU) runs it twice; PROBE
+# lines say what each took
+if [ "${KVS_BENCH_CPUS:-}" = probe ] && [ "${KVS_BENCH_TORCH:-1}" != 0 ] && [ -n "$cpus" ]; then
+    best= bestms=
+    for c in $(python3 -c 'import sys
+out = []
+for part in sys.argv[1].split(","):
+    a, _, b = part.partition("-")
+    out += range(int(a), int(b or a) + 1)
+print(" ".join(str(c) for c in out[::4]))' "$cpus"); do
+        for k in 1 2; do
+            ms=$(taskset -c "$c" python3 bench/capture_torch.py --label probe --modes plain --workloads launch \
+                     --rounds 5 2>>"$err" | python3 -c 'import re, statistics, sys
+v = [float(m) for r, m in re.findall(r"round=(\d+) .*ms=(\S+)", sys.stdin.read()) if r != "0"]
+print("%.4f" % statistics.median(v) if v else "")')
+            echo "PROBE cpu=$c try=$k launch_ms=${ms:-none}" >>"$raw"
+            [ -n "$ms" ] && { [ -z "$bestms" ] || python3 -c "import sys; sys.exit(0 if $ms < $bestms else 1)"; } &&
+                best=$c bestms=$ms
+        done
+    done
+    [ -n "$best" ] && cpus=$best pin=(taskset -c "$best")
+    echo "cpus chosen by the probe: ${cpus:-none} (${bestms:-?} ms)" | tee -a "$raw"
 fi
 command -v nvidia-smi >/dev/null &&
     echo "DEVICE $(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null | head -1)" >>"$raw"
-echo "cpus: ${cpus:-all} (${pin[*]:-not pinned}); $(nproc) online; rounds $rounds; max buffers $maxbuf" |
-    tee -a "$raw"
+echo "cpus: ${cpus:-all} (${pin[*]:-not pinned}); $(nproc) online; cycles $cycles; rounds $rounds;" \
+     "whole-process rounds $whole; max buffers $maxbuf" | tee -a "$raw"
 
-# activities PROC : the --activities list of a kvscope process (c_kernel+runtime -> kernel,runtime)
+# activities PROC : the --activities list of a kvscope process
 activities() {
     case $1 in
-    *_default) echo default ;;
     *_gpuonly) echo "$gpuonly" ;;
     *_all) echo all ;;
-    *) local a=${1#c_}; echo "${a//+/,}" ;;
+    *) echo default ;;
     esac
 }
 
-# run PROC CMD... : one process; its RESULT/SKIP/SETUP/CONFIG lines and a TIME line
-# into raw; kvs_* and c_* processes (not c_bare*) run
-# under kvscope capture with the window on cudaProfilerStart
+# run PROC CYCLE CMD... : one process; its lines, tagged cycle= and seq=, into
+# raw, and a TIME line. kvs_*/c_* processes but the bare ones run under
+# `kvscope capture --window cudaProfilerStart`, whole_kvs under its default
+# window
+seq=0
 run() {
-    local proc=$1 t0 rc lines ms; shift
+    local proc=$1 cycle=$2 t0 rc lines ms; shift 2
+    seq=$((seq + 1))
+    local trace=$tmp/$proc.$seq.json
+    local cap=("$kvs" capture --max-buffers "$maxbuf" --activities "$(activities "$proc")" -o "$trace" --)
     t0=$(date +%s%N)
     case $proc in
-    c_bare*|bare*|torch) lines=$("${pin[@]}" "$@" 2>>"$err") ;;
-    *) lines=$("${pin[@]}" "$kvs" capture --window cudaProfilerStart --max-buffers "$maxbuf" \
-                   --activities "$(activities "$proc")" -o "$tmp/$proc.json" -- "$@" 2>>"$err") ;;
+    *bare*|torch|whole_torch) lines=$("${pin[@]}" "$@" 2>>"$err") ;;
+    whole_kvs) lines=$("${pin[@]}" "${cap[@]}" "$@" 2>>"$err") ;;
+    *) lines=$("${pin[@]}" "${cap[0]}" capture --window cudaProfilerStart "${cap[@]:2}" "$@" 2>>"$err") ;;
     esac
     rc=$?
-    echo "$lines" | grep '^\(RESULT\|SKIP\|SETUP\|CONFIG\)' >>"$raw"
+    echo "$lines" | grep '^\(RESULT\|SKIP\|SETUP\|CONFIG\|WHOLE\)' |
+        sed "s/^\([A-Z]*\) /\1 cycle=$cycle seq=$seq /" >>"$raw"
     ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-    printf 'TIME proc=%s seconds=%d.%d\n' "$proc" $((ms / 1000)) $((ms % 1000 / 100)) | tee -a "$raw" >&2
+    printf 'TIME proc=%s cycle=%s seq=%d seconds=%d.%d\n' "$proc" "$cycle" "$seq" $((ms / 1000)) \
+        $((ms % 1000 / 100)) | tee -a "$raw" >&2
     if [ $rc -ne 0 ] || ! echo "$lines" | grep -q '^RESULT'; then
-        echo "FAIL proc=$proc exit=$rc (see $err)" | tee -a "$raw" >&2
+        echo "FAIL proc=$proc seq=$seq exit=$rc (see $err)" | tee -a "$raw" >&2
         return 1
     fi
 }
 
-c_procs=(c_bare_start c_default c_gpuonly c_all)
-py_procs=(bare_start torch kvs_default kvs_gpuonly)
-if [ "${KVS_BENCH_EXTRA:-0}" = 1 ]; then
-    c_procs+=(c_kernel+runtime c_kernel+driver)
-    py_procs+=(kvs_all)
-fi
-c_procs+=(c_bare_end)
-py_procs+=(bare_end)
+# schedule KIND-OF-BARE KINDS... : the kinds in turn for $cycles cycles, the
+# order turning each cycle, a bare process before every two and one at the end
+schedule() {
+    local b=$1 c i; shift
+    local ks=("$@") n=$#
+    for ((c = 0; c < cycles; c++)); do
+        for ((i = 0; i < n; i++)); do
+            [ $((i % 2)) = 0 ] && one "$b" "$c"
+            one "${ks[$(( (i + c) % n ))]}" "$c"
+        done
+    done
+    one "$b" "$cycles"
+}
 
-for proc in "${c_procs[@]}"; do
-    args=(--paired "$rounds" --label "$proc" --launches 1000 --copies 10 --reps 1)
-    case $proc in c_bare*) args+=(--bare) ;; esac
-    run "$proc" "$bench" "${args[@]}"
-done
+# one PROC CYCLE: the process PROC with its arguments
+one() {
+    local proc=$1 cycle=$2 args modes
+    case $proc in
+    c_*)
+        args=(--paired "$rounds" --label "$proc" --launches 1000 --copies 10 --reps 1)
+        case $proc in c_bare|c_closed) args+=(--bare) ;; esac
+        run "$proc" "$cycle" "$bench" "${args[@]}" ;;
+    *)
+        case $proc in
+        bare|kvs_closed) modes=plain ;;
+        torch) modes=plain,tp_cpu_cuda,tp_cuda ;;
+        *) modes=plain,kvs ;;
+        esac
+        run "$proc" "$cycle" python3 bench/capture_torch.py --label "$proc" --modes "$modes" \
+            --rounds "$rounds" ;;
+    esac
+}
+
+c_kinds=(c_default c_gpuonly c_closed c_all)
+py_kinds=(torch kvs_default kvs_gpuonly kvs_closed)
+[ "${KVS_BENCH_EXTRA:-0}" = 1 ] && py_kinds+=(kvs_all)
+schedule c_bare "${c_kinds[@]}"
 
 have_torch=0 # asked without importing torch (an import costs seconds)
 if [ "${KVS_BENCH_TORCH:-1}" != 0 ]; then
@@ -151,14 +194,17 @@ fi
 if [ $have_torch = 1 ]; then
     python3 -c 'import importlib.util as u, sys; sys.exit(0 if u.find_spec("transformers") else 1)' 2>/dev/null ||
         echo "no transformers: the decode row is skipped" | tee -a "$raw"
-    for proc in "${py_procs[@]}"; do
-        case $proc in
-        bare*) modes=plain ;;
-        torch) modes=plain,tp_cpu_cuda,tp_cuda ;;
-        *) modes=plain,kvs ;;
-        esac
-        run "$proc" python3 bench/capture_torch.py --label "$proc" --modes "$modes" --rounds "$rounds" ||
-            { [ "$proc" = bare_start ] && { echo "PyTorch rows skipped: the first process failed" | tee -a "$raw"; break; }; }
+    schedule bare "${py_kinds[@]}"
+    # whole processes: plainly, under kvscope capture, under torch.profiler
+    w=(whole_bare whole_kvs whole_torch)
+    for ((r = 0; r < whole; r++)); do
+        for ((i = 0; i < 3; i++)); do
+            p=${w[$(( (i + r) % 3 ))]}
+            a=(python3 bench/capture_whole.py --label "$p")
+            [ "$p" = whole_torch ] && a+=(--profiler torch --trace "$tmp/torch.$r.json")
+            run "$p" "$r" "${a[@]}"
+            rm -f "$tmp/torch.$r.json"
+        done
     done
 fi
 echo "measuring took $(( $(date +%s) - start )) s" | tee -a "$raw" >&2
@@ -172,9 +218,9 @@ import collections, json, os, re, sys
 d, raw = sys.argv[1], sys.argv[2]
 ev_rx = re.compile(r'"ph": "X", "cat": "([^"]*)", "name": "((?:[^"\\]|\\.)*)".*?"dur": ([0-9.]+)')
 for f in sorted(os.listdir(d)):
-    if not f.endswith(".json"):
+    if not f.endswith(".json") or f.startswith("torch."):
         continue
-    path, proc = os.path.join(d, f), f[:-5]
+    path, (proc, seq) = os.path.join(d, f), f[:-5].rsplit(".", 1)
     cats, api, ovh = collections.Counter(), collections.Counter(), collections.defaultdict(lambda: [0, 0.0])
     head, meta = [], None
     with open(path, errors="replace") as fh:
@@ -200,9 +246,11 @@ for f in sorted(os.listdir(d)):
                 ovh[name][0] += 1
                 ovh[name][1] += float(m.group(3))
     meta = meta or {}
-    keys = ("records", "dropped_records", "buffer_requests_denied", "host_dropped", "buffers_used", "buffers_max")
+    keys = ("records", "dropped_records", "buffer_requests_denied", "host_dropped", "kernels_without_call",
+            "buffers_used", "buffers_max")
     with open(raw, "a") as r:
-        r.write("TRACE proc=%s %s\n" % (proc, " ".join("%s=%s" % (k, meta.get(k, "unknown")) for k in keys)))
+        r.write("TRACE proc=%s seq=%s %s\n" % (proc, seq, " ".join("%s=%s" % (k, meta.get(k, "unknown"))
+                                                                  for k in keys)))
     print("== %s (%.1f MB)" % (f, os.path.getsize(path) / 1e6))
     print("kvscope:", json.dumps(meta))
     print("events by category:", dict(cats.most_common()))
@@ -210,8 +258,9 @@ for f in sorted(os.listdir(d)):
     print("CUPTI overhead records (count, total us):", {k: (v[0], round(v[1], 1)) for k, v in ovh.items()})
     print()
 PY
-for f in c_default kvs_default; do
-    [ -s "$tmp/$f.json" ] && "$kvs" report "$tmp/$f.json" >"$out/report_$f.txt" 2>&1
+for p in c_default kvs_default; do
+    f=$(ls "$tmp"/$p.*.json 2>/dev/null | head -1)
+    [ -n "$f" ] && "$kvs" report "$f" >"$out/report_$p.txt" 2>&1
 done
 echo "TOTAL seconds=$(( $(date +%s) - start ))" | tee -a "$raw" >&2
 

@@ -76,34 +76,7 @@
 
 #include "kvscope/trace.h" /* kvs_trace_api_recorded */
 
-#define CK(x)                                                                                  \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
-#define CU(x)                                                                                  \
-    do {                                                                                       \
-        CUptiResult r_ = (x);                                                                  \
-        if (r_ != CUPTI_SUCCESS) {                                                             \
-            const char *s_ = nullptr;                                                          \
-            cuptiGetResultString(r_, &s_);                                                     \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, s_ ? s_ : "?");          \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
-
-__global__ void one(int *p) { p[0] += 1; }
-
-static int64_t now_ns()
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-static uint64_t CUPTIAPI ts_cb() { return (uint64_t)now_ns(); }
+#include "cupti_bench.h" /* defines: CK, CU, one, now_ns, ts_cb */
 
 // ---------------------------------------------------------------------------
 // activity buffers: kernel correlation ids are kept, other records counted

@@ -112,11 +112,10 @@ static void disable_kinds(struct kvs_trace *t);
 static void on_profiler_api(struct kvs_trace *t, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
                             const CUpti_CallbackData *cd)
 {
+    (void)dom; /* the driver's calls: cudaProfilerStart/Stop make them */
     if (!atomic_load(&t->watch_profiler))
         return;
-    int start = (dom == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart) ||
-                (dom == CUPTI_CB_DOMAIN_RUNTIME_API &&
-                 cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000);
+    int start = cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart;
     pthread_mutex_lock(&g_ctl);
     if (start && cd->callbackSite == CUPTI_API_EXIT && !atomic_load(&t->running))
         enable_kinds(t);
@@ -127,10 +126,8 @@ static void on_profiler_api(struct kvs_trace *t, CUpti_CallbackDomain dom, CUpti
 
 static int is_profiler_cbid(int driver, CUpti_CallbackId cbid)
 {
-    return driver ? cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart ||
-                        cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop
-                  : cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000 ||
-                        cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000;
+    return driver && (cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart ||
+                      cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
 }
 
 static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
@@ -154,7 +151,9 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
         int driver = domain == CUPTI_CB_DOMAIN_DRIVER_API;
         if (kvs_capture_api_wanted(t, driver, cbid))
             kvs_capture_api_callback(t, driver, cbid, cd);
-        int sc = kvs_capture_stream_capture_cbid(driver, cbid);
+        /* stream captures are counted by the driver's calls alone (the
+         * runtime's make them; inside a window both have a callback) */
+        int sc = driver ? kvs_capture_stream_capture_cbid(driver, cbid) : -1;
         if (sc == 1 && cd->callbackSite == CUPTI_API_EXIT && cd->functionReturnValue &&
             *(const int *)cd->functionReturnValue == 0) /* cudaSuccess, CUDA_SUCCESS */
             kvs_capture_stream_capture(1);
@@ -317,9 +316,23 @@ static enum kvs_status enable_kinds(struct kvs_trace *t)
             t->kinds_on |= k_apis[d].all_bit;
         want &= ~k_apis[d].all_bit; /* enabled already, or refused */
     }
+    /* ops hand CUPTI their External id only where CUPTI records API calls:
+     * known before the kinds below are enabled (runtime-all and driver-all
+     * are among them) */
+    t->ext_by_cupti = 0;
+    for (int d = 0; d < 2; d++)
+        t->ext_by_cupti |= (t->kinds_on & k_apis[d].all_bit) || (want & k_apis[d].all_bit) ||
+                           ((t->kinds_on & k_apis[d].bit) && !t->api_by_callback[d]);
     for (size_t i = 0; i < sizeof k_kinds / sizeof k_kinds[0]; i++) {
         if (!(want & k_kinds[i].bit))
             continue;
+        if (k_kinds[i].bit == KVS_TRACE_EXTERNAL_CORRELATION && !t->ext_by_cupti) {
+            /* every recorded call carries its op's id from kvscope's own
+             * callback (capture_api.c): CUPTI would make no such record,
+             * and the kind would still be CUPTI work on every API call */
+            t->kinds_on |= k_kinds[i].bit;
+            continue;
+        }
         CUptiResult r = cuptiActivityEnable(k_kinds[i].kind);
         if (r == CUPTI_SUCCESS) {
             t->kinds_on |= k_kinds[i].bit;
@@ -335,11 +348,6 @@ static enum kvs_status enable_kinds(struct kvs_trace *t)
      * trace says so (kvscope.runtime_launches) */
     t->launches_by_driver |=
         (t->kinds_on & KVS_TRACE_RUNTIME) && atomic_load(&t->api_launch_by_driver);
-    /* ops hand CUPTI their External id only where CUPTI records API calls */
-    t->ext_by_cupti = 0;
-    for (int d = 0; d < 2; d++)
-        t->ext_by_cupti |= (t->kinds_on & k_apis[d].all_bit) ||
-                           ((t->kinds_on & k_apis[d].bit) && !t->api_by_callback[d]);
     if (t->kinds_on & KVS_TRACE_SYNC) {
         /* event and stream queries whose work was not done yet are polls,
          * not waits: no record for them (the analysis reads none) */
@@ -352,6 +360,9 @@ static enum kvs_status enable_kinds(struct kvs_trace *t)
         t->kinds_on |= KVS_TRACE_NVTX;
         kvs_annot_set_hooks(&t->hooks);
     }
+    if (atomic_load(&t->watch_profiler))
+        cuptiEnableCallback(1, t->sub, CUPTI_CB_DOMAIN_DRIVER_API,
+                            CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
     t->kinds_recorded |= t->kinds_on;
     atomic_store(&t->running, 1);
     return t->kinds_on ? KVS_STATUS_OK : KVS_STATUS_CUPTI;
@@ -361,6 +372,7 @@ static enum kvs_status enable_kinds(struct kvs_trace *t)
 static void disable_kinds(struct kvs_trace *t)
 {
     atomic_store(&t->running, 0);
+    cuptiEnableCallback(0, t->sub, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
     if (t->kinds_on & KVS_TRACE_NVTX)
         kvs_annot_set_hooks(NULL); /* waits for annotating threads to leave */
     for (size_t i = 0; i < sizeof k_kinds / sizeof k_kinds[0]; i++)
@@ -397,18 +409,14 @@ void kvs_trace_config_init(struct kvs_trace_config *cfg)
  * captures that create them, so that replayed work gets the op and ranges
  * its node was captured under (capture_host.c). Part of every capture that
  * records ops: without these callbacks a graphed program's trace has no
- * shapes. A CUPTI that refuses one loses that context only. */
+ * shapes. A CUPTI that refuses one loses that context only. The captures
+ * are followed through the driver's calls alone (cudaStreamBeginCapture
+ * makes cuStreamBeginCapture_v2): outside a window no runtime call has a
+ * callback, and a callback on one API costs only the calls it is on. */
 static void follow_graphs(struct kvs_trace *t)
 {
     static const CUpti_CallbackId res[] = {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
                                            CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED};
-    static const CUpti_CallbackId rt[] = {
-        CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000,
-        CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000,
-        CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_v12030,
-        CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_ptsz_v12030,
-        CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000,
-        CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000};
     static const CUpti_CallbackId drv[] = {
         CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture,
         CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz,
@@ -421,8 +429,6 @@ static void follow_graphs(struct kvs_trace *t)
     int refused = 0;
     for (size_t i = 0; i < sizeof res / sizeof res[0]; i++)
         refused += cuptiEnableCallback(1, t->sub, CUPTI_CB_DOMAIN_RESOURCE, res[i]) != CUPTI_SUCCESS;
-    for (size_t i = 0; i < sizeof rt / sizeof rt[0]; i++)
-        refused += cuptiEnableCallback(1, t->sub, CUPTI_CB_DOMAIN_RUNTIME_API, rt[i]) != CUPTI_SUCCESS;
     for (size_t i = 0; i < sizeof drv / sizeof drv[0]; i++)
         refused += cuptiEnableCallback(1, t->sub, CUPTI_CB_DOMAIN_DRIVER_API, drv[i]) != CUPTI_SUCCESS;
     if (refused)
@@ -620,17 +626,14 @@ void kvs_capture_on_context(struct kvs_trace *t, void (*fn)(void *), void *user)
     t->on_context = fn;
 }
 
+/* Outside the window the capture waits on one call: the driver's
+ * cuProfilerStart (cudaProfilerStart makes it). cuProfilerStop gets its
+ * callback while the window is open (enable_kinds, disable_kinds). */
 enum kvs_status kvs_capture_follow_profiler_api(struct kvs_trace *t, const char *window_name)
 {
-    const CUpti_CallbackId drv[] = {CUPTI_DRIVER_TRACE_CBID_cuProfilerStart,
-                                    CUPTI_DRIVER_TRACE_CBID_cuProfilerStop};
-    const CUpti_CallbackId rt[] = {CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000,
-                                   CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000};
     t->window = window_name;
-    for (int i = 0; i < 2; i++) {
-        KVS_CUPTI_TRY(&t->lg, cuptiEnableCallback(1, t->sub, CUPTI_CB_DOMAIN_DRIVER_API, drv[i]));
-        KVS_CUPTI_TRY(&t->lg, cuptiEnableCallback(1, t->sub, CUPTI_CB_DOMAIN_RUNTIME_API, rt[i]));
-    }
+    KVS_CUPTI_TRY(&t->lg, cuptiEnableCallback(1, t->sub, CUPTI_CB_DOMAIN_DRIVER_API,
+                                              CUPTI_DRIVER_TRACE_CBID_cuProfilerStart));
     atomic_store(&t->watch_profiler, 1);
     return KVS_STATUS_OK;
 }

@@ -242,9 +242,10 @@ int kvs_capture_api_enable(struct kvs_trace *t, int driver, int on)
             continue;
         if (on && want[cbid] == KVS_API_BY_DRIVER && atomic_load(&t->api_launch_by_driver))
             continue; /* its driver launch is recorded */
-        /* the stream-capture calls keep their callback: graphs are followed
-         * outside the window too (capture.c follow_graphs) */
-        if (!on && kvs_capture_stream_capture_cbid(driver, cbid) >= 0)
+        /* the driver's stream-capture calls keep their callback: graphs are
+         * followed outside the window too (capture.c follow_graphs); the
+         * runtime's make them, so outside a window no runtime call has one */
+        if (!on && driver && kvs_capture_stream_capture_cbid(driver, cbid) >= 0)
             continue;
         refused += cuptiEnableCallback((uint32_t)on, t->sub, dom, cbid) != CUPTI_SUCCESS;
     }

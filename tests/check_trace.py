@@ -85,6 +85,7 @@ def main(path):
                 item.update(bytes=args.get("bytes"))
                 memsets.append(item)
             elif cat in ("cuda_runtime", "cuda_driver"):
+                item.update(correlation=args.get("correlation"))
                 apis.append(item)
         elif ph in ("s", "f"):
             flows[e.get("id")][0 if ph == "s" else 1] += 1
@@ -108,6 +109,7 @@ def main(path):
         "memcpys": memcpys,
         "memsets": memsets,
         "api_calls": len(apis),
+        "apis": apis,
         "kvscope": doc.get("kvscope"),
         "deviceProperties": doc.get("deviceProperties"),
         "distributedInfo": doc.get("distributedInfo"),

@@ -10,6 +10,11 @@
  *   capture_target graph     one step's 6 kernels captured into a CUDA graph on one
  *                            stream before cudaProfilerStart, replayed 3 times inside
  *                            cudaProfilerStart/Stop (ranges step_0..2 around the launches)
+ *   capture_target windows   two cudaProfilerStart/Stop windows: step 0 outside, 1 in
+ *                            the first, 2 outside, 3 in the second, 4 outside
+ *   capture_target graphs    the graph of `graph`, captured before the first of two
+ *                            windows, replayed twice in the first (ranges step_0,
+ *                            step_1), once in the second (step_2)
  *   capture_target driver    one step "step_0": 3 kernels "busy" launched through the
  *                            driver's cuLaunchKernel (as Triton and cuBLAS launch), then
  *                            3 through cudaLaunchKernel
@@ -93,6 +98,34 @@ static void finish_and_exit(void)
     exit(0); /* not a return from main: atexit handlers must still see it */
 }
 
+/* One step's 6 kernels captured into a CUDA graph on one stream (kernels 0
+ * and 3 inside "layer" ranges of domain "app"), instantiated. */
+static cudaGraphExec_t capture_graph(void)
+{
+    busy<<<1, 32, 0, g_s[0]>>>(1000, g_out); /* module loaded before the capture */
+    CK(cudaStreamSynchronize(g_s[0]));
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(g_s[0], cudaStreamCaptureModeThreadLocal));
+    for (int k = 0; k < 6; k++) {
+        nvtxEventAttributes_t a;
+        memset(&a, 0, sizeof a);
+        a.version = NVTX_VERSION;
+        a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+        a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+        a.message.ascii = "layer";
+        if (k == 0 || k == 3)
+            nvtxDomainRangePushEx(g_app, &a);
+        busy<<<2, 32, 0, g_s[0]>>>(50000, g_out);
+        CK(cudaGetLastError());
+        if (k == 0 || k == 3)
+            nvtxDomainRangePop(g_app);
+    }
+    CK(cudaStreamEndCapture(g_s[0], &g));
+    CK(cudaGraphInstantiate(&ge, g, 0)); /* g stays alive, as the program's graphs do */
+    return ge;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "run";
@@ -127,30 +160,25 @@ int main(int argc, char **argv)
         step(4);
         return 0;
     }
-    if (!strcmp(mode, "graph")) {
-        busy<<<1, 32, 0, g_s[0]>>>(1000, g_out); /* module loaded before the capture */
-        CK(cudaStreamSynchronize(g_s[0]));
-        cudaGraph_t g;
-        cudaGraphExec_t ge;
-        CK(cudaStreamBeginCapture(g_s[0], cudaStreamCaptureModeThreadLocal));
-        for (int k = 0; k < 6; k++) {
-            nvtxEventAttributes_t a;
-            memset(&a, 0, sizeof a);
-            a.version = NVTX_VERSION;
-            a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-            a.messageType = NVTX_MESSAGE_TYPE_ASCII;
-            a.message.ascii = "layer";
-            if (k == 0 || k == 3)
-                nvtxDomainRangePushEx(g_app, &a);
-            busy<<<2, 32, 0, g_s[0]>>>(50000, g_out);
-            CK(cudaGetLastError());
-            if (k == 0 || k == 3)
-                nvtxDomainRangePop(g_app);
+    if (!strcmp(mode, "windows")) {
+        for (int i = 0; i < 5; i++) {
+            if (i == 1 || i == 3)
+                CK(cudaProfilerStart());
+            step(i);
+            if (i == 1 || i == 3)
+                CK(cudaProfilerStop());
         }
-        CK(cudaStreamEndCapture(g_s[0], &g));
-        CK(cudaGraphInstantiate(&ge, g, 0));
+        return 0;
+    }
+    if (!strcmp(mode, "graph") || !strcmp(mode, "graphs")) {
+        int two = !strcmp(mode, "graphs");
+        cudaGraphExec_t ge = capture_graph();
         CK(cudaProfilerStart());
         for (int r = 0; r < 3; r++) {
+            if (two && r == 2) { /* the second window */
+                CK(cudaProfilerStop());
+                CK(cudaProfilerStart());
+            }
             char name[32];
             snprintf(name, sizeof name, "step_%d", r);
             nvtxRangePushA(name);
@@ -160,7 +188,6 @@ int main(int argc, char **argv)
         }
         CK(cudaProfilerStop());
         CK(cudaGraphExecDestroy(ge));
-        CK(cudaGraphDestroy(g));
         return 0;
     }
     if (!strcmp(mode, "driver")) {

@@ -13,7 +13,7 @@
 # driver launch it makes), that program again with the runtime's calls only.
 # Checked on the default trace: the trace's "activities" list; every kernel
 # linked by correlation to the launch call that started it; the copies,
-# memsets, synchronize calls and CUPTI sync records, the NVTX ranges and
+# memsets, synchronize calls (CUPTI sync records only with --activities all), the NVTX ranges and
 # their projection onto the GPU all there, as many as with "all"; calls the
 # analysis does not read (cudaGetLastError) left out; and `kvscope report`
 # finds the same steps, groups and findings in both. Exits 77 without a GPU.
@@ -70,7 +70,7 @@ def load(m):
 dd, dby, dnames, dflows = load("default")
 ad, aby, anames, aflows = load("all")
 check(dd["kvscope"].get("activities") == ["kernel", "memcpy", "memset", "runtime", "driver",
-                                           "sync", "extcorr", "overhead", "nvtx"],
+                                           "extcorr", "overhead", "nvtx"],
       "the default trace lists its activities: %s" % dd["kvscope"].get("activities"))
 check(ad["kvscope"].get("activities") == ["kernel", "memcpy", "memset", "runtime-all",
                                            "driver-all", "sync", "extcorr", "overhead", "nvtx"],
@@ -86,10 +86,13 @@ check(len(busy) == 24 and len(linked) == 24,
       "24 kernels, each linked to its launch call: %d of %d" % (len(linked), len(busy)))
 check(dflows >= 32, "a flow for each kernel, copy and memset: %d" % dflows)
 
-# copies, memsets, synchronizations: as many as with every call recorded
-for cat in ("gpu_memcpy", "gpu_memset", "cuda_sync"):
+# copies, memsets: as many as with every call recorded; CUPTI's sync records
+# only with them asked for (the default records the synchronize calls)
+for cat in ("gpu_memcpy", "gpu_memset"):
     check(len(dby[cat]) == len(aby[cat]) and len(dby[cat]) >= 4,
           "%s: %d, with all %d" % (cat, len(dby[cat]), len(aby[cat])))
+check(len(dby["cuda_sync"]) == 0 and len(aby["cuda_sync"]) >= 4,
+      "cuda_sync: none by default (%d), with all %d" % (len(dby["cuda_sync"]), len(aby["cuda_sync"])))
 for nm in ("cudaMemcpyAsync", "cudaMemsetAsync", "cudaDeviceSynchronize"):
     check(dnames[nm] == 4 and anames[nm] == 4,
           "%s recorded: %d (all: %d)" % (nm, dnames[nm], anames[nm]))

@@ -4,7 +4,8 @@
 # complete and valid when the program returns from main, when it calls
 # exit(), when the launcher is sent SIGTERM mid-run, and with
 # --window cudaProfilerStart it holds only the window, and a graph captured
-# before that window keeps its ranges in the replays. Checked with Python's
+# before that window keeps its ranges in the replays, also when replayed in
+# a second window. Checked with Python's
 # json (tests/check_trace.py). Exits 77 without a GPU.
 #   meson test -C build --suite gpu test_capture_inject
 set -u
@@ -121,7 +122,32 @@ ua.count("layer") == 2
 ga.count("layer") == 6 and ga.count("step_1") == 1
 '
 
-# 6. a program that fails to start: its exit code, no trace claimed
+# 6. two windows: both windows' kernels, copies, ranges and their
+#    projections are there, none of the steps outside; every kernel is tied
+#    to one launch call of its own window (one correlation id each)
+"$kvs" capture --window cudaProfilerStart -o "$tmp/wins.json" -- "$target" windows
+expect "two cudaProfilerStart windows" "$tmp/wins.json" '
+len(kern) == 12 and all(k["name"].startswith("busy") for k in kern)
+cats.get("gpu_memcpy") == 2 and cats.get("gpu_memset") == 2
+sorted(set(r for r in ua if r.startswith("step"))) == ["step_1", "step_3"]
+ua.count("layer") == 4 and ga.count("layer") == 4 and ga.count("step_3") == 2
+s["kvscope"]["dropped_records"] == 0 and s["kvscope"]["kernels_without_call"] == 0
+all(sum(a["correlation"] == k["correlation"] for a in s["apis"]) == 1 for k in kern)
+all(0 <= k["ts_ns"] - [a for a in s["apis"] if a["correlation"] == k["correlation"]][0]["ts_ns"] < 50000000 for k in kern)
+'
+
+# 7. a graph captured before the first of two windows, replayed in both:
+#    the replays of the second still find their nodes
+"$kvs" capture --window cudaProfilerStart -o "$tmp/graphs.json" -- "$target" graphs
+expect "graph replayed in two windows" "$tmp/graphs.json" '
+len(kern) == 18
+all(k.get("graph_node", 0) > 0 for k in kern)
+sorted(set(r for r in ua if r.startswith("step"))) == ["step_0", "step_1", "step_2"]
+ga.count("layer") == 6 and ga.count("step_2") == 1
+s["kvscope"]["dropped_records"] == 0 and s["kvscope"]["kernels_without_call"] == 0
+'
+
+# 8. a program that fails to start: its exit code, no trace claimed
 "$kvs" capture -o "$tmp/none.json" -- /nonexistent/program 2>/dev/null
 rc=$?
 [ $rc -eq 127 ] && echo "ok   missing program exits 127" || { echo "FAIL missing program: exit $rc"; fail=1; }

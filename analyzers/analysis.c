@@ -24,8 +24,6 @@
 #include "launch_size.h"
 #include "link.h"
 #include "match.h"
-#include "nsys.h"
-#include "reader.h"
 #include "roofline.h"
 #include "steps.h"
 
@@ -777,37 +775,6 @@ static int count_devices(const struct kvs_trace_data *t, const struct kvs_logger
     return counted ? counted : 1;
 }
 
-/* The input's reader by its content: an Nsight Systems SQLite export
- * (nsys.c), else Chrome-trace JSON (reader.c). *read_st: the reader's
- * outcome; the return value is an error found before any reader ran. */
-static enum kvs_status kvs_read_any(const struct kvs_analyze_input *in, const struct kvs_read_opts *ro,
-                                    struct kvs_trace_data *t, enum kvs_status *read_st)
-{
-    static const char sqlite_magic[16] = "SQLite format 3";
-    if (in->in_memory) {
-        if (in->len >= 16 && !memcmp(in->data, sqlite_magic, 16)) {
-            kvs_log(ro->log, KVS_LOG_ERROR,
-                    "%s: an Nsight Systems / SQLite export is read from its file, not from memory or stdin",
-                    in->path);
-            return KVS_STATUS_UNSUPPORTED;
-        }
-        *read_st = kvs_read_trace_memory(in->data, in->len, in->path, ro, t);
-        return KVS_STATUS_OK;
-    }
-    switch (kvs_nsys_sniff(in->path)) {
-    case KVS_NSYS_REPORT:
-        kvs_log(ro->log, KVS_LOG_ERROR,
-                "%s: an Nsight Systems report is not read directly: export it to SQLite first with "
-                "nsys export --type sqlite --output FILE.sqlite %s, then give FILE.sqlite",
-                in->path, in->path);
-        return KVS_STATUS_UNSUPPORTED;
-    case KVS_NSYS_SQLITE: *read_st = kvs_read_nsys(in->path, ro, t); return KVS_STATUS_OK;
-    case KVS_NSYS_NOT: break;
-    }
-    *read_st = kvs_read_trace(in->path, ro, t);
-    return KVS_STATUS_OK;
-}
-
 /* The options' own errors, said before any input is read; the step regex
  * and the model are checked by kvs_analyze_input as it sets them up. */
 static enum kvs_status options_check(const struct kvs_analysis_options *opt)
@@ -895,7 +862,8 @@ enum kvs_status kvs_analyze_input(const struct kvs_analyze_input *in,
     ro.bufsize = in->read_bufsize;
     ro.source_chunk = in->source_chunk;
     enum kvs_status read_st;
-    if ((st = kvs_read_any(in, &ro, &c.t, &read_st)) != KVS_STATUS_OK)
+    struct kvs_read_input ri = {in->path, in->data, in->len, in->in_memory};
+    if ((st = kvs_read_any(&ri, &ro, &c.t, &read_st)) != KVS_STATUS_OK)
         goto done;
     if (read_st != KVS_STATUS_OK && read_st != KVS_STATUS_TRUNCATED) {
         st = read_st;

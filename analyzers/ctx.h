@@ -2,7 +2,7 @@
  * (link, steps, groups, match, findings) and the result they build.
  *
  * defines: struct kvs_ctx, struct kvs_step_win, struct kvs_group_acc,
- *          struct kvs_result, kvs_arena_*, KVS_NO_OP
+ *          struct kvs_result, KVS_NO_OP
  *
  * Stages run in order in analysis.c; each reads what earlier ones filled
  * and adds its own part. Per-record arrays are indexed like the records in
@@ -12,10 +12,10 @@
 #define KVS_ANALYZERS_CTX_H
 
 #include "kvscope/analysis.h"
+#include "kvscope/reader.h" /* the records, interning, maps, the arena */
 #include "launch_size.h"
 #include "models.h"
 #include "opcost.h"
-#include "records.h"
 #include "shapes.h"
 
 /* what a serving engine's step range says (steps.c) */
@@ -26,17 +26,6 @@ struct kvs_step_desc {
 };
 
 #define KVS_NO_OP UINT32_MAX
-
-/* strings and arrays owned by the result, freed all at once */
-struct kvs_arena {
-    void **blocks;
-    size_t n, cap;
-    bool failed;  /* an allocation returned NULL: the analysis fails with NO_MEMORY at its end */
-};
-void *kvs_arena_alloc(struct kvs_arena *a, size_t size);     /* zeroed; NULL on no memory */
-char *kvs_arena_strdup(struct kvs_arena *a, const char *s);
-char *kvs_arena_printf(struct kvs_arena *a, const char *fmt, ...) KVS_PRINTF(2, 3);
-void kvs_arena_free(struct kvs_arena *a);
 
 struct kvs_step_win {
     int64_t start, end;          /* ns */

@@ -8,7 +8,7 @@
 #include "classify.h"
 #include "launch_size.h"
 #include "shapes.h"
-#include "u64map.h"
+#include "kvscope/reader.h"
 
 #define MAX_DISAGREE 0.05 /* of the checked pairs */
 

@@ -24,7 +24,7 @@
 #define KVS_ANALYZERS_GRAPH_CAPTURE_H
 
 #include "ctx.h"
-#include "reader.h"
+#include "kvscope/reader.h"
 
 /* KVS_STATUS_INVALID_ARGUMENT (logged) when the capture does not align. */
 enum kvs_status kvs_graph_capture_merge(struct kvs_ctx *c, const char *capture,

@@ -8,7 +8,7 @@
 #include "key_acc.h"
 #include "launch_size.h"
 #include "steps.h"
-#include "u64map.h"
+#include "kvscope/reader.h"
 
 /* bytes an activity moves through device memory: a device-to-device copy
  * reads and writes its `bytes`; host<->device copies and memsets touch

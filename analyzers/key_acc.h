@@ -16,8 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "records.h"
-#include "u64map.h"
+#include "kvscope/reader.h"
 
 /* The slot of the accumulator GPU activity g joins, op being the op that
  * launched it (KVS_NO_OP: none): its op's key's entry in of_key

@@ -11,7 +11,7 @@
 #include "match.h"
 #include "opcost.h"
 #include "steps.h"
-#include "u64map.h"
+#include "kvscope/reader.h"
 
 #define READ_RATIO 8          /* the buffer holds at least 8x the active tokens */
 #define READ_MIN_TOKENS 4096  /* an inferred capacity is at least this (match.c's BUFFER_MIN_TOKENS) */

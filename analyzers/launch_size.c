@@ -8,7 +8,7 @@
 
 #include "ctx.h"
 #include "dtypes.h"
-#include "u64map.h"
+#include "kvscope/reader.h"
 
 // ----------------------------------------------------------------------------
 // the name

@@ -6,8 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hash.h"
-#include "intern.h"
+#include "kvscope/reader.h"
 
 struct idx_table {
     uint32_t *slots; /* record index + 1, 0 = empty */

@@ -9,7 +9,7 @@
 #include "findings.h"
 #include "key_acc.h"
 #include "steps.h"
-#include "u64map.h"
+#include "kvscope/reader.h"
 
 static int cmp_op(const void *a, const void *b)
 {

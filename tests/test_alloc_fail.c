@@ -24,7 +24,7 @@
 #include "kvs_test.h"
 #include "kvscope/analysis.h"
 #include "kvscope/analyze_many.h"
-#include "reader.h"
+#include "kvscope/reader.h"
 
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t k, size_t n);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/test_env_reads.sh — the libraries read and write no environment
 # (docs/conventions.md, Environment): no getenv/setenv/putenv/unsetenv call
-# in common/, libtrace/, kernels/, engine/, analyzers/ or reports/, their
+# in common/, libtrace/, kernels/, engine/, reader/, analyzers/ or reports/, their
 # tests and benches aside (programs read the variables they honour and list
 # them in --help). The two documented exceptions are named below.
 #   meson test -C build test_env_reads
@@ -12,9 +12,9 @@ src=${KVS_SOURCE_ROOT:-.}
 # itself (NVTX finds its injection library only through that variable)
 allowed='^(libtrace/inject\.c|libtrace/capture\.c):'
 cd "$src" || exit 99
-[ -d engine ] && [ -d analyzers ] || { echo "FAIL no source tree at $src"; exit 99; }
+[ -d engine ] && [ -d reader ] && [ -d analyzers ] || { echo "FAIL no source tree at $src"; exit 99; }
 hits=$(grep -rnE '\b(secure_getenv|getenv|setenv|putenv|unsetenv|clearenv)[[:space:]]*\(|\benviron\b' \
-           common libtrace kernels engine analyzers reports \
+           common libtrace kernels engine reader analyzers reports \
            --include='*.c' --include='*.h' --include='*.cu' --include='*.cuh' --include='*.cpp' |
        grep -vE '^[^:]*/(tests|bench)/' | grep -vE "$allowed")
 if [ -n "$hits" ]; then

@@ -20,7 +20,7 @@
 #include "kvs_test.h"
 #include "kvscope/analysis.h"
 #include "models.h"
-#include "reader.h"
+#include "kvscope/reader.h"
 #include "reader_impl.h"
 #include "scan.h"
 

@@ -17,7 +17,7 @@
 #include "analyzer_test_util.h"
 #include "kvs_test.h"
 #include "kvscope/analysis.h"
-#include "reader.h"
+#include "kvscope/reader.h"
 
 static enum kvs_status read_with(const char *path, size_t bufsize, struct kvs_trace_data *t,
                                  struct kvs_log_capture *cap)

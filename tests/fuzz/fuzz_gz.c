@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_gz.c — libFuzzer harness for the .gz path
- * (analyzers/source.c: gzip by magic, zlib's streaming inflate, concatenated
+ * (reader/source.c: gzip by magic, zlib's streaming inflate, concatenated
  * members, a stream cut short) under the trace reader.
  *
  *   tests/fuzz/run.sh gz 60
@@ -19,7 +19,7 @@
 #include <zlib.h>
 
 #include "fuzz_common.h"
-#include "reader.h"
+#include "kvscope/reader.h"
 
 static enum kvs_status read_mem(const void *p, size_t n, size_t bufsize, size_t chunk,
                                 struct kvs_trace_data *t, struct fuzz_log *log)

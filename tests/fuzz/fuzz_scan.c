@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_scan.c — libFuzzer harness for the streaming JSON scanner
- * alone (analyzers/scan.c, scan_num.c): a generic walker reads any JSON
+ * alone (reader/scan.c, scan_num.c): a generic walker reads any JSON
  * document through peek/expect/string/number/skip/capture, and the same
  * bytes are walked with a 1 MiB buffer, a 64-byte buffer fed one byte per
  * read, and a 67-byte buffer fed 7 bytes per read. The three walks must

@@ -38,10 +38,6 @@ extern "C" {
 
 struct kvs_hf_config; /* kvscope/hf_config.h */
 
-/* Called now and then while reading (bytes_read of bytes_total; total is 0
- * when unknown, e.g. stdin; for a .gz file both count compressed bytes). */
-typedef void (*kvs_progress_fn)(void *user, uint64_t bytes_read, uint64_t bytes_total);
-
 struct kvs_analysis_options {
     const char *model;       /* config.json path or bundled name (glm5, deepseek-v3, ...); NULL: infer */
     int64_t kv_capacity;     /* KV capacity in tokens; 0: unknown (inferred when possible) */

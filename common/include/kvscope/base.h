@@ -1,7 +1,7 @@
 /* kvscope/base.h — conventions shared by every kvscope module.
  *
  * defines: enum kvs_status, kvs_status_str, struct kvs_logger, kvs_log,
- *          kvs_check_fail, KVS_API, KVS_VERSION
+ *          kvs_check_fail, kvs_progress_fn, KVS_API, KVS_VERSION
  *
  * Every library function that can fail returns enum kvs_status and hands
  * results back through out-parameters. Libraries never print and never exit:
@@ -14,6 +14,7 @@
 #define KVSCOPE_BASE_H
 
 #include <stdarg.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -68,6 +69,11 @@ enum kvs_log_level {
 };
 
 typedef void (*kvs_log_fn)(void *user, enum kvs_log_level level, const char *message);
+
+/* Called now and then while reading (bytes_read of bytes_total; total is 0
+ * when unknown, e.g. stdin; for a .gz file both count compressed bytes): the
+ * reader (kvscope/reader.h) and the analysis (kvscope/analysis.h) take one. */
+typedef void (*kvs_progress_fn)(void *user, uint64_t bytes_read, uint64_t bytes_total);
 
 /* A log sink. Copy it by value into the contexts that log. fn == NULL writes
  * to stderr; messages below min_level are dropped before formatting, so a

@@ -1,11 +1,11 @@
 /* arena.c — allocations owned by an analysis result, freed together (see
- * ctx.h). Private to analyzers/. */
+ * kvscope/reader.h). Private to reader/. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctx.h"
+#include "kvscope/reader.h"
 
 void *kvs_arena_alloc(struct kvs_arena *a, size_t size)
 {

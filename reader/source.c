@@ -1,5 +1,5 @@
 /* source.c — plain, gzip, stdin and in-memory byte sources for the trace scanner.
- * Private to analyzers/; see source.h. */
+ * Private to reader/; see source.h. */
 #include "source.h"
 
 #include <errno.h>

@@ -1,11 +1,10 @@
 /* nsys.c — Nsight Systems SQLite exports: recognising one, opening it
  * read-only, the export's version, the devices its GPU work ran on, and the
  * line that says what was read and what was absent. The rows themselves are
- * nsys_rows.c's. Private to analyzers/; see nsys.h.
+ * nsys_rows.c's. Private to reader/; see nsys_impl.h.
  *
  *   kvscope report profile.sqlite      (nsys export --type sqlite --output profile.sqlite profile.nsys-rep)
  */
-#include "nsys.h"
 
 #include <errno.h>
 #include <fcntl.h>

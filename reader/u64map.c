@@ -1,7 +1,6 @@
-/* u64map.c — see u64map.h. Private to analyzers/. */
-#include "u64map.h"
+/* u64map.c — see kvscope/reader.h. Private to reader/. */
+#include "kvscope/reader.h"
 
-#include "hash.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* reader.c — the document around traceEvents: header fields (small, parsed
  * with cJSON), the events array (event.c), the end of input, truncation.
- * Private to analyzers/; see reader.h. */
-#include "reader.h"
+ * Private to reader/; see kvscope/reader.h. */
+#include "kvscope/reader.h"
 
 #include <cjson/cJSON.h>
 #include <limits.h>

@@ -28,10 +28,10 @@
  * every later call fails fast. Strings that are skipped are not decoded, so
  * bad escapes inside them go unnoticed; strings that are read are decoded
  * (\uXXXX to UTF-8, surrogate pairs joined) and checked.
- * Private to analyzers/.
+ * Private to reader/.
  */
-#ifndef KVS_ANALYZERS_SCAN_H
-#define KVS_ANALYZERS_SCAN_H
+#ifndef KVS_READER_SCAN_H
+#define KVS_READER_SCAN_H
 
 #include <stdbool.h>
 #include <stddef.h>

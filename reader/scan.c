@@ -1,5 +1,5 @@
 /* scan.c — the streaming JSON scanner (see scan.h): buffer refills, strings
- * with escapes, numbers, skipping and capturing values. Private to analyzers/. */
+ * with escapes, numbers, skipping and capturing values. Private to reader/. */
 #include "scan.h"
 
 #include <errno.h>

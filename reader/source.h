@@ -6,10 +6,10 @@
  *
  * gzip is recognised by its magic bytes, not by the file name, so `zcat`-less
  * pipelines (`kvscope report - < trace.json.gz`) work too. Reads are large and
- * unbuffered (the scanner owns the one buffer). Private to analyzers/.
+ * unbuffered (the scanner owns the one buffer). Private to reader/.
  */
-#ifndef KVS_ANALYZERS_SOURCE_H
-#define KVS_ANALYZERS_SOURCE_H
+#ifndef KVS_READER_SOURCE_H
+#define KVS_READER_SOURCE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -13,7 +13,7 @@
  *                                   marks counted, domain names kept for the summary
  *
  * Correlation ids are per process: they are qualified with the process id
- * packed in globalPid / globalTid (bits 24..47). Private to analyzers/.
+ * packed in globalPid / globalTid (bits 24..47). Private to reader/.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,6 @@
-/* intern.c — the string intern table (see intern.h). Private to analyzers/. */
-#include "intern.h"
+/* intern.c — the string intern table (see kvscope/reader.h). Private to reader/. */
+#include "kvscope/reader.h"
 
-#include "hash.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* scan_num.c — numbers for the streaming JSON scanner (see scan.h):
  * validation by the JSON grammar, the integer and fraction digits kept as
  * integers, and exact microsecond -> nanosecond conversion for timestamps.
- * Private to analyzers/. */
+ * Private to reader/. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,9 +1,9 @@
 /* reader_impl.h — state shared by reader.c (the document), event.c (decoding
- * one event) and keep.c (keeping it as records). Private to analyzers/. */
-#ifndef KVS_ANALYZERS_READER_IMPL_H
-#define KVS_ANALYZERS_READER_IMPL_H
+ * one event) and keep.c (keeping it as records). Private to reader/. */
+#ifndef KVS_READER_READER_IMPL_H
+#define KVS_READER_READER_IMPL_H
 
-#include "reader.h"
+#include "kvscope/reader.h"
 #include "scan.h"
 
 /* An event resolved to interned ids: what 'X' events, and 'B'/'E' pairs

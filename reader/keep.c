@@ -1,7 +1,7 @@
 /* keep.c — turn a decoded event into retained records: intern its strings,
  * resolve its thread, pair 'B'/'E' events per thread, and append ops,
  * runtime calls, GPU activities and ranges to struct kvs_trace_data.
- * Private to analyzers/; event.c decodes, this keeps. */
+ * Private to reader/; event.c decodes, this keeps. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,6 @@
-/* hash.c — the seed of the analyzers' tables (see hash.h). Private to
- * analyzers/. */
-#include "hash.h"
+/* hash.c — the seed of the seeded tables (see kvscope/reader.h). Private to
+ * reader/. */
+#include "kvscope/reader.h"
 
 #include <time.h>
 #include <unistd.h>

@@ -4,7 +4,7 @@
  * nobody reads (Concrete Inputs, strides, kernel occupancy, flow ids, ...)
  * are skipped without being decoded. Spans are stored as offsets from the
  * scanner's mark (set at the event's '{'), because a refill may move the
- * buffer while the event is being read. Private to analyzers/.
+ * buffer while the event is being read. Private to reader/.
  */
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,0 +1,361 @@
+/* kvscope/reader.h — reading traces: bytes in, typed records out, no analysis.
+ *
+ * defines: struct kvs_trace_data (struct kvs_op_rec, kvs_rt_rec, kvs_gpu_rec,
+ *          kvs_range_rec, kvs_opkey, kvs_engine_rec), kvs_trace_data_init,
+ *          kvs_trace_data_free, kvs_op_name, kvs_op_shape, KVS_VEC_PUSH,
+ *          kvs_vec_grow, enum kvs_gpu_kind, KVS_MAX_DEVICES;
+ *          struct kvs_read_opts, struct kvs_read_input, kvs_read_any,
+ *          kvs_read_trace, kvs_read_trace_memory;
+ *          struct kvs_intern, kvs_intern_init, kvs_intern_free, kvs_intern_id,
+ *          kvs_intern_str, kvs_intern_len, kvs_intern_count, KVS_INTERN_NONE;
+ *          struct kvs_u64map, kvs_u64map_get, kvs_u64map_put, kvs_u64map_free,
+ *          kvs_pair_key; kvs_hash_seed, kvs_hash_fmix, kvs_hash_u64,
+ *          kvs_hash_bytes; struct kvs_arena, kvs_arena_alloc,
+ *          kvs_arena_strdup, kvs_arena_printf, kvs_arena_free
+ *
+ * The reader streams a trace once — Chrome-trace JSON (plain, gzip, or "-"
+ * for stdin, through the streaming scanner in reader/scan.c), or an Nsight
+ * Systems SQLite export — and keeps compact fixed-size records (interned
+ * strings, integer nanoseconds) and the header facts. Memory is proportional
+ * to the number of retained records (ops, runtime calls, GPU activities,
+ * annotation ranges), never to the file size: event types nobody analyses
+ * ([memory] instants, flows, metadata, counters) are counted and dropped.
+ * The limits on hostile input are in docs/reliability.md.
+ *
+ * The tables the records are built with (interning, the u64 map, the seeded
+ * hashes, the arena) are here too: the analysis (analyzers/) reads records
+ * through them and builds its own. One thread per kvs_trace_data: nothing
+ * here is shared between threads, and the reader keeps no global state.
+ */
+#ifndef KVSCOPE_READER_H
+#define KVSCOPE_READER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kvscope/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------
+ * interning: each distinct string stored once, named by a 32-bit id. Kernel
+ * names (hundreds of bytes, thousands of launches) and op shapes cost 4 bytes
+ * per retained record this way. Id 0 is the empty string. Strings are
+ * NUL-terminated copies that live until kvs_intern_free(). */
+
+#define KVS_INTERN_NONE UINT32_MAX /* returned when memory ran out */
+
+struct kvs_intern_ent {
+    const char *s;
+    uint32_t len;
+    uint32_t hash;
+};
+
+struct kvs_intern {
+    struct kvs_intern_ent *ents;
+    uint32_t n, cap;
+    uint32_t *slots;       /* id + 1, 0 = empty; open addressing */
+    uint32_t nslots;       /* power of two */
+    char **chunks;         /* string storage */
+    size_t nchunks, chunks_cap;
+    size_t used, avail;    /* in the last chunk */
+    size_t bytes;          /* total string bytes, for memory accounting */
+    uint64_t seed;         /* of the hash of every byte (hash.h) */
+};
+
+int kvs_intern_init(struct kvs_intern *in); /* 0 or -1 (no memory) */
+void kvs_intern_free(struct kvs_intern *in);
+
+/* The id of s[0..len), adding it if new; KVS_INTERN_NONE on no memory. */
+uint32_t kvs_intern_id(struct kvs_intern *in, const char *s, size_t len);
+
+static inline const char *kvs_intern_str(const struct kvs_intern *in, uint32_t id)
+{
+    return in->ents[id].s;
+}
+static inline uint32_t kvs_intern_len(const struct kvs_intern *in, uint32_t id)
+{
+    return in->ents[id].len;
+}
+static inline uint32_t kvs_intern_count(const struct kvs_intern *in) { return in->n; }
+
+/* ---------------------------------------------------------------------------
+ * an open-addressing map from 64-bit keys to 32-bit values, for the places
+ * that key by an id pair (op name + shape, group + kernel). Values are stored
+ * + 1 so that 0 marks an empty slot. Keys are hashed with a seed of the
+ * map's own: crafted keys cannot choose to collide. */
+
+struct kvs_u64map {
+    uint64_t *keys;
+    uint32_t *vals; /* value + 1, 0 = empty */
+    size_t cap, n;  /* cap: a power of two */
+    uint64_t seed;  /* drawn when the first slots are made (hash.h) */
+};
+
+/* The value slot of key (holding value + 1), or NULL when absent. */
+uint32_t *kvs_u64map_get(const struct kvs_u64map *m, uint64_t key);
+
+/* The value slot of key, inserted (holding 0 + 1) when new: *added says so.
+ * NULL when memory ran out. */
+uint32_t *kvs_u64map_put(struct kvs_u64map *m, uint64_t key, bool *added);
+
+void kvs_u64map_free(struct kvs_u64map *m);
+
+static inline uint64_t kvs_pair_key(uint32_t hi, uint32_t lo)
+{
+    return ((uint64_t)hi << 32) | lo;
+}
+
+/* ---------------------------------------------------------------------------
+ * the seeded hashes every table uses (interning, the u64 map, the analysis's
+ * id tables), so that a table's cost does not depend on the values a trace
+ * chooses: ids and names crafted to collide under a fixed function (an
+ * invertible multiply, a hash of a sample of the bytes) made linking and
+ * interning quadratic. Each table draws its own seed when it is made;
+ * results never depend on it (tables are only looked up, never walked in
+ * slot order). */
+
+/* A fresh seed from the system's entropy (getentropy), else from the clock
+ * and addresses; never fails. */
+uint64_t kvs_hash_seed(void);
+
+/* murmur3's finaliser: every input bit reaches every output bit */
+static inline uint64_t kvs_hash_fmix(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    return h;
+}
+
+/* A 64-bit key; use any bits of the result. */
+static inline uint64_t kvs_hash_u64(uint64_t k, uint64_t seed)
+{
+    return kvs_hash_fmix(k ^ seed);
+}
+
+/* All n bytes, each 8-byte word mixed into the state in turn: with the
+ * seed unknown, no choice of bytes lines two strings up. */
+static inline uint64_t kvs_hash_bytes(const void *data, size_t n, uint64_t seed)
+{
+    const unsigned char *p = (const unsigned char *)data;
+    uint64_t h = seed ^ ((uint64_t)n * 0x9E3779B97F4A7C15ull);
+    for (; n >= 8; p += 8, n -= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = kvs_hash_fmix(h ^ w);
+    }
+    uint64_t tail = 0;
+    memcpy(&tail, p, n);
+    return kvs_hash_fmix(h ^ tail ^ ((uint64_t)n << 56));
+}
+
+/* ---------------------------------------------------------------------------
+ * an arena: allocations freed together (an analysis result's strings and
+ * arrays) */
+
+struct kvs_arena {
+    void **blocks;
+    size_t n, cap;
+    bool failed;  /* an allocation returned NULL: the owner fails with NO_MEMORY at its end */
+};
+void *kvs_arena_alloc(struct kvs_arena *a, size_t size);     /* zeroed; NULL on no memory */
+char *kvs_arena_strdup(struct kvs_arena *a, const char *s);
+char *kvs_arena_printf(struct kvs_arena *a, const char *fmt, ...) KVS_PRINTF(2, 3);
+void kvs_arena_free(struct kvs_arena *a);
+
+/* ---------------------------------------------------------------------------
+ * the records: what the reader keeps of a trace */
+
+/* What distinguishes op calls for grouping: the name and the recorded shapes.
+ * Decode loops repeat a few thousand of these, so ops point to them. */
+struct kvs_opkey {
+    uint32_t name;         /* interned op name */
+    uint32_t shape;        /* interned "<Input Dims>\x1f<Input type>" raw text, 0 when none */
+};
+
+/* A cpu_op (PyTorch operator or kvscope annotated op): 32 bytes. */
+struct kvs_op_rec {
+    int64_t ts, dur;       /* ns on the trace clock */
+    int64_t ext;           /* External id, 0 when none */
+    uint32_t key;          /* index into kvs_trace_data.opkeys */
+    uint32_t thread : 31;  /* dense thread id (kvs_trace_data.threads) */
+    uint32_t captured : 1; /* recorded while a CUDA graph was captured: its work ran in the
+                            * replays, each given a copy of it (link.c); not a call itself */
+};
+
+/* A CUDA/HIP runtime or driver call: the CPU side of a launch. */
+struct kvs_rt_rec {
+    int64_t ts;
+    int64_t dur;           /* how long the CPU spent in the call (a blocking call's wait) */
+    int64_t corr;          /* correlation id */
+    int64_t ext;           /* External id when the call carries one, else 0 */
+    uint32_t thread;
+    uint32_t name;         /* interned call name ("cudaStreamSynchronize", ...) */
+    uint32_t graph_launch : 1;  /* cudaGraphLaunch / cuGraphLaunch / hipGraphLaunch */
+    uint32_t kernel_launch : 1; /* cudaLaunchKernel[ExC], cuLaunchKernel[Ex], hipLaunchKernel, ... */
+};
+
+enum kvs_gpu_kind { KVS_GPU_KERNEL = 0, KVS_GPU_MEMCPY, KVS_GPU_MEMSET };
+
+/* A kernel, memcpy or memset that ran on a device. */
+struct kvs_gpu_rec {
+    int64_t ts, dur;
+    int64_t ext;           /* 0 when none */
+    int64_t corr;          /* 0 when none */
+    int64_t bytes;         /* memcpy/memset bytes, else 0 */
+    uint32_t name;
+    int32_t device;
+    int32_t stream;
+    uint8_t kind;          /* enum kvs_gpu_kind */
+    uint8_t graph_node;    /* 1: args "graph node id" (kvscope's and Kineto's traces): a
+                            * CUDA graph replayed it */
+    int32_t block_threads; /* kernels: block x*y*z from args "block", 0 when not recorded */
+    int64_t grid_blocks;   /* kernels: grid x*y*z from args "grid", 0 when not recorded */
+};
+
+/* A CPU-side range that may delimit steps: user_annotation (NVTX) events,
+ * and cpu_op events whose name looks like a step. */
+struct kvs_range_rec {
+    int64_t ts, dur;
+    uint32_t name;
+    uint32_t thread;
+};
+
+#define KVS_MAX_DEVICES 64
+
+/* The "kvscope.engine" object as read (kvs_engine_info without the
+ * analysis's string storage). */
+struct kvs_engine_rec {
+    bool present;
+    char config[64], kv_path[64];
+    int64_t batch, context, kv_capacity, layers, tp, steps;
+    int graph;
+    double bytes_per_step, weight_bytes_per_step, kv_bytes_per_step, copy_gbps, step_ms;
+};
+
+struct kvs_trace_data {
+    struct kvs_intern strings;    /* names, shapes */
+    struct kvs_intern threads;    /* "pid\x1ftid" -> dense thread id */
+
+    struct kvs_op_rec *ops;
+    size_t nops, ops_cap;
+    bool ops_ext_sorted;          /* every op has an External id, strictly rising in file order */
+    struct kvs_opkey *opkeys;
+    size_t nopkeys, opkeys_cap;
+    struct kvs_u64map opkey_map;  /* (name, shape) -> opkeys index */
+    struct kvs_rt_rec *rts;
+    size_t nrts, rts_cap;
+    struct kvs_gpu_rec *gpus;
+    size_t ngpus, gpus_cap;
+    struct kvs_range_rec *ranges;
+    size_t nranges, ranges_cap;
+
+    /* counts */
+    uint64_t bytes;               /* uncompressed JSON bytes read */
+    uint64_t events;              /* traceEvents entries read completely */
+    uint64_t n_ops, n_kernels, n_memcpys, n_memsets, n_runtime;
+    uint64_t unmatched_end;       /* 'E' events without a 'B' */
+    uint64_t shapes_cut;          /* ops whose dims + types were over KVS_READ_MAX_SHAPE */
+    bool truncated;
+
+    /* header facts */
+    struct kvs_engine_rec engine; /* the "kvscope.engine" object */
+    bool has_kvscope_meta;
+    bool has_kineto_meta;         /* schemaVersion / deviceProperties / traceName */
+    bool with_stack;              /* "with_stack": 1/true (the profiler recorded Python stacks) */
+    bool from_nsys;               /* read from an Nsight Systems SQLite export (nsys.c) */
+    uint64_t dropped_records;
+    int rank, world_size;         /* -1 / 0 when not recorded */
+    char *device_names[KVS_MAX_DEVICES]; /* by device id (deviceProperties "id") */
+};
+
+/* Zero *t and give it its tables (no rank, ops assumed sorted until one is
+ * not); false when memory ran out. Readers (reader.c, nsys.c) start here. */
+bool kvs_trace_data_init(struct kvs_trace_data *t);
+void kvs_trace_data_free(struct kvs_trace_data *t);
+
+static inline uint32_t kvs_op_name(const struct kvs_trace_data *t, const struct kvs_op_rec *o)
+{
+    return t->opkeys[o->key].name;
+}
+static inline uint32_t kvs_op_shape(const struct kvs_trace_data *t, const struct kvs_op_rec *o)
+{
+    return t->opkeys[o->key].shape;
+}
+
+/* Append one element to a growable array (grows by 1.5x; big blocks grow in
+ * place through mremap). Evaluates to 0, or -1 when memory ran out. */
+int kvs_vec_grow(void **arr, size_t *cap, size_t elem, size_t need);
+#define KVS_VEC_PUSH(arr, n, cap, val)                                                            \
+    (((n) < (cap) || kvs_vec_grow((void **)&(arr), &(cap), sizeof *(arr), (n) + 1) == 0)         \
+         ? ((arr)[(n)++] = (val), 0)                                                              \
+         : -1)
+
+/* ---------------------------------------------------------------------------
+ * reading. Chrome-trace JSON: header fields (deviceProperties,
+ * distributedInfo, the kvscope metadata) are small and parsed with cJSON;
+ * the traceEvents array is decoded event by event into struct
+ * kvs_trace_data without ever holding the document. Accepts the JSON Object
+ * Format ({"traceEvents": [...], ...} with the header before or after the
+ * events) and the JSON Array Format ([...]). An Nsight Systems SQLite export
+ * (nsys export --type sqlite) is opened read-only and immutable, its tables
+ * stepped together in start order into the same records (docs/analysis.md
+ * says how). */
+
+struct kvs_read_opts {
+    const struct kvs_logger *log;
+    kvs_progress_fn progress;
+    void *progress_user;
+    /* does a cpu_op with this name delimit steps? asked once per distinct
+     * name; NULL: names starting with "ProfilerStep#" */
+    bool (*is_step_name)(void *user, const char *name);
+    void *step_user;
+    size_t bufsize;                /* scanner buffer; 0: default */
+    size_t source_chunk;           /* in-memory input: raw bytes per read; 0: default */
+};
+
+/* Fill *t (zeroed by the caller; freed by the caller with
+ * kvs_trace_data_free() whatever the outcome).
+ * KVS_STATUS_OK; KVS_STATUS_TRUNCATED: the input ended inside the document,
+ * *t holds every complete event before the cut (t->truncated); other
+ * statuses: the error was logged (malformed JSON: byte offset and what was
+ * expected). */
+enum kvs_status kvs_read_trace(const char *path, const struct kvs_read_opts *opt,
+                               struct kvs_trace_data *t);
+
+/* The same over data[0..len) in memory (plain JSON or gzip, by magic);
+ * name is for messages ("(memory)" when NULL). */
+enum kvs_status kvs_read_trace_memory(const void *data, size_t len, const char *name,
+                                      const struct kvs_read_opts *opt, struct kvs_trace_data *t);
+
+/* One input: a file (path; "-" reads stdin) or bytes in memory (path names
+ * them in messages). */
+struct kvs_read_input {
+    const char *path;
+    const void *data;              /* in memory: data[0..len) */
+    size_t len;
+    bool in_memory;
+};
+
+/* Read an input by its content: an Nsight Systems SQLite export (from a file
+ * only), a report it cannot read (.nsys-rep: the message says how to export
+ * it), else Chrome-trace JSON. *read_st: the reader's outcome, as
+ * kvs_read_trace's; the return value is an error found before any reader
+ * ran (KVS_STATUS_UNSUPPORTED, logged), KVS_STATUS_OK otherwise. *t as for
+ * kvs_read_trace. */
+enum kvs_status kvs_read_any(const struct kvs_read_input *in, const struct kvs_read_opts *opt,
+                             struct kvs_trace_data *t, enum kvs_status *read_st);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -40,19 +40,6 @@ void kvs_analysis_options_init(struct kvs_analysis_options *opt)
     opt->log = kvs_logger_stderr();
 }
 
-const char *kvs_category_name(enum kvs_category cat)
-{
-    switch (cat) {
-    case KVS_CAT_COPY_CAST: return "copy/cast";
-    case KVS_CAT_GEMM: return "GEMM";
-    case KVS_CAT_ATTENTION: return "attention";
-    case KVS_CAT_COMM: return "communication";
-    case KVS_CAT_OTHER: return "other";
-    case KVS_CAT_COUNT_: break;
-    }
-    return "unknown";
-}
-
 void kvs_analysis_free(struct kvs_analysis *a)
 {
     if (!a)

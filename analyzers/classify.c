@@ -24,6 +24,19 @@ static bool has(const char *s, const char *needle)
     return false;
 }
 
+const char *kvs_category_name(enum kvs_category cat)
+{
+    switch (cat) {
+    case KVS_CAT_COPY_CAST: return "copy/cast";
+    case KVS_CAT_GEMM: return "GEMM";
+    case KVS_CAT_ATTENTION: return "attention";
+    case KVS_CAT_COMM: return "communication";
+    case KVS_CAT_OTHER: return "other";
+    case KVS_CAT_COUNT_: break;
+    }
+    return "unknown";
+}
+
 static bool ends_before(const char *s, const char *p, const char *word)
 {
     size_t n = strlen(word);

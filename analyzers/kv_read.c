@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "classify.h"
-#include "findings.h"
+#include "group_figs.h"
 #include "match.h"
 #include "opcost.h"
 #include "steps.h"

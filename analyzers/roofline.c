@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "findings.h"
+#include "group_figs.h"
 #include "key_acc.h"
 #include "steps.h"
 #include "kvscope/reader.h"

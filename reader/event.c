@@ -6,7 +6,6 @@
  * scanner's mark (set at the event's '{'), because a refill may move the
  * buffer while the event is being read. Private to reader/.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,20 +112,6 @@ static bool capture_span(struct kvs_scan *s, struct kvs_span *sp, bool *has)
     sp->len = (uint32_t)len;
     *has = true;
     return true;
-}
-
-bool kvs_reader_limit_at(struct kvs_scan *s, const char *at, const char *fmt, ...)
-{
-    char msg[160];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    char *p = s->p;
-    s->p = (char *)at;
-    kvs_scan_fail(s, KVS_STATUS_LIMIT, "%s", msg);
-    s->p = p;
-    return false;
 }
 
 /* Input Dims: no flat list (a tensor's dims) longer than KVS_READ_MAX_RANK.

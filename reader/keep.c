@@ -2,11 +2,26 @@
  * resolve its thread, pair 'B'/'E' events per thread, and append ops,
  * runtime calls, GPU activities and ranges to struct kvs_trace_data.
  * Private to reader/; event.c decodes, this keeps. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "reader_impl.h"
+
+bool kvs_reader_limit_at(struct kvs_scan *s, const char *at, const char *fmt, ...)
+{
+    char msg[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    char *p = s->p;
+    s->p = (char *)at;
+    kvs_scan_fail(s, KVS_STATUS_LIMIT, "%s", msg);
+    s->p = p;
+    return false;
+}
 
 // ----------------------------------------------------------------------------
 // keeping

@@ -16,36 +16,6 @@
  * engine's, and is skipped unparsed */
 #define KVS_ENGINE_META_MAX ((size_t)4096)
 
-int kvs_vec_grow(void **arr, size_t *cap, size_t elem, size_t need)
-{
-    size_t nc = *cap ? *cap + *cap / 2 : 1024;
-    if (nc < need)
-        nc = need;
-    if (nc > SIZE_MAX / elem)
-        return -1;
-    void *p = realloc(*arr, nc * elem);
-    if (!p)
-        return -1;
-    *arr = p;
-    *cap = nc;
-    return 0;
-}
-
-void kvs_trace_data_free(struct kvs_trace_data *t)
-{
-    kvs_intern_free(&t->strings);
-    kvs_intern_free(&t->threads);
-    free(t->ops);
-    free(t->opkeys);
-    kvs_u64map_free(&t->opkey_map);
-    free(t->rts);
-    free(t->gpus);
-    free(t->ranges);
-    for (int i = 0; i < KVS_MAX_DEVICES; i++)
-        free(t->device_names[i]);
-    memset(t, 0, sizeof *t);
-}
-
 // ----------------------------------------------------------------------------
 // header fields
 
@@ -424,14 +394,6 @@ static enum kvs_status read_source(struct kvs_source *src, uint64_t total_bytes,
     kvs_scan_free(&r.scan);
     kvs_source_close(r.src);
     return st;
-}
-
-bool kvs_trace_data_init(struct kvs_trace_data *t)
-{
-    memset(t, 0, sizeof *t);
-    t->rank = -1;
-    t->ops_ext_sorted = true;
-    return kvs_intern_init(&t->strings) == 0 && kvs_intern_init(&t->threads) == 0;
 }
 
 enum kvs_status kvs_read_trace(const char *path, const struct kvs_read_opts *opt,

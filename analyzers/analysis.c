@@ -5,6 +5,7 @@
  *   kvs_analyze_file("trace.json.gz", &opt, &a); ... kvs_analysis_free(a);
  */
 #include "kvscope/analysis.h"
+#include "kvscope/rank_summary.h"
 #include "kvscope/units.h" /* kvs_finite_or0 */
 
 #include <math.h>
@@ -17,6 +18,7 @@
 #include "ctx.h"
 #include "devices.h"
 #include "dtypes.h"
+#include "analysis_impl.h"
 #include "analyze_input.h"
 #include "findings.h"
 #include "graph_capture.h"
@@ -27,12 +29,6 @@
 #include "roofline.h"
 #include "steps.h"
 
-/* the public struct first, so that kvs_analysis_free can find the rest */
-struct kvs_analysis_impl {
-    struct kvs_analysis pub;
-    struct kvs_arena arena;
-    struct kvs_intern strings; /* names the result points into */
-};
 
 void kvs_analysis_options_init(struct kvs_analysis_options *opt)
 {
@@ -496,6 +492,8 @@ static enum kvs_status build_steps(struct kvs_ctx *c, struct kvs_analysis_impl *
         st[i].gpu_busy_ms = c->step_busy_ns[i] / 1e6;
         st[i].comm_busy_ms = c->step_comm_ns[i] / 1e6;
         st[i].compute_busy_ms = c->step_compute_ns[i] / 1e6;
+        st[i].exposed_comm_ms = fmax(0, st[i].gpu_busy_ms - st[i].compute_busy_ms);
+        st[i].end_us = st[i].start_us + st[i].time_ms * 1e3;
         comm += st[i].comm_busy_ms;
         compute += st[i].compute_busy_ms;
         st[i].busy_fraction = st[i].time_ms > 0 ? busy_share(st[i].gpu_busy_ms, st[i].time_ms, c->ndevices) : 0;
@@ -585,11 +583,26 @@ static enum kvs_status build_collectives(struct kvs_ctx *c, struct kvs_analysis_
         if (c->gpu_cat[i] != KVS_CAT_COMM || c->gpu_step[i] < 0)
             continue;
         v[n++] = (struct kvs_collective){c->gpu_step[i], kvs_intern_str(&impl->strings, g->name),
-                                         (double)g->ts / 1e3, (double)g->dur / 1e6};
+                                         (double)g->ts / 1e3, (double)g->dur / 1e6, 0};
     }
     qsort(v, n, sizeof *v, cmp_collective);
+    /* their distinct names (a few: one a kind of collective), first use first */
+    const char **names = kvs_arena_alloc(&impl->arena, n * sizeof *names);
+    if (!names)
+        return KVS_STATUS_NO_MEMORY;
+    size_t nn = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = 0;
+        while (k < nn && names[k] != v[i].name) /* interned: one pointer a name */
+            k++;
+        if (k == nn)
+            names[nn++] = v[i].name;
+        v[i].name_index = (int32_t)k;
+    }
     impl->pub.collectives = v;
     impl->pub.ncollective = n;
+    impl->pub.collective_names = names;
+    impl->pub.ncollective_name = nn;
     return KVS_STATUS_OK;
 }
 
@@ -860,6 +873,16 @@ enum kvs_status kvs_analyze_input(const struct kvs_analyze_input *in,
         st = KVS_STATUS_EMPTY;
         if (c.t.from_nsys) /* the nsys reader said which tables were absent */
             goto done;
+        char schema[64] = "";
+        if (!in->in_memory && kvs_kvscope_doc_sniff(path, schema, sizeof schema) == KVS_STATUS_OK &&
+            schema[0]) {
+            kvs_log(c.log, KVS_LOG_ERROR,
+                    "%s: a kvscope JSON document (%s), not a trace: kvscope report reads a rank's "
+                    "report (kvscope.report/1) as that rank's summary, for the view across ranks; "
+                    "everything else needs the trace",
+                    path, schema);
+            goto done;
+        }
         kvs_log(c.log, KVS_LOG_ERROR,
                 c.t.bytes == 0 ? "%s: the file is empty: no trace to analyse"
                 : read_st == KVS_STATUS_TRUNCATED

@@ -17,6 +17,7 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "kvscope/analyze_many.h"
 #include "analyze_input.h"
+#include "kvscope/rank_summary.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -127,6 +128,19 @@ static void slot_progress(void *user, uint64_t done, uint64_t total)
     pthread_mutex_unlock(&s->pool->lock);
 }
 
+/* One input: a kvscope report read as its rank's summary (reports_ok), else
+ * a trace analysed. */
+static void analyze_one(struct kvs_analyze_job *j, const struct kvs_analysis_options *opt)
+{
+    bool report = false;
+    if (j->reports_ok)
+        kvs_rank_report_sniff(j->path, &report); /* unreadable: the trace reader says why */
+    j->status = report ? kvs_rank_summary_read(j->path, opt, &j->analysis)
+                       : kvs_analyze_file(j->path, opt, &j->analysis);
+    if (j->status != KVS_STATUS_OK && j->status != KVS_STATUS_TRUNCATED)
+        j->analysis = NULL; /* as documented, whatever a failure path left */
+}
+
 /* under the lock: job i is done; deliver what the jobs now at the head hold */
 static void finish(struct pool *p, size_t i)
 {
@@ -144,11 +158,8 @@ static void run_job(struct pool *p, size_t i)
 {
     struct kvs_analyze_job *j = &p->jobs[i];
     struct slot *s = &p->slots[i];
-    if (!s->skip) {
-        j->status = kvs_analyze_file(j->path, &s->opt, &j->analysis);
-        if (j->status != KVS_STATUS_OK && j->status != KVS_STATUS_TRUNCATED)
-            j->analysis = NULL; /* as documented, whatever a failure path left */
-    }
+    if (!s->skip)
+        analyze_one(j, &s->opt);
     pthread_mutex_lock(&p->lock);
     finish(p, i);
     pthread_mutex_unlock(&p->lock);
@@ -249,11 +260,8 @@ enum kvs_status kvs_analyze_many(struct kvs_analyze_job *jobs, size_t n, int job
         free(p.slots);
         free(tid);
         for (size_t i = 0; i < n; i++) {
-            if (skip[i])
-                continue;
-            jobs[i].status = kvs_analyze_file(jobs[i].path, jobs[i].opt, &jobs[i].analysis);
-            if (jobs[i].status != KVS_STATUS_OK && jobs[i].status != KVS_STATUS_TRUNCATED)
-                jobs[i].analysis = NULL;
+            if (!skip[i])
+                analyze_one(&jobs[i], jobs[i].opt);
         }
         free(skip);
         return first_failure(jobs, n);

@@ -51,6 +51,11 @@ static void usage(FILE *out)
             "time and their overlap, which findings each rank has, then gives every\n"
             "rank's own report (json: a kvscope.multirank/1 document).\n"
             "\n"
+            "A kvscope JSON report (kvscope report RANK_TRACE --format json, made anywhere)\n"
+            "stands for its rank: its kvscope.rank/1 summary gives the same view across\n"
+            "ranks as the trace (reports and traces may be mixed; a report is known by its\n"
+            "content, not its name; its own report is not repeated).\n"
+            "\n"
             "options (--name value, or --name=value):\n"
             "  --model CFG          a Hugging Face config.json (a file, a pipe, or a\n"
             "                       checkpoint folder holding one), or a bundled model:\n"
@@ -325,7 +330,7 @@ int kvs_cmd_report(int argc, char **argv)
             jopt[i].log.fn = log_naming_trace;
             jopt[i].log.user = &tc[i];
         }
-        job[i] = (struct kvs_analyze_job){.path = traces[i], .opt = &jopt[i]};
+        job[i] = (struct kvs_analyze_job){.path = traces[i], .opt = &jopt[i], .reports_ok = true};
     }
     kvs_analyze_many(job, (size_t)ntrace, (int)jobs);
     if (prog.shown)
@@ -364,8 +369,12 @@ analysed:
         return rc;
     }
     kvs_hf_config_free(model);
+    /* a rank read from its report has only its summary: the view across ranks */
+    bool from_report = false;
+    for (int i = 0; i < ntrace; i++)
+        from_report = from_report || an[i]->trace.report_path;
     struct kvs_multirank *mr = NULL;
-    if (ntrace > 1 && kvs_multirank((const struct kvs_analysis *const *)an, (size_t)ntrace, &mr) !=
+    if ((ntrace > 1 || from_report) && kvs_multirank((const struct kvs_analysis *const *)an, (size_t)ntrace, &mr) !=
                           KVS_STATUS_OK) {
         fprintf(stderr, "kvscope report: out of memory summarising the ranks\n");
         free_all(an, ntrace);

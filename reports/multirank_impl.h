@@ -3,7 +3,7 @@
  * (kvscope/multirank.h, analyzers/multirank.c) computed, and the one-rank
  * report pieces those pages embed.
  *
- * defines: kvs_mr_table_ranks, kvs_mr_table_findings, kvs_json_write_report,
+ * defines: kvs_mr_table_ranks, kvs_mr_table_findings, kvs_json_write_report, kvs_json_write_rank,
  *          kvs_html_report_body
  */
 #ifndef KVSCOPE_MULTIRANK_IMPL_H
@@ -23,6 +23,8 @@ bool kvs_mr_table_findings(struct kvs_table *t, const struct kvs_multirank *m);
  * (render_json.c; kvs_render_json_report writes it as a whole document). */
 struct kvs_jw;
 void kvs_json_write_report(struct kvs_jw *w, const struct kvs_analysis *a);
+/* a rank's kvscope.rank/1 summary (render_rank.c): the value of the report's "rank" key */
+void kvs_json_write_rank(struct kvs_jw *w, const struct kvs_analysis *a);
 
 /* The HTML report of one analysis from its <h1> to its last table, without
  * the page's head and foot (render_html.c); false when memory ran out. */

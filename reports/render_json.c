@@ -426,6 +426,8 @@ void kvs_json_write_report(struct kvs_jw *w, const struct kvs_analysis *a)
     for (size_t i = 0; a->ops && i < a->nop; i++)
         write_op(w, &a->ops[i]);
     kvs_jw_arr_end(w);
+    kvs_jw_key(w, "rank");
+    kvs_json_write_rank(w, a);
     kvs_jw_obj_end(w);
 }
 

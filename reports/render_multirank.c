@@ -50,6 +50,11 @@ enum kvs_status kvs_render_text_multirank(FILE *out, const struct kvs_multirank 
     for (size_t i = 0; i < m->n; i++) {
         fprintf(out, "  rank %-4d ", m->rows[i].rank);
         kvs_put_text(out, m->rows[i].a->trace.path ? m->rows[i].a->trace.path : "?");
+        if (m->rows[i].a->trace.report_path) {
+            fputs("  (its report: ", out);
+            kvs_put_text(out, m->rows[i].a->trace.report_path);
+            fputc(')', out);
+        }
         fputc('\n', out);
     }
     fprintf(out, "\n%sACROSS RANKS%s\n", B, R);
@@ -69,6 +74,12 @@ enum kvs_status kvs_render_text_multirank(FILE *out, const struct kvs_multirank 
     }
     for (size_t i = 0; i < m->n; i++) {
         fprintf(out, "\n%s==== rank %d ====%s\n", B, m->rows[i].rank, R);
+        if (m->rows[i].a->trace.report_path) {
+            fputs("  read from its kvscope report ", out);
+            kvs_put_text(out, m->rows[i].a->trace.report_path);
+            fputs(" (its kvscope.rank/1 summary): the rank's own report is that file\n", out);
+            continue;
+        }
         enum kvs_status st = kvs_render_text_report(out, m->rows[i].a, opt);
         if (st != KVS_STATUS_OK)
             return st;
@@ -90,6 +101,11 @@ enum kvs_status kvs_render_md_multirank(FILE *out, const struct kvs_multirank *m
     for (size_t i = 0; i < m->n; i++) {
         fprintf(out, "- **rank %d**: ", m->rows[i].rank);
         kvs_put_md(out, m->rows[i].a->trace.path ? m->rows[i].a->trace.path : "?");
+        if (m->rows[i].a->trace.report_path) {
+            fputs(" (its report: ", out);
+            kvs_put_md(out, m->rows[i].a->trace.report_path);
+            fputc(')', out);
+        }
         fputc('\n', out);
     }
     fputs("\n## Across ranks\n\n", out);
@@ -109,6 +125,12 @@ enum kvs_status kvs_render_md_multirank(FILE *out, const struct kvs_multirank *m
     }
     for (size_t i = 0; i < m->n; i++) {
         fprintf(out, "\n---\n\n<!-- rank %d -->\n\n", m->rows[i].rank);
+        if (m->rows[i].a->trace.report_path) {
+            fprintf(out, "Rank %d was read from its kvscope report ", m->rows[i].rank);
+            kvs_put_md(out, m->rows[i].a->trace.report_path);
+            fputs(" (its kvscope.rank/1 summary): the rank's own report is that file.\n", out);
+            continue;
+        }
         enum kvs_status st = kvs_render_md_report(out, m->rows[i].a, opt);
         if (st != KVS_STATUS_OK)
             return st;
@@ -134,7 +156,13 @@ enum kvs_status kvs_render_html_multirank(FILE *out, const struct kvs_multirank 
         fprintf(out, "<dt><a href=\"#rank-%d\">rank %d</a></dt><dd><code>", m->rows[i].rank,
                 m->rows[i].rank);
         kvs_put_html(out, m->rows[i].a->trace.path ? m->rows[i].a->trace.path : "?");
-        fputs("</code></dd>\n", out);
+        fputs("</code>", out);
+        if (m->rows[i].a->trace.report_path) {
+            fputs(" (its report: <code>", out);
+            kvs_put_html(out, m->rows[i].a->trace.report_path);
+            fputs("</code>)", out);
+        }
+        fputs("</dd>\n", out);
     }
     fputs("</dl>\n<h2>Across ranks</h2>\n<ul class=\"verdict\">\n", out);
     kvs_put_html_items(out, m->notes, m->nnote);
@@ -180,7 +208,13 @@ enum kvs_status kvs_render_html_multirank(FILE *out, const struct kvs_multirank 
     }
     for (size_t i = 0; i < m->n; i++) {
         fprintf(out, "<section id=\"rank-%d\">\n<hr>\n", m->rows[i].rank);
-        ok = kvs_html_report_body(out, m->rows[i].a, opt) && ok;
+        if (m->rows[i].a->trace.report_path) {
+            fprintf(out, "<p>Rank %d was read from its kvscope report <code>", m->rows[i].rank);
+            kvs_put_html(out, m->rows[i].a->trace.report_path);
+            fputs("</code> (its kvscope.rank/1 summary): the rank's own report is that file.</p>\n", out);
+        } else {
+            ok = kvs_html_report_body(out, m->rows[i].a, opt) && ok;
+        }
         fputs("</section>\n", out);
     }
     kvs_html_foot(out);
@@ -226,6 +260,8 @@ static void write_row(struct kvs_jw *w, const struct kvs_rank_row *r)
     for (size_t k = 0; r->a->findings && k < r->a->nfinding; k++)
         kvs_jw_str(w, r->a->findings[k].id);
     kvs_jw_arr_end(w);
+    kvs_jw_key(w, "report");
+    kvs_jw_str(w, r->a->trace.report_path);
     kvs_jw_obj_end(w);
 }
 
@@ -351,8 +387,12 @@ enum kvs_status kvs_render_json_multirank(FILE *out, const struct kvs_multirank 
     kvs_jw_obj_end(&w);
     kvs_jw_key(&w, "reports");
     kvs_jw_arr(&w);
-    for (size_t i = 0; i < m->n; i++)
-        kvs_json_write_report(&w, m->rows[i].a);
+    for (size_t i = 0; i < m->n; i++) {
+        if (m->rows[i].a->trace.report_path) /* that file is its report */
+            kvs_jw_null(&w);
+        else
+            kvs_json_write_report(&w, m->rows[i].a);
+    }
     kvs_jw_arr_end(&w);
     kvs_jw_obj_end(&w);
     return KVS_STATUS_OK;

@@ -186,6 +186,7 @@ static void timing(struct kvs_fixture *fx, double mean_ms, double spread)
         struct kvs_step *s = &fx->step[i];
         s->wall_ms = mean_ms + (i - 1.5) * spread;
         s->time_ms = s->wall_ms;
+        s->end_us = s->start_us + s->time_ms * 1e3;
         s->gpu_span_ms = s->wall_ms * 0.9;
         s->gpu_busy_ms = total / 4;
         s->busy_fraction = s->gpu_busy_ms / s->wall_ms;

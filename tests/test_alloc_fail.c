@@ -24,7 +24,9 @@
 #include "kvs_test.h"
 #include "kvscope/analysis.h"
 #include "kvscope/analyze_many.h"
+#include "kvscope/rank_summary.h"
 #include "kvscope/reader.h"
+#include "kvscope/report.h"
 
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t k, size_t n);
@@ -242,6 +244,46 @@ static void test_many(void)
     fail_at = -1;
 }
 
+/* A rank's kvscope.rank/1 summary read back (rank_summary.c): each
+ * allocation failed in turn gives NO_MEMORY, no result, nothing leaked. */
+static void test_rank_summary(void)
+{
+    size_t n;
+    char *data = load("kineto_small.json", false, &n);
+    struct kvs_analysis *a = NULL;
+    fail_at = -1;
+    KVS_REQUIRE(analyze_once(data, n, NULL, &a) == KVS_STATUS_OK);
+    char path[512];
+    kvs_tmp_path(path, sizeof path, ".json");
+    FILE *f = fopen(path, "w");
+    struct kvs_render_options ro = {KVS_FORMAT_JSON, false, 0, {0}};
+    KVS_REQUIRE(f && kvs_render_report(f, a, &ro) == KVS_STATUS_OK);
+    fclose(f);
+    kvs_analysis_free(a);
+    free(data);
+    struct kvs_analysis_options opt;
+    kvs_analysis_options_init(&opt);
+    opt.log = kvs_capture_logger(&cap);
+    allocs = 0;
+    a = NULL;
+    KVS_REQUIRE(kvs_rank_summary_read(path, &opt, &a) == KVS_STATUS_OK && a && a->nstep > 0);
+    long total = allocs;
+    kvs_analysis_free(a);
+    fprintf(stderr, "a rank summary read back: %ld allocations\n", total);
+    for (long k = 0; k < total; k++) {
+        fail_at = k;
+        allocs = 0;
+        failed = false;
+        a = NULL;
+        enum kvs_status st = kvs_rank_summary_read(path, &opt, &a);
+        KVS_CHECK_MSG(failed && st == KVS_STATUS_NO_MEMORY && !a,
+                      "allocation %ld of %ld: status %s, result %p", k, total, kvs_status_str(st), (void *)a);
+        kvs_analysis_free(a);
+    }
+    fail_at = -1;
+    unlink(path);
+}
+
 int main(int argc, char **argv)
 {
     static const struct kvs_test tests[] = {
@@ -252,6 +294,7 @@ int main(int argc, char **argv)
         {"analysis_kineto_model", test_analysis_kineto_model},
         {"analysis_reports_fixture", test_analysis_reports_fixture},
         {"many", test_many},
+        {"rank_summary", test_rank_summary},
         {0},
     };
     return kvs_test_main(argc, argv, tests);

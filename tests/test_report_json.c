@@ -77,7 +77,7 @@ static void test_schema_and_values(void)
     KVS_REQUIRE(root != NULL);
 
     static const char *const top[] = {"schema", "trace", "steps", "groups", "kernels", "findings", "engine", "roofline",
-                                      "ops", NULL};
+                                      "ops", "rank", NULL};
     static const char *const trace[] = {"path",           "bytes",           "events", "device",
                                         "peak_gbps",      "graph_launched", "capture_aligned", "with_stack",
                                         "peak_bf16_tflops", "peak_fp8_tflops", NULL};
@@ -168,6 +168,29 @@ static void test_schema_and_values(void)
         KVS_CHECK(num(cJSON_GetObjectItem(it, "category_ms"), "communication") ==
                   fx.step[i].category_ms[KVS_CAT_COMM]);
     }
+
+    /* kvscope.rank/1: the keys of docs/report-json.md, the figures exactly */
+    static const char *const rank_keys[] = {"schema", "rank", "world_size", "path", "device", "producer",
+                                            "devices", "clock", "steps", "collective_names", "items",
+                                            "findings", NULL};
+    static const char *const rank_item[] = {"index", "start_us", "end_us", "wall_ms", "time_ms",
+                                            "gpu_busy_ms", "compute_ms", "comm_ms", "exposed_comm_ms",
+                                            "category_ms", "collectives", NULL};
+    const cJSON *rk = cJSON_GetObjectItem(root, "rank");
+    KVS_CHECK(keys_are(rk, rank_keys));
+    KVS_CHECK_EQ_STR(str(rk, "schema"), "kvscope.rank/1");
+    KVS_CHECK(num(cJSON_GetObjectItem(rk, "steps"), "gpu_ms_per_step") == fx.a.steps.gpu_ms_per_step);
+    const cJSON *ritems = cJSON_GetObjectItem(rk, "items");
+    KVS_REQUIRE(cJSON_GetArraySize(ritems) == 4);
+    for (int i = 0; i < 4; i++) {
+        const cJSON *it = cJSON_GetArrayItem(ritems, i);
+        KVS_CHECK(keys_are(it, rank_item));
+        KVS_CHECK(num(it, "start_us") == fx.step[i].start_us && num(it, "end_us") == fx.step[i].end_us);
+    }
+    const cJSON *rf = cJSON_GetObjectItem(rk, "findings");
+    KVS_REQUIRE(cJSON_GetArraySize(rf) == (int)fx.a.nfinding);
+    for (size_t i = 0; i < fx.a.nfinding; i++)
+        KVS_CHECK_EQ_STR(str(cJSON_GetArrayItem(rf, (int)i), "id"), fx.a.findings[i].id);
 
     const cJSON *groups = cJSON_GetObjectItem(root, "groups");
     KVS_REQUIRE(cJSON_GetArraySize(groups) == 3);

@@ -121,6 +121,11 @@ struct kvs_trace_info {
     double peak_bf16_tflops;     /* the device's dense BF16/FP16 tensor peak (device table), TFLOP/s;
                                     0 when unknown */
     double peak_fp8_tflops;      /* its dense FP8 tensor peak; 0 when unknown or none */
+    /* The kvscope JSON report this analysis was read from, as its rank's
+     * kvscope.rank/1 summary (kvscope/rank_summary.h): then only what the
+     * view across ranks needs is filled in (trace identity, steps and
+     * their collectives, findings' ids and figures); NULL: read from a trace. */
+    const char *report_path;
 };
 
 /* Below this GPU busy fraction of the step, the CPU issuing work, not the
@@ -181,6 +186,9 @@ struct kvs_step {
     double category_ms[KVS_CAT_COUNT_]; /* GPU time by category of the work it launched */
     double comm_busy_ms;         /* union of communication activity within the step */
     double compute_busy_ms;      /* union of all other activity within the step */
+    double exposed_comm_ms;      /* gpu_busy_ms - compute_busy_ms, not below 0: communication
+                                    with no other GPU work beside it */
+    double end_us;               /* start_us + time_ms: where the step's time ends */
 };
 
 /* The steps of one kind, outliers (kvs_step.outlier) left out of the means. */
@@ -339,6 +347,7 @@ struct kvs_collective {
     const char *name;
     double start_us;             /* trace clock, as kvs_step.start_us */
     double dur_ms;
+    int32_t name_index;          /* name's index in kvs_analysis.collective_names */
 };
 
 enum kvs_severity { KVS_SEV_INFO = 0, KVS_SEV_WARN, KVS_SEV_HIGH };
@@ -388,6 +397,8 @@ struct kvs_analysis {
     size_t nop;
     const struct kvs_op_roofline *ops;   /* every op group against the roofline, by gpu_ms,
                                             descending */
+    size_t ncollective_name;
+    const char *const *collective_names; /* the collectives' distinct names, in order of first use */
 };
 
 /* Analyse one trace. On KVS_STATUS_OK or KVS_STATUS_TRUNCATED (the input

@@ -8,7 +8,8 @@
  *   kvs_analyze_many(jobs, n, kvs_cpu_count());
  *   ... jobs[i].status, jobs[i].analysis ... kvs_analysis_free(jobs[i].analysis);
  *
- * Each input is analysed exactly as kvs_analyze_file() analyses it alone, so
+ * Each input is analysed exactly as kvs_analyze_file() analyses it alone (or,
+ * with reports_ok, read as kvs_rank_summary_read() reads a report), so
  * the results do not depend on `jobs` (tests/test_analyze_many.c,
  * tests/test_jobs.py: reports byte-identical to --jobs 1). Every input is
  * analysed, also after another failed: each job's status says how it went,
@@ -44,6 +45,9 @@ extern "C" {
 struct kvs_analyze_job {
     const char *path;                       /* in: as kvs_analyze_file() takes it ("-": stdin) */
     const struct kvs_analysis_options *opt; /* in: its options (jobs may share one); NULL: defaults */
+    bool reports_ok;                        /* in: a kvscope JSON report at path is read as its
+                                               rank's summary (kvscope/rank_summary.h), a trace
+                                               is analysed */
     struct kvs_analysis *analysis;          /* out: set on KVS_STATUS_OK and KVS_STATUS_TRUNCATED,
                                                else NULL; the caller frees it */
     enum kvs_status status;                 /* out: what kvs_analyze_file() returned for it */

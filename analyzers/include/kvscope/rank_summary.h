@@ -5,8 +5,7 @@
  * as reading the traces (docs/report-json.md, kvscope.rank/1;
  * tests/test_rank_summary.py).
  *
- * defines: kvs_rank_report_sniff, kvs_kvscope_doc_sniff, kvs_rank_summary_read,
- *          KVS_RANK_REPORT_MAX_BYTES
+ * defines: kvs_rank_report_sniff, kvs_rank_summary_read, KVS_RANK_REPORT_MAX_BYTES
  *
  *   bool is = false;
  *   kvs_rank_report_sniff("r3.json", &is);
@@ -36,15 +35,11 @@ extern "C" {
 
 /* *is = whether path is a kvscope JSON report: a regular file (plain or
  * gzip) whose JSON object's first key is "schema" naming kvscope.report/1
- * (as kvscope writes it). Pipes, stdin ("-") and other files are never
+ * (as kvscope writes it; kvs_kvscope_doc_sniff, kvscope/reader.h). Pipes,
+ * stdin ("-") and other files are never
  * read (they are traces). KVS_STATUS_OK, or KVS_STATUS_IO when the file
  * cannot be read (then *is is false and the trace reader says why). */
 KVS_API enum kvs_status kvs_rank_report_sniff(const char *path, bool *is);
-
-/* The same test for any kvscope JSON document: its schema ("kvscope.report/1",
- * "kvscope.multirank/1", ...) into schema[0..size), "" when path is not one
- * (or is not a regular file). */
-KVS_API enum kvs_status kvs_kvscope_doc_sniff(const char *path, char *schema, size_t size);
 
 /* Read the kvscope.rank/1 summary of the report at path into a new
  * analysis (free it with kvs_analysis_free). Messages go to opt->log (NULL:

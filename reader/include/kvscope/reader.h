@@ -11,7 +11,8 @@
  *          struct kvs_u64map, kvs_u64map_get, kvs_u64map_put, kvs_u64map_free,
  *          kvs_pair_key; kvs_hash_seed, kvs_hash_fmix, kvs_hash_u64,
  *          kvs_hash_bytes; struct kvs_arena, kvs_arena_alloc,
- *          kvs_arena_strdup, kvs_arena_printf, kvs_arena_free
+ *          kvs_arena_strdup, kvs_arena_printf, kvs_arena_free;
+ *          kvs_kvscope_doc_sniff, kvs_read_kvscope_doc (kvsdoc.c)
  *
  * The reader streams a trace once — Chrome-trace JSON (plain, gzip, or "-"
  * for stdin, through the streaming scanner in reader/scan.c), or an Nsight
@@ -353,6 +354,22 @@ struct kvs_read_input {
  * kvs_read_trace. */
 enum kvs_status kvs_read_any(const struct kvs_read_input *in, const struct kvs_read_opts *opt,
                              struct kvs_trace_data *t, enum kvs_status *read_st);
+
+/* ---------------------------------------------------------------------------
+ * kvscope's own JSON documents as inputs (kvsdoc.c): a rank's report read
+ * back as its summary (analyzers/rank_summary.c) */
+
+/* When path is a regular file (plain or gzip) whose JSON object's first key
+ * is "schema" naming a kvscope document ("kvscope.report/1",
+ * "kvscope.multirank/1", ...: as kvscope writes them), that name into
+ * schema[0..size), else "". Pipes and stdin ("-") are never read (what is
+ * read here could not be read again). KVS_STATUS_IO when it cannot be read. */
+enum kvs_status kvs_kvscope_doc_sniff(const char *path, char *schema, size_t size);
+
+/* The whole text of such a file (decompressed, NUL-terminated; free() it),
+ * at most max bytes (KVS_STATUS_LIMIT beyond), errors logged to lg. */
+enum kvs_status kvs_read_kvscope_doc(const char *path, const struct kvs_logger *lg, size_t max,
+                                     char **text, size_t *len);
 
 #ifdef __cplusplus
 }

@@ -19,19 +19,56 @@
 #define MIN_MS_PER_CALL 0.5     /* fewer: the op is many short launch gaps, gpu_idle's */
 #define INNER_SHARE 0.9         /* a nested name holding this much of the best's time is named instead */
 
-/* one op call's time inside its step */
-struct piece {
-    uint32_t name;
-    int32_t step;
-    int64_t a, b, dur;
-};
-
-static int cmp_piece(const void *x, const void *y)
+/* The op calls host_op_bound counts: a positive duration, not captured, a
+ * piece inside a step (or the trace's GPU span without steps) */
+static bool op_piece(const struct kvs_ctx *c, size_t i, int64_t lo, int64_t hi, int32_t *step,
+                     int64_t *a, int64_t *b)
 {
-    const struct piece *p = x, *q = y;
-    if (p->name != q->name)
-        return p->name < q->name ? -1 : 1;
-    return p->a < q->a ? -1 : p->a > q->a;
+    const struct kvs_trace_data *t = &c->t;
+    const struct kvs_op_rec *o = &t->ops[i];
+    if (o->dur <= 0 || o->captured)
+        return false;
+    *step = kvs_clip_to_step(c, o->ts, o->dur, lo, hi, a, b);
+    return *step >= 0 && *b > *a && kvs_op_name(t, o) < t->strings.n;
+}
+
+/* ops[x] before ops[y]: by start, then file order. A piece's clipped start
+ * is its op's start (inside its step) or the span's start for those before
+ * it: the same order, up to ties, which change no sum below. */
+static bool op_before(const struct kvs_op_rec *ops, uint32_t x, uint32_t y)
+{
+    return ops[x].ts < ops[y].ts || (ops[x].ts == ops[y].ts && x < y);
+}
+
+static void sift_down(const struct kvs_op_rec *ops, uint32_t *v, size_t r, size_t n)
+{
+    for (;;) {
+        size_t ch = 2 * r + 1;
+        if (ch >= n)
+            return;
+        if (ch + 1 < n && op_before(ops, v[ch], v[ch + 1]))
+            ch++;
+        if (!op_before(ops, v[r], v[ch]))
+            return;
+        uint32_t tmp = v[r];
+        v[r] = v[ch];
+        v[ch] = tmp;
+        r = ch;
+    }
+}
+
+/* Heapsort v[0..n) by op_before: in place (qsort's merge sort would copy
+ * the array), and the keys define one order, whichever sort makes it. */
+static void sort_by_start(const struct kvs_op_rec *ops, uint32_t *v, size_t n)
+{
+    for (size_t k = n / 2; k > 0; k--)
+        sift_down(ops, v, k - 1, n);
+    for (size_t end = n; end > 1; end--) {
+        uint32_t tmp = v[0];
+        v[0] = v[end - 1];
+        v[end - 1] = tmp;
+        sift_down(ops, v, 0, end - 1);
+    }
 }
 
 struct name_acc {
@@ -90,14 +127,17 @@ int kvs_host_op_bound(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size
     int64_t *pre = malloc((nu + 1) * sizeof *pre);
     struct name_acc *acc = calloc(t->nopkeys ? t->nopkeys : 1, sizeof *acc); /* by op name, via its key */
     uint32_t *slot = malloc((t->strings.n + 1) * sizeof *slot);
-    /* each op's time clipped to its step (below) */
-    struct piece *pc = malloc((t->nops ? t->nops : 1) * sizeof *pc);
-    if (!u || !pre || !acc || !slot || !pc) {
+    /* the op calls in order of name, then start: 4 bytes a call (a counting
+     * sort by name, then each name's calls by start, usually sorted already) */
+    uint32_t *ord = malloc((t->nops ? t->nops : 1) * sizeof *ord);
+    uint32_t *first = calloc(t->strings.n + 2, sizeof *first); /* by name: where its calls start */
+    if (!u || !pre || !acc || !slot || !ord || !first) {
         free(u);
         free(pre);
         free(acc);
         free(slot);
-        free(pc);
+        free(ord);
+        free(first);
         return -1;
     }
     size_t k = 0;
@@ -111,45 +151,56 @@ int kvs_host_op_bound(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size
     int64_t lo = u[0].a, hi = u[m - 1].b; /* without steps: the trace's GPU span */
     for (size_t i = 0; i <= t->strings.n; i++)
         slot[i] = UINT32_MAX;
-    /* each op's time clipped to its step, then per name the union of those
-     * pieces (overlapping calls of one name, on several threads or a graph
-     * replay's copies of one op sharing its launch, count once) */
-    size_t np = 0;
-    for (size_t i = 0; i < t->nops; i++) {
-        const struct kvs_op_rec *o = &t->ops[i];
-        if (o->dur <= 0 || o->captured)
-            continue;
-        int64_t a, b;
-        int32_t s = kvs_clip_to_step(c, o->ts, o->dur, lo, hi, &a, &b);
-        uint32_t nm = kvs_op_name(t, o);
-        if (s < 0 || b <= a || nm >= t->strings.n)
-            continue;
-        pc[np++] = (struct piece){nm, s, a, b, o->dur};
+    int32_t s;
+    int64_t a, e;
+    for (size_t i = 0; i < t->nops; i++)
+        if (op_piece(c, i, lo, hi, &s, &a, &e))
+            first[kvs_op_name(t, &t->ops[i]) + 1]++;
+    for (size_t nm = 0; nm <= t->strings.n; nm++)
+        first[nm + 1] += first[nm];
+    size_t np = first[t->strings.n];
+    for (size_t i = 0; i < t->nops; i++)
+        if (op_piece(c, i, lo, hi, &s, &a, &e))
+            ord[first[kvs_op_name(t, &t->ops[i])]++] = (uint32_t)i;
+    /* first[nm] is now where the next name's calls start */
+    for (size_t nm = 0, at = 0; nm < t->strings.n; at = first[nm], nm++) {
+        size_t calls = first[nm] - at;
+        for (size_t j = 1; j < calls; j++)
+            if (op_before(t->ops, ord[at + j], ord[at + j - 1])) {
+                sort_by_start(t->ops, ord + at, calls);
+                break;
+            }
     }
-    qsort(pc, np, sizeof *pc, cmp_piece);
+    free(first);
+    /* per name the union of its calls' pieces (overlapping calls of one
+     * name, on several threads or a graph replay's copies of one op sharing
+     * its launch, count once) */
     size_t nacc = 0;
     int64_t end = 0; /* of the current name's union so far */
     for (size_t i = 0; i < np; i++) {
-        uint32_t nm = pc[i].name;
+        const struct kvs_op_rec *o = &t->ops[ord[i]];
+        op_piece(c, ord[i], lo, hi, &s, &a, &e);
+        uint32_t nm = kvs_op_name(t, o);
         if (slot[nm] == UINT32_MAX) {
             slot[nm] = (uint32_t)nacc;
             acc[nacc++] = (struct name_acc){.name = nm, .last_step = -1};
             end = INT64_MIN;
         }
         struct name_acc *x = &acc[slot[nm]];
-        int64_t a = pc[i].a > end ? pc[i].a : end, b = pc[i].b;
-        if (b > a)
-            x->idle += (b - a) - kvs_ival_covered(u, pre, m, a, b);
-        if (b > end)
-            end = b;
-        x->dur += pc[i].dur;
+        if (a < end)
+            a = end;
+        if (e > a)
+            x->idle += (e - a) - kvs_ival_covered(u, pre, m, a, e);
+        if (e > end)
+            end = e;
+        x->dur += o->dur;
         x->calls++;
-        if (x->last_step != pc[i].step) {
+        if (x->last_step != s) {
             x->steps_with++;
-            x->last_step = pc[i].step;
+            x->last_step = s;
         }
     }
-    free(pc);
+    free(ord);
     free(u);
     free(pre);
     free(slot);

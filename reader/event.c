@@ -2,9 +2,12 @@
  *
  * The hot path of the reader: keys are matched by length and bytes, values
  * nobody reads (Concrete Inputs, strides, kernel occupancy, flow ids, ...)
- * are skipped without being decoded. Spans are stored as offsets from the
- * scanner's mark (set at the event's '{'), because a refill may move the
- * buffer while the event is being read. Private to reader/.
+ * are skipped without being decoded, streaming across refills whatever their
+ * size. The fields that are kept are copied out of the scanner's buffer as
+ * they are read (struct kvs_text), so the buffer holds one value at a time,
+ * never the event: an event's memory is what it keeps (Input Dims and Input
+ * type at most KVS_READ_MAX_SHAPE each; larger ones are skipped and counted),
+ * not what it carries. Private to reader/.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,23 +17,46 @@
 
 #define KEY(k, lit) ((k##_len) == sizeof(lit) - 1 && !memcmp((k), (lit), sizeof(lit) - 1))
 
-static bool span_of(struct kvs_scan *s, struct kvs_span *sp)
+/* Copy text[0..n) (valid until the next scanner call) into field f's buffer. */
+static bool keep_text(struct kvs_reader *r, enum kvs_ev_field f, const char *text, size_t n,
+                      struct kvs_text *out)
 {
-    const char *str;
-    size_t len;
-    if (!kvs_scan_string(s, &str, &len))
-        return false;
-    if (len > UINT32_MAX || (size_t)(str - s->mark) > UINT32_MAX)
-        return kvs_scan_fail(s, KVS_STATUS_LIMIT, "an event larger than 4 GiB");
-    sp->off = (uint32_t)(str - s->mark);
-    sp->len = (uint32_t)len;
+    struct kvs_textbuf *b = &r->fields[f];
+    if (n > b->cap) {
+        size_t nc = b->cap * 2 > n ? b->cap * 2 : n < 256 ? 256 : n;
+        char *p = realloc(b->p, nc);
+        if (!p)
+            return kvs_scan_fail(&r->scan, KVS_STATUS_NO_MEMORY, "out of memory keeping trace records");
+        b->p = p;
+        b->cap = nc;
+    }
+    if (n)
+        memcpy(b->p, text, n);
+    out->p = b->p;
+    out->len = (uint32_t)n; /* n <= KVS_SCAN_MAX_STRING or KVS_READ_MAX_SHAPE */
     return true;
 }
 
-/* A string's span; a value of any other type is skipped. */
-static bool string_value(struct kvs_scan *s, int c, struct kvs_span *sp, bool *has)
+void kvs_reader_free_fields(struct kvs_reader *r)
 {
-    bool ok = c == '"' ? span_of(s, sp) : kvs_scan_skip(s);
+    for (int f = 0; f < KVS_F_COUNT_; f++) {
+        free(r->fields[f].p);
+        r->fields[f] = (struct kvs_textbuf){0};
+    }
+}
+
+static bool text_of(struct kvs_reader *r, enum kvs_ev_field f, struct kvs_text *out)
+{
+    const char *str;
+    size_t len;
+    return kvs_scan_string(&r->scan, &str, &len) && keep_text(r, f, str, len, out);
+}
+
+/* A string's text; a value of any other type is skipped. */
+static bool string_value(struct kvs_reader *r, int c, enum kvs_ev_field f, struct kvs_text *out,
+                         bool *has)
+{
+    bool ok = c == '"' ? text_of(r, f, out) : kvs_scan_skip(&r->scan);
     *has = ok && c == '"';
     return ok;
 }
@@ -69,20 +95,20 @@ static bool int_value(struct kvs_scan *s, int c, int64_t *out, bool *has)
 }
 
 /* pid / tid: numbers or strings; kept as text for the thread key. */
-static bool id_value(struct kvs_scan *s, int c, struct kvs_span *sp, bool *has)
+static bool id_value(struct kvs_reader *r, int c, enum kvs_ev_field f, struct kvs_text *out,
+                     bool *has)
 {
+    struct kvs_scan *s = &r->scan;
     if (c == '"') {
-        if (!span_of(s, sp))
+        if (!text_of(r, f, out))
             return false;
         *has = true;
         return true;
     }
     if (c == '-' || (c >= '0' && c <= '9')) {
         struct kvs_number num;
-        if (!kvs_scan_number(s, &num))
+        if (!kvs_scan_number(s, &num) || !keep_text(r, f, num.text, num.len, out))
             return false;
-        sp->off = (uint32_t)(num.text - s->mark);
-        sp->len = (uint32_t)num.len;
         *has = true;
         return true;
     }
@@ -102,23 +128,30 @@ static bool time_value(struct kvs_scan *s, int c, int64_t *out, bool *has)
     return kvs_scan_skip(s); /* a time that is not a number is ignored */
 }
 
-static bool capture_span(struct kvs_scan *s, struct kvs_span *sp, bool *has)
+/* Input Dims / Input type: the raw text, kept when it is at most
+ * KVS_READ_MAX_SHAPE; a larger one is skipped (streamed, never held) and
+ * *over said, so the op has no shape (keep.c counts it). */
+static bool capture_text(struct kvs_reader *r, enum kvs_ev_field f, struct kvs_text *out, bool *has,
+                         bool *over)
 {
     const char *start;
     size_t len;
-    if (!kvs_scan_capture(s, &start, &len))
+    if (!kvs_scan_capture_max(&r->scan, KVS_READ_MAX_SHAPE, &start, &len, over))
         return false;
-    sp->off = (uint32_t)(start - s->mark);
-    sp->len = (uint32_t)len;
     *has = true;
-    return true;
+    if (*over) {
+        *out = (struct kvs_text){0};
+        return true;
+    }
+    return keep_text(r, f, start, len, out);
 }
 
 /* Input Dims: no flat list (a tensor's dims) longer than KVS_READ_MAX_RANK.
- * Lists holding lists (tensor lists) are not ranks and are not counted. */
-static bool dims_within_limits(struct kvs_scan *s, const struct kvs_span *sp)
+ * Lists holding lists (tensor lists) are not ranks and are not counted.
+ * off: the input offset of the text's first byte. */
+static bool dims_within_limits(struct kvs_scan *s, const struct kvs_text *t, uint64_t off)
 {
-    const char *p = s->mark + sp->off, *end = p + sp->len, *list = NULL;
+    const char *p = t->p, *end = p + t->len, *list = NULL;
     int depth = 0;
     size_t items = 0;
     bool nested = false, item = false;
@@ -138,7 +171,8 @@ static bool dims_within_limits(struct kvs_scan *s, const struct kvs_span *sp)
             }
         } else if (c == ']' || c == '}') {
             if (depth == 2 && !nested && items + item > KVS_READ_MAX_RANK)
-                return kvs_reader_limit_at(s, list, "a tensor of rank %zu in Input Dims (more than %d)",
+                return kvs_reader_limit_at(s, off + (uint64_t)(list - t->p),
+                                           "a tensor of rank %zu in Input Dims (more than %d)",
                                            items + item, KVS_READ_MAX_RANK);
             depth--;
         } else if (depth == 2 && c == ',') {
@@ -151,6 +185,9 @@ static bool dims_within_limits(struct kvs_scan *s, const struct kvs_span *sp)
     return true;
 }
 
+/* longer than this, a "grid" or "block" list is no [x, y, z]: skipped, not kept */
+#define LAUNCH_DIMS_MAX 4096
+
 /* "grid": [x, y, z] / "block": [x, y, z] -> x*y*z; anything else (or a
  * product that is not a sensible launch: a dim <= 0, above 2^31) leaves 0 */
 static bool launch_dims_value(struct kvs_scan *s, int c, int64_t *out)
@@ -159,8 +196,11 @@ static bool launch_dims_value(struct kvs_scan *s, int c, int64_t *out)
         return kvs_scan_skip(s);
     const char *start;
     size_t len;
-    if (!kvs_scan_capture(s, &start, &len))
+    bool over;
+    if (!kvs_scan_capture_max(s, LAUNCH_DIMS_MAX, &start, &len, &over))
         return false;
+    if (over)
+        return true;
     int64_t prod = 1;
     int dims = 0;
     const char *p = start + 1, *end = start + len;
@@ -182,8 +222,9 @@ static bool launch_dims_value(struct kvs_scan *s, int c, int64_t *out)
     return true;
 }
 
-static bool parse_args(struct kvs_scan *s, struct kvs_ev *e)
+static bool parse_args(struct kvs_reader *r, struct kvs_ev *e)
 {
+    struct kvs_scan *s = &r->scan;
     if (kvs_scan_peek(s) != '{')
         return kvs_scan_skip(s); /* args that are not an object carry nothing we read */
     s->p++;
@@ -216,8 +257,13 @@ static bool parse_args(struct kvs_scan *s, struct kvs_ev *e)
         case 1: ok = int_value(s, c, &e->bytes, NULL); break;
         case 2: ok = int_value(s, c, &e->device, &e->has_device); break;
         case 3: ok = int_value(s, c, &e->stream, &e->has_stream); break;
-        case 4: ok = capture_span(s, &e->dims, &e->has_dims) && dims_within_limits(s, &e->dims); break;
-        case 5: ok = capture_span(s, &e->types, &e->has_types); break;
+        case 4: {
+            uint64_t off = kvs_scan_offset(s); /* the value's first byte (peeked) */
+            ok = capture_text(r, KVS_F_DIMS, &e->dims, &e->has_dims, &e->dims_over) &&
+                 (e->dims_over || dims_within_limits(s, &e->dims, off));
+            break;
+        }
+        case 5: ok = capture_text(r, KVS_F_TYPES, &e->types, &e->has_types, &e->types_over); break;
         case 6: ok = int_value(s, c, &e->ext, NULL); break;
         case 7: ok = int_value(s, c, &e->corr, NULL); break;
         case 8: ok = launch_dims_value(s, c, &e->grid_blocks); break;
@@ -266,7 +312,7 @@ static uint8_t classify_cat(const char *k, size_t k_len)
     return KVS_EV_OTHER;
 }
 
-/* One event object; the mark is at its '{'. */
+/* One event object, at its '{'. */
 static bool parse_event(struct kvs_reader *r)
 {
     struct kvs_scan *s = &r->scan;
@@ -295,21 +341,24 @@ static bool parse_event(struct kvs_reader *r)
             return false;
         bool ok;
         switch (which) {
-        case 1: {
-            struct kvs_span sp;
-            bool has;
-            ok = string_value(s, c, &sp, &has);
-            if (has)
-                e.ph = sp.len ? s->mark[sp.off] : 0;
+        case 1:
+            if (c == '"') {
+                const char *str;
+                size_t len;
+                ok = kvs_scan_string(s, &str, &len);
+                if (ok)
+                    e.ph = len ? str[0] : 0;
+            } else {
+                ok = kvs_scan_skip(s);
+            }
             break;
-        }
         case 2: ok = time_value(s, c, &e.ts, &e.has_ts); break;
-        case 3: ok = string_value(s, c, &e.cat, &e.has_cat); break;
+        case 3: ok = string_value(r, c, KVS_F_CAT, &e.cat, &e.has_cat); break;
         case 4: ok = time_value(s, c, &e.dur, &e.has_dur); break;
-        case 5: ok = id_value(s, c, &e.pid, &e.has_pid); break;
-        case 6: ok = id_value(s, c, &e.tid, &e.has_tid); break;
-        case 7: ok = string_value(s, c, &e.name, &e.has_name); break;
-        case 8: ok = parse_args(s, &e); break;
+        case 5: ok = id_value(r, c, KVS_F_PID, &e.pid, &e.has_pid); break;
+        case 6: ok = id_value(r, c, KVS_F_TID, &e.tid, &e.has_tid); break;
+        case 7: ok = string_value(r, c, KVS_F_NAME, &e.name, &e.has_name); break;
+        case 8: ok = parse_args(r, &e); break;
         default: ok = kvs_scan_skip(s); break;
         }
         if (!ok)
@@ -319,7 +368,7 @@ static bool parse_event(struct kvs_reader *r)
         return false;
     uint8_t cat = KVS_EV_NONE;
     if (e.has_cat)
-        cat = classify_cat(r->scan.mark + e.cat.off, e.cat.len);
+        cat = classify_cat(e.cat.p, e.cat.len);
     return kvs_keep_event(r, &e, cat);
 }
 
@@ -338,9 +387,8 @@ bool kvs_reader_events(struct kvs_reader *r)
             return false;
         if (c == KVS_SCAN_EOF)
             return kvs_scan_fail(s, KVS_STATUS_TRUNCATED, "input ended inside traceEvents");
-        kvs_scan_set_mark(s);
+        r->ev_off = kvs_scan_offset(s);
         bool ok = parse_event(r);
-        kvs_scan_clear_mark(s);
         if (!ok)
             return false;
         r->t->events++;

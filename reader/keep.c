@@ -9,17 +9,17 @@
 
 #include "reader_impl.h"
 
-bool kvs_reader_limit_at(struct kvs_scan *s, const char *at, const char *fmt, ...)
+bool kvs_reader_limit_at(struct kvs_scan *s, uint64_t off, const char *fmt, ...)
 {
+    if (s->status != KVS_STATUS_OK)
+        return false;
     char msg[160];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    char *p = s->p;
-    s->p = (char *)at;
     kvs_scan_fail(s, KVS_STATUS_LIMIT, "%s", msg);
-    s->p = p;
+    s->err_offset = off;
     return false;
 }
 
@@ -31,24 +31,24 @@ static bool oom(struct kvs_reader *r)
     return kvs_scan_fail(&r->scan, KVS_STATUS_NO_MEMORY, "out of memory keeping trace records");
 }
 
-static bool intern_span(struct kvs_reader *r, const struct kvs_span *sp, bool has, uint32_t *id)
+static bool intern_text(struct kvs_reader *r, const struct kvs_text *tx, bool has, uint32_t *id)
 {
     if (!has) {
         *id = 0;
         return true;
     }
-    *id = kvs_intern_id(&r->t->strings, r->scan.mark + sp->off, sp->len);
+    *id = kvs_intern_id(&r->t->strings, tx->p, tx->len);
     return *id != KVS_INTERN_NONE || oom(r);
 }
 
 /* whether a string value contains needle (runtime call names are short) */
-static bool span_has(const struct kvs_reader *r, const struct kvs_span *sp, bool has, const char *needle)
+static bool text_has(const struct kvs_text *tx, bool has, const char *needle)
 {
     size_t n = strlen(needle);
-    if (!has || sp->len < n)
+    if (!has || tx->len < n)
         return false;
-    const char *s = r->scan.mark + sp->off;
-    for (size_t i = 0; i + n <= sp->len; i++)
+    const char *s = tx->p;
+    for (size_t i = 0; i + n <= tx->len; i++)
         if (s[i] == needle[0] && !memcmp(s + i, needle, n))
             return true;
     return false;
@@ -60,13 +60,13 @@ static bool thread_of(struct kvs_reader *r, const struct kvs_ev *e, uint32_t *id
     size_t n = 0;
     if (e->has_pid) {
         size_t l = e->pid.len < 70 ? e->pid.len : 70;
-        memcpy(key, r->scan.mark + e->pid.off, l);
+        memcpy(key, e->pid.p, l);
         n = l;
     }
     key[n++] = '\x1f';
     if (e->has_tid) {
         size_t l = e->tid.len < 70 ? e->tid.len : 70;
-        memcpy(key + n, r->scan.mark + e->tid.off, l);
+        memcpy(key + n, e->tid.p, l);
         n += l;
     }
     *id = kvs_intern_id(&r->t->threads, key, n);
@@ -80,7 +80,7 @@ static bool shape_of(struct kvs_reader *r, const struct kvs_ev *e, uint32_t *id)
         return true;
     }
     size_t need = (size_t)e->dims.len + e->types.len + 1;
-    if (need > KVS_READ_MAX_SHAPE) {
+    if (e->dims_over || e->types_over || need > KVS_READ_MAX_SHAPE) {
         r->t->shapes_cut++;
         *id = 0;
         return true;
@@ -95,12 +95,12 @@ static bool shape_of(struct kvs_reader *r, const struct kvs_ev *e, uint32_t *id)
     }
     char *w = r->scratch;
     if (e->has_dims) {
-        memcpy(w, r->scan.mark + e->dims.off, e->dims.len);
+        memcpy(w, e->dims.p, e->dims.len);
         w += e->dims.len;
     }
     *w++ = '\x1f';
     if (e->has_types) {
-        memcpy(w, r->scan.mark + e->types.off, e->types.len);
+        memcpy(w, e->types.p, e->types.len);
         w += e->types.len;
     }
     *id = kvs_intern_id(&r->t->strings, r->scratch, (size_t)(w - r->scratch));
@@ -134,7 +134,7 @@ static int is_step_op(struct kvs_reader *r, uint32_t name)
 static bool ts_within_limits(struct kvs_reader *r, int64_t ts)
 {
     return (ts >= KVS_READ_TS_MIN && ts <= KVS_READ_TS_MAX) ||
-           kvs_reader_limit_at(&r->scan, r->scan.mark,
+           kvs_reader_limit_at(&r->scan, r->ev_off,
                                "an event at %lld ns, outside the times a trace can hold ([-2^60, 2^62] ns)",
                                (long long)ts);
 }
@@ -144,13 +144,13 @@ static bool emit(struct kvs_reader *r, const struct kvs_dec_event *d)
     struct kvs_trace_data *t = r->t;
     /* ts was checked when the event was read; d->dur >= 0 */
     if (d->dur > KVS_READ_MAX_TOTAL - r->kept_ns)
-        return kvs_reader_limit_at(&r->scan, r->scan.mark,
+        return kvs_reader_limit_at(&r->scan, r->ev_off,
                                    "an event lasting %lld ns takes the events' total time past 2^60 ns",
                                    (long long)d->dur);
     r->kept_ns += d->dur;
     int64_t bytes = d->bytes > 0 ? d->bytes : 0;
     if (bytes > KVS_READ_MAX_TOTAL - r->kept_bytes)
-        return kvs_reader_limit_at(&r->scan, r->scan.mark,
+        return kvs_reader_limit_at(&r->scan, r->ev_off,
                                    "a copy of %lld bytes takes the copies' total past 2^60 bytes",
                                    (long long)d->bytes);
     r->kept_bytes += bytes;
@@ -216,13 +216,13 @@ static bool emit(struct kvs_reader *r, const struct kvs_dec_event *d)
     }
 }
 
-static int64_t span_int(const struct kvs_reader *r, const struct kvs_span *sp, bool has)
+static int64_t text_int(const struct kvs_text *tx, bool has)
 {
-    if (!has || sp->len == 0 || sp->len > 30)
+    if (!has || tx->len == 0 || tx->len > 30)
         return 0;
     char tmp[32];
-    memcpy(tmp, r->scan.mark + sp->off, sp->len);
-    tmp[sp->len] = 0;
+    memcpy(tmp, tx->p, tx->len);
+    tmp[tx->len] = 0;
     return strtoll(tmp, NULL, 10);
 }
 
@@ -236,20 +236,20 @@ static bool resolve(struct kvs_reader *r, const struct kvs_ev *e, uint8_t cat, s
     d->corr = e->corr;
     d->bytes = e->bytes;
     bool gpu = cat == KVS_EV_KERNEL || cat == KVS_EV_MEMCPY || cat == KVS_EV_MEMSET;
-    if (!intern_span(r, &e->name, e->has_name, &d->name))
+    if (!intern_text(r, &e->name, e->has_name, &d->name))
         return false;
     if (cat == KVS_EV_RUNTIME) { /* what the analysis asks of a call's name, once */
-        d->graph_launch = span_has(r, &e->name, e->has_name, "GraphLaunch");
-        d->kernel_launch = span_has(r, &e->name, e->has_name, "LaunchKernel") ||
-                           span_has(r, &e->name, e->has_name, "LaunchCooperativeKernel");
+        d->graph_launch = text_has(&e->name, e->has_name, "GraphLaunch");
+        d->kernel_launch = text_has(&e->name, e->has_name, "LaunchKernel") ||
+                           text_has(&e->name, e->has_name, "LaunchCooperativeKernel");
     }
     if (cat == KVS_EV_OP && !shape_of(r, e, &d->shape))
         return false;
     if (!gpu && !thread_of(r, e, &d->thread))
         return false;
     if (gpu) {
-        d->device = (int32_t)(e->has_device ? e->device : span_int(r, &e->pid, e->has_pid));
-        d->stream = (int32_t)(e->has_stream ? e->stream : span_int(r, &e->tid, e->has_tid));
+        d->device = (int32_t)(e->has_device ? e->device : text_int(&e->pid, e->has_pid));
+        d->stream = (int32_t)(e->has_stream ? e->stream : text_int(&e->tid, e->has_tid));
         d->grid_blocks = e->grid_blocks;
         d->block_threads = (int32_t)e->block_threads;
         d->graph_node = e->graph_node != 0;

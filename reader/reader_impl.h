@@ -42,8 +42,25 @@ struct kvs_thread_stack {
  * what the analysis keeps, not to what an event carries. */
 #define KVS_READ_MAX_SHAPE ((size_t)64 << 10)
 
+/* The text of one kept event field (name, cat, pid, tid, Input Dims, Input
+ * type), copied out of the scanner's buffer as it is read: the buffer never
+ * holds an event whole, only the value being read. Each field has its own
+ * buffer in struct kvs_reader, reused from event to event (a key given twice
+ * keeps its last value, as Python's json does). */
+struct kvs_text {
+    const char *p;
+    uint32_t len;
+};
+struct kvs_textbuf {
+    char *p;
+    size_t cap;
+};
+enum kvs_ev_field { KVS_F_CAT, KVS_F_NAME, KVS_F_PID, KVS_F_TID, KVS_F_DIMS, KVS_F_TYPES, KVS_F_COUNT_ };
+
 struct kvs_reader {
     struct kvs_scan scan;
+    struct kvs_textbuf fields[KVS_F_COUNT_]; /* the current event's kept fields */
+    uint64_t ev_off;  /* input offset of the current event's '{': limits it hits are said there */
     bool events_seen; /* a traceEvents array was read: a second one is skipped */
     struct kvs_trace_data *t;
     const struct kvs_read_opts *opt;
@@ -73,15 +90,12 @@ enum kvs_ev_cat {
     KVS_EV_OTHER,
 };
 
-struct kvs_span {
-    uint32_t off, len;
-};
-
 struct kvs_ev {
     char ph;
     bool has_cat, has_name, has_pid, has_tid, has_dims, has_types;
+    bool dims_over, types_over; /* Input Dims / Input type over KVS_READ_MAX_SHAPE: skipped, not kept */
     bool has_ts, has_dur, has_device, has_stream;
-    struct kvs_span cat, name, pid, tid, dims, types;
+    struct kvs_text cat, name, pid, tid, dims, types;
     int64_t ts, dur;
     int64_t ext, corr, bytes, device, stream;
     int64_t grid_blocks, block_threads; /* products of args "grid" / "block", 0 when absent */
@@ -93,9 +107,12 @@ struct kvs_ev {
  * B/E pairs once closed); false with the scanner's error set on failure */
 bool kvs_keep_event(struct kvs_reader *r, const struct kvs_ev *e, uint8_t cat);
 
-/* Record KVS_STATUS_LIMIT at `at` (a byte of the current event; the message
- * names its offset) and return false. */
-bool kvs_reader_limit_at(struct kvs_scan *s, const char *at, const char *fmt, ...) KVS_PRINTF(3, 4);
+/* Record KVS_STATUS_LIMIT at input offset `off` (where the offending value
+ * starts; the message names it) and return false. */
+bool kvs_reader_limit_at(struct kvs_scan *s, uint64_t off, const char *fmt, ...) KVS_PRINTF(3, 4);
+
+/* Free the event field buffers. */
+void kvs_reader_free_fields(struct kvs_reader *r);
 
 /* Parse the traceEvents array (cursor at '['). */
 bool kvs_reader_events(struct kvs_reader *r);

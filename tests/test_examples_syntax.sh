@@ -9,7 +9,7 @@ src=${KVS_SOURCE_ROOT:-.}
 fail=0 n=0
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
-for f in "$src"/examples/*.sh "$src"/examples/*.py "$src"/examples/traces/*.py; do
+for f in "$src"/examples/*.sh "$src"/examples/*.py "$src"/examples/traces/*.py "$src"/examples/fleet/*.sh "$src"/examples/fleet/*.py; do
     [ -e "$f" ] || continue
     n=$((n + 1))
     case $f in

@@ -3,11 +3,12 @@
  * The hot path of the reader: keys are matched by length and bytes, values
  * nobody reads (Concrete Inputs, strides, kernel occupancy, flow ids, ...)
  * are skipped without being decoded, streaming across refills whatever their
- * size. The fields that are kept are copied out of the scanner's buffer as
- * they are read (struct kvs_text), so the buffer holds one value at a time,
- * never the event: an event's memory is what it keeps (Input Dims and Input
- * type at most KVS_READ_MAX_SHAPE each; larger ones are skipped and counted),
- * not what it carries. Private to reader/.
+ * size. The fields that are kept point into the scanner's buffer and are
+ * copied out only when a refill would move them (struct kvs_text), so the
+ * buffer holds one value at a time, never the event: an event's memory is
+ * what it keeps (Input Dims and Input type at most KVS_READ_MAX_SHAPE each;
+ * larger ones are skipped and counted), not what it carries. Private to
+ * reader/.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,7 @@
 
 #define KEY(k, lit) ((k##_len) == sizeof(lit) - 1 && !memcmp((k), (lit), sizeof(lit) - 1))
 
-/* Copy text[0..n) (valid until the next scanner call) into field f's buffer. */
+/* Copy text[0..n) (in the scanner's buffer) into field f's buffer. */
 static bool keep_text(struct kvs_reader *r, enum kvs_ev_field f, const char *text, size_t n,
                       struct kvs_text *out)
 {
@@ -34,7 +35,32 @@ static bool keep_text(struct kvs_reader *r, enum kvs_ev_field f, const char *tex
         memcpy(b->p, text, n);
     out->p = b->p;
     out->len = (uint32_t)n; /* n <= KVS_SCAN_MAX_STRING or KVS_READ_MAX_SHAPE */
+    out->in_scan = false;
     return true;
+}
+
+/* text[0..n) in the scanner's buffer: kept there until a refill moves it */
+static void set_text(struct kvs_text *out, const char *text, size_t n)
+{
+    out->p = text;
+    out->len = (uint32_t)n; /* n <= KVS_SCAN_MAX_STRING or KVS_READ_MAX_SHAPE */
+    out->in_scan = true;
+}
+
+void kvs_reader_before_move(void *user, struct kvs_scan *s)
+{
+    (void)s;
+    struct kvs_reader *r = user;
+    struct kvs_ev *e = r->cur;
+    if (!e)
+        return;
+    struct kvs_text *tx[KVS_F_COUNT_] = {
+        [KVS_F_CAT] = &e->cat, [KVS_F_NAME] = &e->name, [KVS_F_PID] = &e->pid,
+        [KVS_F_TID] = &e->tid, [KVS_F_DIMS] = &e->dims, [KVS_F_TYPES] = &e->types,
+    };
+    for (int f = 0; f < KVS_F_COUNT_; f++)
+        if (tx[f]->in_scan && !keep_text(r, (enum kvs_ev_field)f, tx[f]->p, tx[f]->len, tx[f]))
+            return;
 }
 
 void kvs_reader_free_fields(struct kvs_reader *r)
@@ -45,18 +71,20 @@ void kvs_reader_free_fields(struct kvs_reader *r)
     }
 }
 
-static bool text_of(struct kvs_reader *r, enum kvs_ev_field f, struct kvs_text *out)
+static bool text_of(struct kvs_reader *r, struct kvs_text *out)
 {
     const char *str;
     size_t len;
-    return kvs_scan_string(&r->scan, &str, &len) && keep_text(r, f, str, len, out);
+    if (!kvs_scan_string(&r->scan, &str, &len))
+        return false;
+    set_text(out, str, len);
+    return true;
 }
 
 /* A string's text; a value of any other type is skipped. */
-static bool string_value(struct kvs_reader *r, int c, enum kvs_ev_field f, struct kvs_text *out,
-                         bool *has)
+static bool string_value(struct kvs_reader *r, int c, struct kvs_text *out, bool *has)
 {
-    bool ok = c == '"' ? text_of(r, f, out) : kvs_scan_skip(&r->scan);
+    bool ok = c == '"' ? text_of(r, out) : kvs_scan_skip(&r->scan);
     *has = ok && c == '"';
     return ok;
 }
@@ -95,20 +123,20 @@ static bool int_value(struct kvs_scan *s, int c, int64_t *out, bool *has)
 }
 
 /* pid / tid: numbers or strings; kept as text for the thread key. */
-static bool id_value(struct kvs_reader *r, int c, enum kvs_ev_field f, struct kvs_text *out,
-                     bool *has)
+static bool id_value(struct kvs_reader *r, int c, struct kvs_text *out, bool *has)
 {
     struct kvs_scan *s = &r->scan;
     if (c == '"') {
-        if (!text_of(r, f, out))
+        if (!text_of(r, out))
             return false;
         *has = true;
         return true;
     }
     if (c == '-' || (c >= '0' && c <= '9')) {
         struct kvs_number num;
-        if (!kvs_scan_number(s, &num) || !keep_text(r, f, num.text, num.len, out))
+        if (!kvs_scan_number(s, &num))
             return false;
+        set_text(out, num.text, num.len);
         *has = true;
         return true;
     }
@@ -131,8 +159,7 @@ static bool time_value(struct kvs_scan *s, int c, int64_t *out, bool *has)
 /* Input Dims / Input type: the raw text, kept when it is at most
  * KVS_READ_MAX_SHAPE; a larger one is skipped (streamed, never held) and
  * *over said, so the op has no shape (keep.c counts it). */
-static bool capture_text(struct kvs_reader *r, enum kvs_ev_field f, struct kvs_text *out, bool *has,
-                         bool *over)
+static bool capture_text(struct kvs_reader *r, struct kvs_text *out, bool *has, bool *over)
 {
     const char *start;
     size_t len;
@@ -143,7 +170,8 @@ static bool capture_text(struct kvs_reader *r, enum kvs_ev_field f, struct kvs_t
         *out = (struct kvs_text){0};
         return true;
     }
-    return keep_text(r, f, start, len, out);
+    set_text(out, start, len);
+    return true;
 }
 
 /* Input Dims: no flat list (a tensor's dims) longer than KVS_READ_MAX_RANK.
@@ -259,11 +287,11 @@ static bool parse_args(struct kvs_reader *r, struct kvs_ev *e)
         case 3: ok = int_value(s, c, &e->stream, &e->has_stream); break;
         case 4: {
             uint64_t off = kvs_scan_offset(s); /* the value's first byte (peeked) */
-            ok = capture_text(r, KVS_F_DIMS, &e->dims, &e->has_dims, &e->dims_over) &&
+            ok = capture_text(r, &e->dims, &e->has_dims, &e->dims_over) &&
                  (e->dims_over || dims_within_limits(s, &e->dims, off));
             break;
         }
-        case 5: ok = capture_text(r, KVS_F_TYPES, &e->types, &e->has_types, &e->types_over); break;
+        case 5: ok = capture_text(r, &e->types, &e->has_types, &e->types_over); break;
         case 6: ok = int_value(s, c, &e->ext, NULL); break;
         case 7: ok = int_value(s, c, &e->corr, NULL); break;
         case 8: ok = launch_dims_value(s, c, &e->grid_blocks); break;
@@ -321,6 +349,7 @@ static bool parse_event(struct kvs_reader *r)
     s->p++;
     struct kvs_ev e;
     memset(&e, 0, sizeof e);
+    r->cur = &e; /* its texts are copied out if a refill comes before its end */
     struct kvs_scan_members m = {.key = "a string key in an event",
                                  .colon = "':' after a key in an event",
                                  .next = "',' or '}' in an event"};
@@ -353,11 +382,11 @@ static bool parse_event(struct kvs_reader *r)
             }
             break;
         case 2: ok = time_value(s, c, &e.ts, &e.has_ts); break;
-        case 3: ok = string_value(r, c, KVS_F_CAT, &e.cat, &e.has_cat); break;
+        case 3: ok = string_value(r, c, &e.cat, &e.has_cat); break;
         case 4: ok = time_value(s, c, &e.dur, &e.has_dur); break;
-        case 5: ok = id_value(r, c, KVS_F_PID, &e.pid, &e.has_pid); break;
-        case 6: ok = id_value(r, c, KVS_F_TID, &e.tid, &e.has_tid); break;
-        case 7: ok = string_value(r, c, KVS_F_NAME, &e.name, &e.has_name); break;
+        case 5: ok = id_value(r, c, &e.pid, &e.has_pid); break;
+        case 6: ok = id_value(r, c, &e.tid, &e.has_tid); break;
+        case 7: ok = string_value(r, c, &e.name, &e.has_name); break;
         case 8: ok = parse_args(r, &e); break;
         default: ok = kvs_scan_skip(s); break;
         }
@@ -389,6 +418,7 @@ bool kvs_reader_events(struct kvs_reader *r)
             return kvs_scan_fail(s, KVS_STATUS_TRUNCATED, "input ended inside traceEvents");
         r->ev_off = kvs_scan_offset(s);
         bool ok = parse_event(r);
+        r->cur = NULL;
         if (!ok)
             return false;
         r->t->events++;

@@ -327,6 +327,8 @@ static enum kvs_status read_source(struct kvs_source *src, uint64_t total_bytes,
     }
     r.scan.on_refill = on_refill;
     r.scan.refill_user = &r;
+    r.scan.before_move = kvs_reader_before_move;
+    r.scan.move_user = &r;
 
     bool ok = parse_document(&r);
     if (ok) {

@@ -43,13 +43,17 @@ struct kvs_thread_stack {
 #define KVS_READ_MAX_SHAPE ((size_t)64 << 10)
 
 /* The text of one kept event field (name, cat, pid, tid, Input Dims, Input
- * type), copied out of the scanner's buffer as it is read: the buffer never
- * holds an event whole, only the value being read. Each field has its own
- * buffer in struct kvs_reader, reused from event to event (a key given twice
- * keeps its last value, as Python's json does). */
+ * type). It points into the scanner's buffer where it was read; when a
+ * refill is about to move the buffer before the event ends (rare: an event
+ * across the buffer's end), kvs_reader_before_move copies it into the
+ * field's own buffer in struct kvs_reader. So the scanner's buffer never
+ * holds an event whole, only the value being read, and the usual event is
+ * not copied at all. A key given twice keeps its last value, as Python's
+ * json does. */
 struct kvs_text {
     const char *p;
     uint32_t len;
+    bool in_scan;  /* p is in the scanner's buffer (not yet copied) */
 };
 struct kvs_textbuf {
     char *p;
@@ -57,9 +61,12 @@ struct kvs_textbuf {
 };
 enum kvs_ev_field { KVS_F_CAT, KVS_F_NAME, KVS_F_PID, KVS_F_TID, KVS_F_DIMS, KVS_F_TYPES, KVS_F_COUNT_ };
 
+struct kvs_ev;
+
 struct kvs_reader {
     struct kvs_scan scan;
-    struct kvs_textbuf fields[KVS_F_COUNT_]; /* the current event's kept fields */
+    struct kvs_textbuf fields[KVS_F_COUNT_]; /* the current event's kept fields, once copied */
+    struct kvs_ev *cur;                      /* the event being read, or NULL */
     uint64_t ev_off;  /* input offset of the current event's '{': limits it hits are said there */
     bool events_seen; /* a traceEvents array was read: a second one is skipped */
     struct kvs_trace_data *t;
@@ -113,6 +120,10 @@ bool kvs_reader_limit_at(struct kvs_scan *s, uint64_t off, const char *fmt, ...)
 
 /* Free the event field buffers. */
 void kvs_reader_free_fields(struct kvs_reader *r);
+
+/* The scanner's before_move hook (user: the struct kvs_reader): copy the
+ * current event's texts out of the buffer. */
+void kvs_reader_before_move(void *user, struct kvs_scan *s);
 
 /* Parse the traceEvents array (cursor at '['). */
 bool kvs_reader_events(struct kvs_reader *r);

@@ -73,6 +73,11 @@ bool kvs_scan_refill(struct kvs_scan *s)
 {
     if (s->status != KVS_STATUS_OK || s->eof)
         return false;
+    if (s->before_move) {
+        s->before_move(s->move_user, s);
+        if (s->status != KVS_STATUS_OK)
+            return false;
+    }
     if (s->mark && s->mark_max && (size_t)(s->p - s->mark) > s->mark_max) {
         s->mark = NULL; /* a bounded capture ran past its bound: keep nothing */
         s->mark_over = true;

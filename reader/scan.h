@@ -73,8 +73,12 @@ struct kvs_scan {
     bool eof;              /* the source has no more bytes */
     struct kvs_source *src;
     const struct kvs_logger *log;
-    kvs_scan_refill_fn on_refill;
+    kvs_scan_refill_fn on_refill;  /* after a refill read more bytes (progress) */
     void *refill_user;
+    /* before a refill moves the buffer's bytes: every pointer into the buffer
+     * the caller holds outside the mark dies, so copy what is still needed */
+    void (*before_move)(void *user, struct kvs_scan *s);
+    void *move_user;
     /* the first error */
     bool src_failed;       /* it came from the source (which logged it: corrupt gzip, I/O) */
     enum kvs_status status;

@@ -139,6 +139,8 @@ static void analyze_one(struct kvs_analyze_job *j, const struct kvs_analysis_opt
                        : kvs_analyze_file(j->path, opt, &j->analysis);
     if (j->status != KVS_STATUS_OK && j->status != KVS_STATUS_TRUNCATED)
         j->analysis = NULL; /* as documented, whatever a failure path left */
+    if (j->done)
+        j->done(j, j->done_user);
 }
 
 /* under the lock: job i is done; deliver what the jobs now at the head hold */
@@ -160,6 +162,8 @@ static void run_job(struct pool *p, size_t i)
     struct slot *s = &p->slots[i];
     if (!s->skip)
         analyze_one(j, &s->opt);
+    else if (j->done)
+        j->done(j, j->done_user);
     pthread_mutex_lock(&p->lock);
     finish(p, i);
     pthread_mutex_unlock(&p->lock);
@@ -262,6 +266,8 @@ enum kvs_status kvs_analyze_many(struct kvs_analyze_job *jobs, size_t n, int job
         for (size_t i = 0; i < n; i++) {
             if (!skip[i])
                 analyze_one(&jobs[i], jobs[i].opt);
+            else if (jobs[i].done)
+                jobs[i].done(&jobs[i], jobs[i].done_user);
         }
         free(skip);
         return first_failure(jobs, n);

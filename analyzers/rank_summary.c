@@ -303,3 +303,78 @@ enum kvs_status kvs_rank_summary_read(const char *path, const struct kvs_analysi
     *out = a;
     return KVS_STATUS_OK;
 }
+
+// ----------------------------------------------------------------------------
+// the same from an analysis in memory
+
+static const char *dup(struct kvs_arena *ar, const char *s)
+{
+    return s ? kvs_arena_strdup(ar, s) : NULL;
+}
+
+enum kvs_status kvs_rank_summary_of(const struct kvs_analysis *a, struct kvs_analysis **out)
+{
+    if (!out || !a)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    *out = NULL;
+    struct kvs_analysis_impl *impl = calloc(1, sizeof *impl);
+    if (!impl)
+        return KVS_STATUS_NO_MEMORY;
+    struct kvs_arena *ar = &impl->arena;
+    struct kvs_analysis *s = &impl->pub;
+    const struct kvs_trace_info *t = &a->trace;
+    s->trace.path = dup(ar, t->path);
+    s->trace.device = dup(ar, t->device);
+    s->trace.producer = dup(ar, t->producer);
+    s->trace.report_path = dup(ar, t->report_path);
+    s->trace.rank = t->rank;
+    s->trace.world_size = t->world_size;
+    s->trace.gpu_devices = t->gpu_devices;
+    s->steps = a->steps;
+    s->steps.source = dup(ar, a->steps.source);
+    size_t nstep = a->step ? a->nstep : 0, ncoll = a->collectives ? a->ncollective : 0;
+    size_t nname = a->collective_names ? a->ncollective_name : 0, nf = a->findings ? a->nfinding : 0;
+    struct kvs_step *st = kvs_arena_alloc(ar, (nstep ? nstep : 1) * sizeof *st);
+    struct kvs_collective *c = kvs_arena_alloc(ar, (ncoll ? ncoll : 1) * sizeof *c);
+    const char **names = kvs_arena_alloc(ar, (nname ? nname : 1) * sizeof *names);
+    struct kvs_finding *f = kvs_arena_alloc(ar, (nf ? nf : 1) * sizeof *f);
+    struct kvs_group *g = kvs_arena_alloc(ar, (nf ? nf : 1) * sizeof *g);
+    if (st && c && names && f && g) {
+        for (size_t i = 0; i < nstep; i++) {
+            st[i] = a->step[i];
+            st[i].name = dup(ar, a->step[i].name);
+            st[i].outlier = dup(ar, a->step[i].outlier);
+        }
+        for (size_t i = 0; i < nname; i++)
+            names[i] = dup(ar, a->collective_names[i]);
+        for (size_t i = 0; i < ncoll; i++) {
+            c[i] = a->collectives[i];
+            int32_t k = c[i].name_index;
+            c[i].name = k >= 0 && (size_t)k < nname ? names[k] : dup(ar, a->collectives[i].name);
+        }
+        size_t ng = 0;
+        for (size_t i = 0; i < nf; i++) {
+            const struct kvs_finding *x = &a->findings[i];
+            f[i].id = dup(ar, x->id);
+            f[i].severity = x->severity;
+            f[i].gpu_ms_per_step = x->gpu_ms_per_step;
+            f[i].group = -1;
+            if (x->group >= 0 && a->groups && (size_t)x->group < a->ngroup && a->groups[x->group].has_match) {
+                g[ng].has_match = true;
+                g[ng].match.label = dup(ar, a->groups[x->group].match.label);
+                f[i].group = (int)ng++;
+            }
+        }
+        s->step = st, s->nstep = nstep;
+        s->collectives = c, s->ncollective = ncoll;
+        s->collective_names = names, s->ncollective_name = nname;
+        s->findings = f, s->nfinding = nf;
+        s->groups = g, s->ngroup = ng;
+    }
+    if (!st || !c || !names || !f || !g || ar->failed) {
+        kvs_analysis_free(s);
+        return KVS_STATUS_NO_MEMORY;
+    }
+    *out = s;
+    return KVS_STATUS_OK;
+}

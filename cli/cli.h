@@ -3,7 +3,8 @@
  * defines: struct kvs_cli_cmd, kvs_cli_commands, KVS_EXIT_*, kvs_cli_usage_error,
  *          kvs_cli_output_check, struct kvs_cli_output, kvs_cli_output_open,
  *          kvs_cli_output_close, kvs_cli_output_dir_check,
- *          kvs_cli_read_model
+ *          kvs_cli_read_model, struct kvs_rank_spool, kvs_rank_spool_open,
+ *          kvs_rank_spool_done, kvs_rank_spool_section, kvs_rank_spool_close
  *
  * Each subcommand lives in cli/cmd_<name>.c as `int kvs_cmd_<name>(int argc,
  * char **argv)` (argv[0] is the subcommand's name) and is listed once in
@@ -13,7 +14,10 @@
 #define KVSCOPE_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
+
+#include "kvscope/base.h"
 
 #define KVS_EXIT_OK 0
 #define KVS_EXIT_FAILURE 1 /* the work itself failed (I/O, CUDA, ...) */
@@ -83,6 +87,21 @@ int kvs_cli_parse_number(const char *cmd, const char *flag, const char *v, doubl
 struct kvs_logger;
 struct kvs_hf_config;
 int kvs_cli_read_model(const char *spec, const struct kvs_logger *lg, struct kvs_hf_config **out);
+
+/* The ranks' own reports spooled as their traces are read (rank_spool.c):
+ * kvs_rank_spool_done is each job's kvs_analyze_job.done (jobs[0..n) the
+ * array given to kvs_analyze_many; it keeps the rank's summary in place of
+ * its analysis), kvs_rank_spool_section the multi-rank renderer's
+ * rank_section. NULL from open: no memory (render as usual). */
+struct kvs_analyze_job;
+struct kvs_analysis;
+struct kvs_render_options;
+struct kvs_rank_spool;
+struct kvs_rank_spool *kvs_rank_spool_open(const struct kvs_analyze_job *jobs, size_t n,
+                                           const struct kvs_render_options *ropt);
+void kvs_rank_spool_done(struct kvs_analyze_job *job, void *user);
+enum kvs_status kvs_rank_spool_section(FILE *out, const struct kvs_analysis *a, void *user);
+void kvs_rank_spool_close(struct kvs_rank_spool *s);
 
 int kvs_cmd_version(int argc, char **argv);
 int kvs_cmd_report(int argc, char **argv);

@@ -312,6 +312,7 @@ int kvs_cmd_report(int argc, char **argv)
     /* every trace read (up to --jobs at once), each with its own options:
      * with several traces, every message names its trace */
     struct kvs_analysis *an[MAX_TRACES] = {0};
+    struct kvs_rank_spool *spool = NULL;
     struct kvs_analyze_job *job = calloc((size_t)ntrace, sizeof *job);
     struct kvs_analysis_options *jopt = calloc((size_t)ntrace, sizeof *jopt);
     struct trace_ctx *tc = calloc((size_t)ntrace, sizeof *tc);
@@ -322,6 +323,12 @@ int kvs_cmd_report(int argc, char **argv)
         rc = KVS_EXIT_FAILURE;
         goto analysed;
     }
+    /* decided before reading: each rank's own report is written as its trace
+     * is read (rank_spool.c), in the output's format and colours */
+    const char *no_color = getenv("NO_COLOR");
+    ropt.color = ropt.format == KVS_FORMAT_TEXT && (!output || !strcmp(output, "-")) &&
+                 isatty(STDOUT_FILENO) && !(no_color && *no_color);
+    spool = ntrace > 1 ? kvs_rank_spool_open(job, (size_t)ntrace, &ropt) : NULL;
     for (int i = 0; i < ntrace; i++) {
         tc[i] = (struct trace_ctx){&prog, traces[i], i};
         jopt[i] = opt;
@@ -331,7 +338,8 @@ int kvs_cmd_report(int argc, char **argv)
             jopt[i].log.fn = log_naming_trace;
             jopt[i].log.user = &tc[i];
         }
-        job[i] = (struct kvs_analyze_job){.path = traces[i], .opt = &jopt[i], .reports_ok = true};
+        job[i] = (struct kvs_analyze_job){.path = traces[i], .opt = &jopt[i], .reports_ok = true,
+                                          .done = spool ? kvs_rank_spool_done : NULL, .done_user = spool};
     }
     kvs_analyze_many(job, (size_t)ntrace, (int)jobs);
     if (prog.shown)
@@ -367,6 +375,7 @@ analysed:
     if (rc != KVS_EXIT_OK) {
         free_all(an, ntrace);
         kvs_hf_config_free(model);
+        kvs_rank_spool_close(spool);
         return rc;
     }
     kvs_hf_config_free(model);
@@ -379,6 +388,7 @@ analysed:
                           KVS_STATUS_OK) {
         fprintf(stderr, "kvscope report: out of memory summarising the ranks\n");
         free_all(an, ntrace);
+        kvs_rank_spool_close(spool);
         return KVS_EXIT_FAILURE;
     }
 
@@ -386,11 +396,13 @@ analysed:
     if (kvs_cli_output_open(CMD, output, &out) != KVS_EXIT_OK) {
         kvs_multirank_free(mr);
         free_all(an, ntrace);
+        kvs_rank_spool_close(spool);
         return KVS_EXIT_FAILURE;
     }
-    const char *no_color = getenv("NO_COLOR");
-    ropt.color = ropt.format == KVS_FORMAT_TEXT && out.f == stdout && isatty(STDOUT_FILENO) &&
-                 !(no_color && *no_color);
+    if (spool) {
+        ropt.rank_section = kvs_rank_spool_section;
+        ropt.rank_section_user = spool;
+    }
     enum kvs_status rs = mr ? kvs_render_multirank(out.f, mr, &ropt)
                             : kvs_render_report(out.f, an[0], &ropt);
     /* a failed write is said by kvs_cli_output_close, naming the file */
@@ -399,5 +411,6 @@ analysed:
     rc = kvs_cli_output_close(&out, rs == KVS_STATUS_OK || rs == KVS_STATUS_IO);
     kvs_multirank_free(mr);
     free_all(an, ntrace);
+    kvs_rank_spool_close(spool);
     return rc;
 }

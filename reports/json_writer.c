@@ -45,6 +45,8 @@ static void before_item(struct kvs_jw *w)
     w->need_comma[w->depth] = true;
 }
 
+void kvs_jw_sep(struct kvs_jw *w) { before_item(w); }
+
 static void open_container(struct kvs_jw *w, char c, bool compact)
 {
     before_item(w);

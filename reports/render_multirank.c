@@ -80,7 +80,8 @@ enum kvs_status kvs_render_text_multirank(FILE *out, const struct kvs_multirank 
             fputs(" (its kvscope.rank/1 summary): the rank's own report is that file\n", out);
             continue;
         }
-        enum kvs_status st = kvs_render_text_report(out, m->rows[i].a, opt);
+        enum kvs_status st = opt->rank_section ? opt->rank_section(out, m->rows[i].a, opt->rank_section_user)
+                                               : kvs_render_text_report(out, m->rows[i].a, opt);
         if (st != KVS_STATUS_OK)
             return st;
     }
@@ -131,7 +132,8 @@ enum kvs_status kvs_render_md_multirank(FILE *out, const struct kvs_multirank *m
             fputs(" (its kvscope.rank/1 summary): the rank's own report is that file.\n", out);
             continue;
         }
-        enum kvs_status st = kvs_render_md_report(out, m->rows[i].a, opt);
+        enum kvs_status st = opt->rank_section ? opt->rank_section(out, m->rows[i].a, opt->rank_section_user)
+                                               : kvs_render_md_report(out, m->rows[i].a, opt);
         if (st != KVS_STATUS_OK)
             return st;
     }
@@ -212,6 +214,8 @@ enum kvs_status kvs_render_html_multirank(FILE *out, const struct kvs_multirank 
             fprintf(out, "<p>Rank %d was read from its kvscope report <code>", m->rows[i].rank);
             kvs_put_html(out, m->rows[i].a->trace.report_path);
             fputs("</code> (its kvscope.rank/1 summary): the rank's own report is that file.</p>\n", out);
+        } else if (opt->rank_section) {
+            ok = opt->rank_section(out, m->rows[i].a, opt->rank_section_user) == KVS_STATUS_OK && ok;
         } else {
             ok = kvs_html_report_body(out, m->rows[i].a, opt) && ok;
         }
@@ -387,15 +391,44 @@ enum kvs_status kvs_render_json_multirank(FILE *out, const struct kvs_multirank 
     kvs_jw_obj_end(&w);
     kvs_jw_key(&w, "reports");
     kvs_jw_arr(&w);
+    enum kvs_status st = KVS_STATUS_OK;
     for (size_t i = 0; i < m->n; i++) {
-        if (m->rows[i].a->trace.report_path) /* that file is its report */
+        if (m->rows[i].a->trace.report_path) { /* that file is its report */
             kvs_jw_null(&w);
-        else
+        } else if (opt->rank_section) {
+            kvs_jw_sep(&w);
+            enum kvs_status s = opt->rank_section(out, m->rows[i].a, opt->rank_section_user);
+            st = st == KVS_STATUS_OK ? s : st;
+        } else {
             kvs_json_write_report(&w, m->rows[i].a);
+        }
     }
     kvs_jw_arr_end(&w);
     kvs_jw_obj_end(&w);
-    return KVS_STATUS_OK;
+    return st;
+}
+
+/* what the renderers above write for one rank in place of opt->rank_section */
+enum kvs_status kvs_render_rank_section(FILE *out, const struct kvs_analysis *a,
+                                        const struct kvs_render_options *opt)
+{
+    if (!out || !a || !opt)
+        return KVS_STATUS_INVALID_ARGUMENT;
+    switch (opt->format) {
+    case KVS_FORMAT_TEXT: return kvs_render_text_report(out, a, opt);
+    case KVS_FORMAT_MARKDOWN: return kvs_render_md_report(out, a, opt);
+    case KVS_FORMAT_HTML: return kvs_html_report_body(out, a, opt) ? KVS_STATUS_OK : KVS_STATUS_NO_MEMORY;
+    case KVS_FORMAT_JSON: {
+        /* an entry of "reports" (depth 2), its separator written by the caller */
+        struct kvs_jw w;
+        kvs_jw_init(&w, out);
+        w.depth = 2;
+        w.after_key = true;
+        kvs_json_write_report(&w, a);
+        return KVS_STATUS_OK;
+    }
+    default: return KVS_STATUS_INVALID_ARGUMENT;
+    }
 }
 
 // ----------------------------------------------------------------------------

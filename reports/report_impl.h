@@ -37,6 +37,9 @@ struct kvs_jw {
 };
 
 void kvs_jw_init(struct kvs_jw *w, FILE *f);
+/* The separator and indentation before a value written by other means
+ * (a rank's spooled report, kvs_render_multirank). */
+void kvs_jw_sep(struct kvs_jw *w);
 void kvs_jw_obj(struct kvs_jw *w);
 void kvs_jw_obj_end(struct kvs_jw *w);
 void kvs_jw_arr(struct kvs_jw *w);

@@ -256,7 +256,7 @@ static void test_rank_summary(void)
     char path[512];
     kvs_tmp_path(path, sizeof path, ".json");
     FILE *f = fopen(path, "w");
-    struct kvs_render_options ro = {KVS_FORMAT_JSON, false, 0, {0}};
+    struct kvs_render_options ro = {.format = KVS_FORMAT_JSON};
     KVS_REQUIRE(f && kvs_render_report(f, a, &ro) == KVS_STATUS_OK);
     fclose(f);
     kvs_analysis_free(a);

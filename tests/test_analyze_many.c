@@ -17,6 +17,8 @@
 
 #include "kvs_test.h"
 #include "kvscope/analyze_many.h"
+#include "kvscope/multirank.h"
+#include "kvscope/rank_summary.h"
 #include "kvscope/report.h"
 
 #define NTRACE 12
@@ -141,7 +143,7 @@ static char *json_of(const struct kvs_analysis *a)
     FILE *f = open_memstream(&text, &len);
     if (!f)
         return NULL;
-    struct kvs_render_options ro = {KVS_FORMAT_JSON, false, 0, {0}};
+    struct kvs_render_options ro = {.format = KVS_FORMAT_JSON};
     enum kvs_status st = kvs_render_report(f, a, &ro);
     fclose(f);
     if (st != KVS_STATUS_OK) {
@@ -270,6 +272,64 @@ static void test_bad_options_said_once(void)
     remove_traces();
 }
 
+/* done: called once a job, may swap the analysis for its summary
+ * (kvs_rank_summary_of) — and the view across ranks is the same */
+static atomic_int done_calls;
+
+static void keep_summary(struct kvs_analyze_job *job, void *user)
+{
+    (void)user;
+    atomic_fetch_add(&done_calls, 1);
+    struct kvs_analysis *s = NULL;
+    if (job->analysis && kvs_rank_summary_of(job->analysis, &s) == KVS_STATUS_OK) {
+        kvs_analysis_free(job->analysis);
+        job->analysis = s;
+    }
+}
+
+static void test_done_keeps_summary(void)
+{
+    write_traces();
+    struct record rec = {0};
+    struct kvs_analyze_job full[NTRACE], sum[NTRACE];
+    run(1, &rec, full, NULL);
+    free(rec.text);
+    memset(&rec, 0, sizeof rec);
+    struct kvs_analysis_options opt;
+    kvs_analysis_options_init(&opt);
+    opt.log.min_level = KVS_LOG_ERROR + 1;
+    for (int i = 0; i < NTRACE; i++)
+        sum[i] = (struct kvs_analyze_job){.path = paths[i], .opt = &opt, .done = keep_summary};
+    atomic_store(&done_calls, 0);
+    kvs_analyze_many(sum, NTRACE, 3);
+    KVS_CHECK_EQ_INT(atomic_load(&done_calls), NTRACE); /* failed jobs too */
+    const struct kvs_analysis *a[NTRACE], *b[NTRACE];
+    size_t n = 0;
+    for (int i = 0; i < NTRACE; i++) {
+        KVS_CHECK_EQ_INT(sum[i].status, full[i].status);
+        if (full[i].analysis && sum[i].analysis) {
+            a[n] = full[i].analysis;
+            b[n++] = sum[i].analysis;
+            KVS_CHECK(sum[i].analysis->nstep == full[i].analysis->nstep && !sum[i].analysis->nkernel);
+        }
+    }
+    struct kvs_multirank *ma = NULL, *mb = NULL;
+    KVS_REQUIRE(n == NTRACE - 2 && kvs_multirank(a, n, &ma) == KVS_STATUS_OK &&
+                kvs_multirank(b, n, &mb) == KVS_STATUS_OK);
+    KVS_CHECK_EQ_INT(ma->nnote, mb->nnote);
+    for (size_t k = 0; k < ma->nnote && k < mb->nnote; k++)
+        KVS_CHECK_EQ_STR(ma->notes[k], mb->notes[k]);
+    for (size_t k = 0; k < n; k++)
+        KVS_CHECK(ma->rows[k].rank == mb->rows[k].rank && ma->rows[k].gpu_ms == mb->rows[k].gpu_ms &&
+                  ma->rows[k].compute_ms == mb->rows[k].compute_ms &&
+                  ma->rows[k].exposed_comm_ms == mb->rows[k].exposed_comm_ms);
+    kvs_multirank_free(ma);
+    kvs_multirank_free(mb);
+    free_jobs(full);
+    free_jobs(sum);
+    remove_traces();
+}
+
 static void test_arguments(void)
 {
     KVS_CHECK(kvs_cpu_count() >= 1);
@@ -284,6 +344,7 @@ int main(int argc, char **argv)
     static const struct kvs_test tests[] = {
         {"same_for_every_jobs", test_same_for_every_jobs},
         {"bad_options_said_once", test_bad_options_said_once},
+        {"done_keeps_summary", test_done_keeps_summary},
         {"arguments", test_arguments},
         {0},
     };

@@ -137,7 +137,7 @@ static cJSON *render_json(const struct kvs_multirank *m)
     FILE *f = open_memstream(&text, &len);
     if (!f)
         KVS_TEST_SETUP_FAILED("open_memstream");
-    struct kvs_render_options ro = {KVS_FORMAT_JSON, false, 0, {0}};
+    struct kvs_render_options ro = {.format = KVS_FORMAT_JSON};
     KVS_CHECK_EQ_INT(kvs_render_multirank(f, m, &ro), KVS_STATUS_OK);
     fclose(f);
     cJSON *j = cJSON_Parse(text);
@@ -284,7 +284,7 @@ static void test_file_order_and_formats(void)
         char *text = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&text, &len);
-        struct kvs_render_options ro = {fmts[k], false, 0, {0}};
+        struct kvs_render_options ro = {.format = fmts[k]};
         KVS_CHECK_EQ_INT(kvs_render_multirank(f, m, &ro), KVS_STATUS_OK);
         fclose(f);
         KVS_CHECK_MSG(strstr(text, want[k]) && strstr(text, "Not every trace names a rank"), "%.300s",
@@ -506,7 +506,7 @@ static void test_arrival_straggler(void)
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    struct kvs_render_options ro = {KVS_FORMAT_TEXT, false, 0, {0}};
+    struct kvs_render_options ro = {.format = KVS_FORMAT_TEXT};
     KVS_CHECK_EQ_INT(kvs_render_multirank(f, m, &ro), KVS_STATUS_OK);
     fclose(f);
     KVS_CHECK_MSG(strstr(text, "arrives ms") && strstr(text, "* the straggler (arrives last)"), "%.2000s", text);

@@ -54,6 +54,13 @@ struct kvs_analyze_job {
     bool bad_options;                       /* out: its options were refused before any input
                                                was read (a bad step regex, an unknown bundled
                                                model): said once for the jobs that share them */
+    /* in: called as soon as this job is done (status and analysis set), in
+     * the thread that ran it and outside the library's lock — the done
+     * calls of several jobs may run at once; it may replace (and free)
+     * job->analysis, e.g. write the rank's report and keep its summary.
+     * NULL: none. */
+    void (*done)(struct kvs_analyze_job *job, void *user);
+    void *done_user;
 };
 
 /* Messages a job holds while earlier jobs run, at most (bytes of text). */

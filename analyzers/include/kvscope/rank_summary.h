@@ -5,7 +5,8 @@
  * as reading the traces (docs/report-json.md, kvscope.rank/1;
  * tests/test_rank_summary.py).
  *
- * defines: kvs_rank_report_sniff, kvs_rank_summary_read, KVS_RANK_REPORT_MAX_BYTES
+ * defines: kvs_rank_report_sniff, kvs_rank_summary_read, kvs_rank_summary_of,
+ *          KVS_RANK_REPORT_MAX_BYTES
  *
  *   bool is = false;
  *   kvs_rank_report_sniff("r3.json", &is);
@@ -49,6 +50,14 @@ KVS_API enum kvs_status kvs_rank_report_sniff(const char *path, bool *is);
  * key of the wrong type); KVS_STATUS_LIMIT over KVS_RANK_REPORT_MAX_BYTES. */
 KVS_API enum kvs_status kvs_rank_summary_read(const char *path, const struct kvs_analysis_options *opt,
                                               struct kvs_analysis **out);
+
+/* The same summary of an analysis in memory, as a new analysis (free it
+ * with kvs_analysis_free): what its kvscope.rank/1 would read back, copied
+ * (the numbers unchanged), a few hundred bytes a step. kvscope report keeps
+ * this of each rank, not the whole analysis, once the rank's own report is
+ * written (memory bounded by the traces read at once, not by the ranks).
+ * KVS_STATUS_NO_MEMORY, or KVS_STATUS_INVALID_ARGUMENT. */
+KVS_API enum kvs_status kvs_rank_summary_of(const struct kvs_analysis *a, struct kvs_analysis **out);
 
 #ifdef __cplusplus
 }

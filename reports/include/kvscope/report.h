@@ -3,7 +3,8 @@
  *
  * defines: enum kvs_format, struct kvs_render_options, kvs_format_parse, kvs_format_from_path,
  *          kvs_render_report, kvs_render_compare, kvs_render_summary,
- *          kvs_render_compare_summary, kvs_render_compare_junit, kvs_render_multirank
+ *          kvs_render_compare_summary, kvs_render_compare_junit, kvs_render_multirank,
+ *          kvs_rank_section_fn, kvs_render_rank_section
  *
  * Renderers read the analysis struct and format it; they never recompute
  * analysis. A comparison is computed by kvs_compare() (kvscope/compare.h:
@@ -43,11 +44,22 @@ KVS_API enum kvs_status kvs_format_parse(const char *name, enum kvs_format *out)
  * when it names none. */
 KVS_API enum kvs_status kvs_format_from_path(const char *path, enum kvs_format *out);
 
+/* Writes a rank's own section of a multi-rank document to out: what
+ * kvs_render_rank_section() wrote for that rank's full analysis earlier (a
+ * caller that spools each rank's section as its trace is read keeps only a
+ * summary of it, kvs_rank_summary_of in kvscope/rank_summary.h). */
+typedef enum kvs_status (*kvs_rank_section_fn)(FILE *out, const struct kvs_analysis *a, void *user);
+
 struct kvs_render_options {
     enum kvs_format format;
     bool color;          /* ANSI colour in text output (callers decide: TTY and no NO_COLOR) */
     int top_kernels;     /* rows in the top-kernels table; 0 = default (10) */
     struct kvs_logger log;
+    /* kvs_render_multirank: each rank's own report (a rank not read from
+     * its kvscope report) is written by this instead of rendered from its
+     * analysis; NULL: rendered */
+    kvs_rank_section_fn rank_section;
+    void *rank_section_user;
 };
 
 KVS_API enum kvs_status kvs_render_report(FILE *out, const struct kvs_analysis *a,
@@ -88,6 +100,14 @@ struct kvs_multirank; /* kvscope/multirank.h */
  * kvscope.multirank/1, holding kvscope.report/1 documents). */
 KVS_API enum kvs_status kvs_render_multirank(FILE *out, const struct kvs_multirank *m,
                                              const struct kvs_render_options *opt);
+
+/* One rank's own report exactly as kvs_render_multirank() places it in its
+ * document in opt->format (text, md: the report; html: its body; json: the
+ * kvscope.report/1 object indented as an entry of "reports"), for a caller
+ * that writes it back through opt->rank_section. Thread safety: as every
+ * renderer, one call per FILE; calls on different FILEs may run at once. */
+KVS_API enum kvs_status kvs_render_rank_section(FILE *out, const struct kvs_analysis *a,
+                                                const struct kvs_render_options *opt);
 
 #ifdef __cplusplus
 }

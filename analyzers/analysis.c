@@ -715,64 +715,148 @@ fail:
 /* The devices counted as the step's GPUs (at least 1; -1: no memory): one
  * process may drive several (a model split over GPUs with
  * device_map="auto"), and busy time summed over them is a fraction of
- * devices x the step, not of the step alone. A device counts only when its
- * GPU time (durations summed) is at least KVS_DEVICE_MIN_SHARE of the
- * busiest device's: a stray activity on another device id (a 1 us kernel)
- * must not make a second GPU that idles the whole step. Those left out are
- * said. */
-struct dev_time {
+ * devices x the step, not of the step alone. A device counts only when it
+ * runs kernels in most steps (more than half; any, without steps) and for
+ * at least KVS_DEVICE_MIN_SHARE of the busiest device's kernel time: a
+ * memset or a copy on another device id, a kernel now and then, or a 1 us
+ * kernel a step must not make a second GPU that idles the whole step.
+ * Those left out are said, with what they ran. */
+struct dev_stat {
     int32_t device;
-    int64_t ns;
+    int64_t ns, kernel_ns;
+    int64_t kernels, copies, memsets;
+    int64_t kernel_steps;         /* steps in which it ran a kernel; -1 once counted */
 };
 
-static int cmp_dev_time(const void *a, const void *b)
+struct dev_step {
+    int32_t device;
+    int32_t step;
+};
+
+static int cmp_dev_step(const void *a, const void *b)
 {
-    const struct dev_time *x = a, *y = b;
-    return (x->device > y->device) - (x->device < y->device);
+    const struct dev_step *x = a, *y = b;
+    if (x->device != y->device)
+        return (x->device > y->device) - (x->device < y->device);
+    return (x->step > y->step) - (x->step < y->step);
 }
 
-static int count_devices(const struct kvs_trace_data *t, const struct kvs_logger *log, const char *path)
+static struct dev_stat *dev_find(struct dev_stat *v, size_t n, int32_t device)
 {
+    for (size_t i = 0; i < n; i++)
+        if (v[i].device == device)
+            return &v[i];
+    return NULL;
+}
+
+/* what a device left out ran, into what[*wl..) */
+static void stray_words(char *what, size_t size, size_t *wl, const struct dev_stat *d, size_t nsteps)
+{
+    char ran[160];
+    size_t rl = 0;
+    ran[0] = 0;
+    if (d->kernels)
+        rl += (size_t)snprintf(ran + rl, sizeof ran - rl, "%lld kernel%s", (long long)d->kernels,
+                               d->kernels == 1 ? "" : "s");
+    if (d->kernels && nsteps && rl < sizeof ran)
+        rl += (size_t)snprintf(ran + rl, sizeof ran - rl, " in %lld of %zu steps", (long long)d->kernel_steps,
+                               nsteps);
+    if (d->copies && rl < sizeof ran)
+        rl += (size_t)snprintf(ran + rl, sizeof ran - rl, "%s%lld cop%s", rl ? ", " : "", (long long)d->copies,
+                               d->copies == 1 ? "y" : "ies");
+    if (d->memsets && rl < sizeof ran)
+        snprintf(ran + rl, sizeof ran - rl, "%s%lld memset%s", rl ? ", " : "", (long long)d->memsets,
+                 d->memsets == 1 ? "" : "s");
+    if (*wl < size - 1)
+        *wl += (size_t)snprintf(what + *wl, size - *wl, "%sdevice %d: %s", *wl ? "; " : "", (int)d->device, ran);
+    if (*wl >= size)
+        *wl = size - 1;
+}
+
+static int count_devices(struct kvs_ctx *c, const char *path)
+{
+    const struct kvs_trace_data *t = &c->t;
+    c->counted_devices = 0;
     if (!t->ngpus)
         return 1;
-    struct dev_time *v = malloc(t->ngpus * sizeof *v);
-    if (!v)
+    /* more device ids than this (a hostile trace): the rest count as strays */
+    const size_t cap = t->ngpus < KVS_MAX_DEVICES * 4 ? t->ngpus : KVS_MAX_DEVICES * 4;
+    struct dev_stat *d = calloc(cap, sizeof *d);
+    struct dev_step *ks = malloc(t->ngpus * sizeof *ks);
+    if (!d || !ks) {
+        free(d);
+        free(ks);
         return -1;
-    for (size_t i = 0; i < t->ngpus; i++)
-        v[i] = (struct dev_time){t->gpus[i].device, t->gpus[i].dur};
-    qsort(v, t->ngpus, sizeof *v, cmp_dev_time);
-    size_t nd = 0; /* v[0..nd): one entry per device, its time summed (at most 2^60: event.c) */
-    for (size_t i = 0; i < t->ngpus; i++) {
-        if (nd && v[nd - 1].device == v[i].device)
-            v[nd - 1].ns += v[i].ns;
-        else
-            v[nd++] = v[i];
     }
-    int64_t top = 0;
-    for (size_t i = 0; i < nd; i++)
-        if (v[i].ns > top)
-            top = v[i].ns;
-    int counted = 0, stray = 0;
-    int32_t first = 0;
-    int64_t stray_ns = 0;
-    for (size_t i = 0; i < nd; i++) {
-        if ((double)v[i].ns >= KVS_DEVICE_MIN_SHARE * (double)top) {
-            counted++;
+    size_t nd = 0, nks = 0;
+    for (size_t i = 0; i < t->ngpus; i++) {
+        const struct kvs_gpu_rec *g = &t->gpus[i];
+        struct dev_stat *e = dev_find(d, nd, g->device);
+        if (!e && nd == cap)
+            continue;
+        if (!e) {
+            e = &d[nd++];
+            e->device = g->device;
+        }
+        e->ns += g->dur; /* at most 2^60 in all (the reader's limit) */
+        if (g->kind == KVS_GPU_KERNEL) {
+            e->kernels++;
+            e->kernel_ns += g->dur;
+            if (c->nsteps && c->gpu_step[i] >= 0)
+                ks[nks++] = (struct dev_step){g->device, c->gpu_step[i]};
+        } else if (g->kind == KVS_GPU_MEMCPY) {
+            e->copies++;
         } else {
-            if (!stray++)
-                first = v[i].device;
-            stray_ns += v[i].ns;
+            e->memsets++;
         }
     }
-    free(v);
-    if (stray)
-        kvs_log(log, KVS_LOG_WARN,
-                "%s: %d stray device id%s (device %d%s) with under %.0f%% of the busiest device's "
-                "GPU time (%.3f ms in all): not counted as GPUs of the step (busy fraction, idle "
-                "time); their work stays in the GPU time",
-                path, stray, stray > 1 ? "s" : "", (int)first, stray > 1 ? ", ..." : "",
-                KVS_DEVICE_MIN_SHARE * 100, (double)stray_ns / 1e6);
-    return counted ? counted : 1;
+    qsort(ks, nks, sizeof *ks, cmp_dev_step);
+    for (size_t i = 0; i < nks; i++) {
+        struct dev_stat *e = i == 0 || ks[i].device != ks[i - 1].device || ks[i].step != ks[i - 1].step
+                                 ? dev_find(d, nd, ks[i].device)
+                                 : NULL;
+        if (e)
+            e->kernel_steps++;
+    }
+    free(ks);
+    int64_t top = 0;
+    size_t busiest = 0;
+    for (size_t i = 0; i < nd; i++) {
+        top = d[i].kernel_ns > top ? d[i].kernel_ns : top;
+        busiest = d[i].ns > d[busiest].ns ? i : busiest;
+    }
+    int counted = 0, stray = 0;
+    for (size_t i = 0; i < nd; i++) {
+        bool counts = d[i].kernels > 0 && (double)d[i].kernel_ns >= KVS_DEVICE_MIN_SHARE * (double)top &&
+                      (!c->nsteps || 2 * d[i].kernel_steps > (int64_t)c->nsteps);
+        d[i].kernel_steps = counts ? -1 : d[i].kernel_steps >= 0 ? d[i].kernel_steps : 0; /* -1: counted */
+        counted += counts;
+    }
+    if (!counted) { /* copies only, say: the busiest device is the step's */
+        d[busiest].kernel_steps = -1;
+        counted = 1;
+    }
+    int64_t stray_ns = 0;
+    char what[512] = "";
+    size_t wl = 0;
+    for (size_t i = 0; i < nd; i++) {
+        if (d[i].kernel_steps < 0) {
+            c->counted_devices |= kvs_device_bit(d[i].device);
+            continue;
+        }
+        stray_ns += d[i].ns;
+        if (stray++ < 3)
+            stray_words(what, sizeof what, &wl, &d[i], c->nsteps);
+    }
+    if (stray > 0)
+        kvs_log(c->log, KVS_LOG_WARN,
+                "%s: %d stray device id%s, not counted as GPUs of the step (busy fraction, idle "
+                "time, per-GPU figures): %s%s; a GPU of the step runs kernels %sfor at least %.0f%% "
+                "of the busiest device's kernel time; their work (%.3f ms) stays in the GPU time",
+                path, stray, stray > 1 ? "s" : "", what, stray > 3 ? "; ..." : "",
+                c->nsteps ? "in most steps and " : "", 100.0 * KVS_DEVICE_MIN_SHARE, (double)stray_ns / 1e6);
+    free(d);
+    return counted;
 }
 
 /* The options' own errors, said before any input is read; the step regex
@@ -950,7 +1034,7 @@ enum kvs_status kvs_analyze_input(const struct kvs_analyze_input *in,
                 "%s: no CUDA/ROCm GPU activity in the trace: a CPU-only trace, or another "
                 "accelerator's (MTIA) whose device events kvscope does not analyse",
                 path);
-    if ((c.ndevices = count_devices(&c.t, c.log, path)) < 0) {
+    if ((c.ndevices = count_devices(&c, path)) < 0) {
         st = KVS_STATUS_NO_MEMORY;
         goto done;
     }

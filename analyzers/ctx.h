@@ -27,6 +27,12 @@ struct kvs_step_desc {
 
 #define KVS_NO_OP UINT32_MAX
 
+/* A device's bit in a 64-bit set: ids 0..62 their own, any other the last. */
+static inline uint64_t kvs_device_bit(int32_t d)
+{
+    return d >= 0 && d < 63 ? (uint64_t)1 << d : (uint64_t)1 << 63;
+}
+
 struct kvs_step_win {
     int64_t start, end;          /* ns */
     int64_t index;
@@ -47,6 +53,7 @@ struct kvs_group_acc {
     int64_t activity_bytes;      /* sum of memcpy/memset `bytes` */
     int64_t host_ns;             /* GPU time of its host<->device copies (HtoD, DtoH, ...) */
     int64_t activities;
+    uint64_t devices;            /* the devices its activities ran on (kvs_device_bit) */
     int64_t byte_calls;          /* calls whose GPU work had a memcpy/memset with `bytes` */
     int64_t byte_ns;             /* GPU time of those memcpy/memset activities */
     uint32_t top_kernel;         /* kernel name with the most time */
@@ -79,6 +86,7 @@ struct kvs_op_acc {
     int64_t calls;               /* calls that launched GPU work (activities when bare) */
     int64_t calls_in_steps;
     int64_t gpu_ns, gpu_ns_in_steps, gpu_busy_ns;
+    uint64_t devices;            /* the devices its activities ran on (kvs_device_bit) */
     struct kvs_shape shape_info;
     struct kvs_op_cost cost;     /* copy: bytes from its copy/cast group */
     const char *sized_from;      /* copy: its group's; "dims" for the other families; NULL */
@@ -134,7 +142,10 @@ struct kvs_ctx {
     int64_t *step_gpu_last;      /*   INT64_MAX / INT64_MIN when it launched none */
     double (*step_cat_ns)[KVS_CAT_COUNT_];
     double trace_busy_ns;        /* union of all GPU activity over the trace */
-    int ndevices;                /* devices with GPU activity, at least 1 (busy is summed over them) */
+    int ndevices;                /* the step's GPUs: devices that run kernels in most steps
+                                    (count_devices, analysis.c), at least 1; busy is summed over
+                                    every device */
+    uint64_t counted_devices;    /* their kvs_device_bit()s */
     double *step_comm_ns;        /* per step: union of communication activity */
     double *step_compute_ns;     /* per step: union of all other activity */
     double trace_comm_ns, trace_compute_ns;
@@ -164,5 +175,13 @@ struct kvs_ctx {
     /* the result being built */
     struct kvs_arena arena;
 };
+
+/* How many of the step's GPUs (c->counted_devices) a culprit's work ran on
+ * (its kvs_device_bit()s), at least 1: the findings' figures are per GPU. */
+static inline int kvs_gpus_of(const struct kvs_ctx *c, uint64_t devices)
+{
+    int n = __builtin_popcountll(devices & c->counted_devices);
+    return n > 0 ? n : 1;
+}
 
 #endif

@@ -58,6 +58,7 @@ static int full_buffer(struct kvs_ctx *c, size_t gi, struct kvs_finding **v, siz
                  c->layers_inferred ? " counted from layer ranges" : "");
     struct kvs_finding fd = {0};
     fd.id = "kv_full_buffer_cast";
+    fd.gpus = kvs_gpus_of(c, g->devices);
     fd.severity = (busy > 0 && saving >= HIGH_SAVING_SHARE * busy) || f.gpu_fraction >= 0.2 ? KVS_SEV_HIGH : KVS_SEV_WARN;
     fd.gpu_ms_per_step = saving;
     fd.bytes_per_step = bytes_step;
@@ -139,6 +140,7 @@ static int low_efficiency(struct kvs_ctx *c, size_t gi, struct kvs_finding **v, 
     double saving = f.gpu_ms_per_step * (1.0 - f.efficiency / GOOD_EFFICIENCY);
     struct kvs_finding fd = {0};
     fd.id = "low_bandwidth_efficiency";
+    fd.gpus = kvs_gpus_of(c, g->devices);
     fd.severity = busy > 0 && saving >= HIGH_SAVING_SHARE * busy ? KVS_SEV_HIGH : KVS_SEV_WARN;
     fd.gpu_ms_per_step = saving;
     fd.bytes_per_step = (double)g->bytes_per_call * f.calls_per_step;
@@ -301,6 +303,7 @@ static int gpu_idle(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t
     }
     struct kvs_finding fd = {0};
     fd.id = "gpu_idle";
+    fd.gpus = nd;
     fd.severity = frac < 0.3 ? KVS_SEV_HIGH : KVS_SEV_WARN;
     fd.gpu_ms_per_step = idle_ms;
     fd.group = -1;
@@ -414,6 +417,7 @@ static int exposed_comm(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, si
     const char *per = c->nsteps ? "per step" : "of the span";
     struct kvs_finding fd = {0};
     fd.id = "exposed_comm";
+    fd.gpus = nd;
     fd.severity = exposed_ms >= 0.5 * wall_ms * nd ? KVS_SEV_HIGH : KVS_SEV_WARN;
     fd.gpu_ms_per_step = exposed_ms;
     fd.group = -1;
@@ -446,6 +450,45 @@ static int cmp_finding(const void *a, const void *b)
     return strcmp(x->id, y->id);
 }
 
+/* Every figure per GPU and within the step: a culprit's GPU time summed over
+ * the several GPUs it ran on (one process driving a model split over GPUs)
+ * is divided by their number, and no figure exceeds the mean step time (the
+ * traced span without steps) — a recoverable time longer than the step it
+ * is recovered from would be a sum, not a saving. The message says so. */
+static int per_gpu(struct kvs_ctx *c, struct kvs_finding *v, size_t n)
+{
+    double step_ms;
+    if (c->nsteps) {
+        double w = 0;
+        for (size_t i = 0; i < c->nsteps; i++)
+            w += (double)kvs_step_time_ns(c, i);
+        step_ms = w / 1e6 / (double)c->nsteps;
+    } else {
+        step_ms = gpu_span_ms(&c->t);
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct kvs_finding *f = &v[i];
+        if (f->gpus < 1)
+            f->gpus = 1;
+        double per = f->gpu_ms_per_step / f->gpus;
+        bool capped = step_ms > 0 && per > step_ms;
+        if (f->gpus == 1 && !capped)
+            continue;
+        f->gpu_ms_per_step = capped ? step_ms : per;
+        const char *unit = c->nsteps ? "a step" : "of the span";
+        if (f->gpus > 1)
+            f->message = kvs_arena_printf(&c->arena, "%s; per GPU: %.2f ms %s (%d GPUs share it)%s",
+                                          f->message, f->gpu_ms_per_step, unit, f->gpus,
+                                          capped ? ", at most the step's time" : "");
+        else
+            f->message = kvs_arena_printf(&c->arena, "%s; at most the step's time: %.2f ms %s",
+                                          f->message, f->gpu_ms_per_step, unit);
+        if (!f->message)
+            return -1;
+    }
+    return 0;
+}
+
 enum kvs_status kvs_findings_build(struct kvs_ctx *c, struct kvs_finding **out, size_t *nout)
 {
     struct kvs_finding *v = NULL;
@@ -469,6 +512,8 @@ enum kvs_status kvs_findings_build(struct kvs_ctx *c, struct kvs_finding **out, 
         rc = exposed_comm(c, &v, &n, &cap);
     if (rc == 0)
         rc = kvs_gemm_bound(c, &v, &n, &cap);
+    if (rc == 0)
+        rc = per_gpu(c, v, n);
     if (rc != 0) {
         free(v);
         return KVS_STATUS_NO_MEMORY;

@@ -39,6 +39,7 @@ int kvs_gemm_bound(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t 
         return 0;
     double ms = 0, bytes = 0, weights = 0, max_rows = 0, max_intensity = 0, ncalls = 0;
     size_t count = 0, top[3] = {0, 0, 0}, ntop = 0;
+    uint64_t devices = 0;
     for (size_t i = 0; i < c->nops; i++) { /* ops are by GPU time: the first are the largest */
         const struct kvs_op_acc *o = &c->ops[i];
         if (!small_m_memory_bound(o))
@@ -46,6 +47,7 @@ int kvs_gemm_bound(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t 
         double calls = per_step(c, o->calls_in_steps, o->calls);
         ms += per_step(c, o->gpu_ns_in_steps, o->gpu_ns) / 1e6;
         ncalls += calls;
+        devices |= o->devices;
         bytes += o->cost.bytes * calls;
         weights += o->cost.weight_bytes * calls;
         max_rows = o->cost.rows > max_rows ? o->cost.rows : max_rows;
@@ -69,6 +71,7 @@ int kvs_gemm_bound(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t 
     double ridge = big->peak_tflops > 0 ? big->peak_tflops * 1e3 / c->peak_gbps : 0;
     struct kvs_finding fd = {0};
     fd.id = "gemm_memory_bound";
+    fd.gpus = kvs_gpus_of(c, devices);
     fd.severity = busy > 0 && ms >= 0.5 * busy ? KVS_SEV_HIGH : busy > 0 && ms >= 0.2 * busy ? KVS_SEV_WARN
                                                                                           : KVS_SEV_INFO;
     /* half the weight bytes, moved at the rate they move now */

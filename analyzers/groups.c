@@ -179,6 +179,7 @@ enum kvs_status kvs_groups_build(struct kvs_ctx *c)
             goto out;
         a->gpu_ns += g->dur;
         a->activities++;
+        a->devices |= kvs_device_bit(g->device);
         int64_t moved = activity_bytes(t, g);
         a->activity_bytes += moved;
         if (moved > 0)

@@ -43,6 +43,7 @@ struct attn {
     int64_t k_numel, v_numel;
     int64_t calls, calls_in_steps, steps_with_calls;
     int64_t gpu_ns, gpu_ns_in_steps, gpu_calls;
+    uint64_t devices;             /* kvs_device_bit()s of its kernels */
     struct kvs_shape s;
     /* the verdict */
     int64_t capacity, active;
@@ -206,6 +207,7 @@ static int measure(struct kvs_ctx *c, struct attn *at, const uint32_t *attn_of_k
             continue;
         struct attn *a = &at[k->attn];
         a->gpu_ns += t->gpus[i].dur;
+        a->devices |= kvs_device_bit(t->gpus[i].device);
         if (c->gpu_step[i] >= 0)
             a->gpu_ns_in_steps += t->gpus[i].dur;
         size_t ci = (size_t)(k - calls);
@@ -333,6 +335,7 @@ struct reader {
     int64_t active;        /* tokens in use for it, 0 unknown */
     const char *active_from;
     bool attention;
+    uint64_t devices;      /* kvs_device_bit()s of its GPU work */
 };
 
 static int cmp_reader(const void *x, const void *y)
@@ -404,6 +407,7 @@ static int one_finding(struct kvs_ctx *c, int64_t capacity, struct attn *at, siz
             .active = a->active,
             .active_from = a->active_from,
             .attention = true,
+            .devices = a->devices,
         };
         if (a->active > attn_active) {
             attn_active = a->active;
@@ -434,6 +438,7 @@ static int one_finding(struct kvs_ctx *c, int64_t capacity, struct attn *at, siz
             .gpu_ms_per_step = f.gpu_ms_per_step,
             .ms_per_call = g->gpu_calls ? (double)g->gpu_ns / 1e6 / (double)g->gpu_calls : 0,
             .gbps = f.achieved_gbps,
+            .devices = g->devices,
         };
         if (given > 0) {
             one.active = given;
@@ -477,6 +482,7 @@ static int one_finding(struct kvs_ctx *c, int64_t capacity, struct attn *at, siz
             .gbps = isfinite(o->achieved_gbps) ? o->achieved_gbps : 0,
             .active = given > 0 ? given : attn_active,
             .active_from = given > 0 ? given_from : attn_from,
+            .devices = o->devices,
         };
         any_expand = true;
         if (KVS_VEC_PUSH(r, nr, rcap, one) < 0)
@@ -564,6 +570,10 @@ static int one_finding(struct kvs_ctx *c, int64_t capacity, struct attn *at, siz
                 : "the capacity inferred by shape matching (the copy/cast groups' match)";
     struct kvs_finding fd = {0};
     fd.id = "kv_full_buffer_read";
+    uint64_t devices = 0;
+    for (size_t i = 0; i < nr; i++)
+        devices |= r[i].devices;
+    fd.gpus = kvs_gpus_of(c, devices);
     /* as kv_full_buffer_cast's: high at 10% of the step's GPU time recoverable
      * or 20% of it in these ops */
     fd.severity = busy > 0 && (saving >= 0.1 * busy || ms >= 0.2 * busy) ? KVS_SEV_HIGH : KVS_SEV_WARN;

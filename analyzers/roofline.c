@@ -114,6 +114,7 @@ enum kvs_status kvs_roofline_build(struct kvs_ctx *c)
         uint32_t k = *slot - 1;
         struct kvs_op_acc *a = &acc[k];
         a->gpu_ns += g->dur;
+        a->devices |= kvs_device_bit(g->device);
         bool first = a->bare || kvs_op_first_seen(seen, op); /* a call counts once */
         a->calls += first;
         if (c->gpu_step[i] >= 0) {

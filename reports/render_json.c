@@ -413,6 +413,8 @@ void kvs_json_write_report(struct kvs_jw *w, const struct kvs_analysis *a)
             kvs_jw_key(w, "ops");
             kvs_jw_strs(w, (char *const *)f->ops, f->nops, false);
         }
+        kvs_jw_key(w, "gpus");
+        kvs_jw_int(w, f->gpus > 0 ? f->gpus : 1);
         kvs_jw_obj_end(w);
     }
     kvs_jw_arr_end(w);

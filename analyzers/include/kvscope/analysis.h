@@ -369,6 +369,12 @@ struct kvs_finding {
     int64_t active_tokens;
     size_t nops;
     const char *const *ops;
+    /* The step's GPUs (trace.gpu_devices) whose time gpu_ms_per_step is
+     * shared by: several when the culprit ran on several (a model split
+     * over GPUs in one process) — the figure is then per GPU, its total over
+     * this; 1 otherwise (host-side findings: the CPU's time). The figure is
+     * never over the mean step time (docs/analysis.md). */
+    int gpus;
 };
 
 struct kvs_analysis {

@@ -27,7 +27,7 @@ import os
 import sys
 import zlib
 
-HARNESSES = ("trace", "scan", "gz", "model", "devices", "cli")
+HARNESSES = ("trace", "scan", "gz", "model", "devices", "cli", "grow")
 SLICE_BYTES = 4096
 
 
@@ -294,7 +294,41 @@ def handmade_cli():
     return c
 
 
+def handmade_grow():
+    """fuzz_grow: 4 bytes (kind, log2 size, a variation, the buffer) and a
+    small trace with a "@" string marking the value to grow, in each place a
+    big value can sit (issue 34)"""
+    small = small_trace()
+    places = {
+        "header-junk": small.replace('"name":"NVIDIA H200"}', '"name":"NVIDIA H200","junk":"@"}'),
+        "header-field": small.replace('"schemaVersion":1,', '"schemaVersion":1,"distributedInfo":"@",'),
+        "top-key": small.replace('"schemaVersion":1,', '"schemaVersion":1,"extra":"@",'),
+        "input-dims": small.replace('"Input Dims":[[4096,1,576],[4096,1,576]]', '"Input Dims":"@"'),
+        "input-type": small.replace('"Input type":' + FP8, '"Input type":"@"'),
+        "op-name": small.replace('"name":"aten::copy_"', '"name":"@"'),
+        "kernel-arg": small.replace('"correlation":77,"device":0', '"correlation":77,"Concrete Inputs":"@","device":0'),
+        "grid": small.replace('"correlation":77,"device":0', '"correlation":77,"grid":"@","device":0'),
+        "cat": small.replace('"cat":"gpu_memcpy"', '"cat":"@"'),
+        "pid": small.replace('"pid":0,"tid":7,"ts":1100', '"pid":"@","tid":7,"ts":1100'),
+        "event": small.replace('"traceEvents": [', '"traceEvents": ["@",'),
+        "ts": small.replace('"ts":1020.5', '"ts":"@"'),
+    }
+    # kinds (fuzz_grow.c): 0 digits, 1 string, 2 escapes, 3 numbers, 4 literals, 5 tensors,
+    # 6 object, 7 nesting; sizes 2^12 .. 2^22
+    combos = [(3, 21, 0, 0), (4, 21, 5, 1), (0, 12, 0, 2), (1, 22, 9, 3), (2, 20, 1, 1), (5, 21, 0, 0),
+              (6, 20, 3, 2), (7, 16, 200, 3)]
+    g = {}
+    for i, (place, text) in enumerate(sorted(places.items())):
+        assert '"@"' in text, place
+        for j in range(2):
+            k, lg, var, buf = combos[(i * 2 + j) % len(combos)]
+            g["%s-k%d-2e%d" % (place, k, lg)] = bytes([k, lg, var, buf]) + text.encode()
+    return g
+
+
 def handmade(outdir):
+    for name, data in handmade_grow().items():
+        write(outdir, "grow", "hm-" + name + ".bin", data)
     tr = handmade_traces()
     for name, data in tr.items():
         write(outdir, "trace", "hm-" + name + ".json", data)

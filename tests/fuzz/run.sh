@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/fuzz/run.sh — run kvscope's libFuzzer harnesses, one after another.
 #
-#   tests/fuzz/run.sh HARNESS|all SECONDS     HARNESS: trace scan gz model devices cli
+#   tests/fuzz/run.sh HARNESS|all SECONDS     HARNESS: trace scan gz model devices cli grow
 #
 # Configures and builds build-fuzz (CC=clang, -Dfuzz=enabled -Dcuda=disabled)
 # when it is missing, generates the seeds (tests/fuzz/make_seeds.py: cuts of a
@@ -20,7 +20,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
-all=(trace scan gz model devices cli)
+all=(trace scan gz model devices cli grow)
 usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [ $# -eq 2 ] || usage
 what=$1 secs=$2
@@ -55,13 +55,17 @@ read -r -a extra <<<"${KVS_FUZZ_ARGS:-}"
 found=0
 for h in "${harnesses[@]}"; do
     # trace: inputs up to 1 MiB (the generated many-event traces); cli: its
-    # stderr (a usage error a run) closed, sanitizer reports still come out
+    # stderr (a usage error a run) closed, sanitizer reports still come out;
+    # grow: -timeout covers a 16 MiB value read twice under the sanitizers
     quiet=()
     case $h in
         model) dict=model.dict max_len=4096 ;;
         devices) dict=devices.dict max_len=8192 ;;
         trace) dict=trace.dict max_len=1048576 ;;
         cli) dict=cli.dict max_len=65536 quiet=(-close_fd_mask=2) ;;
+        # grow: small seeds whose marked value the harness grows to 16 MiB; any
+        # single allocation over 16 MB (a value held whole) is a finding
+        grow) dict=trace.dict max_len=4096 quiet=(-malloc_limit_mb=16) ;;
         *) dict=trace.dict max_len=8192 ;;
     esac
     mkdir -p "$work/corpus/$h" "$work/artifacts/$h" "$work/seeds/$h"

@@ -231,9 +231,11 @@ static int64_t kth_smallest(int64_t *v, size_t n, size_t k)
     return v[k];
 }
 
-/* first GPU activity's start to the last one's end (ngpus > 0) */
+/* first GPU activity's start to the last one's end; 0 without any */
 static double gpu_span_ms(const struct kvs_trace_data *t)
 {
+    if (!t->ngpus)
+        return 0;
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     for (size_t i = 0; i < t->ngpus; i++) {
         if (t->gpus[i].ts < lo)

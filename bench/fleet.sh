@@ -57,8 +57,11 @@ for py in python3 /usr/bin/python3; do
     if "$py" -c "import distributed" 2>/dev/null; then dask_py=$py; break; fi
 done
 
-same() { # same OUT.json: its view equals --jobs 1's, and names the late rank the straggler
-    python3 - "$1" "$tmp/out.jobs1.$2.json" "$late" <<'EOF'
+same() { # same OUT.json SET: its view equals --jobs 1's, and names the late rank the
+    # straggler (standing out) when SET holds it, none when it does not
+    local want=$late
+    [ "$2" = sub ] && [ "$late" -ge "$scale" ] && want=-1
+    python3 - "$1" "$tmp/out.jobs1.$2.json" "$want" <<'EOF'
 import json, sys
 def ranks(p):
     r = json.load(open(p))["ranks"]
@@ -66,10 +69,13 @@ def ranks(p):
         x.pop("report", None)
     return r
 a, b = ranks(sys.argv[1]), ranks(sys.argv[2])
-st = a["straggler"]["rank"] if a["straggler"] else None
+s = a["straggler"]
+st = s["rank"] if s and s.get("stands_out") else None  # the latest rank that holds the others up
+want = int(sys.argv[3]) if int(sys.argv[3]) >= 0 else None  # -1: the slowed rank is not in the set
 same = "reference" if sys.argv[1] == sys.argv[2] else "same" if a == b else "DIFFERENT"
-print("%s, straggler rank %s%s" % (same, st if st is not None else "none",
-                                   "" if st == int(sys.argv[3]) else " (NOT the slowed rank)"))
+said = "straggler rank %d" % st if st is not None else "no straggler stands out"
+print("%s, %s%s" % (same, said, "" if st == want else
+                    " (WRONG: the slowed rank is %s)" % (want if want is not None else "not in the set")))
 EOF
 }
 

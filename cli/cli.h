@@ -1,7 +1,8 @@
 /* cli/cli.h — the kvscope command table and helpers shared by subcommands.
  *
  * defines: struct kvs_cli_cmd, kvs_cli_commands, KVS_EXIT_*, kvs_cli_usage_error,
- *          kvs_cli_output_check, struct kvs_cli_output, kvs_cli_output_open,
+ *          struct kvs_cli_opt, struct kvs_cli_arg, kvs_cli_next, kvs_cli_parse_int,
+ *          kvs_cli_parse_number, kvs_cli_output_check, struct kvs_cli_output, kvs_cli_output_open,
  *          kvs_cli_output_close, kvs_cli_output_dir_check,
  *          kvs_cli_read_model, struct kvs_rank_spool, kvs_rank_spool_open,
  *          kvs_rank_spool_done, kvs_rank_spool_section, kvs_rank_spool_close
@@ -71,13 +72,46 @@ int kvs_cli_output_close(struct kvs_cli_output *o, bool ok);
  * the work that fills the file runs, not after it. */
 int kvs_cli_output_dir_check(const char *cmd, const char *flag, const char *path);
 
+/* ---- options (options.c): one reader for every command of both programs */
+
 /* The bounds of --peak-gbps (GB/s), the same for report and compare. */
 #define KVS_CLI_PEAK_GBPS_MIN 1e-3
 #define KVS_CLI_PEAK_GBPS_MAX 1e6
-/* Parse a number option's value within [lo, hi] into *out; else a usage
- * error naming flag and the range (KVS_EXIT_USAGE). */
+/* Parse an option's value within [lo, hi] into *out; else a usage error
+ * naming flag and the range (KVS_EXIT_USAGE). */
+int kvs_cli_parse_int(const char *cmd, const char *flag, const char *v, long long lo, long long hi,
+                      long long *out);
 int kvs_cli_parse_number(const char *cmd, const char *flag, const char *v, double lo, double hi,
                          double *out);
+
+enum kvs_cli_opt_kind {
+    KVS_CLI_SWITCH, /* no value: --quiet */
+    KVS_CLI_TEXT,   /* a value kept as given: --model glm5 */
+    KVS_CLI_INT,    /* an integer in [lo, hi]: --batch 4 */
+    KVS_CLI_NUMBER, /* a number in [lo, hi]: --peak-gbps 4800 */
+};
+/* One option of a command; a table ends with a NULL name. */
+struct kvs_cli_opt {
+    const char *name;  /* "--jobs" */
+    const char *alias; /* "-j", or NULL */
+    enum kvs_cli_opt_kind kind;
+    double lo, hi;     /* KVS_CLI_INT and KVS_CLI_NUMBER: the bounds */
+    int id;            /* the command's own number for it */
+};
+/* One argument read: an option with its value, or a positional one. */
+struct kvs_cli_arg {
+    const struct kvs_cli_opt *opt; /* NULL: a positional argument (or "-") */
+    const char *text;              /* the value as given, or the positional argument */
+    long long n;                   /* KVS_CLI_INT's value */
+    double x;                      /* KVS_CLI_NUMBER's value */
+};
+/* Reads argv[*i] (and its value: the next argument, or after '=' in
+ * "--name=value") against the options of tables (a NULL-ended list of
+ * tables), leaving *i at the last argument used. A usage error (exit 2)
+ * for an unknown option, a missing value or a value out of bounds; else
+ * KVS_EXIT_OK with *arg filled. */
+int kvs_cli_next(const char *cmd, int argc, char **argv, int *i,
+                 const struct kvs_cli_opt *const *tables, struct kvs_cli_arg *arg);
 
 /* --model SPEC read once for every trace of a command: when SPEC names a
  * path (a config.json, a pipe, a checkpoint folder) *out is the config read

@@ -221,35 +221,44 @@ static void read_reports(int fd, int *ok, int *failed)
     }
 }
 
+enum { OPT_HELP = 1, OPT_OUTPUT, OPT_WINDOW, OPT_BUFFER_MB, OPT_MAX_BUFFERS, OPT_ACTIVITIES };
+/* the same bounds as the injection library's (inject.c), which would
+ * otherwise fall back to its defaults inside the program */
+static const struct kvs_cli_opt capture_opts[] = {
+    {"--help", "-h", KVS_CLI_SWITCH, 0, 0, OPT_HELP},
+    {"--output", "-o", KVS_CLI_TEXT, 0, 0, OPT_OUTPUT},
+    {"--window", NULL, KVS_CLI_TEXT, 0, 0, OPT_WINDOW},
+    {"--buffer-mb", NULL, KVS_CLI_INT, 1, KVS_CAPTURE_BUFFER_MB_MAX, OPT_BUFFER_MB},
+    {"--max-buffers", NULL, KVS_CLI_INT, 1, KVS_CAPTURE_MAX_BUFFERS_MAX, OPT_MAX_BUFFERS},
+    {"--activities", NULL, KVS_CLI_TEXT, 0, 0, OPT_ACTIVITIES},
+    {NULL, NULL, KVS_CLI_SWITCH, 0, 0, 0},
+};
+
 int kvs_cmd_capture(int argc, char **argv)
 {
+    static const struct kvs_cli_opt *const tables[] = {capture_opts, NULL};
     const char *out = NULL, *window = "all", *buffer_mb = NULL, *max_buffers = NULL;
     const char *activities = NULL;
     int i = 1;
     for (; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--")) {
+        if (!strcmp(argv[i], "--")) {
             i++;
             break;
         }
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return KVS_EXIT_OK;
-        }
-        const char **dst = !strcmp(a, "-o") || !strcmp(a, "--output") ? &out
-                           : !strcmp(a, "--window")                    ? &window
-                           : !strcmp(a, "--buffer-mb")                 ? &buffer_mb
-                           : !strcmp(a, "--max-buffers")               ? &max_buffers
-                           : !strcmp(a, "--activities")                ? &activities
-                                                                       : NULL;
-        if (!dst) {
-            if (a[0] == '-')
-                return kvs_cli_usage_error("capture", "unknown option '%s'", a);
+        struct kvs_cli_arg arg;
+        int rc = kvs_cli_next("capture", argc, argv, &i, tables, &arg);
+        if (rc != KVS_EXIT_OK)
+            return rc;
+        if (!arg.opt)
             break; /* the program, without a "--" before it */
+        switch (arg.opt->id) {
+        case OPT_HELP: usage(stdout); return KVS_EXIT_OK;
+        case OPT_OUTPUT: out = arg.text; break;
+        case OPT_WINDOW: window = arg.text; break;
+        case OPT_BUFFER_MB: buffer_mb = arg.text; break; /* passed on as given */
+        case OPT_MAX_BUFFERS: max_buffers = arg.text; break;
+        case OPT_ACTIVITIES: activities = arg.text; break;
         }
-        if (i + 1 >= argc)
-            return kvs_cli_usage_error("capture", "%s needs a value", a);
-        *dst = argv[++i];
     }
     if (!out)
         return kvs_cli_usage_error("capture", "-o TRACE is required");
@@ -257,18 +266,6 @@ int kvs_cmd_capture(int argc, char **argv)
         return kvs_cli_usage_error("capture", "no program to run (put it after --)");
     if (strcmp(window, "all") && strcmp(window, "cudaProfilerStart"))
         return kvs_cli_usage_error("capture", "--window must be all or cudaProfilerStart");
-    /* the same bounds as the injection library's (inject.c), which would
-     * otherwise fall back to its defaults inside the program */
-    const char *nums[2] = {buffer_mb, max_buffers}, *flags[2] = {"--buffer-mb", "--max-buffers"};
-    const long hi[2] = {KVS_CAPTURE_BUFFER_MB_MAX, KVS_CAPTURE_MAX_BUFFERS_MAX};
-    for (int k = 0; k < 2; k++) {
-        char *end;
-        errno = 0;
-        long v = nums[k] ? strtol(nums[k], &end, 10) : 1;
-        if (nums[k] && (errno || end == nums[k] || *end || v < 1 || v > hi[k]))
-            return kvs_cli_usage_error("capture", "%s wants an integer in [1, %ld], not '%s'",
-                                       flags[k], hi[k], nums[k]);
-    }
     unsigned bits;
     if (activities && kvs_trace_parse_activities(activities, &bits) != KVS_STATUS_OK)
         return kvs_cli_usage_error("capture", "--activities: '%s' is not a list of kernel, "

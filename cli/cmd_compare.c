@@ -15,13 +15,13 @@
  * that cannot be read, 3 with --fail-on regression: an AFTER is worse than
  * BEFORE (kvscope/gate.h).
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
 
+#include "analysis_options.h"
 #include "cli.h"
 #include "kvscope/analysis.h"
 #include "kvscope/analyze_many.h"
@@ -94,35 +94,6 @@ static void usage(FILE *out)
           kvs_cpu_count());
 }
 
-/* "--name=value" or "--name value"; NULL when argv[*i] is not --name. */
-static const char *opt_value(int argc, char **argv, int *i, const char *name, bool *missing)
-{
-    size_t n = strlen(name);
-    const char *a = argv[*i];
-    if (strncmp(a, name, n))
-        return NULL;
-    if (a[n] == '=')
-        return a + n + 1;
-    if (a[n] != 0)
-        return NULL;
-    if (*i + 1 >= argc) {
-        *missing = true;
-        return NULL;
-    }
-    return argv[++*i];
-}
-
-static bool parse_int(const char *s, long long min, long long *out)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < min)
-        return false;
-    *out = v;
-    return true;
-}
-
 struct progress {
     char label[32];
     int last_pct;
@@ -150,156 +121,160 @@ static int exit_for(enum kvs_status st)
                                                                    : KVS_EXIT_USAGE;
 }
 
-int kvs_cmd_compare(int argc, char **argv)
+enum { MAX_TRACES = 17 }; /* BEFORE and up to 16 fixes */
+enum {
+    OPT_SUMMARY = KVS_CLI_OPT_SHARED_END_, OPT_FAIL_ON, OPT_THRESHOLD, OPT_BEFORE_CAPTURE,
+    OPT_AFTER_CAPTURE
+};
+static const struct kvs_cli_opt compare_opts[] = {
+    {"--summary", NULL, KVS_CLI_SWITCH, 0, 0, OPT_SUMMARY},
+    {"--fail-on", NULL, KVS_CLI_TEXT, 0, 0, OPT_FAIL_ON},
+    {"--threshold", NULL, KVS_CLI_NUMBER, 0, 1e6, OPT_THRESHOLD},
+    {"--before-capture", NULL, KVS_CLI_TEXT, 0, 0, OPT_BEFORE_CAPTURE},
+    {"--after-capture", NULL, KVS_CLI_TEXT, 0, 0, OPT_AFTER_CAPTURE},
+    {NULL, NULL, KVS_CLI_SWITCH, 0, 0, 0},
+};
+
+/* The command line: the traces, the options for each, what to write. */
+struct compare_args {
+    struct kvs_cli_analysis_args c;
+    struct kvs_render_options ropt;
+    const char *paths[MAX_TRACES], *capture[2];
+    int npath;
+    bool want_summary, gate, threshold_given;
+    bool summary, json_summary; /* IN SHORT closes; json: one document with it */
+    double threshold;
+};
+
+/* compare's own options, and the traces; KVS_EXIT_OK or a usage error. */
+static int take(struct compare_args *r, const struct kvs_cli_arg *arg)
 {
-    struct kvs_analysis_options aopt;
-    kvs_analysis_options_init(&aopt);
-    enum { MAX_TRACES = 17 }; /* BEFORE and up to 16 fixes */
-    const char *paths[MAX_TRACES] = {NULL}, *format = NULL, *output = NULL, *capture[2] = {NULL, NULL};
-    long long batch = 0, top = 0, jobs = kvs_cpu_count();
-    int npath = 0;
-    bool quiet = false, want_summary = false, gate = false, threshold_given = false;
-    double threshold = KVS_GATE_THRESHOLD_PCT;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        bool missing = false;
-        long long n;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return KVS_EXIT_OK;
-        } else if (!strcmp(a, "--quiet")) {
-            quiet = true;
-        } else if (!strcmp(a, "--summary")) {
-            want_summary = true;
-        } else if ((v = opt_value(argc, argv, &i, "--top", &missing))) {
-            if (!parse_int(v, 1, &top) || top > 100000)
-                return kvs_cli_usage_error("compare", "--top wants a positive integer, not '%s'", v);
-        } else if ((v = opt_value(argc, argv, &i, "--fail-on", &missing))) {
-            if (strcmp(v, "regression"))
-                return kvs_cli_usage_error("compare", "--fail-on takes 'regression', not '%s'", v);
-            gate = true;
-        } else if ((v = opt_value(argc, argv, &i, "--threshold", &missing))) {
-            int prc = kvs_cli_parse_number("compare", "--threshold", v, 0, 1e6, &threshold);
-            if (prc != KVS_EXIT_OK)
-                return prc;
-            threshold_given = true;
-        } else if ((v = opt_value(argc, argv, &i, "--jobs", &missing)) ||
-                   (v = opt_value(argc, argv, &i, "-j", &missing))) {
-            if (!parse_int(v, 1, &jobs) || jobs > 1024)
-                return kvs_cli_usage_error("compare", "--jobs wants an integer in [1, 1024], not '%s'", v);
-        } else if ((v = opt_value(argc, argv, &i, "--model", &missing))) {
-            aopt.model = v;
-        } else if ((v = opt_value(argc, argv, &i, "--kv-capacity", &missing))) {
-            if (!parse_int(v, 1, &n) || n > (long long)1 << 40) /* report's bound */
-                return kvs_cli_usage_error("compare", "--kv-capacity wants an integer in [1, 2^40], not '%s'", v);
-            aopt.kv_capacity = n;
-        } else if ((v = opt_value(argc, argv, &i, "--context", &missing))) {
-            if (!parse_int(v, 1, &n) || n > (long long)1 << 40)
-                return kvs_cli_usage_error("compare", "--context wants an integer in [1, 2^40], not '%s'", v);
-            aopt.context = n;
-        } else if ((v = opt_value(argc, argv, &i, "--kv-dtype", &missing))) {
-            aopt.kv_dtype = v;
-        } else if ((v = opt_value(argc, argv, &i, "--before-capture", &missing))) {
-            capture[0] = v;
-        } else if ((v = opt_value(argc, argv, &i, "--after-capture", &missing))) {
-            capture[1] = v;
-        } else if ((v = opt_value(argc, argv, &i, "--device", &missing))) {
-            aopt.device = v;
-        } else if ((v = opt_value(argc, argv, &i, "--peak-gbps", &missing))) {
-            int prc = kvs_cli_parse_number("compare", "--peak-gbps", v, KVS_CLI_PEAK_GBPS_MIN,
-                                           KVS_CLI_PEAK_GBPS_MAX, &aopt.peak_gbps);
-            if (prc != KVS_EXIT_OK)
-                return prc;
-        } else if ((v = opt_value(argc, argv, &i, "--step-regex", &missing))) {
-            aopt.step_regex = v;
-        } else if ((v = opt_value(argc, argv, &i, "--batch", &missing))) {
-            if (!parse_int(v, 1, &batch) || batch > 1 << 24)
-                return kvs_cli_usage_error("compare", "--batch wants a positive integer, not '%s'", v);
-        } else if ((v = opt_value(argc, argv, &i, "--format", &missing))) {
-            format = v;
-        } else if ((v = opt_value(argc, argv, &i, "--output", &missing)) ||
-                   (v = opt_value(argc, argv, &i, "-o", &missing))) {
-            output = v;
-        } else if (missing) {
-            return kvs_cli_usage_error("compare", "%s needs a value", a);
-        } else if (a[0] == '-' && a[1] != 0) {
-            return kvs_cli_usage_error("compare", "unknown option '%s'", a);
-        } else if (npath < MAX_TRACES) {
-            paths[npath++] = a;
-        } else {
+    if (!arg->opt) {
+        if (r->npath == MAX_TRACES)
             return kvs_cli_usage_error("compare", "unexpected argument '%s' (at most %d AFTER traces)",
-                                       a, MAX_TRACES - 1);
-        }
+                                       arg->text, MAX_TRACES - 1);
+        r->paths[r->npath++] = arg->text;
+        return KVS_EXIT_OK;
     }
-    if (npath < 2)
-        return kvs_cli_usage_error("compare", "needs two traces: BEFORE AFTER");
-    if (aopt.device && aopt.peak_gbps > 0)
-        return kvs_cli_usage_error("compare", "give --device or --peak-gbps, not both");
+    switch (arg->opt->id) {
+    case OPT_SUMMARY: r->want_summary = true; break;
+    case OPT_FAIL_ON:
+        if (strcmp(arg->text, "regression"))
+            return kvs_cli_usage_error("compare", "--fail-on takes 'regression', not '%s'", arg->text);
+        r->gate = true;
+        break;
+    case OPT_THRESHOLD:
+        r->threshold = arg->x;
+        r->threshold_given = true;
+        break;
+    case OPT_BEFORE_CAPTURE: r->capture[0] = arg->text; break;
+    case OPT_AFTER_CAPTURE: r->capture[1] = arg->text; break;
+    default: kvs_cli_analysis_apply(&r->c, arg);
+    }
+    return KVS_EXIT_OK;
+}
+
+/* The traces and inputs against each other and the output: KVS_EXIT_OK or
+ * a usage error. */
+static int check_inputs(const struct compare_args *r)
+{
     int nstdin = 0;
-    for (int k = 0; k < npath; k++)
-        nstdin += !strcmp(paths[k], "-");
+    for (int k = 0; k < r->npath; k++)
+        nstdin += !strcmp(r->paths[k], "-");
     if (nstdin > 1)
         return kvs_cli_usage_error("compare", "only one of the traces can be '-' (stdin)");
-    int rc = kvs_cli_output_check("compare", output, paths, npath, aopt.model, "comparison");
-    if (npath > 2 && capture[1])
+    int rc = kvs_cli_output_check("compare", r->c.output, r->paths, r->npath, r->c.opt.model,
+                                  "comparison");
+    if (r->npath > 2 && r->capture[1])
         return kvs_cli_usage_error("compare", "--after-capture names one AFTER's capture: give one AFTER");
     for (int k = 0; k < 2 && rc == KVS_EXIT_OK; k++) /* the captures are inputs too */
-        if (capture[k])
-            rc = kvs_cli_output_check("compare", output, &capture[k], 1, NULL, "comparison");
-    if (rc != KVS_EXIT_OK)
-        return rc;
-    struct kvs_render_options ropt = {.format = KVS_FORMAT_TEXT};
-    if (format && kvs_format_parse(format, &ropt.format) != KVS_STATUS_OK)
+        if (r->capture[k])
+            rc = kvs_cli_output_check("compare", r->c.output, &r->capture[k], 1, NULL, "comparison");
+    return rc;
+}
+
+/* The format (given, or from -o's name) and what goes with it. */
+static int check_format(struct compare_args *r)
+{
+    const char *format = r->c.format, *output = r->c.output;
+    r->ropt = (struct kvs_render_options){.format = KVS_FORMAT_TEXT};
+    if (format && kvs_format_parse(format, &r->ropt.format) != KVS_STATUS_OK)
         return kvs_cli_usage_error("compare", "unknown format '%s' (text, md, json, html or junit)",
                                    format);
-    if (!format && output && kvs_format_from_path(output, &ropt.format) != KVS_STATUS_OK) {
+    if (!format && output && kvs_format_from_path(output, &r->ropt.format) != KVS_STATUS_OK) {
         /* -o compare.html means HTML, as for report; and the gate's -o gate.xml JUnit */
         size_t n = strlen(output);
-        if (gate && n > 4 && !strcasecmp(output + n - 4, ".xml"))
-            ropt.format = KVS_FORMAT_JUNIT;
+        if (r->gate && n > 4 && !strcasecmp(output + n - 4, ".xml"))
+            r->ropt.format = KVS_FORMAT_JUNIT;
     }
-    if (npath > 2 && ropt.format == KVS_FORMAT_HTML)
+    enum kvs_format f = r->ropt.format;
+    if (r->npath > 2 && f == KVS_FORMAT_HTML)
         return kvs_cli_usage_error("compare", "several AFTER traces are compared in text, md or "
                                               "json; html takes one AFTER");
-    if (want_summary && (ropt.format == KVS_FORMAT_HTML || ropt.format == KVS_FORMAT_JUNIT))
+    if (r->want_summary && (f == KVS_FORMAT_HTML || f == KVS_FORMAT_JUNIT))
         return kvs_cli_usage_error("compare", "--summary is for text, md and json");
-    if (ropt.format == KVS_FORMAT_JUNIT && !gate)
+    if (f == KVS_FORMAT_JUNIT && !r->gate)
         return kvs_cli_usage_error("compare", "--format junit writes the gate's checks: add --fail-on "
                                               "regression");
-    if (threshold_given && !gate)
+    if (r->threshold_given && !r->gate)
         return kvs_cli_usage_error("compare", "--threshold is the gate's: add --fail-on regression");
-    bool summary = (npath > 2 || want_summary) && ropt.format != KVS_FORMAT_JUNIT;
-    /* json: one document, the comparisons and IN SHORT together */
-    bool json_summary = summary && ropt.format == KVS_FORMAT_JSON;
-    aopt.batch = (int)batch;
-    if (quiet)
-        aopt.log.min_level = KVS_LOG_WARN;
-    ropt.log = aopt.log;
-    ropt.top_kernels = (int)top;
+    r->summary = (r->npath > 2 || r->want_summary) && f != KVS_FORMAT_JUNIT;
+    r->json_summary = r->summary && f == KVS_FORMAT_JSON;
+    return KVS_EXIT_OK;
+}
 
-    /* read once for every trace: a pipe cannot be read twice */
-    struct kvs_hf_config *model = NULL;
-    rc = kvs_cli_read_model(aopt.model, &aopt.log, &model);
-    if (rc != KVS_EXIT_OK)
-        return rc;
-    aopt.model_config = model;
+/* Reads and checks the command line into *r: KVS_EXIT_OK, a usage error,
+ * or -1 once --help is printed. */
+static int parse_args(int argc, char **argv, struct compare_args *r)
+{
+    static const struct kvs_cli_opt *const tables[] = {kvs_cli_analysis_opts, compare_opts, NULL};
+    memset(r, 0, sizeof *r);
+    kvs_cli_analysis_args_init(&r->c);
+    r->threshold = KVS_GATE_THRESHOLD_PCT;
+    for (int i = 1; i < argc; i++) {
+        struct kvs_cli_arg arg;
+        int rc = kvs_cli_next("compare", argc, argv, &i, tables, &arg);
+        if (rc == KVS_EXIT_OK)
+            rc = take(r, &arg);
+        if (rc != KVS_EXIT_OK)
+            return rc;
+        if (r->c.help) {
+            usage(stdout);
+            return -1;
+        }
+    }
+    if (r->npath < 2)
+        return kvs_cli_usage_error("compare", "needs two traces: BEFORE AFTER");
+    int rc = kvs_cli_analysis_check("compare", &r->c);
+    if (rc == KVS_EXIT_OK)
+        rc = check_inputs(r);
+    if (rc == KVS_EXIT_OK)
+        rc = check_format(r);
+    r->ropt.log = r->c.opt.log;
+    r->ropt.top_kernels = r->c.top;
+    return rc;
+}
 
-    /* every trace read (up to --jobs at once), each with its own options */
-    struct kvs_analysis *an[MAX_TRACES] = {NULL};
+/* Every trace read (up to --jobs at once), each with its own options;
+ * an[] gets the analyses. KVS_EXIT_OK when every one was read. */
+static int analyse(const struct compare_args *r, struct kvs_analysis **an)
+{
     struct kvs_analysis_options jopt[MAX_TRACES];
     struct kvs_analyze_job job[MAX_TRACES];
     struct progress prog[MAX_TRACES];
-    bool tty_err = !quiet && isatty(STDERR_FILENO);
+    const int npath = r->npath;
+    bool tty_err = !r->c.quiet && isatty(STDERR_FILENO);
     for (int k = 0; k < npath; k++) {
         prog[k].last_pct = -1;
         snprintf(prog[k].label, sizeof prog[k].label, k == 0 ? "BEFORE" : npath > 2 ? "AFTER %d" : "AFTER", k);
-        jopt[k] = aopt;
+        jopt[k] = r->c.opt;
         jopt[k].progress = tty_err ? show_progress : NULL;
         jopt[k].progress_user = &prog[k];
-        jopt[k].graph_capture = capture[k ? 1 : 0];
-        job[k] = (struct kvs_analyze_job){.path = paths[k], .opt = &jopt[k]};
+        jopt[k].graph_capture = r->capture[k ? 1 : 0];
+        job[k] = (struct kvs_analyze_job){.path = r->paths[k], .opt = &jopt[k]};
     }
-    kvs_analyze_many(job, (size_t)npath, (int)jobs);
+    kvs_analyze_many(job, (size_t)npath, (int)r->c.jobs);
+    int rc = KVS_EXIT_OK;
     for (int k = 0; k < npath; k++) {
         an[k] = job[k].analysis;
         enum kvs_status st = job[k].status;
@@ -308,73 +283,100 @@ int kvs_cmd_compare(int argc, char **argv)
              * bad --model or --step-regex); a line of ours would blame the
              * trace for an option's fault. Only our own failures add one. */
             if (exit_for(st) == KVS_EXIT_FAILURE) {
-                fprintf(stderr, "kvscope compare: %s: %s\n", paths[k], kvs_status_str(st));
+                fprintf(stderr, "kvscope compare: %s: %s\n", r->paths[k], kvs_status_str(st));
                 rc = KVS_EXIT_FAILURE;
             } else if (rc == KVS_EXIT_OK) {
                 rc = KVS_EXIT_USAGE;
             }
         }
     }
-    kvs_hf_config_free(model);
+    return rc;
+}
 
+/* Each AFTER compared with BEFORE (and gated), then IN SHORT. */
+static int judge(const struct compare_args *r, struct kvs_analysis **an,
+                 struct kvs_comparison **cmp, struct kvs_summary **sum)
+{
+    for (int k = 1; k < r->npath; k++) {
+        enum kvs_status st = kvs_compare(an[0], an[k], r->c.opt.batch, &cmp[k]);
+        if (st == KVS_STATUS_OK && r->gate)
+            st = kvs_gate_compare(cmp[k], an[0], an[k], r->threshold);
+        if (st != KVS_STATUS_OK) {
+            fprintf(stderr, "kvscope compare: %s\n", kvs_status_str(st));
+            return KVS_EXIT_FAILURE;
+        }
+    }
+    if (!r->summary)
+        return KVS_EXIT_OK;
+    enum kvs_status st = kvs_summarize(an[0], (const struct kvs_analysis *const *)an + 1,
+                                       (const struct kvs_comparison *const *)cmp + 1,
+                                       (size_t)r->npath - 1, sum);
+    if (st != KVS_STATUS_OK) {
+        fprintf(stderr, "kvscope compare: %s\n", kvs_status_str(st));
+        return KVS_EXIT_FAILURE;
+    }
+    return KVS_EXIT_OK;
+}
+
+/* The comparisons (and IN SHORT) written to -o. */
+static int render(struct compare_args *r, struct kvs_comparison **cmp, const struct kvs_summary *sum)
+{
+    struct kvs_cli_output out;
+    int rc = kvs_cli_output_open("compare", r->c.output, &out);
+    if (rc != KVS_EXIT_OK)
+        return rc;
+    const struct kvs_render_options *ropt = &r->ropt;
+    const char *nc = getenv("NO_COLOR");
+    r->ropt.color = out.f == stdout && ropt->format == KVS_FORMAT_TEXT && isatty(STDOUT_FILENO) &&
+                    !(nc && *nc);
+    const struct kvs_comparison *const *after = (const struct kvs_comparison *const *)cmp + 1;
+    const size_t nafter = (size_t)r->npath - 1;
+    enum kvs_status st = KVS_STATUS_OK;
+    bool one_doc = r->json_summary || ropt->format == KVS_FORMAT_JUNIT;
+    if (r->json_summary)
+        st = kvs_render_compare_summary(out.f, after, nafter, sum, ropt);
+    else if (ropt->format == KVS_FORMAT_JUNIT)
+        st = kvs_render_compare_junit(out.f, after, nafter, ropt);
+    for (int k = 1; !one_doc && k < r->npath && st == KVS_STATUS_OK; k++) {
+        if (k > 1)
+            fputs("\n", out.f);
+        st = kvs_render_compare(out.f, cmp[k], ropt);
+    }
+    if (st == KVS_STATUS_OK && sum && !r->json_summary) {
+        fputs("\n", out.f);
+        st = kvs_render_summary(out.f, sum, ropt);
+    }
+    /* a failed write is said by kvs_cli_output_close, naming the file */
+    if (st != KVS_STATUS_OK && st != KVS_STATUS_IO)
+        fprintf(stderr, "kvscope compare: writing the comparison failed: %s\n", kvs_status_str(st));
+    return kvs_cli_output_close(&out, st == KVS_STATUS_OK || st == KVS_STATUS_IO);
+}
+
+int kvs_cmd_compare(int argc, char **argv)
+{
+    struct compare_args r;
+    int rc = parse_args(argc, argv, &r);
+    if (rc != KVS_EXIT_OK)
+        return rc < 0 ? KVS_EXIT_OK : rc;
+    struct kvs_hf_config *model = NULL;
+    if ((rc = kvs_cli_analysis_model(&r.c, &model)) != KVS_EXIT_OK)
+        return rc;
+    struct kvs_analysis *an[MAX_TRACES] = {NULL};
+    rc = analyse(&r, an);
+    kvs_hf_config_free(model);
     struct kvs_comparison *cmp[MAX_TRACES] = {NULL};
     struct kvs_summary *sum = NULL;
-    for (int k = 1; k < npath && rc == KVS_EXIT_OK; k++) {
-        enum kvs_status st = kvs_compare(an[0], an[k], (int)batch, &cmp[k]);
-        if (st == KVS_STATUS_OK && gate)
-            st = kvs_gate_compare(cmp[k], an[0], an[k], threshold);
-        if (st != KVS_STATUS_OK) {
-            fprintf(stderr, "kvscope compare: %s\n", kvs_status_str(st));
-            rc = KVS_EXIT_FAILURE;
-        }
-    }
-    if (rc == KVS_EXIT_OK && summary) {
-        enum kvs_status st = kvs_summarize(an[0], (const struct kvs_analysis *const *)an + 1,
-                                           (const struct kvs_comparison *const *)cmp + 1,
-                                           (size_t)npath - 1, &sum);
-        if (st != KVS_STATUS_OK) {
-            fprintf(stderr, "kvscope compare: %s\n", kvs_status_str(st));
-            rc = KVS_EXIT_FAILURE;
-        }
-    }
-    if (rc == KVS_EXIT_OK) {
-        struct kvs_cli_output out;
-        rc = kvs_cli_output_open("compare", output, &out);
-        if (rc == KVS_EXIT_OK) {
-            const char *nc = getenv("NO_COLOR");
-            ropt.color = out.f == stdout && ropt.format == KVS_FORMAT_TEXT &&
-                         isatty(STDOUT_FILENO) && !(nc && *nc);
-            enum kvs_status st = KVS_STATUS_OK;
-            bool one_doc = json_summary || ropt.format == KVS_FORMAT_JUNIT;
-            if (json_summary)
-                st = kvs_render_compare_summary(out.f, (const struct kvs_comparison *const *)cmp + 1,
-                                                (size_t)npath - 1, sum, &ropt);
-            else if (ropt.format == KVS_FORMAT_JUNIT)
-                st = kvs_render_compare_junit(out.f, (const struct kvs_comparison *const *)cmp + 1,
-                                              (size_t)npath - 1, &ropt);
-            for (int k = 1; !one_doc && k < npath && st == KVS_STATUS_OK; k++) {
-                if (k > 1)
-                    fputs("\n", out.f);
-                st = kvs_render_compare(out.f, cmp[k], &ropt);
-            }
-            if (st == KVS_STATUS_OK && sum && !json_summary) {
-                fputs("\n", out.f);
-                st = kvs_render_summary(out.f, sum, &ropt);
-            }
-            /* a failed write is said by kvs_cli_output_close, naming the file */
-            if (st != KVS_STATUS_OK && st != KVS_STATUS_IO)
-                fprintf(stderr, "kvscope compare: writing the comparison failed: %s\n",
-                        kvs_status_str(st));
-            rc = kvs_cli_output_close(&out, st == KVS_STATUS_OK || st == KVS_STATUS_IO);
-        }
-    }
+    if (rc == KVS_EXIT_OK)
+        rc = judge(&r, an, cmp, &sum);
+    if (rc == KVS_EXIT_OK)
+        rc = render(&r, cmp, sum);
     /* the gate's verdict once the output is written: 3 when an AFTER regresses */
     bool regressed = false;
-    for (int k = 1; gate && rc == KVS_EXIT_OK && k < npath; k++) {
+    for (int k = 1; r.gate && rc == KVS_EXIT_OK && k < r.npath; k++) {
         if (cmp[k]->gate && !cmp[k]->gate->passed) {
-            if (!quiet)
+            if (!r.c.quiet)
                 fprintf(stderr, "kvscope compare: regression: %s is worse than %s (%zu reason%s)\n",
-                        paths[k], paths[0], cmp[k]->gate->nreason,
+                        r.paths[k], r.paths[0], cmp[k]->gate->nreason,
                         cmp[k]->gate->nreason == 1 ? "" : "s");
             regressed = true;
         }
@@ -382,7 +384,7 @@ int kvs_cmd_compare(int argc, char **argv)
     if (regressed)
         rc = KVS_EXIT_REGRESSION;
     kvs_summary_free(sum);
-    for (int k = 0; k < npath; k++) {
+    for (int k = 0; k < r.npath; k++) {
         kvs_comparison_free(cmp[k]);
         kvs_analysis_free(an[k]);
     }

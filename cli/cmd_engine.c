@@ -3,13 +3,12 @@
  * times, tokens/s, bytes moved per step and the roofline; --trace captures
  * the run with libtrace; --tp N runs it tensor-parallel over N GPUs. The run
  * is kvs_engine_run (engine/run.c); this file parses, prints and writes the
- * trace (--tp's summary: engine_tp_run.c).
+ * trace (the summary it prints: engine_summary.c).
  *
  *   kvscope engine --config glm5 --kv-path full-cast --batch 1 --context 4096
  *   kvscope engine --tp 8 --kv-path full-cast --trace full.json.gz
  *   kvscope engine --help
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +39,7 @@ static void usage(FILE *out)
             "  active-cast  gather-then-cast of the active tokens only\n"
             "  fp8-direct   attention reads the FP8 pool directly\n"
             "\n"
-            "options:\n"
+            "options (--name value, or --name=value):\n"
             "  --config NAME|FILE    glm5 (default), tiny, a config.json path, or a\n"
             "                        checkpoint folder holding one (a pipe works too)\n"
             "  --kv-path PATH        full-cast (default) | active-cast | fp8-direct\n"
@@ -89,89 +88,67 @@ static void keep_message(void *user, enum kvs_log_level level, const char *messa
     snprintf((char *)user, 256, "%s", message);
 }
 
-static int parse_ll(const char *flag, const char *s, long long lo, long long hi, long long *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || !end || *end || end == s || v < lo || v > hi)
-        return kvs_cli_usage_error(CMD, "%s wants an integer in [%lld, %lld], not '%s'", flag, lo,
-                                   hi, s);
-    *out = v;
-    return KVS_EXIT_OK;
-}
+enum {
+    OPT_HELP = 1, OPT_GRAPH, OPT_SCATTER, OPT_QUIET, OPT_CONFIG, OPT_TRACE, OPT_KV_PATH, OPT_BATCH,
+    OPT_CONTEXT, OPT_STEPS, OPT_WARMUP, OPT_KV_CAPACITY, OPT_RESIDENT, OPT_SEED, OPT_TP,
+    OPT_COPY_GBPS
+};
+static const struct kvs_cli_opt engine_opts[] = {
+    {"--help", "-h", KVS_CLI_SWITCH, 0, 0, OPT_HELP},
+    {"--graph", NULL, KVS_CLI_SWITCH, 0, 0, OPT_GRAPH},
+    {"--scatter", NULL, KVS_CLI_SWITCH, 0, 0, OPT_SCATTER},
+    {"--quiet", NULL, KVS_CLI_SWITCH, 0, 0, OPT_QUIET},
+    {"--config", NULL, KVS_CLI_TEXT, 0, 0, OPT_CONFIG},
+    {"--trace", NULL, KVS_CLI_TEXT, 0, 0, OPT_TRACE},
+    {"--kv-path", NULL, KVS_CLI_TEXT, 0, 0, OPT_KV_PATH},
+    {"--batch", NULL, KVS_CLI_INT, 1, 4096, OPT_BATCH},
+    {"--context", NULL, KVS_CLI_INT, 0, (1LL << 30) - 1, OPT_CONTEXT}, /* the plan's bound */
+    {"--steps", NULL, KVS_CLI_INT, 1, 100000, OPT_STEPS},
+    {"--warmup", NULL, KVS_CLI_INT, 0, 1000, OPT_WARMUP},
+    {"--kv-capacity", NULL, KVS_CLI_INT, 1, 2147483647.0, OPT_KV_CAPACITY},
+    {"--resident-experts", NULL, KVS_CLI_INT, 0, 1024, OPT_RESIDENT},
+    {"--seed", NULL, KVS_CLI_INT, 0, 4611686018427387904.0 /* 2^62 */, OPT_SEED},
+    {"--tp", NULL, KVS_CLI_INT, 1, KVS_TP_MAX_WORLD, OPT_TP},
+    {"--copy-gbps", NULL, KVS_CLI_NUMBER, 1e-3, 1e6, OPT_COPY_GBPS},
+    {NULL, NULL, KVS_CLI_SWITCH, 0, 0, 0},
+};
 
+/* Reads the command line into *o: KVS_EXIT_OK, a usage error, or -1 once
+ * --help is printed. */
 static int parse_args(int argc, char **argv, struct kvs_engine_opts *o)
 {
+    static const struct kvs_cli_opt *const tables[] = {engine_opts, NULL};
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return -1;
-        }
-        if (!strcmp(a, "--graph")) {
-            o->graph = 1;
-            continue;
-        }
-        if (!strcmp(a, "--scatter")) {
-            o->scatter = 1;
-            continue;
-        }
-        if (!strcmp(a, "--quiet")) {
-            o->quiet = 1;
-            continue;
-        }
-        if (a[0] == '-' && a[1] != '-' && a[1])
-            return kvs_cli_usage_error(CMD, "unknown option '%s'", a);
-        if (a[0] != '-' || a[1] != '-')
-            return kvs_cli_usage_error(CMD, "unexpected argument '%s'", a);
-        if (i + 1 >= argc)
-            return kvs_cli_usage_error(CMD, "%s needs a value", a);
-        const char *v = argv[++i];
-        int rc = KVS_EXIT_OK;
-        if (!strcmp(a, "--config"))
-            o->config = v;
-        else if (!strcmp(a, "--trace"))
-            o->trace = v;
-        else if (!strcmp(a, "--kv-path")) {
-            if (kvs_kv_path_parse(v, &o->path) != KVS_STATUS_OK)
-                return kvs_cli_usage_error(CMD, "--kv-path is full-cast, active-cast or "
-                                                "fp8-direct, not '%s'", v);
-        } else if (!strcmp(a, "--batch"))
-            rc = parse_ll(a, v, 1, 4096, &o->batch);
-        else if (!strcmp(a, "--context"))
-            rc = parse_ll(a, v, 0, (1LL << 30) - 1, &o->context); /* the plan's bound */
-        else if (!strcmp(a, "--steps"))
-            rc = parse_ll(a, v, 1, 100000, &o->steps);
-        else if (!strcmp(a, "--warmup"))
-            rc = parse_ll(a, v, 0, 1000, &o->warmup);
-        else if (!strcmp(a, "--kv-capacity"))
-            rc = parse_ll(a, v, 1, 2147483647LL, &o->capacity);
-        else if (!strcmp(a, "--resident-experts"))
-            rc = parse_ll(a, v, 0, 1024, &o->resident);
-        else if (!strcmp(a, "--seed"))
-            rc = parse_ll(a, v, 0, (1LL << 62), &o->seed);
-        else if (!strcmp(a, "--tp"))
-            rc = parse_ll(a, v, 1, KVS_TP_MAX_WORLD, &o->tp);
-        else if (!strcmp(a, "--copy-gbps")) {
-            char *end = NULL;
-            o->copy_gbps = strtod(v, &end);
-            if (!end || *end || !(o->copy_gbps > 0.0 && o->copy_gbps < 1e6))
-                return kvs_cli_usage_error(CMD, "--copy-gbps wants a positive number, not '%s'",
-                                           v);
-        } else
-            return kvs_cli_usage_error(CMD, "unknown option '%s'", a);
+        struct kvs_cli_arg arg;
+        int rc = kvs_cli_next(CMD, argc, argv, &i, tables, &arg);
         if (rc != KVS_EXIT_OK)
             return rc;
+        if (!arg.opt)
+            return kvs_cli_usage_error(CMD, "unexpected argument '%s'", arg.text);
+        switch (arg.opt->id) {
+        case OPT_HELP: usage(stdout); return -1;
+        case OPT_GRAPH: o->graph = 1; break;
+        case OPT_SCATTER: o->scatter = 1; break;
+        case OPT_QUIET: o->quiet = 1; break;
+        case OPT_CONFIG: o->config = arg.text; break;
+        case OPT_TRACE: o->trace = arg.text; break;
+        case OPT_KV_PATH:
+            if (kvs_kv_path_parse(arg.text, &o->path) != KVS_STATUS_OK)
+                return kvs_cli_usage_error(CMD, "--kv-path is full-cast, active-cast or "
+                                                "fp8-direct, not '%s'", arg.text);
+            break;
+        case OPT_BATCH: o->batch = arg.n; break;
+        case OPT_CONTEXT: o->context = arg.n; break;
+        case OPT_STEPS: o->steps = arg.n; break;
+        case OPT_WARMUP: o->warmup = arg.n; break;
+        case OPT_KV_CAPACITY: o->capacity = arg.n; break;
+        case OPT_RESIDENT: o->resident = arg.n; break;
+        case OPT_SEED: o->seed = arg.n; break;
+        case OPT_TP: o->tp = arg.n; break;
+        case OPT_COPY_GBPS: o->copy_gbps = arg.x; break;
+        }
     }
     return KVS_EXIT_OK;
-}
-
-void kvs_engine_cli_print_bytes(const char *label, const struct kvs_step_bytes *sb)
-{
-    printf("  %-30s%10.2f GB  (weights %.2f, KV attention %.2f, KV cast %.2f, KV other %.3f)\n",
-           label, sb->total / 1e9, sb->weights / 1e9, sb->kv_attention / 1e9, sb->kv_cast / 1e9,
-           sb->kv_other / 1e9);
 }
 
 #ifdef KVS_ENGINE_HAVE_TRACE
@@ -309,27 +286,6 @@ static enum kvs_status write_traces(const struct kvs_engine_opts *o,
 }
 #endif
 
-static void print_summary(const struct kvs_engine_opts *o, const struct kvs_engine_params *p,
-                          const struct kvs_engine_run_summary *f)
-{
-    const int n = f->steps;
-    printf("summary over %d timed steps (median):\n", n);
-    printf("  step                          %10.3f ms\n", f->step_ms);
-    printf("  tokens/s                      %10.1f\n", f->tokens_per_s);
-    kvs_engine_cli_print_bytes("bytes moved per step", &f->bytes);
-    printf("  roofline (bytes / copy rate)  %10.3f ms\n", f->roof_ms);
-    printf("  of roofline                   %10.1f %%\n", 100.0 * f->roof_ms / f->step_ms);
-    if (o->path != KVS_KV_PATH_FP8_DIRECT && !o->graph)
-        printf("  KV prep (cast) share of step  %10.1f %%  (%.3f ms, CUDA events)\n",
-               100.0 * f->kv_ms / f->step_ms, f->kv_ms);
-    printf("result: config=%s path=%s batch=%lld context=%lld steps=%d graph=%d step_ms=%.4f "
-           "tokens_per_s=%.2f bytes_per_step=%.6g roofline_ms=%.4f roofline_pct=%.2f "
-           "kv_ms=%.4f kv_share_pct=%.2f copy_gbps=%.1f\n",
-           p->model.name, kvs_kv_path_name(p->path), o->batch, o->context, n, o->graph, f->step_ms,
-           f->tokens_per_s, f->bytes.total, f->roof_ms, 100.0 * f->roof_ms / f->step_ms, f->kv_ms,
-           o->graph ? -1.0 : 100.0 * f->kv_ms / f->step_ms, f->copy_gbps);
-}
-
 /* NVLink multicast (NVLS) stays off: NCCL reads NCCL_NVLS_ENABLE when the
  * communicators are made, so it is set here, before the run and before any
  * rank thread exists (setenv is process-wide state). The engine library
@@ -377,10 +333,7 @@ static int run_and_print(const struct kvs_engine_opts *o, const struct kvs_engin
         fprintf(stderr, "kvscope engine: %s\n", kvs_status_str(st));
         return o->tp && st == KVS_STATUS_INVALID_ARGUMENT ? KVS_EXIT_USAGE : KVS_EXIT_FAILURE;
     }
-    if (o->tp)
-        kvs_engine_cli_print_tp_summary(o, p, &s);
-    else
-        print_summary(o, p, &s);
+    kvs_engine_cli_print_summary(o, p, &s);
     return KVS_EXIT_OK;
 }
 

@@ -12,13 +12,13 @@
  * 1 the work failed (out of memory, writing the output), 2 bad usage or
  * unreadable input (missing file, malformed JSON, empty trace).
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "analysis_options.h"
 #include "cli.h"
 #include "kvscope/analysis.h"
 #include "kvscope/analyze_many.h"
@@ -151,18 +151,6 @@ static void on_progress(void *user, uint64_t done, uint64_t total)
     fflush(stderr);
 }
 
-static int parse_int(const char *flag, const char *v, long long lo, long long hi, long long *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long long d = strtoll(v, &end, 10);
-    if (errno || !end || *end || end == v || d < lo || d > hi)
-        return kvs_cli_usage_error(CMD, "%s wants an integer in [%lld, %lld], not '%s'", flag, lo, hi,
-                                   v);
-    *out = d;
-    return KVS_EXIT_OK;
-}
-
 static void log_naming_trace(void *user, enum kvs_log_level level, const char *message)
 {
     struct trace_ctx *tc = user;
@@ -185,134 +173,88 @@ static void free_all(struct kvs_analysis **a, int n)
     }
 }
 
-int kvs_cmd_report(int argc, char **argv)
-{
-    struct kvs_analysis_options opt;
-    kvs_analysis_options_init(&opt);
-    struct kvs_render_options ropt;
-    memset(&ropt, 0, sizeof ropt);
-    ropt.format = KVS_FORMAT_TEXT;
-    ropt.log = opt.log;
-    const char *output = NULL;
-    const char *traces[MAX_TRACES];
-    int ntrace = 0;
-    long long jobs = kvs_cpu_count();
-    bool quiet = false, stdin_used = false, format_given = false;
+enum { OPT_GRAPH_CAPTURE = KVS_CLI_OPT_SHARED_END_ };
+static const struct kvs_cli_opt report_opts[] = {
+    {"--graph-capture", NULL, KVS_CLI_TEXT, 0, 0, OPT_GRAPH_CAPTURE},
+    {NULL, NULL, KVS_CLI_SWITCH, 0, 0, 0},
+};
 
+/* The command line: the traces, the options for each, the render options. */
+struct report_args {
+    struct kvs_cli_analysis_args c;
+    struct kvs_render_options ropt;
+    const char *traces[MAX_TRACES];
+    int ntrace;
+};
+
+/* Reads and checks the command line into *r: KVS_EXIT_OK, a usage error,
+ * or -1 once --help is printed. */
+static int parse_args(int argc, char **argv, struct report_args *r)
+{
+    static const struct kvs_cli_opt *const tables[] = {kvs_cli_analysis_opts, report_opts, NULL};
+    struct kvs_cli_analysis_args *c = &r->c;
+    kvs_cli_analysis_args_init(c);
+    memset(&r->ropt, 0, sizeof r->ropt);
+    r->ropt.format = KVS_FORMAT_TEXT;
+    r->ntrace = 0;
+    bool stdin_used = false;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return KVS_EXIT_OK;
-        }
-        if (!strcmp(a, "--quiet")) {
-            quiet = true;
-            continue;
-        }
-        if (a[0] != '-' || !strcmp(a, "-")) {
-            if (!strcmp(a, "-") && stdin_used)
-                return kvs_cli_usage_error(CMD, "stdin ('-') can be read once only");
-            stdin_used = stdin_used || !strcmp(a, "-");
-            if (ntrace == MAX_TRACES)
-                return kvs_cli_usage_error(CMD, "at most %d traces at once", MAX_TRACES);
-            traces[ntrace++] = a;
-            continue;
-        }
-        /* "--name value" or "--name=value", as `kvscope compare` takes them */
-        char name[32];
-        const char *v = NULL, *eq = strchr(a, '=');
-        if (eq && a[1] == '-' && (size_t)(eq - a) < sizeof name) {
-            memcpy(name, a, (size_t)(eq - a));
-            name[eq - a] = 0;
-            v = eq + 1;
-        } else {
-            snprintf(name, sizeof name, "%s", eq ? "" : a);
-        }
-        a = name;
-        bool known = !strcmp(a, "--model") || !strcmp(a, "--kv-capacity") || !strcmp(a, "--kv-dtype") ||
-                     !strcmp(a, "--context") ||
-                     !strcmp(a, "--graph-capture") ||
-                     !strcmp(a, "--device") || !strcmp(a, "--peak-gbps") ||
-                     !strcmp(a, "--step-regex") || !strcmp(a, "--batch") || !strcmp(a, "--format") ||
-                     !strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--top") ||
-                     !strcmp(a, "-j") || !strcmp(a, "--jobs");
-        if (!known)
-            return kvs_cli_usage_error(CMD, "unknown option '%s'", argv[i]);
-        if (!v && i + 1 >= argc)
-            return kvs_cli_usage_error(CMD, "%s needs a value", a);
-        if (!v)
-            v = argv[++i];
-        int rc = KVS_EXIT_OK;
-        long long n;
-        if (!strcmp(a, "--model")) {
-            opt.model = v;
-        } else if (!strcmp(a, "--kv-capacity")) {
-            rc = parse_int(a, v, 1, (long long)1 << 40, &n);
-            opt.kv_capacity = n;
-        } else if (!strcmp(a, "--context")) {
-            rc = parse_int(a, v, 1, (long long)1 << 40, &n);
-            opt.context = n;
-        } else if (!strcmp(a, "--graph-capture")) {
-            opt.graph_capture = v;
-        } else if (!strcmp(a, "--kv-dtype")) {
-            opt.kv_dtype = v;
-        } else if (!strcmp(a, "--device")) {
-            opt.device = v;
-        } else if (!strcmp(a, "--peak-gbps")) {
-            rc = kvs_cli_parse_number(CMD, a, v, KVS_CLI_PEAK_GBPS_MIN, KVS_CLI_PEAK_GBPS_MAX,
-                                      &opt.peak_gbps);
-        } else if (!strcmp(a, "--step-regex")) {
-            opt.step_regex = v;
-        } else if (!strcmp(a, "--batch")) {
-            rc = parse_int(a, v, 1, 1 << 24, &n);
-            opt.batch = (int)n;
-        } else if (!strcmp(a, "--jobs") || !strcmp(a, "-j")) {
-            rc = parse_int("--jobs", v, 1, 1024, &jobs);
-        } else if (!strcmp(a, "--top")) {
-            rc = parse_int(a, v, 1, 100000, &n);
-            ropt.top_kernels = (int)n;
-        } else if (!strcmp(a, "--format")) {
-            if (kvs_format_parse(v, &ropt.format) != KVS_STATUS_OK)
-                return kvs_cli_usage_error(CMD, "--format is text, md, json or html, not '%s'", v);
-            if (ropt.format == KVS_FORMAT_JUNIT) /* the gate's checks: nothing to gate here */
-                return kvs_cli_usage_error(CMD, "--format junit is compare's (with --fail-on "
-                                                "regression); report writes text, md, json or html");
-            format_given = true;
-        } else {
-            output = v;
-        }
+        struct kvs_cli_arg arg;
+        int rc = kvs_cli_next(CMD, argc, argv, &i, tables, &arg);
         if (rc != KVS_EXIT_OK)
             return rc;
+        if (!arg.opt) {
+            bool is_stdin = !strcmp(arg.text, "-");
+            if (is_stdin && stdin_used)
+                return kvs_cli_usage_error(CMD, "stdin ('-') can be read once only");
+            stdin_used = stdin_used || is_stdin;
+            if (r->ntrace == MAX_TRACES)
+                return kvs_cli_usage_error(CMD, "at most %d traces at once", MAX_TRACES);
+            r->traces[r->ntrace++] = arg.text;
+        } else if (arg.opt->id == OPT_GRAPH_CAPTURE) {
+            c->opt.graph_capture = arg.text;
+        } else {
+            kvs_cli_analysis_apply(c, &arg);
+            if (c->help) {
+                usage(stdout);
+                return -1;
+            }
+        }
+        if (arg.opt && arg.opt->id == KVS_CLI_OPT_FORMAT) {
+            if (kvs_format_parse(arg.text, &r->ropt.format) != KVS_STATUS_OK)
+                return kvs_cli_usage_error(CMD, "--format is text, md, json or html, not '%s'",
+                                           arg.text);
+            if (r->ropt.format == KVS_FORMAT_JUNIT) /* the gate's checks: nothing to gate here */
+                return kvs_cli_usage_error(CMD, "--format junit is compare's (with --fail-on "
+                                                "regression); report writes text, md, json or html");
+        }
     }
-    if (!ntrace)
+    if (!r->ntrace)
         return kvs_cli_usage_error(CMD, "which trace? give a file, a .gz file, or - for stdin");
     /* -o report.html means HTML: a text report in a .html file opens as one
      * unbroken paragraph in a browser */
-    if (!format_given && output)
-        kvs_format_from_path(output, &ropt.format);
-    if (opt.device && opt.peak_gbps > 0)
-        return kvs_cli_usage_error(CMD, "give --device or --peak-gbps, not both");
-    int rc = kvs_cli_output_check(CMD, output, traces, ntrace, opt.model, "report");
-    if (rc == KVS_EXIT_OK && opt.graph_capture) /* the capture is an input too */
-        rc = kvs_cli_output_check(CMD, output, &opt.graph_capture, 1, NULL, "report");
-    if (rc != KVS_EXIT_OK)
-        return rc;
+    if (!c->format && c->output)
+        kvs_format_from_path(c->output, &r->ropt.format);
+    r->ropt.top_kernels = c->top;
+    int rc = kvs_cli_analysis_check(CMD, c);
+    r->ropt.log = c->opt.log;
+    if (rc == KVS_EXIT_OK)
+        rc = kvs_cli_output_check(CMD, c->output, r->traces, r->ntrace, c->opt.model, "report");
+    if (rc == KVS_EXIT_OK && c->opt.graph_capture) /* the capture is an input too */
+        rc = kvs_cli_output_check(CMD, c->output, &c->opt.graph_capture, 1, NULL, "report");
+    return rc;
+}
 
-    if (quiet)
-        opt.log.min_level = KVS_LOG_WARN;
-    struct progress prog = {!quiet && isatty(STDERR_FILENO), false, now_s(), ntrace, NULL, NULL};
-
-    /* read once: a pipe cannot be read again for the next trace */
-    struct kvs_hf_config *model = NULL;
-    rc = kvs_cli_read_model(opt.model, &opt.log, &model);
-    if (rc != KVS_EXIT_OK)
-        return rc;
-    opt.model_config = model;
-
-    /* every trace read (up to --jobs at once), each with its own options:
-     * with several traces, every message names its trace */
-    struct kvs_analysis *an[MAX_TRACES] = {0};
-    struct kvs_rank_spool *spool = NULL;
+/* Every trace read (up to --jobs at once), each with its own options: with
+ * several traces, every message names its trace. an[] gets the analyses;
+ * KVS_EXIT_OK when every one was read. */
+static int analyse(const struct report_args *r, struct kvs_rank_spool **spool,
+                   struct kvs_analysis **an)
+{
+    const int ntrace = r->ntrace;
+    const struct kvs_analysis_options *opt = &r->c.opt;
+    struct progress prog = {!r->c.quiet && isatty(STDERR_FILENO), false, now_s(), ntrace, NULL, NULL};
+    int rc = KVS_EXIT_OK;
     struct kvs_analyze_job *job = calloc((size_t)ntrace, sizeof *job);
     struct kvs_analysis_options *jopt = calloc((size_t)ntrace, sizeof *jopt);
     struct trace_ctx *tc = calloc((size_t)ntrace, sizeof *tc);
@@ -321,27 +263,25 @@ int kvs_cmd_report(int argc, char **argv)
     if (!job || !jopt || !tc || !prog.done || !prog.total) {
         fprintf(stderr, "kvscope report: out of memory\n");
         rc = KVS_EXIT_FAILURE;
-        goto analysed;
+        goto done;
     }
     /* decided before reading: each rank's own report is written as its trace
      * is read (rank_spool.c), in the output's format and colours */
-    const char *no_color = getenv("NO_COLOR");
-    ropt.color = ropt.format == KVS_FORMAT_TEXT && (!output || !strcmp(output, "-")) &&
-                 isatty(STDOUT_FILENO) && !(no_color && *no_color);
-    spool = ntrace > 1 ? kvs_rank_spool_open(job, (size_t)ntrace, &ropt) : NULL;
+    *spool = ntrace > 1 ? kvs_rank_spool_open(job, (size_t)ntrace, &r->ropt) : NULL;
     for (int i = 0; i < ntrace; i++) {
-        tc[i] = (struct trace_ctx){&prog, traces[i], i};
-        jopt[i] = opt;
+        tc[i] = (struct trace_ctx){&prog, r->traces[i], i};
+        jopt[i] = *opt;
         jopt[i].progress = on_progress;
         jopt[i].progress_user = &tc[i];
         if (ntrace > 1) {
             jopt[i].log.fn = log_naming_trace;
             jopt[i].log.user = &tc[i];
         }
-        job[i] = (struct kvs_analyze_job){.path = traces[i], .opt = &jopt[i], .reports_ok = true,
-                                          .done = spool ? kvs_rank_spool_done : NULL, .done_user = spool};
+        job[i] = (struct kvs_analyze_job){.path = r->traces[i], .opt = &jopt[i], .reports_ok = true,
+                                          .done = *spool ? kvs_rank_spool_done : NULL,
+                                          .done_user = *spool};
     }
-    kvs_analyze_many(job, (size_t)ntrace, (int)jobs);
+    kvs_analyze_many(job, (size_t)ntrace, (int)r->c.jobs);
     if (prog.shown)
         fprintf(stderr, "\r\033[K");
     int failed = 0, first_failed = -1;
@@ -354,7 +294,7 @@ int kvs_cmd_report(int argc, char **argv)
         /* the analysis logged why the input is unreadable; our own
          * failures (no memory) may have found no words of their own */
         if (st == KVS_STATUS_NO_MEMORY || st == KVS_STATUS_INTERNAL) {
-            fprintf(stderr, "kvscope report: %s: %s\n", traces[i], kvs_status_str(st));
+            fprintf(stderr, "kvscope report: %s: %s\n", r->traces[i], kvs_status_str(st));
             rc = KVS_EXIT_FAILURE;
         }
         failed++;
@@ -365,52 +305,69 @@ int kvs_cmd_report(int argc, char **argv)
         rc = KVS_EXIT_USAGE;
     if (failed && ntrace > 1 && !bad_options)
         fprintf(stderr, "kvscope report: %d of %d traces could not be read (the first: %s): no report written\n",
-                failed, ntrace, traces[first_failed]);
-analysed:
+                failed, ntrace, r->traces[first_failed]);
+done:
     free(job);
     free(jopt);
     free(tc);
     free(prog.done);
     free(prog.total);
-    if (rc != KVS_EXIT_OK) {
-        free_all(an, ntrace);
-        kvs_hf_config_free(model);
-        kvs_rank_spool_close(spool);
-        return rc;
-    }
-    kvs_hf_config_free(model);
+    return rc;
+}
+
+/* The report of the analyses written to -o: one trace's, or the view
+ * across ranks with each rank's spooled section. */
+static int render(struct report_args *r, struct kvs_rank_spool *spool, struct kvs_analysis **an)
+{
+    const int ntrace = r->ntrace;
     /* a rank read from its report has only its summary: the view across ranks */
     bool from_report = false;
     for (int i = 0; i < ntrace; i++)
         from_report = from_report || an[i]->trace.report_path;
     struct kvs_multirank *mr = NULL;
-    if ((ntrace > 1 || from_report) && kvs_multirank((const struct kvs_analysis *const *)an, (size_t)ntrace, &mr) !=
-                          KVS_STATUS_OK) {
+    if ((ntrace > 1 || from_report) &&
+        kvs_multirank((const struct kvs_analysis *const *)an, (size_t)ntrace, &mr) != KVS_STATUS_OK) {
         fprintf(stderr, "kvscope report: out of memory summarising the ranks\n");
-        free_all(an, ntrace);
-        kvs_rank_spool_close(spool);
         return KVS_EXIT_FAILURE;
     }
-
     struct kvs_cli_output out;
-    if (kvs_cli_output_open(CMD, output, &out) != KVS_EXIT_OK) {
+    if (kvs_cli_output_open(CMD, r->c.output, &out) != KVS_EXIT_OK) {
         kvs_multirank_free(mr);
-        free_all(an, ntrace);
-        kvs_rank_spool_close(spool);
         return KVS_EXIT_FAILURE;
     }
     if (spool) {
-        ropt.rank_section = kvs_rank_spool_section;
-        ropt.rank_section_user = spool;
+        r->ropt.rank_section = kvs_rank_spool_section;
+        r->ropt.rank_section_user = spool;
     }
-    enum kvs_status rs = mr ? kvs_render_multirank(out.f, mr, &ropt)
-                            : kvs_render_report(out.f, an[0], &ropt);
+    enum kvs_status rs = mr ? kvs_render_multirank(out.f, mr, &r->ropt)
+                            : kvs_render_report(out.f, an[0], &r->ropt);
     /* a failed write is said by kvs_cli_output_close, naming the file */
     if (rs != KVS_STATUS_OK && rs != KVS_STATUS_IO)
         fprintf(stderr, "kvscope report: writing the report failed: %s\n", kvs_status_str(rs));
-    rc = kvs_cli_output_close(&out, rs == KVS_STATUS_OK || rs == KVS_STATUS_IO);
+    int rc = kvs_cli_output_close(&out, rs == KVS_STATUS_OK || rs == KVS_STATUS_IO);
     kvs_multirank_free(mr);
-    free_all(an, ntrace);
+    return rc;
+}
+
+int kvs_cmd_report(int argc, char **argv)
+{
+    struct report_args r;
+    int rc = parse_args(argc, argv, &r);
+    if (rc != KVS_EXIT_OK)
+        return rc < 0 ? KVS_EXIT_OK : rc;
+    struct kvs_hf_config *model = NULL;
+    if ((rc = kvs_cli_analysis_model(&r.c, &model)) != KVS_EXIT_OK)
+        return rc;
+    const char *no_color = getenv("NO_COLOR");
+    r.ropt.color = r.ropt.format == KVS_FORMAT_TEXT && (!r.c.output || !strcmp(r.c.output, "-")) &&
+                   isatty(STDOUT_FILENO) && !(no_color && *no_color);
+    struct kvs_analysis *an[MAX_TRACES] = {0};
+    struct kvs_rank_spool *spool = NULL;
+    rc = analyse(&r, &spool, an);
+    kvs_hf_config_free(model);
+    if (rc == KVS_EXIT_OK)
+        rc = render(&r, spool, an);
+    free_all(an, r.ntrace);
     kvs_rank_spool_close(spool);
     return rc;
 }

@@ -1,10 +1,10 @@
 /* cli/engine_cli.h — what kvscope-engine's files share: the parsed command
  * line, the trace writing and the printed figures. The run itself, one GPU
- * or --tp N, is kvs_engine_run (kvscope/engine_run.h); cmd_engine.c prints
- * one GPU's summary, engine_tp_run.c --tp's.
+ * or --tp N, is kvs_engine_run (kvscope/engine_run.h); engine_summary.c prints
+ * its summary, one GPU's or --tp's.
  *
  * defines: struct kvs_engine_opts, kvs_engine_cli_trace_facts, kvs_engine_cli_write_trace,
- *          kvs_engine_cli_print_bytes, kvs_engine_cli_print_tp_summary
+ *          kvs_engine_cli_print_bytes, kvs_engine_cli_print_summary
  */
 #ifndef KVSCOPE_CLI_ENGINE_CLI_H
 #define KVSCOPE_CLI_ENGINE_CLI_H
@@ -40,9 +40,10 @@ enum kvs_status kvs_engine_cli_write_trace(const struct kvs_engine_opts *o, stru
 /* The summary's line "  <label> 12.34 GB  (weights ..., KV attention ...)". */
 void kvs_engine_cli_print_bytes(const char *label, const struct kvs_step_bytes *sb);
 
-/* --tp N's summary and result line (engine_tp_run.c). */
-void kvs_engine_cli_print_tp_summary(const struct kvs_engine_opts *o,
-                                     const struct kvs_engine_params *p,
-                                     const struct kvs_engine_run_summary *f);
+/* The summary of the run (one GPU's, or --tp N's) and the result: line
+ * (engine_summary.c). */
+void kvs_engine_cli_print_summary(const struct kvs_engine_opts *o,
+                                  const struct kvs_engine_params *p,
+                                  const struct kvs_engine_run_summary *f);
 
 #endif /* KVSCOPE_CLI_ENGINE_CLI_H */

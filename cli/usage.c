@@ -147,18 +147,6 @@ int kvs_cli_output_close(struct kvs_cli_output *o, bool ok)
     return ok && !err ? KVS_EXIT_OK : KVS_EXIT_FAILURE;
 }
 
-int kvs_cli_parse_number(const char *cmd, const char *flag, const char *v, double lo, double hi,
-                         double *out)
-{
-    char *end = NULL;
-    errno = 0;
-    double d = strtod(v, &end);
-    if (errno || !end || *end || end == v || !(d >= lo && d <= hi))
-        return kvs_cli_usage_error(cmd, "%s wants a number in [%g, %g], not '%s'", flag, lo, hi, v);
-    *out = d;
-    return KVS_EXIT_OK;
-}
-
 int kvs_cli_output_dir_check(const char *cmd, const char *flag, const char *path)
 {
     if (!path || !strcmp(path, "-"))

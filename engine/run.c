@@ -100,10 +100,20 @@ static void figures(const struct kvs_engine_params *p, const struct kvs_model_co
     out->copy_gbps = copy_gbps;
     out->roof_ms = out->bytes.total / (copy_gbps * 1e6);
     out->tokens_per_s = (double)p->batch * 1000.0 / out->step_ms;
+    out->roof_pct = 100.0 * out->roof_ms / out->step_ms;
+    out->kv_share_pct = p->graph ? -1.0 : 100.0 * out->kv_ms / out->step_ms;
+    double ar_sum = 0.0, slow = 0.0;
     for (int r = 0; r < s->world; r++) {
         out->rank_ms[r] = kvs_engine_median(s->rank_ms + (size_t)r * n, n);
         out->rank_allreduce_ms[r] = kvs_engine_median(s->ar_ms + (size_t)r * n, n);
+        ar_sum += out->rank_allreduce_ms[r];
+        if (out->rank_ms[r] > slow) {
+            slow = out->rank_ms[r];
+            out->slowest_rank = r;
+        }
     }
+    out->allreduce_ms = p->graph ? -1.0 : ar_sum / s->world;
+    out->allreduce_share_pct = p->graph ? -1.0 : 100.0 * out->allreduce_ms / out->step_ms;
 }
 
 enum kvs_status kvs_engine_run(const struct kvs_engine_params *p, int warmup, int steps, int world,

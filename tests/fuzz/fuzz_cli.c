@@ -1,6 +1,6 @@
 /* tests/fuzz/fuzz_cli.c — libFuzzer harness for the CLI's own paths: option
  * parsing and output writing of `kvscope report` and `kvscope compare`
- * (cli/cmd_report.c, cli/cmd_compare.c, cli/usage.c), called through their
+ * (cli/cmd_report.c, cli/cmd_compare.c, cli/options.c, cli/usage.c), called through their
  * entry points with an argv built from the input.
  *
  *   tests/fuzz/run.sh cli 60

@@ -60,6 +60,15 @@ struct kvs_engine_run_summary {
     struct kvs_step_bytes bytes; /* per step by the byte model (a rank's share with world > 1)
                                     at the mean active tokens */
     double copy_gbps, roof_ms;   /* bytes.total / copy rate */
+    double roof_pct;             /* 100 roof_ms / step_ms: how near the roofline the step is */
+    /* 100 kv_ms / step_ms; -1 for a CUDA-graph run (p->graph: no events
+     * inside the graph time the KV preparation) */
+    double kv_share_pct;
+    /* the all-reduce's median time, the mean over ranks (waiting for the
+     * slowest rank included), and its share of the step; -1 for a
+     * CUDA-graph run; 0 on one GPU */
+    double allreduce_ms, allreduce_share_pct;
+    int slowest_rank;            /* the rank of the largest median step */
     /* world > 1: each rank's median step and all-reduce time, and the
      * thread and device each rank ran on (for a capture's per-rank files) */
     double rank_ms[KVS_TP_MAX_WORLD], rank_allreduce_ms[KVS_TP_MAX_WORLD];

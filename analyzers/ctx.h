@@ -1,8 +1,9 @@
 /* ctx.h — the working state of one analysis, shared by the analysis stages
  * (link, steps, groups, match, findings) and the result they build.
  *
- * defines: struct kvs_ctx, struct kvs_step_win, struct kvs_group_acc,
- *          struct kvs_result, KVS_NO_OP
+ * defines: struct kvs_ctx, struct kvs_step_desc, struct kvs_step_win,
+ *          struct kvs_group_acc, struct kvs_op_acc, struct kvs_family,
+ *          struct kvs_families, KVS_NO_OP, kvs_device_bit, kvs_gpus_of
  *
  * Stages run in order in analysis.c; each reads what earlier ones filled
  * and adds its own part. Per-record arrays are indexed like the records in

@@ -10,6 +10,8 @@
  * low_bandwidth_efficiency  a memory-bound group far below the HBM peak
  * host_blocking        the GPU idles while the CPU waits in a blocking call (host_blocking.c)
  * gpu_idle             the GPU is idle most of the rest of the step: launch-bound
+ * exposed_comm         communication the step waits for, not hidden behind compute
+ * host_op_bound        the GPU idles while the CPU works inside one op (host_op.c)
  * gemm_memory_bound    decode GEMMs bound by weight bandwidth (gemm_bound.c)
  * Thresholds and formulas: docs/analysis.md. Private to analyzers/.
  */

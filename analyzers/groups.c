@@ -121,8 +121,6 @@ static void size_from_launches(const struct kvs_ctx *c, struct kvs_group_acc *g)
     }
 }
 
-/* the group an activity joins: its op's key, or a bare group named after
- * the activity; a group index + 1 in *slot, 0 when it joins none yet */
 enum kvs_status kvs_groups_build(struct kvs_ctx *c)
 {
     const struct kvs_trace_data *t = &c->t;
@@ -158,6 +156,9 @@ enum kvs_status kvs_groups_build(struct kvs_ctx *c)
         } else if (c->gpu_cat[i] != KVS_CAT_COPY_CAST) {
             continue;
         }
+        /* the group an activity joins: its op's key, or a bare group named
+         * after the activity; a group index + 1 in *slot, 0 when it joins
+         * none yet */
         uint32_t name, shape;
         uint32_t *slot = kvs_key_slot(t, op, g, group_of_key, &bare_groups, &added, &name, &shape);
         if (!slot)

@@ -4,9 +4,9 @@
  *
  *   kvscope compare BEFORE AFTER [AFTER...]      (the summary closes the text)
  *
- * The sentences keep the figures' precision of the main job's summary that
- * examples/summarize.py printed before (%.4g ms, bytes to 2 decimals), so
- * ./run.sh prints the same numbers. Tested in tests/test_demo.py (the
+ * The sentences keep the figures' precision the main job's summary has
+ * always printed (%.4g ms, bytes to 2 decimals), so ./run.sh's numbers do
+ * not move. Tested in tests/test_demo.py (the
  * bundled engine traces, against their raw JSON and logs) and
  * tests/test_compare.c (synthetic analyses).
  */

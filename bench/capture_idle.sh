@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/capture_idle.sh BUILD OUT [BASE_BUILD] — what being captured costs a
-# launch while nothing is recorded (issue 32): processes that are attached
+# launch while nothing is recorded: processes that are attached
 # to CUPTI, or run under `kvscope capture --window cudaProfilerStart` with
 # the window closed, against bare processes of the same run. Such a state
 # lasts the process's life, so each process is in one state and the

@@ -40,7 +40,7 @@
 #
 # Prints the table (bench/capture_table.py: every mode against the bare
 # processes — all of them, the ones run just before and after, fastest
-# round against fastest — the verdicts of issue 32's targets, the paired
+# round against fastest — the verdicts of the capture targets, the paired
 # view inside each process as a second view, rows for docs/benchmarks.md)
 # and the seconds each process took. OUT_DIR keeps raw.txt (every line the
 # table reads, each process's tagged with cycle= and seq=, its number in the

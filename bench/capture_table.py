@@ -38,7 +38,7 @@ import re
 import statistics
 import sys
 
-CLOSED_LIMIT = 3.0   # issue 32: window closed at most +3% against bare
+CLOSED_LIMIT = 3.0   # target: window closed at most +3% against bare
 TARGET_RATIO = 1 / 3  # kvscope's default at most 1/3 of torch.profiler CPU+CUDA's overhead
 GPUONLY_LIMIT = 10.0  # GPU-only at most +10%
 WHOLE_RATIO = 1 / 2   # whole process: kvscope at most 1/2 of torch.profiler's overhead
@@ -223,7 +223,7 @@ def ratio_verdict(d, name, k, t, workloads, target):
 
 
 def verdicts(d):
-    """[(criterion, met: True/False/None (not measured), text)]: issue 32's targets"""
+    """[(criterion, met: True/False/None (not measured), text)]: the capture targets"""
     out = []
     out += limit_verdict(d, "kvscope, window never opened", "kvs_closed", "plain", ("launch", "decode"),
                          CLOSED_LIMIT)

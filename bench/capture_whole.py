@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """bench/capture_whole.py — a PyTorch program as a user profiles it whole
-(issue 32's whole-process rows): bench/capture_overhead.sh runs it plainly,
+(the capture table's whole-process rows): bench/capture_overhead.sh runs it plainly,
 under `kvscope capture -o T -- python3 bench/capture_whole.py` (the default
 window: the whole run recorded, the trace written at exit) and with
 --profiler torch (torch.profiler, CPU+CUDA, one session around all of its

@@ -1,5 +1,5 @@
 /* bench/cupti_cost.cu — where a kernel launch's cost goes under CUPTI,
- * measured inside ONE process (issue 20). Each configuration below is
+ * measured inside ONE process. Each configuration below is
  * switched on, a loop of N one-element kernel launches is timed on the host
  * (first launch to the stream's completion), and the configuration is
  * switched off again; every round visits every configuration in a turned

@@ -1,5 +1,5 @@
 /* bench/cupti_idle.cu — what a process pays a launch while CUPTI is attached
- * but records nothing (issue 32): the state of a `kvscope capture --window
+ * but records nothing: the state of a `kvscope capture --window
  * cudaProfilerStart` process outside its window, piece by piece. Such a
  * state lasts as long as the process, so it cannot be paired with plain
  * launches inside one process (bench/cupti_cost.cu's method): each STATE
@@ -22,7 +22,7 @@
  *                 default records (kvs_trace_api_recorded), no kind: what a
  *                 runtime callback costs the calls it is not on
  *   rec-drv       the same, driver calls
- *   closed-old    kvscope's closed window until issue 32: sub+act, the NVTX
+ *   closed-old    kvscope's closed window before: sub+act, the NVTX
  *                 domain, the resource callbacks (context created, graph
  *                 node created / cloned), the stream-capture begin/end calls
  *                 of both APIs, the four profiler start/stop calls
@@ -35,7 +35,7 @@
  *                 each kind (kinds kernel, memcpy, memset, sync, extcorr,
  *                 overhead; callbacks on every call kvs_trace_api_recorded
  *                 names, less the runtime's kernel launches), then off and
- *                 flushed, as kvscope left it between windows until issue 32
+ *                 flushed, as kvscope left it between windows before
  *   detached      after-def, then CUPTI detached: cuptiFinalize at the exit
  *                 of a driver call, after a forced flush, as cupti.h says
  *   re-attached   detached, then drvstart's subscription again

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/fleet.sh [BUILD_DIR] — many ranks of one run (issue 29): `kvscope report`
+# bench/fleet.sh [BUILD_DIR] — many ranks of one run: `kvscope report`
 # of 256 rank traces in one process with --jobs 1, with --jobs N, and through the
 # Dask driver (examples/fleet/kvscope_fleet.py) with N workers on this machine:
 # wall time, CPU time, peak RSS (the largest process, and all of a run's

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/reader_memory.sh [BUILD_DIR] — how much memory `kvscope report` takes
 # to read a trace, against the size of the trace, beside python3's json.load
-# on the same files in the same run (issue 34: memory bounded by what is
+# on the same files in the same run (the target: memory bounded by what is
 # kept, not by what is read).
 #
 #   bench/reader_memory.sh build          # needs ../shared (the real MLA trace)

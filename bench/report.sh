@@ -12,7 +12,7 @@
 # 2. Scaling: replicas of COPIES copies of the trace's steps (default 5 10 22:
 #    ~0.5, 1, 2.1 GB; bench/replicate_trace.py, written under TMPDIR, never into
 #    the repository, reused between runs); wall time, MB/s and peak RSS vs size.
-# Targets (issue 3): >= 25x faster than json.load and <= 1/10 of its RSS on a
+# Targets: >= 25x faster than json.load and <= 1/10 of its RSS on a
 # ~100-200 MB trace; 2 GB in < 256 MB RSS, time linear in size.
 # Prints a table; this is a benchmark, not a test. CPU only.
 set -euo pipefail

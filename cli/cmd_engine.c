@@ -410,7 +410,7 @@ static int engine_run(const struct kvs_engine_opts *o)
                                    o->tp, o->tp, gpus);
 
     /* the plan against each GPU it needs before the copy-rate probe's 2 GiB
-     * (issue 7: a misfit is said before any allocation); the engine checks
+     * (a misfit is said before any allocation); the engine checks
      * again when it allocates */
     for (int d = 0; d < (o->tp ? (int)o->tp : 1); d++)
         if (kvs_engine_check_fit(&plan, &shape, d, &p.log) != KVS_STATUS_OK)

@@ -4,7 +4,7 @@
  * callbacks on exactly those calls into per-thread chunks, instead of
  * CUPTI's RUNTIME/DRIVER activity records.
  *
- * Why (issue 20; bench/cupti_cost.cu measures it in one process): turning
+ * Why (bench/cupti_cost.cu measures it in one process; docs/capture.md): turning
  * CUPTI's RUNTIME kind on costs every runtime call of the program, recorded
  * or not — PyTorch makes five cudaGetDevice and a cudaGetLastError around
  * each launch — and asking it for chosen calls costs about as much as the

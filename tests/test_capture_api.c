@@ -144,7 +144,7 @@ static void test_wanted_calls(void)
     KVS_CHECK_EQ_INT(calls[CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020], KVS_API_RECORDED);
     KVS_CHECK_EQ_INT(calls[CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020], KVS_API_LEFT_OUT);
     KVS_CHECK_EQ_INT(calls[CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020], 0);
-    /* off: every runtime call (issue 32: outside a window no runtime call
+    /* off: every runtime call (outside a window no runtime call
      * has a callback), every driver call but the stream-capture one, which
      * graphs need outside windows (the runtime's capture makes it) */
     KVS_CHECK(g_enabled[0][CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000]);

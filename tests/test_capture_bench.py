@@ -30,7 +30,7 @@ KVS_BENCH_WHOLE=2:
   - a TRACE line per kvscope trace with its records, drops and kernels
     without their launch call (kvs_gpuonly's made to drop 7 records, a
     whole_kvs one to miss 2 launch calls: the verdict names both),
-    traces.txt, table.md with issue 32's verdicts.
+    traces.txt, table.md with the targets' verdicts.
 Exit 0 pass, 1 fail, 77 without bash.
 """
 import os

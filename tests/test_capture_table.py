@@ -6,7 +6,7 @@ verdicts of bench/capture_overhead.sh, and of bench/capture_idle.sh with
 1. Lines made here with figures worked out by hand: bare processes that
    drift (10, 12, 10 ms: each profiled process is judged against the bare
    processes just before and after it, and the table shows the other two
-   comparisons beside it), issue 32's targets met, then broken one at a
+   comparisons beside it), the capture-overhead targets met, then broken one at a
    time (the window-closed cost, the ratio to torch.profiler, GPU-only,
    the whole process, a trace that dropped records, kernels without their
    launch call), round 0 (the warm-up) ignored but for the whole-process

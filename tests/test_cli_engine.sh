@@ -46,7 +46,7 @@ check 2 "malformed config.json names its path" "$cfgdir/bad.json: malformed JSON
 printf '{}' > "$cfgdir/empty.json"
 check 2 "config.json without a field names its path" "$cfgdir/empty.json: required field" -- \
     "$kvs" engine --config "$cfgdir/empty.json"
-# issue 21: a config.json read as Hugging Face reads it. A run that gets past
+# a config.json read as Hugging Face reads it. A run that gets past
 # the config stops at the memory plan (capacity too small), before the GPU;
 # its first line names the config.
 tiny=${KVS_SOURCE_ROOT:?run through meson test}/engine/configs/tiny.json

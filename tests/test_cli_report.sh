@@ -23,7 +23,7 @@ check 2 "negative peak" "--peak-gbps" -- "$kvs" report "$fx/kineto_small.json" -
 check 2 "device and peak" "not both" -- "$kvs" report "$fx/kineto_small.json" --device H200 --peak-gbps 10
 check 2 "missing value" "needs a value" -- "$kvs" report "$fx/kineto_small.json" --model
 check 2 "unknown model" "not a bundled model" -- "$kvs" report "$fx/kineto_small.json" --model nope
-# --model as Hugging Face reads a config.json (issue 21)
+# --model as Hugging Face reads a config.json
 glm5=$KVS_SOURCE_ROOT/analyzers/data/models/glm5.json
 mkdir "$tmp/ckpt" && cp "$glm5" "$tmp/ckpt/config.json"
 check 0 "--model a checkpoint folder: said" "reading $tmp/ckpt/config.json" -- \

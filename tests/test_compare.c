@@ -403,7 +403,7 @@ static void test_summary(void)
     KVS_CHECK_EQ_INT(kvs_render_summary(f, s, &opt), KVS_STATUS_OK);
     fclose(f);
     KVS_CHECK(!strncmp(buf, "IN SHORT\n  The bottleneck ", 26));
-    /* the row as examples/summarize.py's "%-12s %9.2f %13s %8.0f GB/s %13s %13.1f%%" laid it out */
+    /* the row laid out as "%-12s %9.2f %13s %8.0f GB/s %13s %13.1f%%" (the main job's table) */
     KVS_CHECK_MSG(strstr(buf, "\n                 fp8-direct        5.00      10.00 GB     2000 GB/s"
                               "         41.7%          50.0%\n") != NULL, "%s", buf);
     free(buf);

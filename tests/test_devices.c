@@ -3,7 +3,7 @@
  * the longest match winning, per-device peaks of multi-die packages; every
  * bundled model loads with its published layer count and KV dimensions; a
  * config file from disk, a multimodal wrapper, and broken configs; hostile
- * configs (issue 21): negative counts, duplicate keys, trailing data, a
+ * configs: negative counts, duplicate keys, trailing data, a
  * checkpoint folder, a pipe, and a 14 MB config under a memory bound.
  *
  *   meson test -C build test_devices
@@ -162,7 +162,7 @@ static void test_config_files(void)
     unlink(path);
 }
 
-/* Issue 21's model-config items, through kvs_model_load as --model uses it. */
+/* Hostile model configs, through kvs_model_load as --model uses it. */
 static void test_config_hostile(void)
 {
     char path[256];

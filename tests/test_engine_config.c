@@ -1,6 +1,6 @@
 /* tests/test_engine_config.c — the engine's model configs: the bundled GLM-5
  * and tiny configs, files, checkpoint folders, pipes, and every way a
- * config.json can be refused (issue 21: duplicate keys take the last value,
+ * config.json can be refused (duplicate keys take the last value,
  * data after the object and oversized files are refused).
  *   meson test -C build test_engine_config */
 #include <fcntl.h>
@@ -152,7 +152,7 @@ static void test_config_errors(void)
     KVS_CHECK_EQ_INT(kvs_model_config_parse("{\"a\":", 5, "cut", &c, &lg), KVS_STATUS_PARSE);
 }
 
-/* Issue 21's model-config items, through kvs_model_config_load as
+/* Hostile model configs, through kvs_model_config_load as
  * `kvscope engine --config` uses it. */
 static void test_config_hostile(void)
 {

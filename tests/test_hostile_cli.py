@@ -399,7 +399,7 @@ def test_header_bomb(d):
 
 
 def test_header_over_bound_numbers(d):
-    # issue 34: a header field over its 1 MiB bound is skipped after its mark
+    # a header field over its 1 MiB bound is skipped after its mark
     # is dropped at a refill; a number (or literal) crossing that refill was
     # read through the dropped mark: SIGSEGV for 1.1 M zeros, plain, stdin and
     # .gz alike (which inputs crashed depended on where the refill fell, so
@@ -440,7 +440,7 @@ def test_dims_bomb(d):
 
 
 def test_huge_event_values(d):
-    # issue 34: one event was held whole while it was read, so a single huge
+    # one event was held whole while it was read, so a single huge
     # value cost its size: three aten::copy_ ops with 600 MB Input Dims each
     # (a 1.8 MB .gz) took 1.05 GB. Now what is not kept streams, whatever its
     # place: Input Dims over 64 KiB (skipped, the shape said cut), an unknown

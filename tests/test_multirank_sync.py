@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """tests/test_multirank_sync.py KVSCOPE — `kvscope report` on the ranks of a
-generated 8-rank NCCL run whose steps are synchronised by one all-reduce, as
-in issue 17's example: the steps all end together, one rank (5) STARTS its
-steps 7.5 ms early and waits 11 ms in NCCL, and the rank the others wait for
-(2) arrives last. Written here as Chrome-trace JSON (Kineto's fields), one
-file per rank, with the design below; the expected figures follow from it:
+generated 8-rank NCCL run whose steps are synchronised by one all-reduce: the
+steps all end together, one rank (5) STARTS its steps 7.5 ms early and waits
+11 ms in NCCL, and the rank the others wait for (2) arrives last. Written
+here as Chrome-trace JSON (Kineto's fields), one file per rank, with the
+design below; the expected figures follow from it:
 
 - per step s (T = 1 s + 40 ms x s): a GEMM from T+0.1 ms to the rank's
   arrival at the all-reduce, the all-reduce from there to T+30 ms on every

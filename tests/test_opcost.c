@@ -111,7 +111,7 @@ static void test_attention(void)
      * 8,192 + 16,777,216 x 2 + out 8,192 */
     check("aten::scaled_dot_product_attention", "[[1, 32, 1, 128], [1, 8, 8192, 128], [1, 8, 8192, 128], [], [], []]",
           "[" BF ", " BF ", " BF ", \"\", \"Scalar\", \"Scalar\"]", "attention", 33570816, 134217728, "bf16");
-    /* issue 19's static cache: D_qk 192, D_v 128 over 8192 slots: 2*16*8192*(192+128);
+    /* a static cache: D_qk 192, D_v 128 over 8192 slots: 2*16*8192*(192+128);
      * q 6,144 + k 50,331,648 + v 33,554,432 + out 4,096 */
     check("aten::_scaled_dot_product_efficient_attention",
           "[[1, 16, 1, 192], [1, 16, 8192, 192], [1, 16, 8192, 128], [], [], [], []]",

@@ -227,7 +227,7 @@ static void test_skip_and_capture(void)
 
 /* kvs_scan_capture_max drops its mark at the first refill past its bound,
  * in the middle of whatever value the skip is in: numbers, literals and
- * strings must go on from the cursor, not from the mark. Issue 34: a header
+ * strings must go on from the cursor, not from the mark. Once a header
  * field of 1.1 M zeros (over the 1 MiB cap) read a number through the
  * dropped mark (SIGSEGV in number_extent); literals did the same. Every
  * kind, each at every alignment to a 64-byte buffer, under and over bounds. */

@@ -5,7 +5,7 @@ every kind (number, string, literal, array, object) from 1 byte to 64 MiB,
 at every position relative to a refill boundary and to each bound that
 decides whether a value is kept: the capture bound of kvs_scan_capture_max
 (exactly at, one under and one over the value's size), the header bound
-(1 MiB) and the dims bound (64 KiB) (issue 34).
+(1 MiB) and the dims bound (64 KiB).
 
 Each document is "[V, 7]" with V padded by spaces. tests/scan_probe reads it
 through a scanner of 64 bytes (every alignment of small values, many refills

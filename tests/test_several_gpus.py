@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """tests/test_several_gpus.py KVSCOPE — one process, several GPUs in one trace
-(a model split over GPUs with device_map="auto"; issue 29 item 5), written
+(a model split over GPUs with device_map="auto"), written
 here as Kineto JSON with the figures each design gives:
 
 - two GPUs that run kernels in every step, and on two other device ids a

@@ -13,7 +13,7 @@
  * seed — where the mark sits (a header field, Input Dims, a name, an
  * unknown arg, a top-level key, ...) and the document around it — while the
  * harness makes the big value, which a byte-level fuzzer under a 1 MiB
- * max_len never reaches (issue 34: values past the header bound crossing a
+ * max_len never reaches (values past the header bound crossing a
  * refill crashed the reader). Byte 3 picks the reader's buffer.
  *
  * Properties: the status is one a trace can cause; an error names a byte

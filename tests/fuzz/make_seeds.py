@@ -297,7 +297,7 @@ def handmade_cli():
 def handmade_grow():
     """fuzz_grow: 4 bytes (kind, log2 size, a variation, the buffer) and a
     small trace with a "@" string marking the value to grow, in each place a
-    big value can sit (issue 34)"""
+    big value can sit"""
     small = small_trace()
     places = {
         "header-junk": small.replace('"name":"NVIDIA H200"}', '"name":"NVIDIA H200","junk":"@"}'),

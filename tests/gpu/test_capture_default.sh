@@ -1,6 +1,6 @@
 #!/bin/sh
 # tests/gpu/test_capture_default.sh KVSCOPE CAPTURE_TARGET — `kvscope
-# capture`'s default activities (issue 20) keep what the analysis reads.
+# capture`'s default activities keep what the analysis reads.
 # tests/gpu/capture_target.cu (4 steps of 6 kernels, a copy, a memset, NVTX
 # ranges, cudaGetLastError after each launch) is captured twice: with the
 # default (only the runtime/driver calls kvs_trace_api_recorded names) and

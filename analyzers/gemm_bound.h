@@ -17,10 +17,12 @@
 #define KVS_ANALYZERS_GEMM_BOUND_H
 
 #include "ctx.h"
+#include "group_figs.h" /* struct kvs_finding_list */
 
 #define KVS_GEMM_SMALL_M 64
 
-/* Needs ctx->ops. Appends the finding to v (0, or -1 when memory ran out). */
-int kvs_gemm_bound(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t *cap);
+/* Needs ctx->ops. Appends the finding to *out; KVS_STATUS_OK or
+ * KVS_STATUS_NO_MEMORY. */
+enum kvs_status kvs_gemm_bound(struct kvs_ctx *c, struct kvs_finding_list *out);
 
 #endif

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "dtypes.h"
-#include "kvscope/kernel_name.h"
 #include "match.h"
 
 void kvs_group_figures(const struct kvs_ctx *c, const struct kvs_group_acc *g,
@@ -39,66 +38,6 @@ double kvs_findings_step_busy_ms(const struct kvs_ctx *c)
     return s / 1e6 / (double)c->nsteps;
 }
 
-const char *kvs_findings_human_bytes(char *buf, size_t n, double b)
-{
-    if (b >= 1e9)
-        snprintf(buf, n, "%.2f GB", b / 1e9);
-    else if (b >= 1e6)
-        snprintf(buf, n, "%.1f MB", b / 1e6);
-    else if (b >= 1e3)
-        snprintf(buf, n, "%.1f kB", b / 1e3);
-    else
-        snprintf(buf, n, "%.0f B", b);
-    return buf;
-}
-
-/* a group's name in a sentence: its op, or for an activity no op launched
- * the kernel's short name (a C++ name runs to hundreds of characters) */
-const char *kvs_findings_group_name(struct kvs_ctx *c, const struct kvs_group_acc *g)
-{
-    const char *op = kvs_intern_str(&c->t.strings, g->op_name);
-    if (!g->bare)
-        return op;
-    char buf[KVS_EVIDENCE_KERNEL_WIDTH + 1];
-    kvs_short_kernel(buf, sizeof buf, op, KVS_EVIDENCE_KERNEL_WIDTH);
-    const char *r = kvs_arena_strdup(&c->arena, buf);
-    return r ? r : op;
-}
-
-const char *kvs_findings_group_desc(struct kvs_ctx *c, const struct kvs_group_acc *g)
-{
-    const char *op = kvs_findings_group_name(c, g);
-    const struct kvs_shape *s = &g->shape_info;
-    if (g->launch_sized && s->n > 0) {
-        size_t a, b;
-        const char *x = kvs_dtype_short(s->dtype[0], s->dtype_len[0], &a);
-        const char *y = kvs_dtype_short(s->dtype[1], s->dtype_len[1], &b);
-        return kvs_arena_printf(&c->arena, "%s [%lld x %lld elements, from grid x block] %.*s<-%.*s", op,
-                                (long long)s->dims[0][0], (long long)s->dims[0][1], (int)a, x,
-                                b ? (int)b : 1, b ? y : "?");
-    }
-    if (g->bare || s->n == 0)
-        return op;
-    char dims[200];
-    size_t n = 0;
-    for (int k = 0; k < s->n && n < sizeof dims - 40; k++) {
-        n += (size_t)snprintf(dims + n, sizeof dims - n, "%s[", k ? "," : "");
-        int rank = s->rank[k] < KVS_SHAPE_MAX_RANK ? s->rank[k] : KVS_SHAPE_MAX_RANK;
-        for (int i = 0; i < rank && n < sizeof dims - 24; i++)
-            n += (size_t)snprintf(dims + n, sizeof dims - n, "%s%lld", i ? "," : "", (long long)s->dims[k][i]);
-        n += (size_t)snprintf(dims + n, sizeof dims - n, "]");
-    }
-    char types[200];
-    size_t m = 0;
-    types[0] = 0;
-    for (int k = 0; k < s->n && m < sizeof types - 40; k++) {
-        size_t l;
-        const char *d = kvs_dtype_short(s->dtype[k], s->dtype_len[k], &l);
-        m += (size_t)snprintf(types + m, sizeof types - m, "%s%.*s", k ? "<-" : "", (int)(l > 32 ? 32 : l), d);
-    }
-    return kvs_arena_printf(&c->arena, "%s [%s] %s", op, dims, types);
-}
-
 bool kvs_findings_is_cast(const struct kvs_shape *s)
 {
     for (int i = 1; i < s->n; i++) {
@@ -120,4 +59,9 @@ bool kvs_findings_keeps_dtype(const struct kvs_group_acc *g)
         if (s->bits[i] <= 0)
             return false; /* dims without dtypes (an emit_nvtx range): it may cast */
     return !kvs_findings_is_cast(s);
+}
+
+enum kvs_status kvs_finding_push(struct kvs_finding_list *l, const struct kvs_finding *f)
+{
+    return KVS_VEC_PUSH(l->v, l->n, l->cap, *f) < 0 ? KVS_STATUS_NO_MEMORY : KVS_STATUS_OK;
 }

@@ -6,29 +6,28 @@
  */
 #include "host_blocking.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kvscope/check.h"
+#include "phrase.h"
 #include "steps.h"
 
 #define ASYNC_WAIT_NS 1000000  /* an async copy call this long waited for the GPU (pageable DtoH) */
 #define MIN_BLOCKED_FRACTION 0.05 /* of the step: below this, no finding */
 
-enum wait_kind { WAIT_NONE = 0, WAIT_SYNC, WAIT_MEMCPY, WAIT_MEMSET, WAIT_ASYNC_COPY };
-
-static enum wait_kind kind_of(const char *name, int64_t dur)
+static enum kvs_wait_kind kind_of(const char *name, int64_t dur)
 {
     if (strstr(name, "Synchronize"))
-        return WAIT_SYNC; /* cuda/hip Stream, Device, Event, Ctx */
+        return KVS_WAIT_SYNC; /* cuda/hip Stream, Device, Event, Ctx */
     bool async = strstr(name, "Async") != NULL;
     bool copy = strstr(name, "emcpy") != NULL; /* cudaMemcpy*, hipMemcpy*, cuMemcpy* */
     bool set = strstr(name, "emset") != NULL;
     if ((copy || set) && !async)
-        return copy ? WAIT_MEMCPY : WAIT_MEMSET;
+        return copy ? KVS_WAIT_MEMCPY : KVS_WAIT_MEMSET;
     if (copy && dur >= ASYNC_WAIT_NS)
-        return WAIT_ASYNC_COPY;
-    return WAIT_NONE;
+        return KVS_WAIT_ASYNC_COPY;
+    return KVS_WAIT_NONE;
 }
 
 bool kvs_trace_has_capture(const struct kvs_trace_data *t)
@@ -43,7 +42,7 @@ bool kvs_trace_has_capture(const struct kvs_trace_data *t)
 
 bool kvs_host_blocking_call(const char *name, int64_t dur)
 {
-    return kind_of(name, dur) != WAIT_NONE;
+    return kind_of(name, dur) != KVS_WAIT_NONE;
 }
 
 static int cmp_ival(const void *x, const void *y)
@@ -135,45 +134,13 @@ static size_t gpu_union(const struct kvs_trace_data *t, struct kvs_ival *u)
     return kvs_ival_merge(u, t->ngpus);
 }
 
-static const char *what_of(enum wait_kind k)
-{
-    switch (k) {
-    case WAIT_SYNC: return "a synchronize";
-    case WAIT_MEMCPY: return "a synchronous copy";
-    case WAIT_MEMSET: return "a synchronous memset";
-    case WAIT_ASYNC_COPY: return "an async copy that blocked the host: pageable host memory";
-    case WAIT_NONE: break;
-    }
-    return "a call";
-}
-
-static const char *fix_of(enum wait_kind k)
-{
-    if (k == WAIT_SYNC)
-        return "Take the synchronisation out of the step (torch.cuda.synchronize(), "
-               "stream/event synchronize): wait only where the host needs a result, and launch the "
-               "next step's work before waiting for this one's.";
-    if (k == WAIT_ASYNC_COPY)
-        return "An async copy blocks the host when the host side is pageable memory: pin it "
-               "(DataLoader(pin_memory=True), tensor.pin_memory()) and copy with non_blocking=True; "
-               "for a read of a GPU value (.item(), .tolist(), .cpu()) keep it on the GPU or read it "
-               "a step later.";
-    if (k == WAIT_MEMSET)
-        return "Use an asynchronous memset on the step's stream (cudaMemsetAsync, tensor.zero_()) "
-               "instead of a synchronous one.";
-    return "Keep the value on the GPU: no .item(), .tolist() or .cpu() of a GPU tensor on the step's "
-           "critical path (each waits for all queued work, then copies); where the host needs it, "
-           "copy into pinned memory with non_blocking=True and read it a step later, or overlap "
-           "the copy with the next step's launches.";
-}
-
-int kvs_host_blocking(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t *cap,
-                      double *blocked_ms_per_step)
+enum kvs_status kvs_host_blocking(struct kvs_ctx *c, struct kvs_finding_list *out,
+                                  double *blocked_ms_per_step)
 {
     const struct kvs_trace_data *t = &c->t;
     *blocked_ms_per_step = 0;
     if (!t->ngpus || !t->nrts)
-        return 0;
+        return KVS_STATUS_OK;
     size_t nwin = c->nsteps ? c->nsteps : 1;
     struct kvs_ival *u = malloc(t->ngpus * sizeof *u);
     int64_t *pre = malloc((t->ngpus + 1) * sizeof *pre);
@@ -182,7 +149,7 @@ int kvs_host_blocking(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size
         free(u);
         free(pre);
         free(blocked);
-        return -1;
+        return KVS_STATUS_NO_MEMORY;
     }
     size_t m = gpu_union(t, u);
     kvs_ival_prefix(u, m, pre);
@@ -197,15 +164,15 @@ int kvs_host_blocking(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size
     }
     int64_t best_idle = 0;
     size_t best = 0;
-    enum wait_kind best_kind = WAIT_NONE, main_kind = WAIT_NONE;
-    int64_t kind_ns[5] = {0};
+    enum kvs_wait_kind best_kind = KVS_WAIT_NONE, main_kind = KVS_WAIT_NONE;
+    int64_t kind_ns[KVS_WAIT_KIND_COUNT_] = {0};
     size_t ncalls = 0;
     for (size_t i = 0; i < t->nrts; i++) {
         const struct kvs_rt_rec *r = &t->rts[i];
         if (!r->name || r->dur <= 0)
             continue;
-        enum wait_kind k = kind_of(kvs_intern_str(&t->strings, r->name), r->dur);
-        if (k == WAIT_NONE)
+        enum kvs_wait_kind k = kind_of(kvs_intern_str(&t->strings, r->name), r->dur);
+        if (k == KVS_WAIT_NONE)
             continue;
         int64_t a, b;
         int32_t s = kvs_clip_to_step(c, r->ts, r->dur, lo, hi, &a, &b);
@@ -232,12 +199,12 @@ int kvs_host_blocking(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size
         with += blocked[k] > 0;
     }
     free(blocked);
-    for (int k = 1; k < 5; k++)
+    for (int k = 1; k < KVS_WAIT_KIND_COUNT_; k++)
         if (kind_ns[k] > kind_ns[main_kind])
-            main_kind = (enum wait_kind)k;
+            main_kind = (enum kvs_wait_kind)k;
     double per_step = sum / 1e6 / (double)nwin, step_ms = kvs_window_ms(c, lo, hi);
     if (step_ms <= 0 || per_step < MIN_BLOCKED_FRACTION * step_ms)
-        return 0;
+        return KVS_STATUS_OK;
     *blocked_ms_per_step = per_step;
     const struct kvs_rt_rec *r = &t->rts[best];
     const char *call = kvs_intern_str(&t->strings, r->name);
@@ -247,24 +214,22 @@ int kvs_host_blocking(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size
     fd.group = -1;
     fd.gpu_ms_per_step = per_step;
     fd.severity = per_step >= 0.3 * step_ms ? KVS_SEV_HIGH : KVS_SEV_WARN;
-    fd.message = kvs_arena_printf(
-        &c->arena,
-        "The CPU waits in blocking calls while the GPU has nothing to run: %.2f ms %s (%.0f%% of "
-        "the %.2f ms %s), most of it in %s (%s, %.2f ms)",
-        per_step, c->nsteps ? "per step" : "of the span", 100.0 * per_step / step_ms, step_ms,
-        c->nsteps ? "step" : "span", call, what_of(best_kind), (double)r->dur / 1e6);
-    char where[64] = "";
-    if (bs >= 0)
-        snprintf(where, sizeof where, " in step #%lld", (long long)c->steps[bs].index);
-    fd.evidence = kvs_arena_printf(
-        &c->arena,
-        "%zu blocking calls over the GPU's idle time in %zu of %zu %s; the largest: %s%s at "
-        "+%.3f ms, %.3f ms in the call, %.3f ms of it with the GPU idle (correlation %lld)",
-        ncalls, with, nwin, c->nsteps ? "steps" : "spans", call, where,
-        (double)(r->ts - (bs >= 0 ? c->steps[bs].start : lo)) / 1e6, (double)r->dur / 1e6,
-        (double)best_idle / 1e6, (long long)r->corr);
-    fd.fix = kvs_arena_strdup(&c->arena, fix_of(main_kind));
-    if (!fd.message || !fd.evidence || !fd.fix)
-        return -1;
-    return KVS_VEC_PUSH(*v, *n, *cap, fd);
+    struct kvs_fig_host_blocking fig = {
+        .steps = c->nsteps > 0,
+        .blocked_ms = per_step,
+        .step_ms = step_ms,
+        .call = call,
+        .kind = best_kind,
+        .main_kind = main_kind,
+        .call_ms = (double)r->dur / 1e6,
+        .call_at_ms = (double)(r->ts - (bs >= 0 ? c->steps[bs].start : lo)) / 1e6,
+        .call_idle_ms = (double)best_idle / 1e6,
+        .call_step = bs >= 0 ? c->steps[bs].index : -1,
+        .corr = (long long)r->corr,
+        .calls = ncalls,
+        .windows_with = with,
+        .windows = nwin,
+    };
+    KVS_TRY(kvs_phrase_host_blocking(&c->arena, &fig, &fd));
+    return kvs_finding_push(out, &fd);
 }

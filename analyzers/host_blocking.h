@@ -16,10 +16,8 @@
 #define KVS_ANALYZERS_HOST_BLOCKING_H
 
 #include "ctx.h"
+#include "group_figs.h" /* struct kvs_finding_list */
 
-/* Needs steps measured. Appends the finding to v (0, or -1 when memory ran
- * out); *blocked_ms_per_step = the host-wait time it found per step (0 when
- * no finding), which gpu_idle then leaves out. */
 /* whether a runtime call of this name and duration blocks the host (the
  * calls host_blocking counts) */
 bool kvs_host_blocking_call(const char *name, int64_t dur);
@@ -46,7 +44,10 @@ int32_t kvs_clip_to_step(const struct kvs_ctx *c, int64_t ts, int64_t dur, int64
 /* the mean step time in ms (hi - lo without steps) */
 double kvs_window_ms(const struct kvs_ctx *c, int64_t lo, int64_t hi);
 
-int kvs_host_blocking(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t *cap,
-                      double *blocked_ms_per_step);
+/* Needs steps measured. Appends the finding to *out (KVS_STATUS_OK, or
+ * KVS_STATUS_NO_MEMORY); *blocked_ms_per_step = the host-wait time it found
+ * per step (0 when no finding), which gpu_idle then leaves out. */
+enum kvs_status kvs_host_blocking(struct kvs_ctx *c, struct kvs_finding_list *out,
+                                  double *blocked_ms_per_step);
 
 #endif

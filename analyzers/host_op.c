@@ -7,11 +7,12 @@
  */
 #include "host_op.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "host_blocking.h"
+#include "kvscope/check.h"
+#include "phrase.h"
 #include "steps.h"
 
 #define MIN_STEP_FRACTION 0.20  /* of the step: below this, no finding */
@@ -89,68 +90,14 @@ static bool explained(const struct kvs_trace_data *t, const struct kvs_rt_rec *r
     return kvs_host_blocking_call(nm, r->dur) || strstr(nm, "GraphLaunch") != NULL;
 }
 
-static const char *fix_of(const char *op)
-{
-    if (strstr(op, "cudnn") && (strstr(op, "attention") || strstr(op, "sdpa")))
-        return "cuDNN's attention builds an execution plan on the CPU for every new shape, and a "
-               "cache that grows by a token each step makes every decode step a new shape: pick "
-               "another SDPA backend for decode (with torch.nn.attention.sdpa_kernel("
-               "SDPBackend.FLASH_ATTENTION) or EFFICIENT_ATTENTION), or keep the shapes fixed (a "
-               "static cache attended over its active length, lengths padded to buckets).";
-    if (strstr(op, "DataLoader") || strstr(op, "dataloader"))
-        return "The step waits for its input: load data in worker processes "
-               "(DataLoader(num_workers=N, pin_memory=True), persistent_workers=True) so the next "
-               "batch is ready when the step starts, and copy it with non_blocking=True.";
-    if (strstr(op, "Compiled") || strstr(op, "compile") || strstr(op, "dynamo"))
-        return "Time inside a compiled region with no GPU work is compilation or guard failures: "
-               "check for recompiles (TORCH_LOGS=recompiles), mark dynamic dims "
-               "(torch._dynamo.mark_dynamic) or pad shapes to buckets.";
-    return "The op's CPU side, not its kernels, sets the pace: see what it does on the host "
-           "(torch.profiler with_stack, py-spy), cache what it computes per call, or replace it "
-           "with an op whose host side is cheap; a CUDA graph of the step removes the host side "
-           "only if the op is capturable.";
-}
-
-int kvs_host_op_bound(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t *cap,
-                      double *ms_per_step)
+/* The op calls with a piece, in order of name, then start, into ord (a
+ * counting sort by name, then each name's calls by start, usually sorted
+ * already: 4 bytes a call); their count. first[] (strings.n + 2 zeros) is
+ * scratch. */
+static size_t calls_by_name(const struct kvs_ctx *c, int64_t lo, int64_t hi, uint32_t *ord,
+                            uint32_t *first)
 {
     const struct kvs_trace_data *t = &c->t;
-    *ms_per_step = 0;
-    if (!t->ngpus || !t->nops || kvs_trace_has_capture(t))
-        return 0;
-    size_t nwin = c->nsteps ? c->nsteps : 1;
-    /* what explains idle host time already: GPU work, and blocking calls */
-    size_t nu = t->ngpus;
-    for (size_t i = 0; i < t->nrts; i++)
-        nu += explained(t, &t->rts[i]);
-    struct kvs_ival *u = malloc(nu * sizeof *u);
-    int64_t *pre = malloc((nu + 1) * sizeof *pre);
-    struct name_acc *acc = calloc(t->nopkeys ? t->nopkeys : 1, sizeof *acc); /* by op name, via its key */
-    uint32_t *slot = malloc((t->strings.n + 1) * sizeof *slot);
-    /* the op calls in order of name, then start: 4 bytes a call (a counting
-     * sort by name, then each name's calls by start, usually sorted already) */
-    uint32_t *ord = malloc((t->nops ? t->nops : 1) * sizeof *ord);
-    uint32_t *first = calloc(t->strings.n + 2, sizeof *first); /* by name: where its calls start */
-    if (!u || !pre || !acc || !slot || !ord || !first) {
-        free(u);
-        free(pre);
-        free(acc);
-        free(slot);
-        free(ord);
-        free(first);
-        return -1;
-    }
-    size_t k = 0;
-    for (size_t i = 0; i < t->ngpus; i++)
-        u[k++] = (struct kvs_ival){t->gpus[i].ts, t->gpus[i].ts + t->gpus[i].dur};
-    for (size_t i = 0; i < t->nrts; i++)
-        if (explained(t, &t->rts[i]))
-            u[k++] = (struct kvs_ival){t->rts[i].ts, t->rts[i].ts + t->rts[i].dur};
-    size_t m = kvs_ival_merge(u, k);
-    kvs_ival_prefix(u, m, pre);
-    int64_t lo = u[0].a, hi = u[m - 1].b; /* without steps: the trace's GPU span */
-    for (size_t i = 0; i <= t->strings.n; i++)
-        slot[i] = UINT32_MAX;
     int32_t s;
     int64_t a, e;
     for (size_t i = 0; i < t->nops; i++)
@@ -171,7 +118,52 @@ int kvs_host_op_bound(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size
                 break;
             }
     }
+    return np;
+}
+
+enum kvs_status kvs_host_op_bound(struct kvs_ctx *c, struct kvs_finding_list *out,
+                                  double *ms_per_step)
+{
+    const struct kvs_trace_data *t = &c->t;
+    *ms_per_step = 0;
+    if (!t->ngpus || !t->nops || kvs_trace_has_capture(t))
+        return KVS_STATUS_OK;
+    size_t nwin = c->nsteps ? c->nsteps : 1;
+    /* what explains idle host time already: GPU work, and blocking calls */
+    size_t nu = t->ngpus;
+    for (size_t i = 0; i < t->nrts; i++)
+        nu += explained(t, &t->rts[i]);
+    struct kvs_ival *u = malloc(nu * sizeof *u);
+    int64_t *pre = malloc((nu + 1) * sizeof *pre);
+    struct name_acc *acc = calloc(t->nopkeys ? t->nopkeys : 1, sizeof *acc); /* by op name, via its key */
+    uint32_t *slot = malloc((t->strings.n + 1) * sizeof *slot);
+    /* the op calls in order of name, then start (calls_by_name) */
+    uint32_t *ord = malloc((t->nops ? t->nops : 1) * sizeof *ord);
+    uint32_t *first = calloc(t->strings.n + 2, sizeof *first); /* by name: where its calls start */
+    if (!u || !pre || !acc || !slot || !ord || !first) {
+        free(u);
+        free(pre);
+        free(acc);
+        free(slot);
+        free(ord);
+        free(first);
+        return KVS_STATUS_NO_MEMORY;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < t->ngpus; i++)
+        u[k++] = (struct kvs_ival){t->gpus[i].ts, t->gpus[i].ts + t->gpus[i].dur};
+    for (size_t i = 0; i < t->nrts; i++)
+        if (explained(t, &t->rts[i]))
+            u[k++] = (struct kvs_ival){t->rts[i].ts, t->rts[i].ts + t->rts[i].dur};
+    size_t m = kvs_ival_merge(u, k);
+    kvs_ival_prefix(u, m, pre);
+    int64_t lo = u[0].a, hi = u[m - 1].b; /* without steps: the trace's GPU span */
+    for (size_t i = 0; i <= t->strings.n; i++)
+        slot[i] = UINT32_MAX;
+    size_t np = calls_by_name(c, lo, hi, ord, first);
     free(first);
+    int32_t s;
+    int64_t a, e;
     /* per name the union of its calls' pieces (overlapping calls of one
      * name, on several threads or a graph replay's copies of one op sharing
      * its launch, count once) */
@@ -216,36 +208,32 @@ int kvs_host_op_bound(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size
     double step_ms = kvs_window_ms(c, lo, hi);
     if (best == SIZE_MAX || step_ms <= 0) {
         free(acc);
-        return 0;
+        return KVS_STATUS_OK;
     }
     struct name_acc b = acc[best];
     free(acc);
     double per_step = (double)b.idle / 1e6 / (double)nwin;
     double per_call = (double)b.idle / 1e6 / (double)b.calls;
     if (per_step < MIN_STEP_FRACTION * step_ms || per_step < MIN_MS_PER_STEP || per_call < MIN_MS_PER_CALL)
-        return 0;
+        return KVS_STATUS_OK;
     *ms_per_step = per_step;
     const char *op = kvs_intern_str(&t->strings, b.name);
-    const char *unit = c->nsteps ? "step" : "span";
     struct kvs_finding fd = {0};
     fd.id = "host_op_bound";
     fd.group = -1;
     fd.gpu_ms_per_step = per_step;
     fd.severity = per_step >= 0.3 * step_ms ? KVS_SEV_HIGH : KVS_SEV_WARN;
-    fd.message = kvs_arena_printf(
-        &c->arena,
-        "The CPU spends %.2f ms per %s inside %s while the GPU has nothing to run (%.0f%% of the "
-        "%.2f ms %s): %.2f ms a call on the host, not launches and not a blocking call, so the "
-        "op's CPU side sets the pace",
-        per_step, unit, op, 100.0 * per_step / step_ms, step_ms, unit, per_call);
-    fd.evidence = kvs_arena_printf(
-        &c->arena,
-        "%lld calls of %s in %zu of %zu %ss (%.1f per %s), %.3f ms of CPU time per call, %.3f ms "
-        "of it with no GPU activity and no blocking runtime call",
-        (long long)b.calls, op, b.steps_with, nwin, unit, (double)b.calls / (double)nwin, unit,
-        (double)b.dur / 1e6 / (double)b.calls, per_call);
-    fd.fix = kvs_arena_strdup(&c->arena, fix_of(op));
-    if (!fd.message || !fd.evidence || !fd.fix)
-        return -1;
-    return KVS_VEC_PUSH(*v, *n, *cap, fd);
+    struct kvs_fig_host_op fig = {
+        .steps = c->nsteps > 0,
+        .op = op,
+        .idle_ms = per_step,
+        .step_ms = step_ms,
+        .idle_ms_per_call = per_call,
+        .cpu_ms_per_call = (double)b.dur / 1e6 / (double)b.calls,
+        .calls = b.calls,
+        .windows_with = b.steps_with,
+        .windows = nwin,
+    };
+    KVS_TRY(kvs_phrase_host_op(&c->arena, &fig, &fd));
+    return kvs_finding_push(out, &fd);
 }

@@ -17,11 +17,12 @@
 #define KVS_ANALYZERS_HOST_OP_H
 
 #include "ctx.h"
+#include "group_figs.h" /* struct kvs_finding_list */
 
-/* Appends the finding to v (0, or -1 when memory ran out); *ms_per_step =
- * the op's GPU-idle host time per step (0 when no finding), which gpu_idle
- * then leaves out. */
-int kvs_host_op_bound(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t *cap,
-                      double *ms_per_step);
+/* Appends the finding to *out (KVS_STATUS_OK, or KVS_STATUS_NO_MEMORY);
+ * *ms_per_step = the op's GPU-idle host time per step (0 when no finding),
+ * which gpu_idle then leaves out. */
+enum kvs_status kvs_host_op_bound(struct kvs_ctx *c, struct kvs_finding_list *out,
+                                  double *ms_per_step);
 
 #endif

@@ -2,20 +2,20 @@
 #include "kv_read.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "classify.h"
 #include "group_figs.h"
+#include "kvscope/check.h"
 #include "match.h"
 #include "opcost.h"
+#include "phrase.h"
 #include "steps.h"
 #include "kvscope/reader.h"
 
 #define READ_RATIO 8          /* the buffer holds at least 8x the active tokens */
 #define READ_MIN_TOKENS 4096  /* an inferred capacity is at least this (match.c's BUFFER_MIN_TOKENS) */
-#define MAX_READERS_LISTED 8  /* ops named in the message; the ops list has them all */
 #define MIN_ROW 64            /* elements per token of a cache copy (a mask has 1) */
 
 // ----------------------------------------------------------------------------
@@ -81,17 +81,6 @@ static bool attn_parse(const struct kvs_trace_data *t, uint32_t key, struct attn
 }
 
 /* "[1,16,8192,192]" */
-static const char *dims_text(struct kvs_arena *ar, const int64_t *d, int rank)
-{
-    char buf[160];
-    size_t n = 0;
-    buf[n++] = '[';
-    for (int i = 0; i < rank && i < KVS_SHAPE_MAX_RANK && n < sizeof buf - 24; i++)
-        n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%lld", i ? "," : "", (long long)d[i]);
-    snprintf(buf + n, sizeof buf - n, "]");
-    return kvs_arena_strdup(ar, buf);
-}
-
 // ----------------------------------------------------------------------------
 // GPU time: each GPU activity goes to the outermost attention call around
 // the op that launched it (sdpa -> its backend -> the kernel)
@@ -128,7 +117,7 @@ static const struct call *enclosing(const struct call *top, size_t n, const stru
     return k->thread == o->thread && k->ts <= o->ts && o->ts + o->dur <= k->end ? k : NULL;
 }
 
-static int measure(struct kvs_ctx *c, struct attn *at, const uint32_t *attn_of_key)
+static enum kvs_status measure(struct kvs_ctx *c, struct attn *at, const uint32_t *attn_of_key)
 {
     const struct kvs_trace_data *t = &c->t;
     struct call *calls = NULL;
@@ -140,7 +129,7 @@ static int measure(struct kvs_ctx *c, struct attn *at, const uint32_t *attn_of_k
     uint32_t *call_of_op = calloc(t->nops ? t->nops : 1, sizeof *call_of_op);
     uint8_t *counted = NULL;
     struct kvs_u64map seen = {0};
-    int rc = -1;
+    enum kvs_status rc = KVS_STATUS_NO_MEMORY;
     if (!graphed || !call_of_op)
         goto out;
     for (size_t i = 0; i < t->ngpus; i++)
@@ -154,7 +143,7 @@ static int measure(struct kvs_ctx *c, struct attn *at, const uint32_t *attn_of_k
         if (KVS_VEC_PUSH(calls, ncalls, cap, one) < 0)
             goto out;
     }
-    rc = 0;
+    rc = KVS_STATUS_OK;
     if (!ncalls)
         goto out;
     qsort(calls, ncalls, sizeof *calls, cmp_call);
@@ -177,7 +166,7 @@ static int measure(struct kvs_ctx *c, struct attn *at, const uint32_t *attn_of_k
             last = ntop;
         ntop++;
     }
-    for (size_t i = 0; i < ntop && rc == 0; i++) {
+    for (size_t i = 0; i < ntop && rc == KVS_STATUS_OK; i++) {
         struct attn *a = &at[calls[i].attn];
         a->calls++;
         int32_t step = c->nsteps ? kvs_step_at(c, calls[i].ts) : -1;
@@ -186,14 +175,14 @@ static int measure(struct kvs_ctx *c, struct attn *at, const uint32_t *attn_of_k
         a->calls_in_steps++;
         bool added;
         if (!kvs_u64map_put(&seen, kvs_pair_key(calls[i].attn, (uint32_t)step), &added))
-            rc = -1;
+            rc = KVS_STATUS_NO_MEMORY;
         else if (added)
             a->steps_with_calls++;
     }
-    counted = rc == 0 ? calloc(ntop / 8 + 1, 1) : NULL;
+    counted = rc == KVS_STATUS_OK ? calloc(ntop / 8 + 1, 1) : NULL;
     if (!counted)
-        rc = -1;
-    for (size_t i = 0; i < t->ngpus && rc == 0; i++) {
+        rc = KVS_STATUS_NO_MEMORY;
+    for (size_t i = 0; i < t->ngpus && rc == KVS_STATUS_OK; i++) {
         uint32_t op = c->gpu_op[i];
         if (op == KVS_NO_OP)
             continue;
@@ -377,26 +366,33 @@ static bool copies_buffer(const struct kvs_ctx *c, const struct kvs_group_acc *g
     return false;
 }
 
-static int one_finding(struct kvs_ctx *c, int64_t capacity, struct attn *at, size_t nat,
-                       struct kvs_finding **v, size_t *n, size_t *cap)
+/* The ops that read one buffer: attentions over it, copies of it, GEMMs
+ * over its every slot; and what the fix needs to know of them. */
+struct readers {
+    struct reader *v;
+    size_t n, cap;
+    int64_t attn_active;        /* the attention's active tokens, for copies of its buffer */
+    const char *attn_from;
+    bool any_repeat, any_expand; /* kinds of copy, for the fix */
+};
+
+static enum kvs_status add_reader(struct readers *rs, const struct reader *one)
 {
-    struct reader *r = NULL;
-    size_t nr = 0, rcap = 0;
-    int64_t attn_active = 0; /* the attention's, for copies of its buffer */
-    bool any_repeat = false, any_expand = false; /* kinds of copy, for the fix */
-    const char *attn_from = NULL, *given_from = NULL;
-    int64_t given = given_active(c, &given_from);
+    return KVS_VEC_PUSH(rs->v, rs->n, rs->cap, *one) < 0 ? KVS_STATUS_NO_MEMORY : KVS_STATUS_OK;
+}
+
+static enum kvs_status attention_readers(struct kvs_ctx *c, int64_t capacity, const struct attn *at,
+                                         size_t nat, struct readers *rs)
+{
     for (size_t i = 0; i < nat; i++) {
-        struct attn *a = &at[i];
+        const struct attn *a = &at[i];
         if (a->capacity != capacity)
             continue;
         double cps = c->nsteps ? (double)a->calls_in_steps / (double)c->nsteps : (double)a->calls;
         double ms = c->nsteps ? (double)a->gpu_ns_in_steps / 1e6 / (double)c->nsteps : (double)a->gpu_ns / 1e6;
         const char *name = kvs_intern_str(&c->t.strings, c->t.opkeys[a->key].name);
         struct reader one = {
-            .desc = kvs_arena_printf(&c->arena, "%s (keys %s, values %s, queries %lld)", name,
-                                     dims_text(&c->arena, a->s.dims[1], 4), dims_text(&c->arena, a->s.dims[2], 4),
-                                     (long long)a->lq),
+            .desc = kvs_phrase_attention_desc(&c->arena, name, a->s.dims[1], a->s.dims[2], a->lq),
             .op = name,
             .calls_per_step = cps,
             .bytes_per_step = a->bytes * cps,
@@ -409,13 +405,20 @@ static int one_finding(struct kvs_ctx *c, int64_t capacity, struct attn *at, siz
             .attention = true,
             .devices = a->devices,
         };
-        if (a->active > attn_active) {
-            attn_active = a->active;
-            attn_from = a->active_from;
+        if (a->active > rs->attn_active) {
+            rs->attn_active = a->active;
+            rs->attn_from = a->active_from;
         }
-        if (KVS_VEC_PUSH(r, nr, rcap, one) < 0)
-            goto oom;
+        KVS_TRY(add_reader(rs, &one));
     }
+    return KVS_STATUS_OK;
+}
+
+static enum kvs_status copy_readers(struct kvs_ctx *c, int64_t capacity, const struct attn *at, size_t nat,
+                                    struct readers *rs)
+{
+    const char *given_from = NULL;
+    int64_t given = given_active(c, &given_from);
     for (size_t gi = 0; gi < c->ngroups; gi++) {
         struct kvs_group_acc *g = &c->groups[gi];
         if (!copies_buffer(c, g, capacity, at, nat))
@@ -427,9 +430,9 @@ static int one_finding(struct kvs_ctx *c, int64_t capacity, struct attn *at, siz
         g->full_read = true; /* low_bandwidth_efficiency's fix says so */
         /* [B, Hkv, n_rep, S, D]: HF's repeat_kv expanding the KV heads */
         if (g->shape_info.rank[0] == 5 && g->shape_info.dims[0][2] > 1)
-            any_repeat = true;
+            rs->any_repeat = true;
         else
-            any_expand = true;
+            rs->any_expand = true;
         struct reader one = {
             .desc = kvs_findings_group_desc(c, g),
             .op = kvs_intern_str(&c->t.strings, g->op_name),
@@ -447,17 +450,23 @@ static int one_finding(struct kvs_ctx *c, int64_t capacity, struct attn *at, siz
             one.active = g->active_tokens;
             one.active_from = "the largest token count seen with the same rows";
         } else {
-            one.active = attn_active;
-            one.active_from = attn_from;
+            one.active = rs->attn_active;
+            one.active_from = rs->attn_from;
         }
-        if (KVS_VEC_PUSH(r, nr, rcap, one) < 0)
-            goto oom;
+        KVS_TRY(add_reader(rs, &one));
     }
-    /* a GEMM over every slot of the buffer: MLA's kv_b_proj applied to the
-     * whole latent cache ([8192,512] x [512,4096] in HF's DeepseekV3 with a
-     * StaticCache), an activation whose rows are the capacity, against a
-     * weight, in every step; its weight bytes do not scale with the tokens */
-    for (size_t k = 0; k < c->nops && nr; k++) {
+    return KVS_STATUS_OK;
+}
+
+/* a GEMM over every slot of the buffer: MLA's kv_b_proj applied to the
+ * whole latent cache ([8192,512] x [512,4096] in HF's DeepseekV3 with a
+ * StaticCache), an activation whose rows are the capacity, against a
+ * weight, in every step; its weight bytes do not scale with the tokens */
+static enum kvs_status gemm_readers(struct kvs_ctx *c, int64_t capacity, struct readers *rs)
+{
+    const char *given_from = NULL;
+    int64_t given = given_active(c, &given_from);
+    for (size_t k = 0; k < c->nops && rs->n; k++) {
         const struct kvs_op_acc *o = &c->ops[k];
         if (o->bare || o->cost.family != KVS_OPF_MATMUL || o->cost.rows != (double)capacity ||
             o->cost.bytes <= 0 || o->cost.weight_bytes < 0 || o->shape_info.n == 0 ||
@@ -466,13 +475,10 @@ static int one_finding(struct kvs_ctx *c, int64_t capacity, struct attn *at, siz
         double cps = c->nsteps ? (double)o->calls_in_steps / (double)c->nsteps : (double)o->calls;
         if (cps < 1)
             continue;
-        const struct kvs_shape *sh = &o->shape_info;
+        const char *name = kvs_intern_str(&c->t.strings, o->op_name);
         struct reader one = {
-            .desc = kvs_arena_printf(&c->arena, "%s %s x %s (a GEMM over every slot)",
-                                     kvs_intern_str(&c->t.strings, o->op_name),
-                                     dims_text(&c->arena, sh->dims[0], sh->rank[0]),
-                                     sh->n > 1 ? dims_text(&c->arena, sh->dims[1], sh->rank[1]) : "?"),
-            .op = kvs_intern_str(&c->t.strings, o->op_name),
+            .desc = kvs_phrase_gemm_desc(&c->arena, name, &o->shape_info),
+            .op = name,
             .calls_per_step = cps,
             .bytes_per_step = o->cost.bytes * cps,
             .fixed_bytes_per_step = o->cost.weight_bytes * cps,
@@ -480,206 +486,146 @@ static int one_finding(struct kvs_ctx *c, int64_t capacity, struct attn *at, siz
                                          : (double)o->gpu_ns / 1e6,
             .ms_per_call = o->calls ? (double)o->gpu_ns / 1e6 / (double)o->calls : 0,
             .gbps = isfinite(o->achieved_gbps) ? o->achieved_gbps : 0,
-            .active = given > 0 ? given : attn_active,
-            .active_from = given > 0 ? given_from : attn_from,
+            .active = given > 0 ? given : rs->attn_active,
+            .active_from = given > 0 ? given_from : rs->attn_from,
             .devices = o->devices,
         };
-        any_expand = true;
-        if (KVS_VEC_PUSH(r, nr, rcap, one) < 0)
-            goto oom;
+        rs->any_expand = true;
+        KVS_TRY(add_reader(rs, &one));
     }
-    if (!nr) {
-        free(r);
-        return 0;
-    }
-    qsort(r, nr, sizeof *r, cmp_reader);
-    /* each reader needs its active tokens' share of what it reads; one
-     * whose active count is unknown may save all of its time */
-    double bytes = 0, ms = 0, needed = 0, saving = 0;
-    bool any_attention = false, any_copy = false, all_known = true, mixed = false;
-    int64_t active = 0;
-    const char *from = NULL;
+    return KVS_STATUS_OK;
+}
+
+/* The readers' sums: bytes, time, the bytes their active tokens need and
+ * the time that saves; each reader needs its active tokens' share of what
+ * it reads, one whose active count is unknown may save all of its time. */
+static void sum_readers(const struct reader *r, size_t nr, int64_t capacity, struct kvs_fig_full_read *f)
+{
+    bool all_known = true;
     for (size_t i = 0; i < nr; i++) {
         double share = r[i].active > 0 ? (double)r[i].active / (double)capacity : 0;
         double need = r[i].active > 0 ? r[i].fixed_bytes_per_step +
                                             (r[i].bytes_per_step - r[i].fixed_bytes_per_step) * share
                                       : 0;
-        bytes += r[i].bytes_per_step;
-        ms += r[i].gpu_ms_per_step;
-        needed += need;
-        saving += r[i].gpu_ms_per_step * (r[i].bytes_per_step > 0 ? 1.0 - need / r[i].bytes_per_step : 1.0);
+        f->bytes_per_step += r[i].bytes_per_step;
+        f->gpu_ms_per_step += r[i].gpu_ms_per_step;
+        f->needed_bytes_per_step += need;
+        f->saving_ms += r[i].gpu_ms_per_step * (r[i].bytes_per_step > 0 ? 1.0 - need / r[i].bytes_per_step : 1.0);
         all_known = all_known && r[i].active > 0;
-        mixed = mixed || (i && r[i].active != r[0].active);
-        if (r[i].active > active) {
-            active = r[i].active;
-            from = r[i].active_from;
+        f->mixed = f->mixed || (i && r[i].active != r[0].active);
+        if (r[i].active > f->active) {
+            f->active = r[i].active;
+            f->active_from = r[i].active_from;
         }
-        any_attention = any_attention || r[i].attention;
-        any_copy = any_copy || !r[i].attention;
+        f->any_attention = f->any_attention || r[i].attention;
+        f->any_copy = f->any_copy || !r[i].attention;
     }
     if (!all_known) { /* a partial sum of the needed bytes is not what is needed */
-        needed = 0;
-        active = 0;
+        f->needed_bytes_per_step = 0;
+        f->active = 0;
     }
-    double share = active > 0 ? (double)active / (double)capacity : 0;
-    double busy = kvs_findings_step_busy_ms(c);
-    char b1[32], b2[32], b3[32];
+}
 
+static enum kvs_status one_finding(struct kvs_ctx *c, int64_t capacity, const struct attn *at,
+                                   size_t nat, struct kvs_finding_list *out)
+{
+    struct readers rs = {0};
+    enum kvs_status st = attention_readers(c, capacity, at, nat, &rs);
+    if (st == KVS_STATUS_OK)
+        st = copy_readers(c, capacity, at, nat, &rs);
+    if (st == KVS_STATUS_OK)
+        st = gemm_readers(c, capacity, &rs);
+    const size_t nr = rs.n;
+    struct reader *r = rs.v;
+    struct kvs_fig_reader *fr = st == KVS_STATUS_OK && nr ? malloc(nr * sizeof *fr) : NULL;
+    if (st != KVS_STATUS_OK || !nr || !fr) {
+        free(r);
+        return st == KVS_STATUS_OK && nr ? KVS_STATUS_NO_MEMORY : st;
+    }
+    qsort(r, nr, sizeof *r, cmp_reader);
+    struct kvs_fig_full_read fig = {
+        .readers = fr,
+        .nreaders = nr,
+        .capacity = capacity,
+        .busy_ms = kvs_findings_step_busy_ms(c),
+        .capacity_given = c->opt->kv_capacity > 0,
+        .steps = c->nsteps,
+        .any_repeat = rs.any_repeat,
+        .any_expand = rs.any_expand,
+    };
+    sum_readers(r, nr, capacity, &fig);
+    for (size_t i = 0; i < nat && !fig.capacity_attention; i++) /* the attention that set it, if one did */
+        if (at[i].capacity == capacity) {
+            fig.capacity_attention = true;
+            fig.capacity_steps = at[i].steps_with_calls;
+        }
     /* the ops, most GPU time first */
     const char **ops = kvs_arena_alloc(&c->arena, nr * sizeof *ops);
-    char list[1024];
-    size_t ln = 0;
-    list[0] = 0;
+    uint64_t devices = 0;
     for (size_t i = 0; i < nr; i++) {
         if (ops)
             ops[i] = r[i].desc;
-        if (i < MAX_READERS_LISTED && ln < sizeof list - 1)
-            ln += (size_t)snprintf(list + ln, sizeof list - ln, "%s%s %.1f times per step", i ? "; " : "",
-                                   r[i].desc ? r[i].desc : "?", r[i].calls_per_step);
-        if (ln >= sizeof list)
-            ln = sizeof list - 1;
+        fr[i] = (struct kvs_fig_reader){r[i].desc, r[i].op, r[i].calls_per_step, r[i].bytes_per_step,
+                                        r[i].ms_per_call, r[i].gbps};
+        devices |= r[i].devices;
     }
-    if (nr > MAX_READERS_LISTED && ln < sizeof list - 1)
-        snprintf(list + ln, sizeof list - ln, "; and %zu more", nr - MAX_READERS_LISTED);
-    char evid[2048];
-    size_t en = 0;
-    evid[0] = 0;
-    for (size_t i = 0; i < nr && en < sizeof evid - 1; i++) {
-        en += (size_t)snprintf(evid + en, sizeof evid - en, "%s%s: %s per step, %.3f ms per call, %.0f GB/s",
-                               i ? "; " : "", r[i].op, kvs_findings_human_bytes(b3, sizeof b3, r[i].bytes_per_step),
-                               r[i].ms_per_call, r[i].gbps);
-        if (en >= sizeof evid)
-            en = sizeof evid - 1;
-    }
-    const struct attn *first = NULL; /* the attention that set the capacity, if one did */
-    for (size_t i = 0; i < nat && !first; i++)
-        if (at[i].capacity == capacity)
-            first = &at[i];
-    const char *cap_from =
-        c->opt->kv_capacity > 0 ? "the capacity given (--kv-capacity)"
-        : first && share > 0
-            ? kvs_arena_printf(&c->arena,
-                               "the capacity inferred: the keys' sequence dim is %lld in %lld of %zu steps "
-                               "and no other length of it is seen, %.1fx the active tokens",
-                               (long long)capacity, (long long)first->steps_with_calls, c->nsteps, 1.0 / share)
-        : first ? kvs_arena_printf(&c->arena,
-                                   "the capacity inferred: the keys' sequence dim stays %lld over %lld of %zu "
-                                   "decode steps, where a cache that grows adds a token a step; the trace "
-                                   "records nothing that counts the active tokens",
-                                   (long long)capacity, (long long)first->steps_with_calls, c->nsteps)
-                : "the capacity inferred by shape matching (the copy/cast groups' match)";
     struct kvs_finding fd = {0};
     fd.id = "kv_full_buffer_read";
-    uint64_t devices = 0;
-    for (size_t i = 0; i < nr; i++)
-        devices |= r[i].devices;
     fd.gpus = kvs_gpus_of(c, devices);
     /* as kv_full_buffer_cast's: high at 10% of the step's GPU time recoverable
      * or 20% of it in these ops */
-    fd.severity = busy > 0 && (saving >= 0.1 * busy || ms >= 0.2 * busy) ? KVS_SEV_HIGH : KVS_SEV_WARN;
-    fd.gpu_ms_per_step = saving;
-    fd.bytes_per_step = bytes;
-    fd.needed_bytes_per_step = needed;
+    double busy = fig.busy_ms, ms = fig.gpu_ms_per_step;
+    fd.severity = busy > 0 && (fig.saving_ms >= 0.1 * busy || ms >= 0.2 * busy) ? KVS_SEV_HIGH : KVS_SEV_WARN;
+    fd.gpu_ms_per_step = fig.saving_ms;
+    fd.bytes_per_step = fig.bytes_per_step;
+    fd.needed_bytes_per_step = fig.needed_bytes_per_step;
     fd.group = -1;
     fd.capacity_tokens = capacity;
-    fd.active_tokens = active;
+    fd.active_tokens = fig.active;
     fd.ops = ops;
     fd.nops = ops ? nr : 0;
-    if (active > 0)
-        fd.message = kvs_arena_printf(
-            &c->arena,
-            "%zu %s the whole KV buffer (%lld tokens) every step where %s%lld tokens are active: %s; "
-            "%s read per step where the active tokens need %s; %.2f ms of GPU time per step, "
-            "about %.2f ms recoverable",
-            nr, nr == 1 ? "op reads" : "ops read", (long long)capacity, mixed ? "up to " : "", (long long)active, list,
-            kvs_findings_human_bytes(b1, sizeof b1, bytes), kvs_findings_human_bytes(b2, sizeof b2, needed), ms,
-            saving);
-    else
-        fd.message = kvs_arena_printf(
-            &c->arena,
-            "%zu %s the whole KV buffer (%lld tokens) every step: %s; %s read per step; %.2f ms "
-            "of GPU time per step (the active token count is unknown: give --context to size the "
-            "saving)",
-            nr, nr == 1 ? "op reads" : "ops read", (long long)capacity, list,
-            kvs_findings_human_bytes(b1, sizeof b1, bytes), ms);
-    fd.evidence = kvs_arena_printf(
-        &c->arena, "%s; active tokens %s%s%s; bytes are an attention's tensors and output (the keys' and "
-        "values' scale with the tokens) and a copy's read + written; %.1f%% of the step's GPU busy time",
-        cap_from, active > 0 ? kvs_arena_printf(&c->arena, "%lld from ", (long long)active) : "unknown",
-        active > 0 && from ? from : "", kvs_arena_printf(&c->arena, "; %s", evid),
-        busy > 0 ? 100.0 * ms / busy : 0.0);
-    const char *need = active > 0 ? kvs_arena_printf(&c->arena, " (%lld of %lld tokens, %.1f%% of the bytes)",
-                                                     (long long)active, (long long)capacity, 100.0 * share)
-                                  : "";
-    fd.fix = kvs_arena_printf(
-        &c->arena, "%s%s",
-        any_attention ? kvs_arena_printf(&c->arena,
-                                         "Attend over the active length only%s: slice the cache before the "
-                                         "attention (key[:, :, :n], value[:, :, :n] for [B,H,S,D]), or use a "
-                                         "kernel that takes the sequence lengths (flash_attn_with_kvcache's "
-                                         "cache_seqlens, a varlen or paged attention such as FlashInfer's), or "
-                                         "a cache that grows with the sequence (Hugging Face DynamicCache).%s",
-                                         need, any_copy ? " " : "")
-                      : "",
-        any_copy ? kvs_arena_printf(&c->arena,
-                                    "%s the whole cache%s:%s%s",
-                                    any_attention ? "Do not copy" : "Copy only the active tokens, not",
-                                    any_attention ? "" : need,
-                                    any_repeat ? " repeat_kv's copy of the KV heads to every query head (GQA, "
-                                                 "[B,Hkv,n_rep,S,D]) goes with scaled_dot_product_attention(..., "
-                                                 "enable_gqa=True) or a kernel that reads the KV heads as cached."
-                                               : "",
-                                    any_expand ? " a per-head expand or .contiguous() of the cache goes with a kernel "
-                                                 "that reads the cache as stored (MLA: absorbed attention over the "
-                                                 "cached latent, e.g. FlashMLA), or slice to the active tokens "
-                                                 "before the copy."
-                                               : "")
-                 : "");
+    st = kvs_phrase_full_read(&c->arena, &fig, &fd);
+    free(fr);
     free(r);
-    if (!fd.message || !fd.evidence || !fd.fix)
-        return -1;
-    return KVS_VEC_PUSH(*v, *n, *cap, fd);
-oom:
-    free(r);
-    return -1;
+    return st == KVS_STATUS_OK ? kvs_finding_push(out, &fd) : st;
 }
 
-int kvs_kv_full_reads(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t *cap)
+enum kvs_status kvs_kv_full_reads(struct kvs_ctx *c, struct kvs_finding_list *out)
 {
     const struct kvs_trace_data *t = &c->t;
     struct attn *at = NULL;
     size_t nat = 0, acap = 0;
     uint32_t *attn_of_key = calloc(t->nopkeys ? t->nopkeys : 1, sizeof *attn_of_key);
-    int rc = attn_of_key ? 0 : -1;
-    for (size_t k = 0; k < t->nopkeys && rc == 0; k++) {
+    enum kvs_status rc = attn_of_key ? KVS_STATUS_OK : KVS_STATUS_NO_MEMORY;
+    for (size_t k = 0; k < t->nopkeys && rc == KVS_STATUS_OK; k++) {
         struct attn a;
         if (!attn_parse(t, (uint32_t)k, &a))
             continue;
         if (KVS_VEC_PUSH(at, nat, acap, a) < 0)
-            rc = -1;
+            rc = KVS_STATUS_NO_MEMORY;
         else
             attn_of_key[k] = (uint32_t)nat;
     }
-    if (rc == 0 && nat)
+    if (rc == KVS_STATUS_OK && nat)
         rc = measure(c, at, attn_of_key);
     /* capacities: the attention's, else a given one that copies match */
-    for (size_t i = 0; i < nat && rc == 0; i++)
+    for (size_t i = 0; i < nat && rc == KVS_STATUS_OK; i++)
         if (!judge(c, at, nat, &at[i]))
             at[i].capacity = 0;
     int64_t done[16];
     size_t ndone = 0;
-    for (size_t i = 0; i < nat && rc == 0; i++) {
+    for (size_t i = 0; i < nat && rc == KVS_STATUS_OK; i++) {
         bool seen = false;
         for (size_t j = 0; j < ndone; j++)
             seen = seen || done[j] == at[i].capacity;
         if (!at[i].capacity || seen || ndone == sizeof done / sizeof done[0])
             continue;
         done[ndone++] = at[i].capacity;
-        rc = one_finding(c, at[i].capacity, at, nat, v, n, cap);
+        rc = one_finding(c, at[i].capacity, at, nat, out);
     }
     /* copies of a buffer no attention here reads (an eager copy of a
      * buffer matched by match.c): the same finding, copies only */
-    for (size_t gi = 0; gi < c->ngroups && rc == 0; gi++) {
+    for (size_t gi = 0; gi < c->ngroups && rc == KVS_STATUS_OK; gi++) {
         const struct kvs_group_acc *g = &c->groups[gi];
         int64_t capacity = g->has_match ? g->match.capacity_tokens : 0;
         bool seen = false;
@@ -688,9 +634,9 @@ int kvs_kv_full_reads(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size
         if (capacity <= 0 || seen || ndone == sizeof done / sizeof done[0] || !copies_buffer(c, g, capacity, at, nat))
             continue;
         done[ndone++] = capacity;
-        rc = one_finding(c, capacity, at, nat, v, n, cap);
+        rc = one_finding(c, capacity, at, nat, out);
     }
     free(at);
     free(attn_of_key);
-    return rc < 0 ? -1 : 0;
+    return rc;
 }

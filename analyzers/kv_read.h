@@ -21,8 +21,9 @@
 #define KVS_ANALYZERS_KV_READ_H
 
 #include "ctx.h"
+#include "group_figs.h" /* struct kvs_finding_list */
 
-/* appends the findings to *v (a KVS_VEC_PUSH array); -1 when memory ran out */
-int kvs_kv_full_reads(struct kvs_ctx *c, struct kvs_finding **v, size_t *n, size_t *cap);
+/* appends the findings to *out; KVS_STATUS_OK or KVS_STATUS_NO_MEMORY */
+enum kvs_status kvs_kv_full_reads(struct kvs_ctx *c, struct kvs_finding_list *out);
 
 #endif

@@ -9,6 +9,7 @@
 
 #include "classify.h"
 #include "dtypes.h"
+#include "phrase.h"
 #include "steps.h"
 
 #define BUFFER_RATIO 8        /* capacity >= 8x the active tokens */
@@ -259,24 +260,6 @@ static bool row_meaning(const struct kvs_model *m, const int64_t *dims, int rank
     return false;
 }
 
-/* "BFloat16<-Float8_e4m3fn": the first two tensors' dtypes (for copy_ and
- * casts: destination <- source); index lists and the like after them are
- * left out so that a gather-then-cast pairs with a plain cast */
-static char *dtype_chain(struct kvs_arena *a, const struct kvs_shape *s)
-{
-    char buf[256];
-    size_t n = 0;
-    buf[0] = 0;
-    for (int i = 0; i < s->n && i < 2 && n < sizeof buf - 40; i++) {
-        size_t l;
-        const char *d = kvs_dtype_short(s->dtype[i], s->dtype_len[i], &l);
-        if (l > 32)
-            l = 32;
-        n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%.*s", i ? "<-" : "", (int)l, d);
-    }
-    return kvs_arena_strdup(a, buf);
-}
-
 /* What a group does, independent of its name and token count, so that
  * compare pairs the same work across a fix and across engines: the kind
  * (cast: the first two dtypes differ; copy: they do not), the dtype pair
@@ -305,25 +288,7 @@ static void make_role(struct kvs_ctx *c, struct kvs_group_acc *g)
         if (s->n == 1)
             kind = "copy";
     }
-    const char *chain = dtype_chain(&c->arena, s);
-    if (copy_op && g->row_meaning) {
-        g->role = kvs_arena_printf(&c->arena, "%s %s rows of %s", kind, chain ? chain : "", g->row_meaning);
-        return;
-    }
-    char pat[160];
-    size_t n = 0;
-    int rank = s->rank[0] < KVS_SHAPE_MAX_RANK ? s->rank[0] : KVS_SHAPE_MAX_RANK;
-    pat[n++] = '[';
-    for (int i = 0; i < rank && n < sizeof pat - 24; i++) {
-        if (i == 0 && rank >= 2)
-            n += (size_t)snprintf(pat + n, sizeof pat - n, "*");
-        else
-            n += (size_t)snprintf(pat + n, sizeof pat - n, "%s%lld", i ? "," : "", (long long)s->dims[0][i]);
-    }
-    snprintf(pat + n, sizeof pat - n, "]");
-    /* the token count is left out (the '*'), so the full-buffer cast and the
-     * active-token cast of the same rows pair up in compare */
-    g->role = kvs_arena_printf(&c->arena, "%s %s %s", kind, chain ? chain : "", pat);
+    g->role = kvs_phrase_role(&c->arena, kind, s, copy_op ? g->row_meaning : NULL);
 }
 
 static void match_one(struct kvs_ctx *c, struct kvs_group_acc *g, const struct token_dim *td, size_t ntd)
@@ -336,7 +301,7 @@ static void match_one(struct kvs_ctx *c, struct kvs_group_acc *g, const struct t
     int64_t tokens = dims[0];
     int64_t row = row_of(dims, rank);
     double cps = kvs_group_calls_per_step(c, g);
-    char row_label[160] = "", tok_label[128] = "";
+    char row_label[160] = "";
     bool row_ok = c->have_model && row_meaning(&c->model, dims, rank, row_label, sizeof row_label);
     /* paged layouts: [blocks, block_size, ...row] */
     if (c->have_model && !row_ok && rank >= 3) {
@@ -374,20 +339,16 @@ static void match_one(struct kvs_ctx *c, struct kvs_group_acc *g, const struct t
                  (g->launch.k.load_cast || g->launch.k.src_dtype != g->launch.k.dst_dtype))
             inferred = true;
     }
-    if (capacity)
-        snprintf(tok_label, sizeof tok_label, "KV capacity (tokens)");
-    else if (inferred)
-        snprintf(tok_label, sizeof tok_label, "preallocated buffer (tokens, inferred)");
-    else if (row_ok)
-        snprintf(tok_label, sizeof tok_label, "tokens");
     if (!row_ok && !capacity && !inferred)
         return;
     if (row_ok)
         g->row_meaning = kvs_arena_strdup(&c->arena, row_label);
-    if (!row_ok)
-        snprintf(row_label, sizeof row_label, "row %lld", (long long)row);
     g->has_match = true;
-    g->match.label = kvs_arena_printf(&c->arena, "%s x %s", tok_label, row_label);
+    g->match.label = kvs_phrase_match_label(&c->arena,
+                                            capacity   ? KVS_TOKENS_CAPACITY
+                                            : inferred ? KVS_TOKENS_INFERRED
+                                                       : KVS_TOKENS_PLAIN,
+                                            row_ok ? row_label : NULL, row);
     g->match.capacity_tokens = capacity || inferred ? tokens : 0;
     g->match.row_dim = row;
     g->match.per_layer = per_layer;

@@ -32,25 +32,14 @@ PHRASING = "analyzers/phrase.c"
 ALLOWED_LONG = {
     "analyzers/analysis.c:kvs_analyze_input",
     "analyzers/compare.c:verdict_time",
-    "analyzers/findings.c:gpu_idle",
     "analyzers/graph_capture.c:kvs_graph_capture_merge",
     "analyzers/groups.c:kvs_groups_build",
-    "analyzers/host_op.c:kvs_host_op_bound",
-    "analyzers/kv_read.c:one_finding",
     "reports/render_json.c:kvs_json_write_report",
     "reports/render_multirank.c:kvs_render_json_multirank",
     "reports/report_tables.c:kvs_report_facts",
 }
 # files of analyzers/ that still phrase findings themselves
-ALLOWED_PRINTF = {
-    "analyzers/findings.c",
-    "analyzers/gemm_bound.c",
-    "analyzers/group_figs.c",
-    "analyzers/host_blocking.c",
-    "analyzers/host_op.c",
-    "analyzers/kv_read.c",
-    "analyzers/match.c",
-}
+ALLOWED_PRINTF = set()
 
 C_EXT = (".c", ".h", ".cu", ".cuh", ".cpp", ".c.in")
 HASH_EXT = (".py", ".sh")

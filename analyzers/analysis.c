@@ -22,6 +22,7 @@
 #include "analyze_input.h"
 #include "findings.h"
 #include "graph_capture.h"
+#include "kvscope/check.h"
 #include "groups.h"
 #include "launch_size.h"
 #include "link.h"
@@ -773,12 +774,14 @@ static void stray_words(char *what, size_t size, size_t *wl, const struct dev_st
         *wl = size - 1;
 }
 
-static int count_devices(struct kvs_ctx *c, const char *path)
+/* The step's GPUs (c->ndevices, c->counted_devices), the strays said. */
+static enum kvs_status count_devices(struct kvs_ctx *c, const char *path)
 {
     const struct kvs_trace_data *t = &c->t;
     c->counted_devices = 0;
+    c->ndevices = 1;
     if (!t->ngpus)
-        return 1;
+        return KVS_STATUS_OK;
     /* more device ids than this (a hostile trace): the rest count as strays */
     const size_t cap = t->ngpus < KVS_MAX_DEVICES * 4 ? t->ngpus : KVS_MAX_DEVICES * 4;
     struct dev_stat *d = calloc(cap, sizeof *d);
@@ -786,7 +789,7 @@ static int count_devices(struct kvs_ctx *c, const char *path)
     if (!d || !ks) {
         free(d);
         free(ks);
-        return -1;
+        return KVS_STATUS_NO_MEMORY;
     }
     size_t nd = 0, nks = 0;
     for (size_t i = 0; i < t->ngpus; i++) {
@@ -856,7 +859,8 @@ static int count_devices(struct kvs_ctx *c, const char *path)
                 path, stray, stray > 1 ? "s" : "", what, stray > 3 ? "; ..." : "",
                 c->nsteps ? "in most steps and " : "", 100.0 * KVS_DEVICE_MIN_SHARE, (double)stray_ns / 1e6);
     free(d);
-    return counted;
+    c->ndevices = counted;
+    return KVS_STATUS_OK;
 }
 
 /* The options' own errors, said before any input is read; the step regex
@@ -896,6 +900,176 @@ enum kvs_status kvs_analysis_options_check(const struct kvs_analysis_options *op
     return st;
 }
 
+/* The step matcher and the model, before any input is read. */
+static enum kvs_status setup(struct kvs_ctx *c, const struct kvs_analyze_input *in,
+                             struct kvs_step_matcher *sm)
+{
+    const struct kvs_analysis_options *opt = c->opt;
+    KVS_TRY(kvs_step_matcher_init(sm, opt->step_regex, c->log));
+    if (in->model) {
+        c->model = *in->model;
+        c->have_model = true;
+    } else if (opt->model_config || opt->model) {
+        enum kvs_status st = opt->model_config
+                                 ? kvs_model_from_config(opt->model_config, opt->model, c->log, &c->model)
+                                 : kvs_model_load(opt->model, c->log, &c->model);
+        if (st != KVS_STATUS_OK) {
+            kvs_step_matcher_free(sm);
+            return st;
+        }
+        c->have_model = true;
+    }
+    return KVS_STATUS_OK;
+}
+
+/* Why an input that read gave no events (KVS_STATUS_EMPTY, said). */
+static enum kvs_status say_empty(const struct kvs_ctx *c, const struct kvs_analyze_input *in,
+                                 enum kvs_status read_st)
+{
+    const char *path = in->path;
+    if (c->t.from_nsys) /* the nsys reader said which tables were absent */
+        return KVS_STATUS_EMPTY;
+    char schema[64] = "";
+    if (!in->in_memory && kvs_kvscope_doc_sniff(path, schema, sizeof schema) == KVS_STATUS_OK && schema[0]) {
+        kvs_log(c->log, KVS_LOG_ERROR,
+                "%s: a kvscope JSON document (%s), not a trace: kvscope report reads a rank's "
+                "report (kvscope.report/1) as that rank's summary, for the view across ranks; "
+                "everything else needs the trace",
+                path, schema);
+        return KVS_STATUS_EMPTY;
+    }
+    kvs_log(c->log, KVS_LOG_ERROR,
+            c->t.bytes == 0 ? "%s: the file is empty: no trace to analyse"
+            : read_st == KVS_STATUS_TRUNCATED
+                ? "%s: the trace ended before its first complete event: nothing to analyse"
+                : "%s: the trace has no events (traceEvents is empty or missing)",
+            path);
+    return KVS_STATUS_EMPTY;
+}
+
+/* The records of the input into c->t; *read_st: OK or TRUNCATED. */
+static enum kvs_status read_input(struct kvs_ctx *c, const struct kvs_analyze_input *in,
+                                  const struct kvs_read_opts *ro, enum kvs_status *read_st)
+{
+    struct kvs_read_input ri = {in->path, in->data, in->len, in->in_memory};
+    KVS_TRY(kvs_read_any(&ri, ro, &c->t, read_st));
+    if (*read_st != KVS_STATUS_OK && *read_st != KVS_STATUS_TRUNCATED)
+        return *read_st;
+    return c->t.events == 0 ? say_empty(c, in, *read_st) : KVS_STATUS_OK;
+}
+
+/* --graph-capture: the capture's records read (no progress of their own)
+ * and given to the replay's kernels */
+static enum kvs_status merge_capture(struct kvs_ctx *c, const struct kvs_read_opts *ro)
+{
+    struct kvs_trace_data cap;
+    memset(&cap, 0, sizeof cap);
+    struct kvs_read_opts cro = *ro;
+    cro.progress = NULL;
+    enum kvs_status st = kvs_read_trace(c->opt->graph_capture, &cro, &cap);
+    if (st == KVS_STATUS_OK || st == KVS_STATUS_TRUNCATED)
+        st = kvs_graph_capture_merge(c, &cap, c->opt->graph_capture);
+    kvs_trace_data_free(&cap);
+    return st;
+}
+
+/* What the trace lacks that a reader of the report should know: steps,
+ * shapes of graph-launched work, the GPU side. */
+static void say_gaps(const struct kvs_ctx *c, const char *path)
+{
+    const struct kvs_analysis_options *opt = c->opt;
+    if (!c->nsteps)
+        kvs_log(c->log, KVS_LOG_INFO,
+                "%s: no step markers (vLLM/SGLang step ranges, ProfilerStep#N or step ranges%s): figures are trace totals", path,
+                opt->step_regex ? ", or --step-regex matches" : "");
+    if (c->graph_launched) {
+        size_t sized = 0;
+        for (size_t i = 0; i < c->ngroups; i++)
+            sized += c->groups[i].launch_sized;
+        if (c->graph_node_ops && !c->capture_aligned)
+            kvs_log(c->log, KVS_LOG_INFO,
+                    "%s: %llu of %zu GPU activities were launched from CUDA graphs; %llu of them "
+                    "carry the op (shapes, dtypes) their graph node was captured under",
+                    path, (unsigned long long)c->graph_launched, c->t.ngpus,
+                    (unsigned long long)c->graph_node_ops);
+        else if (c->capture_aligned)
+            kvs_log(c->log, KVS_LOG_INFO,
+                    "%s: %llu of %zu GPU activities were launched from CUDA graphs; %llu of them "
+                    "have the ops (shapes, dtypes, External ids) they were captured under",
+                    path, (unsigned long long)c->graph_launched, c->t.ngpus,
+                    (unsigned long long)c->capture_aligned);
+        else if (sized)
+            kvs_log(c->log, KVS_LOG_WARN,
+                    "%s: %llu of %zu GPU activities were launched from CUDA graphs: PyTorch records "
+                    "no op shapes for a graph's kernels; %zu copy/cast groups were sized from their "
+                    "launches instead (grid x block and the kernel's name; docs/analysis.md says "
+                    "the bounds)",
+                    path, (unsigned long long)c->graph_launched, c->t.ngpus, sized);
+        else
+            kvs_log(c->log, KVS_LOG_WARN,
+                    "%s: %llu of %zu GPU activities were launched from CUDA graphs: PyTorch records "
+                    "no op shapes for a graph's kernels, so their copies and casts are neither sized "
+                    "nor matched to the KV cache (profile an eager step for that, e.g. vLLM "
+                    "--enforce-eager)",
+                    path, (unsigned long long)c->graph_launched, c->t.ngpus);
+    }
+    if (!c->nsteps && opt->batch > 0) /* asked for, and not silently left out */
+        kvs_log(c->log, KVS_LOG_WARN,
+                "%s: --batch %d gives no tokens/s without step markers (ProfilerStep#N, step "
+                "ranges or --step-regex)",
+                path, opt->batch);
+    if (c->t.ngpus == 0 && c->t.n_runtime > 0) /* launches, but no GPU side: a profiler set-up slip */
+        kvs_log(c->log, KVS_LOG_WARN,
+                "%s: no GPU activity (kernels, copies, memsets) although the trace has %llu "
+                "CUDA/HIP runtime calls: the profiler did not record the GPU side (torch.profiler: "
+                "add ProfilerActivity.CUDA to activities), so nothing on the GPU can be judged",
+                path, (unsigned long long)c->t.n_runtime);
+    else if (c->t.ngpus == 0)
+        kvs_log(c->log, KVS_LOG_INFO,
+                "%s: no CUDA/ROCm GPU activity in the trace: a CPU-only trace, or another "
+                "accelerator's (MTIA) whose device events kvscope does not analyse",
+                path);
+}
+
+/* The stages in order, from the records to the ranked findings: each
+ * reads what the ones before it filled (docs/conventions.md, "The analysis'
+ * stages"). */
+static enum kvs_status run_stages(struct kvs_ctx *c, struct kvs_step_matcher *sm,
+                                  const struct kvs_read_opts *ro, const char *path,
+                                  struct kvs_finding **findings, size_t *nfind)
+{
+    KVS_TRY(kvs_link(c));
+    if (c->opt->graph_capture)
+        KVS_TRY(merge_capture(c, ro));
+    KVS_TRY(kvs_categorize(c));
+    KVS_TRY(kvs_steps_find(c, sm));
+    KVS_TRY(kvs_steps_measure(c));
+    KVS_TRY(kvs_groups_build(c));
+    KVS_TRY(pick_device(c));
+    KVS_TRY(kvs_match_groups(c));
+    say_gaps(c, path);
+    KVS_TRY(count_devices(c, path));
+    KVS_TRY(kvs_roofline_build(c));
+    return kvs_findings_build(c, findings, nfind);
+}
+
+/* The result from the stages' state, with the findings. */
+static enum kvs_status finish(struct kvs_ctx *c, const char *path, struct kvs_finding *findings, size_t nfind,
+                              struct kvs_analysis **out)
+{
+    KVS_TRY(build_result(c, path, out));
+    if (((struct kvs_analysis_impl *)*out)->arena.failed) {
+        /* a string or table of the result could not be allocated: the stages
+         * carry on past a NULL from the arena, the analysis does not */
+        kvs_analysis_free(*out);
+        *out = NULL;
+        return KVS_STATUS_NO_MEMORY;
+    }
+    (*out)->findings = findings;
+    (*out)->nfinding = nfind;
+    return KVS_STATUS_OK;
+}
+
 enum kvs_status kvs_analyze_input(const struct kvs_analyze_input *in,
                                   const struct kvs_analysis_options *opt, struct kvs_analysis **out)
 {
@@ -912,31 +1086,13 @@ enum kvs_status kvs_analyze_input(const struct kvs_analyze_input *in,
         kvs_log(&opt->log, KVS_LOG_ERROR, "kvs_analyze: invalid arguments");
         return KVS_STATUS_INVALID_ARGUMENT;
     }
-    enum kvs_status ost = options_check(opt);
-    if (ost != KVS_STATUS_OK)
-        return ost;
+    KVS_TRY(options_check(opt));
     struct kvs_ctx c;
     memset(&c, 0, sizeof c);
     c.opt = opt;
     c.log = &opt->log;
-
     struct kvs_step_matcher sm;
-    enum kvs_status st = kvs_step_matcher_init(&sm, opt->step_regex, c.log);
-    if (st != KVS_STATUS_OK)
-        return st;
-    if (in->model) {
-        c.model = *in->model;
-        c.have_model = true;
-    } else if (opt->model_config || opt->model) {
-        st = opt->model_config ? kvs_model_from_config(opt->model_config, opt->model, c.log, &c.model)
-                               : kvs_model_load(opt->model, c.log, &c.model);
-        if (st != KVS_STATUS_OK) {
-            kvs_step_matcher_free(&sm);
-            return st;
-        }
-        c.have_model = true;
-    }
-
+    KVS_TRY(setup(&c, in, &sm));
     struct kvs_read_opts ro = {0};
     ro.log = c.log;
     ro.progress = opt->progress;
@@ -945,119 +1101,16 @@ enum kvs_status kvs_analyze_input(const struct kvs_analyze_input *in,
     ro.step_user = &sm;
     ro.bufsize = in->read_bufsize;
     ro.source_chunk = in->source_chunk;
-    enum kvs_status read_st;
-    struct kvs_read_input ri = {in->path, in->data, in->len, in->in_memory};
-    if ((st = kvs_read_any(&ri, &ro, &c.t, &read_st)) != KVS_STATUS_OK)
-        goto done;
-    if (read_st != KVS_STATUS_OK && read_st != KVS_STATUS_TRUNCATED) {
-        st = read_st;
-        goto done;
-    }
-    if (c.t.events == 0) {
-        st = KVS_STATUS_EMPTY;
-        if (c.t.from_nsys) /* the nsys reader said which tables were absent */
-            goto done;
-        char schema[64] = "";
-        if (!in->in_memory && kvs_kvscope_doc_sniff(path, schema, sizeof schema) == KVS_STATUS_OK &&
-            schema[0]) {
-            kvs_log(c.log, KVS_LOG_ERROR,
-                    "%s: a kvscope JSON document (%s), not a trace: kvscope report reads a rank's "
-                    "report (kvscope.report/1) as that rank's summary, for the view across ranks; "
-                    "everything else needs the trace",
-                    path, schema);
-            goto done;
-        }
-        kvs_log(c.log, KVS_LOG_ERROR,
-                c.t.bytes == 0 ? "%s: the file is empty: no trace to analyse"
-                : read_st == KVS_STATUS_TRUNCATED
-                    ? "%s: the trace ended before its first complete event: nothing to analyse"
-                    : "%s: the trace has no events (traceEvents is empty or missing)",
-                path);
-        st = KVS_STATUS_EMPTY;
-        goto done;
-    }
-    if ((st = kvs_link(&c)) != KVS_STATUS_OK ||
-        (opt->graph_capture && (st = kvs_graph_capture_merge(&c, opt->graph_capture, &ro)) != KVS_STATUS_OK) ||
-        (st = kvs_categorize(&c)) != KVS_STATUS_OK ||
-        (st = kvs_steps_find(&c, &sm)) != KVS_STATUS_OK || (st = kvs_steps_measure(&c)) != KVS_STATUS_OK ||
-        (st = kvs_groups_build(&c)) != KVS_STATUS_OK || (st = pick_device(&c)) != KVS_STATUS_OK ||
-        (st = kvs_match_groups(&c)) != KVS_STATUS_OK)
-        goto done;
-    if (!c.nsteps)
-        kvs_log(c.log, KVS_LOG_INFO,
-                "%s: no step markers (vLLM/SGLang step ranges, ProfilerStep#N or step ranges%s): figures are trace totals", path,
-                opt->step_regex ? ", or --step-regex matches" : "");
-    if (c.graph_launched) {
-        size_t sized = 0;
-        for (size_t i = 0; i < c.ngroups; i++)
-            sized += c.groups[i].launch_sized;
-        if (c.graph_node_ops && !c.capture_aligned)
-            kvs_log(c.log, KVS_LOG_INFO,
-                    "%s: %llu of %zu GPU activities were launched from CUDA graphs; %llu of them "
-                    "carry the op (shapes, dtypes) their graph node was captured under",
-                    path, (unsigned long long)c.graph_launched, c.t.ngpus,
-                    (unsigned long long)c.graph_node_ops);
-        else if (c.capture_aligned)
-            kvs_log(c.log, KVS_LOG_INFO,
-                    "%s: %llu of %zu GPU activities were launched from CUDA graphs; %llu of them "
-                    "have the ops (shapes, dtypes, External ids) they were captured under",
-                    path, (unsigned long long)c.graph_launched, c.t.ngpus,
-                    (unsigned long long)c.capture_aligned);
-        else if (sized)
-            kvs_log(c.log, KVS_LOG_WARN,
-                    "%s: %llu of %zu GPU activities were launched from CUDA graphs: PyTorch records "
-                    "no op shapes for a graph's kernels; %zu copy/cast groups were sized from their "
-                    "launches instead (grid x block and the kernel's name; docs/analysis.md says "
-                    "the bounds)",
-                    path, (unsigned long long)c.graph_launched, c.t.ngpus, sized);
-        else
-            kvs_log(c.log, KVS_LOG_WARN,
-                    "%s: %llu of %zu GPU activities were launched from CUDA graphs: PyTorch records "
-                    "no op shapes for a graph's kernels, so their copies and casts are neither sized "
-                    "nor matched to the KV cache (profile an eager step for that, e.g. vLLM "
-                    "--enforce-eager)",
-                    path, (unsigned long long)c.graph_launched, c.t.ngpus);
-    }
-    if (!c.nsteps && opt->batch > 0) /* asked for, and not silently left out */
-        kvs_log(c.log, KVS_LOG_WARN,
-                "%s: --batch %d gives no tokens/s without step markers (ProfilerStep#N, step "
-                "ranges or --step-regex)",
-                path, opt->batch);
-    if (c.t.ngpus == 0 && c.t.n_runtime > 0) /* launches, but no GPU side: a profiler set-up slip */
-        kvs_log(c.log, KVS_LOG_WARN,
-                "%s: no GPU activity (kernels, copies, memsets) although the trace has %llu "
-                "CUDA/HIP runtime calls: the profiler did not record the GPU side (torch.profiler: "
-                "add ProfilerActivity.CUDA to activities), so nothing on the GPU can be judged",
-                path, (unsigned long long)c.t.n_runtime);
-    else if (c.t.ngpus == 0)
-        kvs_log(c.log, KVS_LOG_INFO,
-                "%s: no CUDA/ROCm GPU activity in the trace: a CPU-only trace, or another "
-                "accelerator's (MTIA) whose device events kvscope does not analyse",
-                path);
-    if ((c.ndevices = count_devices(&c, path)) < 0) {
-        st = KVS_STATUS_NO_MEMORY;
-        goto done;
-    }
-    if ((st = kvs_roofline_build(&c)) != KVS_STATUS_OK)
-        goto done;
+    enum kvs_status read_st = KVS_STATUS_OK;
     struct kvs_finding *findings = NULL;
     size_t nfind = 0;
-    if ((st = kvs_findings_build(&c, &findings, &nfind)) != KVS_STATUS_OK)
-        goto done;
-    st = build_result(&c, path, out);
-    if (st == KVS_STATUS_OK && ((struct kvs_analysis_impl *)*out)->arena.failed) {
-        /* a string or table of the result could not be allocated: the stages
-         * carry on past a NULL from the arena, the analysis does not */
-        kvs_analysis_free(*out);
-        *out = NULL;
-        st = KVS_STATUS_NO_MEMORY;
-    }
-    if (st == KVS_STATUS_OK) {
-        (*out)->findings = findings;
-        (*out)->nfinding = nfind;
+    enum kvs_status st = read_input(&c, in, &ro, &read_st);
+    if (st == KVS_STATUS_OK)
+        st = run_stages(&c, &sm, &ro, path, &findings, &nfind);
+    if (st == KVS_STATUS_OK)
+        st = finish(&c, path, findings, nfind, out);
+    if (st == KVS_STATUS_OK)
         st = read_st; /* OK, or TRUNCATED with a result */
-    }
-done:
     kvs_step_matcher_free(&sm);
     ctx_free(&c);
     return st;

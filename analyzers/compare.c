@@ -414,22 +414,11 @@ static void verdict_largest_group(struct builder *b)
     }
 }
 
-static void verdict_time(struct builder *b)
+/* Why wall time moved as it did against the GPU time saved. */
+static void verdict_saving(struct builder *b, double saved_gpu, double saved_wall)
 {
-    struct kvs_comparison *c = b->c;
-    const struct kvs_cmp_steps *x = &c->before, *y = &c->after;
-    char g1[KVS_FMT_BUF], g2[KVS_FMT_BUF], p1[KVS_FMT_BUF],
-        p2[KVS_FMT_BUF], s1[KVS_FMT_BUF], s2[KVS_FMT_BUF], f1[KVS_FMT_BUF], f2[KVS_FMT_BUF];
-    const char *per = x->count > 0 && y->count > 0 ? "per step" : "(whole trace)";
-    char gw[48], ww[48], gs[160], ws[160];
-    snprintf(gw, sizeof gw, "GPU time %s", per);
-    snprintf(ww, sizeof ww, "wall time %s", per);
-    verdict(b, kvs_fmt_dup(&b->oom, "%s and %s.",
-                           change_phrase(gs, sizeof gs, gw, x->gpu_ms_per_step, y->gpu_ms_per_step),
-                           change_phrase(ws, sizeof ws, ww, x->mean_ms, y->mean_ms)));
-
-    double saved_gpu = kvs_finite_or0(x->gpu_ms_per_step) - kvs_finite_or0(y->gpu_ms_per_step);
-    double saved_wall = kvs_finite_or0(x->mean_ms) - kvs_finite_or0(y->mean_ms);
+    const struct kvs_cmp_steps *x = &b->c->before, *y = &b->c->after;
+    char p1[KVS_FMT_BUF], s1[KVS_FMT_BUF], s2[KVS_FMT_BUF], f1[KVS_FMT_BUF], f2[KVS_FMT_BUF];
     bool launch_bound = y->gpu_busy_fraction < KVS_LAUNCH_BOUND_BUSY;
     kvs_fmt_ms(s1, saved_wall);
     kvs_fmt_ms(s2, saved_gpu);
@@ -502,7 +491,15 @@ static void verdict_time(struct builder *b)
                        "step (wall time changed by %s ms).",
                        kvs_fmt_ms(s2, -saved_gpu), kvs_fmt_ms(s1, -saved_wall)));
     }
+}
 
+/* What the figures cannot say: a change within the steps' spread, the
+ * throughput, traces without steps or from different devices. */
+static void verdict_notes(struct builder *b, double saved_wall)
+{
+    struct kvs_comparison *c = b->c;
+    const struct kvs_cmp_steps *x = &c->before, *y = &c->after;
+    char g1[KVS_FMT_BUF], g2[KVS_FMT_BUF], p2[KVS_FMT_BUF], s1[KVS_FMT_BUF];
     /* a wall-time change smaller than the steps' own spread is not a measurement */
     double spread = fmax(kvs_finite_or0(x->wall_max_ms - x->wall_min_ms),
                          kvs_finite_or0(y->wall_max_ms - y->wall_min_ms));
@@ -538,6 +535,24 @@ static void verdict_time(struct builder *b)
         verdict(b,
                 kvs_fmt_dup(&b->oom, "Caution: the traces come from different devices (%s vs %s).",
                             x->device, y->device));
+}
+
+static void verdict_time(struct builder *b)
+{
+    struct kvs_comparison *c = b->c;
+    const struct kvs_cmp_steps *x = &c->before, *y = &c->after;
+    const char *per = x->count > 0 && y->count > 0 ? "per step" : "(whole trace)";
+    char gw[48], ww[48], gs[160], ws[160];
+    snprintf(gw, sizeof gw, "GPU time %s", per);
+    snprintf(ww, sizeof ww, "wall time %s", per);
+    verdict(b, kvs_fmt_dup(&b->oom, "%s and %s.",
+                           change_phrase(gs, sizeof gs, gw, x->gpu_ms_per_step, y->gpu_ms_per_step),
+                           change_phrase(ws, sizeof ws, ww, x->mean_ms, y->mean_ms)));
+
+    double saved_gpu = kvs_finite_or0(x->gpu_ms_per_step) - kvs_finite_or0(y->gpu_ms_per_step);
+    double saved_wall = kvs_finite_or0(x->mean_ms) - kvs_finite_or0(y->mean_ms);
+    verdict_saving(b, saved_gpu, saved_wall);
+    verdict_notes(b, saved_wall);
 }
 
 // ----------------------------------------------------------------------------

@@ -81,189 +81,229 @@ static uint32_t import_key(struct kvs_trace_data *t, const struct kvs_trace_data
     return *slot - 1;
 }
 
-enum kvs_status kvs_graph_capture_merge(struct kvs_ctx *c, const char *capture, const struct kvs_read_opts *ro)
+/* What the capture recorded: the kernel launches whose kernel did not run,
+ * in time order, and each op by its External id (index + 1). */
+struct captured {
+    struct idx_ts *launches;
+    size_t nlaunch;
+    struct kvs_u64map ext_op;
+};
+
+static enum kvs_status captured_launches(const struct kvs_trace_data *cap, struct captured *k)
 {
-    struct kvs_trace_data *t = &c->t;
-    struct kvs_trace_data cap;
-    memset(&cap, 0, sizeof cap);
-    struct kvs_read_opts cro = *ro;
-    cro.progress = NULL;
-    enum kvs_status st = kvs_read_trace(capture, &cro, &cap);
-    struct kvs_u64map ran = {0}, ext_op = {0}, launch_of = {0};
-    struct idx_ts *launches = NULL, *kern = NULL;
-    size_t nlaunch = 0, nkern = 0;
-    uint32_t *kstart = NULL;
-    if (st != KVS_STATUS_OK && st != KVS_STATUS_TRUNCATED)
-        goto out;
-    st = KVS_STATUS_NO_MEMORY;
+    struct kvs_u64map ran = {0};
+    enum kvs_status st = KVS_STATUS_NO_MEMORY;
     bool added;
-    /* the launches recorded while capturing: kernel launches whose kernel did not run */
-    for (size_t i = 0; i < cap.ngpus; i++)
-        if (cap.gpus[i].corr && !kvs_u64map_put(&ran, (uint64_t)cap.gpus[i].corr, &added))
+    for (size_t i = 0; i < cap->ngpus; i++)
+        if (cap->gpus[i].corr && !kvs_u64map_put(&ran, (uint64_t)cap->gpus[i].corr, &added))
             goto out;
-    launches = malloc((cap.nrts ? cap.nrts : 1) * sizeof *launches);
-    if (!launches)
+    k->launches = malloc((cap->nrts ? cap->nrts : 1) * sizeof *k->launches);
+    if (!k->launches)
         goto out;
-    for (size_t i = 0; i < cap.nrts; i++)
-        if (cap.rts[i].kernel_launch && !(cap.rts[i].corr && kvs_u64map_get(&ran, (uint64_t)cap.rts[i].corr)))
-            launches[nlaunch++] = (struct idx_ts){cap.rts[i].ts, (uint32_t)i};
-    qsort(launches, nlaunch, sizeof *launches, cmp_idx_ts);
-    for (size_t i = 0; i < cap.nops; i++) {
-        if (!cap.ops[i].ext)
+    for (size_t i = 0; i < cap->nrts; i++)
+        if (cap->rts[i].kernel_launch && !(cap->rts[i].corr && kvs_u64map_get(&ran, (uint64_t)cap->rts[i].corr)))
+            k->launches[k->nlaunch++] = (struct idx_ts){cap->rts[i].ts, (uint32_t)i};
+    qsort(k->launches, k->nlaunch, sizeof *k->launches, cmp_idx_ts);
+    for (size_t i = 0; i < cap->nops; i++) {
+        if (!cap->ops[i].ext)
             continue;
-        uint32_t *v = kvs_u64map_put(&ext_op, (uint64_t)cap.ops[i].ext, &added);
+        uint32_t *v = kvs_u64map_put(&k->ext_op, (uint64_t)cap->ops[i].ext, &added);
         if (!v)
             goto out;
         if (added)
             *v = (uint32_t)i + 1;
     }
-    /* the replays: kernels by the graph launch that started them, in time order */
-    size_t nreplay = 0;
+    st = KVS_STATUS_OK;
+out:
+    kvs_u64map_free(&ran);
+    return st;
+}
+
+/* The replays: each graph launch's kernels, in time order. Replay r
+ * (0-based) has kernels kern[kstart[r] .. kstart[r + 1]) and was launched
+ * by runtime call rt[r]. */
+struct replays {
+    size_t n;
+    struct idx_ts *kern;
+    uint32_t *kstart; /* [n + 2] */
+    uint32_t *rt;     /* [n + 1]: its launch's runtime call + 1 */
+    struct kvs_u64map launch_of; /* a graph launch's correlation -> replay + 1 */
+};
+
+/* the kernels by replay, then time (a counting sort, then each replay's by time) */
+static enum kvs_status sort_by_replay(const struct kvs_trace_data *t, struct replays *p, size_t nkern)
+{
+    struct idx_ts *sorted = malloc((nkern ? nkern : 1) * sizeof *sorted);
+    uint32_t *fill = calloc(p->n + 1, sizeof *fill);
+    if (!sorted || !fill) {
+        free(sorted);
+        free(fill);
+        return KVS_STATUS_NO_MEMORY;
+    }
+    for (size_t k = 0; k < nkern; k++) {
+        uint32_t r = *kvs_u64map_get(&p->launch_of, (uint64_t)t->gpus[p->kern[k].i].corr) - 1;
+        sorted[p->kstart[r] + fill[r]++] = p->kern[k];
+    }
+    for (size_t r = 0; r < p->n; r++)
+        qsort(sorted + p->kstart[r], p->kstart[r + 1] - p->kstart[r], sizeof *sorted, cmp_idx_ts);
+    free(p->kern);
+    p->kern = sorted;
+    free(fill);
+    return KVS_STATUS_OK;
+}
+
+static enum kvs_status replay_kernels(const struct kvs_trace_data *t, struct replays *p)
+{
+    bool added;
     for (size_t i = 0; i < t->nrts; i++) {
         if (!t->rts[i].graph_launch || !t->rts[i].corr)
             continue;
-        uint32_t *v = kvs_u64map_put(&launch_of, (uint64_t)t->rts[i].corr, &added);
+        uint32_t *v = kvs_u64map_put(&p->launch_of, (uint64_t)t->rts[i].corr, &added);
         if (!v)
-            goto out;
+            return KVS_STATUS_NO_MEMORY;
         if (added)
-            *v = (uint32_t)(++nreplay);
+            *v = (uint32_t)(++p->n);
     }
-    kern = malloc((t->ngpus ? t->ngpus : 1) * sizeof *kern);
-    kstart = calloc(nreplay + 2, sizeof *kstart);
-    uint32_t *replay_rt = calloc(nreplay + 1, sizeof *replay_rt);
-    if (!kern || !kstart || !replay_rt) {
-        free(replay_rt);
-        goto out;
-    }
+    p->kern = malloc((t->ngpus ? t->ngpus : 1) * sizeof *p->kern);
+    p->kstart = calloc(p->n + 2, sizeof *p->kstart);
+    p->rt = calloc(p->n + 1, sizeof *p->rt);
+    if (!p->kern || !p->kstart || !p->rt)
+        return KVS_STATUS_NO_MEMORY;
     for (size_t i = 0; i < t->nrts; i++) {
-        uint32_t *v = t->rts[i].graph_launch && t->rts[i].corr ? kvs_u64map_get(&launch_of, (uint64_t)t->rts[i].corr) : NULL;
-        if (v && !replay_rt[*v - 1])
-            replay_rt[*v - 1] = (uint32_t)i + 1;
+        uint32_t *v = t->rts[i].graph_launch && t->rts[i].corr ? kvs_u64map_get(&p->launch_of, (uint64_t)t->rts[i].corr) : NULL;
+        if (v && !p->rt[*v - 1])
+            p->rt[*v - 1] = (uint32_t)i + 1;
     }
-    /* sort key: replay ordinal, then time */
+    size_t nkern = 0;
     for (size_t i = 0; i < t->ngpus; i++) {
         const struct kvs_gpu_rec *g = &t->gpus[i];
-        uint32_t *v = g->kind == KVS_GPU_KERNEL && g->corr ? kvs_u64map_get(&launch_of, (uint64_t)g->corr) : NULL;
+        uint32_t *v = g->kind == KVS_GPU_KERNEL && g->corr ? kvs_u64map_get(&p->launch_of, (uint64_t)g->corr) : NULL;
         if (v) {
-            kern[nkern++] = (struct idx_ts){g->ts, (uint32_t)i};
-            kstart[*v]++;
+            p->kern[nkern++] = (struct idx_ts){g->ts, (uint32_t)i};
+            p->kstart[*v]++;
         }
     }
-    for (size_t r = 1; r <= nreplay + 1; r++) /* kstart[r] = first kernel of replay r (0-based r-1) */
-        kstart[r] += kstart[r - 1];
-    {
-        struct idx_ts *sorted = malloc((nkern ? nkern : 1) * sizeof *sorted);
-        uint32_t *fill = calloc(nreplay + 1, sizeof *fill);
-        if (!sorted || !fill) {
-            free(sorted);
-            free(fill);
-            free(replay_rt);
-            goto out;
-        }
-        for (size_t k = 0; k < nkern; k++) {
-            uint32_t r = *kvs_u64map_get(&launch_of, (uint64_t)t->gpus[kern[k].i].corr) - 1;
-            sorted[kstart[r] + fill[r]++] = kern[k];
-        }
-        for (size_t r = 0; r < nreplay; r++)
-            qsort(sorted + kstart[r], kstart[r + 1] - kstart[r], sizeof *sorted, cmp_idx_ts);
-        free(kern);
-        kern = sorted;
-        free(fill);
-    }
-    /* which replays align, and what the checks say */
-    size_t aligned_replays = 0, other = 0;
-    uint64_t checked = 0, disagree = 0;
-    for (size_t r = 0; r < nreplay; r++) {
-        size_t n = kstart[r + 1] - kstart[r];
-        if (n != nlaunch || n == 0) {
-            other++;
+    for (size_t r = 1; r <= p->n + 1; r++) /* kstart[r] = first kernel of replay r (0-based r-1) */
+        p->kstart[r] += p->kstart[r - 1];
+    return sort_by_replay(t, p, nkern);
+}
+
+static void replays_free(struct replays *p)
+{
+    free(p->kern);
+    free(p->kstart);
+    free(p->rt);
+    kvs_u64map_free(&p->launch_of);
+}
+
+/* which replays align, and what the checks say: KVS_STATUS_INVALID_ARGUMENT
+ * (logged) when none does or too many pairs disagree */
+struct alignment {
+    size_t aligned, other;
+    uint64_t checked, disagree;
+};
+
+static enum kvs_status align(const struct kvs_ctx *c, const struct kvs_trace_data *cap, const char *name,
+                             const struct captured *k, const struct replays *p, struct alignment *al)
+{
+    for (size_t r = 0; r < p->n; r++) {
+        size_t n = p->kstart[r + 1] - p->kstart[r];
+        if (n != k->nlaunch || n == 0) {
+            al->other++;
             continue;
         }
-        aligned_replays++;
-        for (size_t k = 0; k < n; k++) {
-            uint32_t *op = kvs_u64map_get(&ext_op, (uint64_t)cap.rts[launches[k].i].ext);
+        al->aligned++;
+        for (size_t j = 0; j < n; j++) {
+            uint32_t *op = kvs_u64map_get(&k->ext_op, (uint64_t)cap->rts[k->launches[j].i].ext);
             if (!op)
                 continue;
-            int v = check_pair(c, &cap, kern[kstart[r] + k].i, *op - 1);
-            checked += v >= 0;
-            disagree += v == 0;
+            int v = check_pair(c, cap, p->kern[p->kstart[r] + j].i, *op - 1);
+            al->checked += v >= 0;
+            al->disagree += v == 0;
         }
     }
-    if (!aligned_replays || (checked && (double)disagree > MAX_DISAGREE * (double)checked)) {
-        if (!aligned_replays)
-            kvs_log(c->log, KVS_LOG_ERROR,
-                    "--graph-capture %s: its %zu captured kernel launches line up with none of the "
-                    "trace's %zu graph replays (their kernel counts differ): not the capture of "
-                    "this graph, so no ops are given to its kernels",
-                    capture, nlaunch, nreplay);
-        else
-            kvs_log(c->log, KVS_LOG_ERROR,
-                    "--graph-capture %s: aligned in order, %llu of %llu checked pairs disagree (a "
-                    "copy kernel under a non-copy op, or an element count the kernel's launch "
-                    "cannot hold): refused rather than guessed",
-                    capture, (unsigned long long)disagree, (unsigned long long)checked);
-        free(replay_rt);
-        st = KVS_STATUS_INVALID_ARGUMENT;
-        goto out;
+    if (!al->aligned) {
+        kvs_log(c->log, KVS_LOG_ERROR,
+                "--graph-capture %s: its %zu captured kernel launches line up with none of the "
+                "trace's %zu graph replays (their kernel counts differ): not the capture of "
+                "this graph, so no ops are given to its kernels",
+                name, k->nlaunch, p->n);
+        return KVS_STATUS_INVALID_ARGUMENT;
     }
-    /* merge: each aligned kernel gets a copy of its op at the graph launch */
-    uint64_t given = 0;
-    uint32_t *key_of = calloc(cap.nopkeys ? cap.nopkeys : 1, sizeof *key_of); /* replay key + 1 */
-    if (!key_of) {
-        free(replay_rt);
-        goto out;
+    if (al->checked && (double)al->disagree > MAX_DISAGREE * (double)al->checked) {
+        kvs_log(c->log, KVS_LOG_ERROR,
+                "--graph-capture %s: aligned in order, %llu of %llu checked pairs disagree (a "
+                "copy kernel under a non-copy op, or an element count the kernel's launch "
+                "cannot hold): refused rather than guessed",
+                name, (unsigned long long)al->disagree, (unsigned long long)al->checked);
+        return KVS_STATUS_INVALID_ARGUMENT;
     }
+    return KVS_STATUS_OK;
+}
+
+/* merge: each aligned kernel gets a copy of its op at the graph launch;
+ * *given counts them */
+static enum kvs_status give_ops(struct kvs_ctx *c, const struct kvs_trace_data *cap, const struct captured *k,
+                                const struct replays *p, uint64_t *given)
+{
+    struct kvs_trace_data *t = &c->t;
+    uint32_t *key_of = calloc(cap->nopkeys ? cap->nopkeys : 1, sizeof *key_of); /* replay key + 1 */
+    if (!key_of)
+        return KVS_STATUS_NO_MEMORY;
     t->ops_ext_sorted = false;
-    for (size_t r = 0; r < nreplay; r++) {
-        size_t n = kstart[r + 1] - kstart[r];
-        if (n != nlaunch)
+    for (size_t r = 0; r < p->n; r++) {
+        size_t n = p->kstart[r + 1] - p->kstart[r];
+        if (n != k->nlaunch)
             continue;
-        const struct kvs_rt_rec *rt = &t->rts[replay_rt[r] - 1];
-        for (size_t k = 0; k < n; k++) {
-            uint32_t *opv = kvs_u64map_get(&ext_op, (uint64_t)cap.rts[launches[k].i].ext);
+        const struct kvs_rt_rec *rt = &t->rts[p->rt[r] - 1];
+        for (size_t j = 0; j < n; j++) {
+            uint32_t *opv = kvs_u64map_get(&k->ext_op, (uint64_t)cap->rts[k->launches[j].i].ext);
             if (!opv)
                 continue;
-            const struct kvs_op_rec *co = &cap.ops[*opv - 1];
-            if (!key_of[co->key]) {
-                uint32_t key = import_key(t, &cap, co->key);
-                if (key == UINT32_MAX) {
-                    free(key_of);
-                    free(replay_rt);
-                    goto out;
-                }
-                key_of[co->key] = key + 1;
-            }
-            struct kvs_op_rec o = {rt->ts, 0, co->ext, key_of[co->key] - 1, rt->thread, 0};
-            if (KVS_VEC_PUSH(t->ops, t->nops, t->ops_cap, o) < 0) {
+            const struct kvs_op_rec *co = &cap->ops[*opv - 1];
+            uint32_t key = key_of[co->key] ? key_of[co->key] - 1 : import_key(t, cap, co->key);
+            struct kvs_op_rec o = {rt->ts, 0, co->ext, key, rt->thread, 0};
+            if (key == UINT32_MAX || KVS_VEC_PUSH(t->ops, t->nops, t->ops_cap, o) < 0) {
                 free(key_of);
-                free(replay_rt);
-                goto out;
+                return KVS_STATUS_NO_MEMORY;
             }
-            c->gpu_op[kern[kstart[r] + k].i] = (uint32_t)(t->nops - 1);
-            given++;
+            key_of[co->key] = key + 1;
+            c->gpu_op[p->kern[p->kstart[r] + j].i] = (uint32_t)(t->nops - 1);
+            (*given)++;
         }
     }
     free(key_of);
-    free(replay_rt);
-    c->unlinked = 0;
-    for (size_t i = 0; i < t->ngpus; i++)
-        c->unlinked += c->gpu_op[i] == KVS_NO_OP;
-    c->capture_aligned = given;
-    kvs_log(c->log, KVS_LOG_INFO,
-            "--graph-capture %s: %zu kernel launches captured; %zu of %zu graph replays aligned "
-            "launch by launch (%llu kernels given their captured op; %llu pairs checked by kernel "
-            "kind and element count, %llu disagree)%s",
-            capture, nlaunch, aligned_replays, nreplay, (unsigned long long)given,
-            (unsigned long long)checked, (unsigned long long)disagree,
-            other ? "; the other replays have another kernel count: another graph, left as they are" : "");
-    st = KVS_STATUS_OK;
-out:
-    free(launches);
-    free(kern);
-    free(kstart);
-    kvs_u64map_free(&ran);
-    kvs_u64map_free(&ext_op);
-    kvs_u64map_free(&launch_of);
-    kvs_trace_data_free(&cap);
+    return KVS_STATUS_OK;
+}
+
+enum kvs_status kvs_graph_capture_merge(struct kvs_ctx *c, const struct kvs_trace_data *cap, const char *name)
+{
+    struct captured k = {0};
+    struct replays p = {0};
+    struct alignment al = {0};
+    uint64_t given = 0;
+    enum kvs_status st = captured_launches(cap, &k);
+    if (st == KVS_STATUS_OK)
+        st = replay_kernels(&c->t, &p);
+    if (st == KVS_STATUS_OK)
+        st = align(c, cap, name, &k, &p, &al);
+    if (st == KVS_STATUS_OK)
+        st = give_ops(c, cap, &k, &p, &given);
+    if (st == KVS_STATUS_OK) {
+        c->unlinked = 0;
+        for (size_t i = 0; i < c->t.ngpus; i++)
+            c->unlinked += c->gpu_op[i] == KVS_NO_OP;
+        c->capture_aligned = given;
+        kvs_log(c->log, KVS_LOG_INFO,
+                "--graph-capture %s: %zu kernel launches captured; %zu of %zu graph replays aligned "
+                "launch by launch (%llu kernels given their captured op; %llu pairs checked by kernel "
+                "kind and element count, %llu disagree)%s",
+                name, k.nlaunch, al.aligned, p.n, (unsigned long long)given,
+                (unsigned long long)al.checked, (unsigned long long)al.disagree,
+                al.other ? "; the other replays have another kernel count: another graph, left as they are" : "");
+    }
+    free(k.launches);
+    kvs_u64map_free(&k.ext_op);
+    replays_free(&p);
     return st;
 }

@@ -18,7 +18,8 @@
  * or more than 5% of the checks disagree. Aligned kernels get a copy of
  * their op (name, dims, dtypes, External id) at the graph launch's time,
  * so groups, steps and calls count them like eager ones.
- * Runs after kvs_link. Private to analyzers/.
+ * Runs after kvs_link; the caller reads the capture (kvs_read_trace) and
+ * passes its records in. Private to analyzers/.
  */
 #ifndef KVS_ANALYZERS_GRAPH_CAPTURE_H
 #define KVS_ANALYZERS_GRAPH_CAPTURE_H
@@ -26,8 +27,9 @@
 #include "ctx.h"
 #include "kvscope/reader.h"
 
-/* KVS_STATUS_INVALID_ARGUMENT (logged) when the capture does not align. */
-enum kvs_status kvs_graph_capture_merge(struct kvs_ctx *c, const char *capture,
-                                        const struct kvs_read_opts *ro);
+/* cap: the capture's records; name: its path, for messages.
+ * KVS_STATUS_INVALID_ARGUMENT (logged) when the capture does not align. */
+enum kvs_status kvs_graph_capture_merge(struct kvs_ctx *c, const struct kvs_trace_data *cap,
+                                        const char *name);
 
 #endif

@@ -121,152 +121,185 @@ static void size_from_launches(const struct kvs_ctx *c, struct kvs_group_acc *g)
     }
 }
 
+/* The groups while they are built. */
+struct building {
+    struct kvs_group_acc *acc;
+    size_t nacc, acc_cap;
+    struct kvs_keyed_ival *iv; /* the groups' activities, for their busy time */
+    size_t niv, iv_cap;
+    struct kvs_u64map bare_groups, step_seen, bare_steps;
+    struct kvs_kernel_time ktime; /* per (group, kernel) time */
+    uint8_t *seen;                /* ops whose first activity was counted */
+    uint8_t *byte_seen;           /* ops whose work had a memcpy/memset's bytes */
+    uint32_t *group_of_key;       /* op key -> group + 1 */
+    uint8_t *key_is_copy;         /* op key -> 1 + whether its op is a copy */
+    struct kvs_launch_cache *lcache;
+};
+
+/* Whether activity i is copy/cast work a group takes: all the work of a
+ * copy/cast op, and copy/cast work under any other op or none. */
+static bool joins(struct kvs_ctx *c, struct building *b, size_t i)
+{
+    const struct kvs_trace_data *t = &c->t;
+    uint32_t op = c->gpu_op[i];
+    if (op == KVS_NO_OP)
+        return c->gpu_cat[i] == KVS_CAT_COPY_CAST;
+    uint32_t key = t->ops[op].key;
+    if (!b->key_is_copy[key])
+        b->key_is_copy[key] = (uint8_t)(1 + kvs_op_is_copy(kvs_intern_str(&t->strings, t->opkeys[key].name)));
+    return b->key_is_copy[key] == 2 || c->gpu_cat[i] == KVS_CAT_COPY_CAST;
+}
+
+/* GPU activity i into its group: time, bytes, devices, calls, kernels. */
+static enum kvs_status add_activity(struct kvs_ctx *c, struct building *b, size_t i)
+{
+    const struct kvs_trace_data *t = &c->t;
+    const struct kvs_gpu_rec *g = &t->gpus[i];
+    uint32_t op = c->gpu_op[i];
+    bool bare = op == KVS_NO_OP, added;
+    /* the group an activity joins: its op's key, or a bare group named
+     * after the activity; a group index + 1 in *slot, 0 when it joins
+     * none yet */
+    uint32_t name, shape;
+    uint32_t *slot = kvs_key_slot(t, op, g, b->group_of_key, &b->bare_groups, &added, &name, &shape);
+    if (!slot)
+        return KVS_STATUS_NO_MEMORY;
+    if (added) {
+        struct kvs_group_acc a;
+        memset(&a, 0, sizeof a);
+        a.op_name = name;
+        a.shape = shape;
+        a.bare = bare;
+        if (KVS_VEC_PUSH(b->acc, b->nacc, b->acc_cap, a) < 0)
+            return KVS_STATUS_NO_MEMORY;
+        *slot = (uint32_t)b->nacc; /* index + 1 */
+    }
+    uint32_t gi = *slot - 1;
+    struct kvs_group_acc *a = &b->acc[gi];
+    struct kvs_keyed_ival one = {gi, g->device, g->ts, g->ts + g->dur};
+    if (KVS_VEC_PUSH(b->iv, b->niv, b->iv_cap, one) < 0)
+        return KVS_STATUS_NO_MEMORY;
+    a->gpu_ns += g->dur;
+    a->activities++;
+    a->devices |= kvs_device_bit(g->device);
+    int64_t moved = activity_bytes(t, g);
+    a->activity_bytes += moved;
+    if (moved > 0)
+        a->byte_ns += g->dur;
+    if (moved > 0 && bare) {
+        a->byte_calls++;
+    } else if (moved > 0 && kvs_op_first_seen(b->byte_seen, op)) {
+        a->byte_calls++;
+    }
+    if (is_host_copy(t, g))
+        a->host_ns += g->dur;
+    if (kvs_launch_acc_add(&b->lcache, c, &a->launch, g) < 0)
+        return KVS_STATUS_NO_MEMORY;
+    if (c->gpu_step[i] >= 0)
+        a->gpu_ns_in_steps += g->dur;
+    if (bare) {
+        a->gpu_calls++;
+        a->calls++;
+        if (c->gpu_step[i] >= 0) {
+            a->calls_in_steps++;
+            if (!kvs_u64map_put(&b->bare_steps, kvs_pair_key(gi, (uint32_t)c->gpu_step[i]), &added))
+                return KVS_STATUS_NO_MEMORY;
+        }
+    } else if (kvs_op_first_seen(b->seen, op)) {
+        a->gpu_calls++;
+    }
+    return kvs_kernel_time_add(&b->ktime, gi, g->name, g->dur) < 0 ? KVS_STATUS_NO_MEMORY : KVS_STATUS_OK;
+}
+
+/* calls: every op call with a group's key; and in how many steps (a
+ * preallocated buffer is touched in every step, a live token count is
+ * not: [4099,1,576] in one step, [4100,1,576] in the next) */
+static enum kvs_status count_calls(struct kvs_ctx *c, struct building *b)
+{
+    const struct kvs_trace_data *t = &c->t;
+    bool added;
+    for (size_t k = 0; b->nacc && k < t->nops; k++) {
+        const struct kvs_op_rec *o = &t->ops[k];
+        uint32_t v = b->group_of_key[o->key];
+        if (!v || o->captured)
+            continue;
+        struct kvs_group_acc *a = &b->acc[v - 1];
+        a->calls++;
+        int32_t step = c->nsteps ? kvs_step_at(c, o->ts) : -1;
+        if (step < 0)
+            continue;
+        a->calls_in_steps++;
+        uint32_t *sv = kvs_u64map_put(&b->step_seen, kvs_pair_key(v - 1, (uint32_t)step), &added);
+        if (!sv)
+            return KVS_STATUS_NO_MEMORY;
+        if (added)
+            a->steps_with_calls++;
+    }
+    for (size_t j = 0; j < b->bare_steps.cap; j++) /* bare groups: their activities' steps */
+        if (b->bare_steps.vals[j])
+            b->acc[(uint32_t)(b->bare_steps.keys[j] >> 32)].steps_with_calls++;
+    return KVS_STATUS_OK;
+}
+
+/* each group's busy time, top kernel and bytes per call */
+static enum kvs_status finish_groups(struct kvs_ctx *c, struct building *b)
+{
+    const size_t nacc = b->nacc;
+    int64_t *busy = calloc(nacc ? nacc : 1, sizeof *busy);
+    struct kvs_top_kernel *top = calloc(nacc ? nacc : 1, sizeof *top);
+    if (!busy || !top) {
+        free(busy);
+        free(top);
+        return KVS_STATUS_NO_MEMORY;
+    }
+    kvs_busy_by_key(b->iv, b->niv, busy);
+    kvs_kernel_time_top(&b->ktime, top, nacc);
+    for (size_t gi = 0; gi < nacc; gi++) {
+        b->acc[gi].gpu_busy_ns = busy[gi];
+        b->acc[gi].top_kernel = top[gi].name;
+        b->acc[gi].top_kernel_ns = top[gi].ns;
+        bytes_per_call(&c->t, &b->acc[gi]);
+        size_from_launches(c, &b->acc[gi]);
+    }
+    free(busy);
+    free(top);
+    if (nacc) /* acc is NULL when no group formed: qsort's pointer must not be */
+        qsort(b->acc, nacc, sizeof *b->acc, cmp_group);
+    return KVS_STATUS_OK;
+}
+
 enum kvs_status kvs_groups_build(struct kvs_ctx *c)
 {
     const struct kvs_trace_data *t = &c->t;
-    enum kvs_status st = KVS_STATUS_NO_MEMORY;
-    struct kvs_u64map bare_groups = {0}, step_seen = {0}, bare_steps = {0};
-    struct kvs_kernel_time ktime = {0}; /* per (group, kernel) time */
-    struct kvs_top_kernel *top = NULL;
-    bool added;
-    struct kvs_group_acc *acc = NULL;
-    size_t nacc = 0, acc_cap = 0;
-    struct kvs_keyed_ival *iv = NULL; /* the groups' activities, for their busy time */
-    size_t niv = 0, iv_cap = 0;
-    int64_t *busy = NULL;
-    uint8_t *seen = calloc(t->nops / 8 + 1, 1);
-    uint8_t *byte_seen = calloc(t->nops / 8 + 1, 1); /* ops whose work had a memcpy/memset's bytes */
-    uint32_t *group_of_key = calloc(t->nopkeys ? t->nopkeys : 1, sizeof *group_of_key);
-    uint8_t *key_is_copy = calloc(t->nopkeys ? t->nopkeys : 1, 1); /* 1 + verdict */
-    struct kvs_launch_cache *lcache = NULL;
-    if (!seen || !byte_seen || !group_of_key || !key_is_copy)
-        goto out;
-
-    for (size_t i = 0; i < t->ngpus; i++) {
-        const struct kvs_gpu_rec *g = &t->gpus[i];
-        uint32_t op = c->gpu_op[i];
-        bool bare = op == KVS_NO_OP;
-        if (!bare) {
-            uint32_t key = t->ops[op].key;
-            if (!key_is_copy[key])
-                key_is_copy[key] =
-                    (uint8_t)(1 + kvs_op_is_copy(kvs_intern_str(&t->strings, t->opkeys[key].name)));
-            if (key_is_copy[key] != 2 && c->gpu_cat[i] != KVS_CAT_COPY_CAST)
-                continue;
-        } else if (c->gpu_cat[i] != KVS_CAT_COPY_CAST) {
-            continue;
-        }
-        /* the group an activity joins: its op's key, or a bare group named
-         * after the activity; a group index + 1 in *slot, 0 when it joins
-         * none yet */
-        uint32_t name, shape;
-        uint32_t *slot = kvs_key_slot(t, op, g, group_of_key, &bare_groups, &added, &name, &shape);
-        if (!slot)
-            goto out;
-        if (added) {
-            struct kvs_group_acc a;
-            memset(&a, 0, sizeof a);
-            a.op_name = name;
-            a.shape = shape;
-            a.bare = bare;
-            if (KVS_VEC_PUSH(acc, nacc, acc_cap, a) < 0)
-                goto out;
-            *slot = (uint32_t)nacc; /* index + 1 */
-        }
-        uint32_t gi = *slot - 1;
-        struct kvs_group_acc *a = &acc[gi];
-        struct kvs_keyed_ival one = {gi, g->device, g->ts, g->ts + g->dur};
-        if (KVS_VEC_PUSH(iv, niv, iv_cap, one) < 0)
-            goto out;
-        a->gpu_ns += g->dur;
-        a->activities++;
-        a->devices |= kvs_device_bit(g->device);
-        int64_t moved = activity_bytes(t, g);
-        a->activity_bytes += moved;
-        if (moved > 0)
-            a->byte_ns += g->dur;
-        if (moved > 0 && bare) {
-            a->byte_calls++;
-        } else if (moved > 0 && kvs_op_first_seen(byte_seen, op)) {
-            a->byte_calls++;
-        }
-        if (is_host_copy(t, g))
-            a->host_ns += g->dur;
-        if (kvs_launch_acc_add(&lcache, c, &a->launch, g) < 0)
-            goto out;
-        if (c->gpu_step[i] >= 0)
-            a->gpu_ns_in_steps += g->dur;
-        if (bare) {
-            a->gpu_calls++;
-            a->calls++;
-            if (c->gpu_step[i] >= 0) {
-                a->calls_in_steps++;
-                if (!kvs_u64map_put(&bare_steps, kvs_pair_key(gi, (uint32_t)c->gpu_step[i]), &added))
-                    goto out;
-            }
-        } else if (kvs_op_first_seen(seen, op)) {
-            a->gpu_calls++;
-        }
-        if (kvs_kernel_time_add(&ktime, gi, g->name, g->dur) < 0)
-            goto out;
+    struct building b = {0};
+    b.seen = calloc(t->nops / 8 + 1, 1);
+    b.byte_seen = calloc(t->nops / 8 + 1, 1);
+    b.group_of_key = calloc(t->nopkeys ? t->nopkeys : 1, sizeof *b.group_of_key);
+    b.key_is_copy = calloc(t->nopkeys ? t->nopkeys : 1, 1);
+    enum kvs_status st = b.seen && b.byte_seen && b.group_of_key && b.key_is_copy ? KVS_STATUS_OK
+                                                                                  : KVS_STATUS_NO_MEMORY;
+    for (size_t i = 0; i < t->ngpus && st == KVS_STATUS_OK; i++)
+        if (joins(c, &b, i))
+            st = add_activity(c, &b, i);
+    if (st == KVS_STATUS_OK)
+        st = count_calls(c, &b);
+    if (st == KVS_STATUS_OK)
+        st = finish_groups(c, &b);
+    if (st == KVS_STATUS_OK) {
+        c->groups = b.acc;
+        c->ngroups = b.nacc;
+        b.acc = NULL;
     }
-    /* calls: every op call with a group's key; and in how many steps (a
-     * preallocated buffer is touched in every step, a live token count is
-     * not: [4099,1,576] in one step, [4100,1,576] in the next) */
-    if (nacc) {
-        for (size_t k = 0; k < t->nops; k++) {
-            const struct kvs_op_rec *o = &t->ops[k];
-            uint32_t v = group_of_key[o->key];
-            if (!v || o->captured)
-                continue;
-            struct kvs_group_acc *a = &acc[v - 1];
-            a->calls++;
-            int32_t step = c->nsteps ? kvs_step_at(c, o->ts) : -1;
-            if (step < 0)
-                continue;
-            a->calls_in_steps++;
-            uint32_t *sv = kvs_u64map_put(&step_seen, kvs_pair_key(v - 1, (uint32_t)step), &added);
-            if (!sv)
-                goto out;
-            if (added)
-                a->steps_with_calls++;
-        }
-    }
-    for (size_t j = 0; j < bare_steps.cap; j++) /* bare groups: their activities' steps */
-        if (bare_steps.vals[j])
-            acc[(uint32_t)(bare_steps.keys[j] >> 32)].steps_with_calls++;
-    busy = calloc(nacc ? nacc : 1, sizeof *busy);
-    top = calloc(nacc ? nacc : 1, sizeof *top);
-    if (!busy || !top)
-        goto out;
-    kvs_busy_by_key(iv, niv, busy);
-    kvs_kernel_time_top(&ktime, top, nacc);
-    for (size_t gi = 0; gi < nacc; gi++) {
-        acc[gi].gpu_busy_ns = busy[gi];
-        acc[gi].top_kernel = top[gi].name;
-        acc[gi].top_kernel_ns = top[gi].ns;
-        bytes_per_call(t, &acc[gi]);
-        size_from_launches(c, &acc[gi]);
-    }
-    if (nacc) /* acc is NULL when no group formed: qsort's pointer must not be */
-        qsort(acc, nacc, sizeof *acc, cmp_group);
-    c->groups = acc;
-    c->ngroups = nacc;
-    acc = NULL;
-    st = KVS_STATUS_OK;
-out:
-    free(acc);
-    free(iv);
-    free(busy);
-    free(top);
-    free(seen);
-    free(byte_seen);
-    free(group_of_key);
-    free(key_is_copy);
-    kvs_launch_cache_free(lcache);
-    kvs_u64map_free(&bare_groups);
-    kvs_kernel_time_free(&ktime);
-    kvs_u64map_free(&step_seen);
-    kvs_u64map_free(&bare_steps);
+    free(b.acc);
+    free(b.iv);
+    free(b.seen);
+    free(b.byte_seen);
+    free(b.group_of_key);
+    free(b.key_is_copy);
+    kvs_launch_cache_free(b.lcache);
+    kvs_u64map_free(&b.bare_groups);
+    kvs_kernel_time_free(&b.ktime);
+    kvs_u64map_free(&b.step_seen);
+    kvs_u64map_free(&b.bare_steps);
     return st;
 }

@@ -289,14 +289,9 @@ static void write_roofline(struct kvs_jw *w, const struct kvs_step_roofline *r)
     kvs_jw_obj_end(w);
 }
 
-void kvs_json_write_report(struct kvs_jw *w, const struct kvs_analysis *a)
+/* the trace: where it came from, its device */
+static void write_trace(struct kvs_jw *w, const struct kvs_analysis *a)
 {
-    bool have_peak = a->trace.peak_gbps > 0;
-    kvs_jw_obj(w);
-    kvs_jw_key(w, "schema");
-    kvs_jw_str(w, "kvscope.report/1");
-
-    kvs_jw_key(w, "trace");
     kvs_jw_obj(w);
     kvs_jw_key(w, "path");
     kvs_jw_str(w, a->trace.path);
@@ -307,7 +302,7 @@ void kvs_json_write_report(struct kvs_jw *w, const struct kvs_analysis *a)
     kvs_jw_key(w, "device");
     kvs_jw_str(w, a->trace.device);
     kvs_jw_key(w, "peak_gbps");
-    kvs_jw_num_or_null(w, a->trace.peak_gbps, have_peak);
+    kvs_jw_num_or_null(w, a->trace.peak_gbps, a->trace.peak_gbps > 0);
     kvs_jw_key(w, "graph_launched");
     kvs_jw_int(w, (int64_t)a->trace.graph_launched);
     kvs_jw_key(w, "capture_aligned");
@@ -320,7 +315,11 @@ void kvs_json_write_report(struct kvs_jw *w, const struct kvs_analysis *a)
     kvs_jw_num_or_null(w, a->trace.peak_fp8_tflops, a->trace.peak_fp8_tflops > 0);
     kvs_jw_obj_end(w);
 
-    kvs_jw_key(w, "steps");
+}
+
+/* the steps: their time, categories, kinds, each step, the families */
+static void write_steps(struct kvs_jw *w, const struct kvs_analysis *a)
+{
     kvs_jw_obj(w);
     kvs_jw_key(w, "count");
     kvs_jw_int(w, a->steps.count);
@@ -357,13 +356,11 @@ void kvs_json_write_report(struct kvs_jw *w, const struct kvs_analysis *a)
     kvs_jw_obj_end(w);
     kvs_jw_obj_end(w);
 
-    kvs_jw_key(w, "groups");
-    kvs_jw_arr(w);
-    for (size_t i = 0; a->groups && i < a->ngroup; i++)
-        write_group(w, &a->groups[i], have_peak);
-    kvs_jw_arr_end(w);
+}
 
-    kvs_jw_key(w, "kernels");
+/* the kernels by GPU time */
+static void write_kernels(struct kvs_jw *w, const struct kvs_analysis *a)
+{
     kvs_jw_arr(w);
     for (size_t i = 0; a->kernels && i < a->nkernel; i++) {
         const struct kvs_kernel_stat *k = &a->kernels[i];
@@ -384,7 +381,11 @@ void kvs_json_write_report(struct kvs_jw *w, const struct kvs_analysis *a)
     }
     kvs_jw_arr_end(w);
 
-    kvs_jw_key(w, "findings");
+}
+
+/* the findings, ranked */
+static void write_findings(struct kvs_jw *w, const struct kvs_analysis *a)
+{
     kvs_jw_arr(w);
     for (size_t i = 0; a->findings && i < a->nfinding; i++) {
         const struct kvs_finding *f = &a->findings[i];
@@ -418,6 +419,33 @@ void kvs_json_write_report(struct kvs_jw *w, const struct kvs_analysis *a)
         kvs_jw_obj_end(w);
     }
     kvs_jw_arr_end(w);
+
+}
+
+void kvs_json_write_report(struct kvs_jw *w, const struct kvs_analysis *a)
+{
+    bool have_peak = a->trace.peak_gbps > 0;
+    kvs_jw_obj(w);
+    kvs_jw_key(w, "schema");
+    kvs_jw_str(w, "kvscope.report/1");
+
+    kvs_jw_key(w, "trace");
+    write_trace(w, a);
+
+    kvs_jw_key(w, "steps");
+    write_steps(w, a);
+
+    kvs_jw_key(w, "groups");
+    kvs_jw_arr(w);
+    for (size_t i = 0; a->groups && i < a->ngroup; i++)
+        write_group(w, &a->groups[i], have_peak);
+    kvs_jw_arr_end(w);
+
+    kvs_jw_key(w, "kernels");
+    write_kernels(w, a);
+
+    kvs_jw_key(w, "findings");
+    write_findings(w, a);
 
     kvs_jw_key(w, "engine");
     write_engine(w, &a->engine);

@@ -269,6 +269,98 @@ static void write_row(struct kvs_jw *w, const struct kvs_rank_row *r)
     kvs_jw_obj_end(w);
 }
 
+/* the arrival at the steps' collectives */
+static void write_arrival(struct kvs_jw *w, const struct kvs_multirank *m)
+{
+    kvs_jw_obj(w);
+    kvs_jw_key(w, "steps");
+    kvs_jw_int(w, m->arrival.steps);
+    kvs_jw_key(w, "skipped_steps");
+    kvs_jw_int(w, m->arrival.skipped_steps);
+    kvs_jw_key(w, "collectives");
+    kvs_jw_int(w, m->arrival.collectives);
+    kvs_jw_key(w, "start_spread_ms");
+    kvs_jw_num(w, m->arrival.start_spread_ms);
+    kvs_jw_key(w, "end_spread_ms");
+    kvs_jw_num(w, m->arrival.end_spread_ms);
+    kvs_jw_key(w, "dur_ms");
+    kvs_jw_num(w, m->arrival.dur_ms);
+    kvs_jw_key(w, "ends_agree");
+    kvs_jw_bool(w, m->arrival.ends_agree);
+    kvs_jw_obj_end(w);
+}
+
+/* the rank the others wait for, the one that waits least, the longest step */
+static void write_outliers(struct kvs_jw *w, const struct kvs_multirank *m)
+{
+    kvs_jw_key(w, "straggler");
+    if (m->straggler >= 0) {
+        const struct kvs_rank_row *s = &m->rows[m->straggler];
+        kvs_jw_obj(w);
+        kvs_jw_key(w, "rank");
+        kvs_jw_int(w, s->rank);
+        kvs_jw_key(w, "arrival_skew_ms");
+        kvs_jw_num(w, s->arrival_skew_ms);
+        kvs_jw_key(w, "collective_ms");
+        kvs_jw_num(w, s->collective_ms);
+        kvs_jw_key(w, "step_ms");
+        kvs_jw_num(w, s->step_ms);
+        kvs_jw_key(w, "stands_out");
+        kvs_jw_bool(w, m->straggler_stands_out);
+        kvs_jw_obj_end(w);
+    } else {
+        kvs_jw_null(w);
+    }
+    kvs_jw_key(w, "least_collective_rank");
+    if (m->least_collective >= 0)
+        kvs_jw_int(w, m->rows[m->least_collective].rank);
+    else
+        kvs_jw_null(w);
+    kvs_jw_key(w, "longest_step");
+    if (m->longest_step >= 0) {
+        const struct kvs_rank_row *s = &m->rows[m->longest_step];
+        kvs_jw_obj(w);
+        kvs_jw_key(w, "rank");
+        kvs_jw_int(w, s->rank);
+        kvs_jw_key(w, "step_ms");
+        kvs_jw_num(w, s->step_ms);
+        kvs_jw_key(w, "over_median_ms");
+        kvs_jw_num(w, m->longest_over_ms);
+        kvs_jw_key(w, "over_median_fraction");
+        kvs_jw_num(w, m->longest_over_fraction);
+        kvs_jw_key(w, "stands_out");
+        kvs_jw_bool(w, m->longest_stands_out);
+        kvs_jw_key(w, "is_straggler");
+        kvs_jw_bool(w, m->longest_step == m->straggler);
+        kvs_jw_obj_end(w);
+    } else {
+        kvs_jw_null(w);
+    }
+}
+
+/* which ranks have each finding */
+static void write_rank_findings(struct kvs_jw *w, const struct kvs_multirank *m)
+{
+    kvs_jw_arr(w);
+    for (size_t i = 0; i < m->nfinding; i++) {
+        const struct kvs_rank_finding *f = &m->findings[i];
+        kvs_jw_obj(w);
+        kvs_jw_key(w, "id");
+        kvs_jw_str(w, f->id);
+        kvs_jw_key(w, "ranks");
+        kvs_jw_arr_compact(w);
+        for (size_t k = 0; k < f->nranks; k++)
+            kvs_jw_int(w, f->ranks[k]);
+        kvs_jw_arr_end(w);
+        kvs_jw_key(w, "max_gpu_ms_per_step");
+        kvs_jw_num(w, f->max_gpu_ms_per_step);
+        kvs_jw_key(w, "max_rank");
+        kvs_jw_int(w, f->max_rank);
+        kvs_jw_obj_end(w);
+    }
+    kvs_jw_arr_end(w);
+}
+
 enum kvs_status kvs_render_json_multirank(FILE *out, const struct kvs_multirank *m,
                                           const struct kvs_render_options *opt)
 {
@@ -298,65 +390,8 @@ enum kvs_status kvs_render_json_multirank(FILE *out, const struct kvs_multirank 
     kvs_jw_num(&w, m->step_max_ms);
     kvs_jw_obj_end(&w);
     kvs_jw_key(&w, "arrival");
-    kvs_jw_obj(&w);
-    kvs_jw_key(&w, "steps");
-    kvs_jw_int(&w, m->arrival.steps);
-    kvs_jw_key(&w, "skipped_steps");
-    kvs_jw_int(&w, m->arrival.skipped_steps);
-    kvs_jw_key(&w, "collectives");
-    kvs_jw_int(&w, m->arrival.collectives);
-    kvs_jw_key(&w, "start_spread_ms");
-    kvs_jw_num(&w, m->arrival.start_spread_ms);
-    kvs_jw_key(&w, "end_spread_ms");
-    kvs_jw_num(&w, m->arrival.end_spread_ms);
-    kvs_jw_key(&w, "dur_ms");
-    kvs_jw_num(&w, m->arrival.dur_ms);
-    kvs_jw_key(&w, "ends_agree");
-    kvs_jw_bool(&w, m->arrival.ends_agree);
-    kvs_jw_obj_end(&w);
-    kvs_jw_key(&w, "straggler");
-    if (m->straggler >= 0) {
-        const struct kvs_rank_row *s = &m->rows[m->straggler];
-        kvs_jw_obj(&w);
-        kvs_jw_key(&w, "rank");
-        kvs_jw_int(&w, s->rank);
-        kvs_jw_key(&w, "arrival_skew_ms");
-        kvs_jw_num(&w, s->arrival_skew_ms);
-        kvs_jw_key(&w, "collective_ms");
-        kvs_jw_num(&w, s->collective_ms);
-        kvs_jw_key(&w, "step_ms");
-        kvs_jw_num(&w, s->step_ms);
-        kvs_jw_key(&w, "stands_out");
-        kvs_jw_bool(&w, m->straggler_stands_out);
-        kvs_jw_obj_end(&w);
-    } else {
-        kvs_jw_null(&w);
-    }
-    kvs_jw_key(&w, "least_collective_rank");
-    if (m->least_collective >= 0)
-        kvs_jw_int(&w, m->rows[m->least_collective].rank);
-    else
-        kvs_jw_null(&w);
-    kvs_jw_key(&w, "longest_step");
-    if (m->longest_step >= 0) {
-        const struct kvs_rank_row *s = &m->rows[m->longest_step];
-        kvs_jw_obj(&w);
-        kvs_jw_key(&w, "rank");
-        kvs_jw_int(&w, s->rank);
-        kvs_jw_key(&w, "step_ms");
-        kvs_jw_num(&w, s->step_ms);
-        kvs_jw_key(&w, "over_median_ms");
-        kvs_jw_num(&w, m->longest_over_ms);
-        kvs_jw_key(&w, "over_median_fraction");
-        kvs_jw_num(&w, m->longest_over_fraction);
-        kvs_jw_key(&w, "stands_out");
-        kvs_jw_bool(&w, m->longest_stands_out);
-        kvs_jw_key(&w, "is_straggler");
-        kvs_jw_bool(&w, m->longest_step == m->straggler);
-        kvs_jw_obj_end(&w);
-    } else {
-        kvs_jw_null(&w);
-    }
+    write_arrival(&w, m);
+    write_outliers(&w, m);
     kvs_jw_key(&w, "most_compute_rank");
     if (m->most_compute >= 0)
         kvs_jw_int(&w, m->rows[m->most_compute].rank);
@@ -368,24 +403,7 @@ enum kvs_status kvs_render_json_multirank(FILE *out, const struct kvs_multirank 
         write_row(&w, &m->rows[i]);
     kvs_jw_arr_end(&w);
     kvs_jw_key(&w, "findings");
-    kvs_jw_arr(&w);
-    for (size_t i = 0; i < m->nfinding; i++) {
-        const struct kvs_rank_finding *f = &m->findings[i];
-        kvs_jw_obj(&w);
-        kvs_jw_key(&w, "id");
-        kvs_jw_str(&w, f->id);
-        kvs_jw_key(&w, "ranks");
-        kvs_jw_arr_compact(&w);
-        for (size_t k = 0; k < f->nranks; k++)
-            kvs_jw_int(&w, f->ranks[k]);
-        kvs_jw_arr_end(&w);
-        kvs_jw_key(&w, "max_gpu_ms_per_step");
-        kvs_jw_num(&w, f->max_gpu_ms_per_step);
-        kvs_jw_key(&w, "max_rank");
-        kvs_jw_int(&w, f->max_rank);
-        kvs_jw_obj_end(&w);
-    }
-    kvs_jw_arr_end(&w);
+    write_rank_findings(&w, m);
     kvs_jw_key(&w, "notes");
     kvs_jw_strs(&w, m->notes, m->nnote, false);
     kvs_jw_obj_end(&w);

@@ -246,58 +246,59 @@ static void add(char *buf, size_t size, const char *fmt, ...)
     va_end(ap);
 }
 
-size_t kvs_report_facts(const struct kvs_analysis *a, struct kvs_fact facts[KVS_MAX_FACTS])
+/* the device and its peaks */
+static void fact_device(const struct kvs_analysis *a, char *value, size_t size)
+{
+    char b1[KVS_FMT_BUF], b2[KVS_FMT_BUF];
+    const struct kvs_trace_info *t = &a->trace;
+    add(value, size, "%s", t->device ? t->device : "unknown device");
+    if (t->peak_gbps > 0)
+        add(value, size, ", HBM peak %s (%s)", kvs_fmt_gbps(b1, t->peak_gbps),
+            t->peak_source ? t->peak_source : "device table");
+    else
+        add(value, size, ", HBM peak unknown (give --device or --peak-gbps)");
+    if (t->copy_gbps > 0)
+        add(value, size, ", measured copy rate %s", kvs_fmt_gbps(b2, t->copy_gbps));
+}
+
+/* what the trace holds and how it was recorded */
+static void fact_trace(const struct kvs_analysis *a, char *value, size_t size)
 {
     char b1[KVS_FMT_BUF], b2[KVS_FMT_BUF], b3[KVS_FMT_BUF], b4[KVS_FMT_BUF];
     const struct kvs_trace_info *t = &a->trace;
-    size_t n = 0;
-    struct kvs_fact *x;
-
-    x = &facts[n++];
-    x->label = "device";
-    x->value[0] = 0;
-    add(x->value, sizeof x->value, "%s", t->device ? t->device : "unknown device");
-    if (t->peak_gbps > 0)
-        add(x->value, sizeof x->value, ", HBM peak %s (%s)", kvs_fmt_gbps(b1, t->peak_gbps),
-            t->peak_source ? t->peak_source : "device table");
-    else
-        add(x->value, sizeof x->value, ", HBM peak unknown (give --device or --peak-gbps)");
-    if (t->copy_gbps > 0)
-        add(x->value, sizeof x->value, ", measured copy rate %s", kvs_fmt_gbps(b2, t->copy_gbps));
-
-    x = &facts[n++];
-    x->label = "trace";
-    x->value[0] = 0;
     bool nsys = t->producer && !strcmp(t->producer, "nsight-systems");
-    add(x->value, sizeof x->value, nsys ? "%s Nsight Systems export, %s rows (%s ops, %s kernels"
+    add(value, size, nsys ? "%s Nsight Systems export, %s rows (%s ops, %s kernels"
                                         : "%s of JSON, %s events (%s ops, %s kernels",
         kvs_fmt_bytes(b1, (double)t->bytes), kvs_fmt_count(b2, (double)t->events),
         kvs_fmt_count(b3, (double)t->ops), kvs_fmt_count(b4, (double)t->kernels));
     if (t->memcpys || t->memsets)
-        add(x->value, sizeof x->value, ", %s memcpy, %s memset",
+        add(value, size, ", %s memcpy, %s memset",
             kvs_fmt_count(b1, (double)t->memcpys), kvs_fmt_count(b2, (double)t->memsets));
-    add(x->value, sizeof x->value, ")");
+    add(value, size, ")");
     if (t->gpu_unlinked)
-        add(x->value, sizeof x->value, "; %s GPU activities linked to no op",
+        add(value, size, "; %s GPU activities linked to no op",
             kvs_fmt_count(b1, (double)t->gpu_unlinked));
     if (t->graph_launched)
-        add(x->value, sizeof x->value, "; %s from CUDA graphs",
+        add(value, size, "; %s from CUDA graphs",
             kvs_fmt_count(b1, (double)t->graph_launched));
     if (t->capture_aligned)
-        add(x->value, sizeof x->value, " (%s given their ops from the graph's capture)",
+        add(value, size, " (%s given their ops from the graph's capture)",
             kvs_fmt_count(b1, (double)t->capture_aligned));
     if (t->with_stack)
-        add(x->value, sizeof x->value,
+        add(value, size,
             "; recorded with with_stack (Python stacks): the profiler inflates CPU time, so "
             "host gaps read longer than they run");
     if (t->dropped_records)
-        add(x->value, sizeof x->value, "; %s records dropped at capture",
+        add(value, size, "; %s records dropped at capture",
             kvs_fmt_count(b1, (double)t->dropped_records));
+}
 
+/* the steps: how many, their time, GPU busy, tokens/s */
+static void fact_steps(const struct kvs_analysis *a, char *value, size_t size)
+{
+    char b1[KVS_FMT_BUF], b2[KVS_FMT_BUF], b3[KVS_FMT_BUF], b4[KVS_FMT_BUF];
+    const struct kvs_trace_info *t = &a->trace;
     const struct kvs_steps *s = &a->steps;
-    x = &facts[n++];
-    x->label = "steps";
-    x->value[0] = 0;
     if (s->count > 0) {
         char per[96];
         if (s->gpu_lags) /* the step takes as long as its GPU work */
@@ -306,114 +307,148 @@ size_t kvs_report_facts(const struct kvs_analysis *a, struct kvs_fact facts[KVS_
         else
             snprintf(per, sizeof per, "%s ms wall/step", kvs_fmt_ms(b1, s->mean_ms));
         if (t->gpu_devices > 1) /* busy summed over them: a share of each, on average */
-            add(x->value, sizeof x->value,
+            add(value, size,
                 "%lld %s, %s, GPU busy %s ms/step over %d GPUs (%s of the step "
                 "each, on average)",
                 (long long)s->count, s->count == 1 ? "step" : "steps", per, kvs_fmt_ms(b2, s->gpu_ms_per_step),
                 t->gpu_devices, kvs_fmt_pct(b3, s->gpu_busy_fraction));
         else
-            add(x->value, sizeof x->value,
+            add(value, size,
                 "%lld %s, %s, GPU busy %s ms/step (%s of the step)",
                 (long long)s->count, s->count == 1 ? "step" : "steps", per, kvs_fmt_ms(b2, s->gpu_ms_per_step),
                 kvs_fmt_pct(b3, s->gpu_busy_fraction));
         if (s->tokens_per_s > 0)
-            add(x->value, sizeof x->value, ", %s tokens/s", kvs_fmt_count(b4, s->tokens_per_s));
+            add(value, size, ", %s tokens/s", kvs_fmt_count(b4, s->tokens_per_s));
     } else {
-        add(x->value, sizeof x->value,
+        add(value, size,
             "no step markers found: figures are trace totals (GPU busy %s ms)",
             kvs_fmt_ms(b1, s->total_gpu_ms));
     }
+}
+
+/* steps of each kind apart, with the outliers left out */
+static void fact_kinds(const struct kvs_analysis *a, char *value, size_t size)
+{
+    char b1[KVS_FMT_BUF], b2[KVS_FMT_BUF];
+    for (size_t i = 0; i < a->nkind; i++) {
+        const struct kvs_step_kind_stat *k = &a->kinds[i];
+        add(value, size, "%s%s: %lld %s", i ? "; " : "", kvs_step_kind_name(k->kind),
+            (long long)k->count, k->count == 1 ? "step" : "steps");
+        if (k->count > k->outliers)
+            add(value, size, ", %s ms/step, GPU busy %s", kvs_fmt_ms(b1, k->mean_ms),
+                kvs_fmt_pct(b2, k->busy_fraction));
+        if (k->batch > 0)
+            add(value, size, ", batch %s", kvs_fmt_count(b1, k->batch));
+        if (k->tokens_per_step > 0)
+            add(value, size, ", %s tokens/step", kvs_fmt_count(b1, k->tokens_per_step));
+        if (k->tokens_per_s > 0)
+            add(value, size, ", %s tokens/s", kvs_fmt_count(b1, k->tokens_per_s));
+        if (k->outliers)
+            add(value, size, " (%lld left out:", (long long)k->outliers);
+        for (size_t j = 0; k->outliers && j < a->nstep; j++) {
+            const struct kvs_step *st = &a->step[j];
+            if (st->kind == k->kind && st->outlier)
+                add(value, size, " step %lld, %s, %s ms;", (long long)st->index,
+                    st->outlier, kvs_fmt_ms(b1, st->time_ms));
+        }
+        if (k->outliers) {
+            size_t len = strlen(value);
+            if (len && value[len - 1] == ';')
+                value[len - 1] = 0;
+            add(value, size, ")");
+        }
+    }
+}
+
+/* the run facts kvscope's engine wrote into the trace */
+static void fact_engine(const struct kvs_analysis *a, char *value, size_t size)
+{
+    char b1[KVS_FMT_BUF];
+    const struct kvs_engine_info *e = &a->engine;
+    add(value, size, "kvscope engine, %s", e->config ? e->config : "config unknown");
+    if (e->kv_path)
+        add(value, size, ", KV path %s", e->kv_path);
+    if (e->batch > 0)
+        add(value, size, ", batch %lld", (long long)e->batch);
+    if (e->context > 0)
+        add(value, size, ", context %s", kvs_fmt_count(b1, (double)e->context));
+    if (e->kv_capacity > 0)
+        add(value, size, ", KV capacity %s tokens",
+            kvs_fmt_count(b1, (double)e->kv_capacity));
+    if (e->layers > 0)
+        add(value, size, ", %lld layers", (long long)e->layers);
+    if (e->tp > 1)
+        add(value, size, ", tensor parallel %lld", (long long)e->tp);
+    if (e->graph >= 0)
+        add(value, size, ", %s", e->graph ? "CUDA graph" : "eager");
+    if (e->step_ms > 0)
+        add(value, size, "; its median step %s ms", kvs_fmt_ms(b1, e->step_ms));
+}
+
+/* the whole step against the HBM roofline */
+static void fact_roofline(const struct kvs_analysis *a, char *value, size_t size)
+{
+    char b1[KVS_FMT_BUF], b2[KVS_FMT_BUF];
+    const struct kvs_engine_info *e = &a->engine;
+    const struct kvs_step_roofline *r = &a->roofline;
+    add(value, size, "whole step: %s moved per step (engine byte model",
+        kvs_fmt_bytes(b1, r->bytes_per_step));
+    if (e->weight_bytes_per_step > 0 && e->kv_bytes_per_step > 0)
+        add(value, size, ": weights %s + KV %s",
+            kvs_fmt_bytes(b1, e->weight_bytes_per_step), kvs_fmt_bytes(b2, e->kv_bytes_per_step));
+    add(value, size, ") in %s ms (%s) = %s", kvs_fmt_ms(b1, r->step_ms),
+        !strcmp(r->step_source, "trace") ? "the trace's mean step" : "the engine's median step",
+        kvs_fmt_gbps(b2, r->achieved_gbps));
+    if (isfinite(r->peak_fraction))
+        add(value, size, ", %s of the HBM peak", kvs_fmt_pct(b1, r->peak_fraction));
+    if (isfinite(r->copy_fraction))
+        add(value, size, ", %s of the measured copy rate (%s)",
+            kvs_fmt_pct(b1, r->copy_fraction), kvs_fmt_gbps(b2, r->copy_gbps));
+}
+
+/* facts[n], labelled, its value empty for the fact_* to fill */
+static struct kvs_fact *fact(struct kvs_fact *x, const char *label)
+{
+    x->label = label;
+    x->value[0] = 0;
+    return x;
+}
+
+size_t kvs_report_facts(const struct kvs_analysis *a, struct kvs_fact facts[KVS_MAX_FACTS])
+{
+    char b1[KVS_FMT_BUF];
+    const struct kvs_trace_info *t = &a->trace;
+    const struct kvs_steps *s = &a->steps;
+    size_t n = 0;
+    struct kvs_fact *x;
+    x = fact(&facts[n++], "device");
+    fact_device(a, x->value, sizeof x->value);
+    x = fact(&facts[n++], "trace");
+    fact_trace(a, x->value, sizeof x->value);
+    x = fact(&facts[n++], "steps");
+    fact_steps(a, x->value, sizeof x->value);
     /* steps of each kind apart, when the trace says their kinds or a step
      * stands out (a decode step is not averaged with a prefill) */
     if (a->nkind && (a->nkind > 1 || a->kinds[0].kind != KVS_STEP_UNKNOWN || s->outliers)) {
-        x = &facts[n++];
-        x->label = "by kind";
-        x->value[0] = 0;
-        for (size_t i = 0; i < a->nkind; i++) {
-            const struct kvs_step_kind_stat *k = &a->kinds[i];
-            add(x->value, sizeof x->value, "%s%s: %lld %s", i ? "; " : "", kvs_step_kind_name(k->kind),
-                (long long)k->count, k->count == 1 ? "step" : "steps");
-            if (k->count > k->outliers)
-                add(x->value, sizeof x->value, ", %s ms/step, GPU busy %s", kvs_fmt_ms(b1, k->mean_ms),
-                    kvs_fmt_pct(b2, k->busy_fraction));
-            if (k->batch > 0)
-                add(x->value, sizeof x->value, ", batch %s", kvs_fmt_count(b1, k->batch));
-            if (k->tokens_per_step > 0)
-                add(x->value, sizeof x->value, ", %s tokens/step", kvs_fmt_count(b1, k->tokens_per_step));
-            if (k->tokens_per_s > 0)
-                add(x->value, sizeof x->value, ", %s tokens/s", kvs_fmt_count(b1, k->tokens_per_s));
-            if (k->outliers)
-                add(x->value, sizeof x->value, " (%lld left out:", (long long)k->outliers);
-            for (size_t j = 0; k->outliers && j < a->nstep; j++) {
-                const struct kvs_step *st = &a->step[j];
-                if (st->kind == k->kind && st->outlier)
-                    add(x->value, sizeof x->value, " step %lld, %s, %s ms;", (long long)st->index,
-                        st->outlier, kvs_fmt_ms(b1, st->time_ms));
-            }
-            if (k->outliers) {
-                size_t len = strlen(x->value);
-                if (len && x->value[len - 1] == ';')
-                    x->value[len - 1] = 0;
-                add(x->value, sizeof x->value, ")");
-            }
-        }
+        x = fact(&facts[n++], "by kind");
+        fact_kinds(a, x->value, sizeof x->value);
     }
-
     if (a->model) {
-        x = &facts[n++];
-        x->label = "model";
-        x->value[0] = 0;
+        x = fact(&facts[n++], "model");
         add(x->value, sizeof x->value, "%s", a->model);
         if (a->num_layers > 0)
             add(x->value, sizeof x->value, " (%d layers)", a->num_layers);
     }
-    const struct kvs_engine_info *e = &a->engine;
-    if (e->present) {
-        x = &facts[n++];
-        x->label = "engine";
-        x->value[0] = 0;
-        add(x->value, sizeof x->value, "kvscope engine, %s", e->config ? e->config : "config unknown");
-        if (e->kv_path)
-            add(x->value, sizeof x->value, ", KV path %s", e->kv_path);
-        if (e->batch > 0)
-            add(x->value, sizeof x->value, ", batch %lld", (long long)e->batch);
-        if (e->context > 0)
-            add(x->value, sizeof x->value, ", context %s", kvs_fmt_count(b1, (double)e->context));
-        if (e->kv_capacity > 0)
-            add(x->value, sizeof x->value, ", KV capacity %s tokens",
-                kvs_fmt_count(b1, (double)e->kv_capacity));
-        if (e->layers > 0)
-            add(x->value, sizeof x->value, ", %lld layers", (long long)e->layers);
-        if (e->tp > 1)
-            add(x->value, sizeof x->value, ", tensor parallel %lld", (long long)e->tp);
-        if (e->graph >= 0)
-            add(x->value, sizeof x->value, ", %s", e->graph ? "CUDA graph" : "eager");
-        if (e->step_ms > 0)
-            add(x->value, sizeof x->value, "; its median step %s ms", kvs_fmt_ms(b1, e->step_ms));
+    if (a->engine.present) {
+        x = fact(&facts[n++], "engine");
+        fact_engine(a, x->value, sizeof x->value);
     }
-    const struct kvs_step_roofline *r = &a->roofline;
-    if (r->known) {
-        x = &facts[n++];
-        x->label = "roofline";
-        x->value[0] = 0;
-        add(x->value, sizeof x->value, "whole step: %s moved per step (engine byte model",
-            kvs_fmt_bytes(b1, r->bytes_per_step));
-        if (e->weight_bytes_per_step > 0 && e->kv_bytes_per_step > 0)
-            add(x->value, sizeof x->value, ": weights %s + KV %s",
-                kvs_fmt_bytes(b1, e->weight_bytes_per_step), kvs_fmt_bytes(b2, e->kv_bytes_per_step));
-        add(x->value, sizeof x->value, ") in %s ms (%s) = %s", kvs_fmt_ms(b1, r->step_ms),
-            !strcmp(r->step_source, "trace") ? "the trace's mean step" : "the engine's median step",
-            kvs_fmt_gbps(b2, r->achieved_gbps));
-        if (isfinite(r->peak_fraction))
-            add(x->value, sizeof x->value, ", %s of the HBM peak", kvs_fmt_pct(b1, r->peak_fraction));
-        if (isfinite(r->copy_fraction))
-            add(x->value, sizeof x->value, ", %s of the measured copy rate (%s)",
-                kvs_fmt_pct(b1, r->copy_fraction), kvs_fmt_gbps(b2, r->copy_gbps));
+    if (a->roofline.known) {
+        x = fact(&facts[n++], "roofline");
+        fact_roofline(a, x->value, sizeof x->value);
     }
     if (t->truncated) {
-        x = &facts[n++];
-        x->label = "warning";
-        x->value[0] = 0;
+        x = fact(&facts[n++], "warning");
         add(x->value, sizeof x->value, "the trace ends early; this covers the %s events read",
             kvs_fmt_count(b1, (double)t->events));
     }

@@ -80,7 +80,7 @@ static int recording(struct kvs_trace *t)
 
 static const char *domain_name(struct kvs_trace *t, uint64_t handle)
 {
-    if (handle == 0 || handle == KVS_HOOK_DOMAIN)
+    if (handle == 0 || handle == KVS_HOOK_DOMAIN || handle == KVS_TORCH_DOMAIN)
         return NULL;
     const char *name = NULL;
     pthread_mutex_lock(&t->nvtx_mu);
@@ -91,10 +91,13 @@ static const char *domain_name(struct kvs_trace *t, uint64_t handle)
     return name ? name : "(unnamed domain)";
 }
 
-/* A record for a range/op starting now, or NULL when not recording. */
+/* A record for a range/op starting now, or NULL when not recording. top:
+ * what PyTorch's hook says of an op (its shape text, sequence number), or
+ * NULL. */
 static struct kvs_trace_rec *record(struct kvs_trace *t, enum kvs_trace_rec_kind kind,
                                     const char *name, uint64_t domain, int nt,
-                                    const struct kvs_tensor_desc *tens, uint64_t *ext)
+                                    const struct kvs_tensor_desc *tens,
+                                    const struct kvs_torch_op *top, uint64_t *ext)
 {
     struct kvs_trace_rec r = {.kind = kind, .start_ns = kvs_now_ns(), .end_ns = KVS_HOST_OPEN,
                               .name = name};
@@ -104,11 +107,19 @@ static struct kvs_trace_rec *record(struct kvs_trace *t, enum kvs_trace_rec_kind
     r.u.host.domain = kind == KVS_TREC_RANGE ? domain_name(t, domain) : NULL;
     r.u.host.ntensors = nt;
     r.u.host.tensors = tens;
+    if (top) {
+        r.u.host.input_dims = top->input_dims;
+        r.u.host.input_types = top->input_types;
+        r.u.host.has_sequence = top->sequence_nr >= 0;
+        r.u.host.sequence_nr = top->sequence_nr;
+        r.u.host.fwd_tid = top->fwd_tid;
+    }
     return kvs_host_store_add(&t->host, &r);
 }
 
 static void push(struct kvs_trace *t, enum kvs_trace_rec_kind kind, const char *name,
-                 uint64_t domain, int nt, const struct kvs_tensor_desc *tens)
+                 uint64_t domain, int nt, const struct kvs_tensor_desc *tens,
+                 const struct kvs_torch_op *top)
 {
     int d = t_stack.depth++;
     int running = recording(t);
@@ -123,7 +134,7 @@ static void push(struct kvs_trace *t, enum kvs_trace_rec_kind kind, const char *
         return;
     int64_t t0 = kvs_now_ns();
     uint64_t ext = 0;
-    f->rec = record(t, kind, name, domain, nt, tens, &ext);
+    f->rec = record(t, kind, name, domain, nt, tens, top, &ext);
     /* CUPTI's external correlation, for API calls CUPTI records itself (the
      * calls kvscope records by callback carry the op's id already) */
     if (kind == KVS_TREC_OP && (t->kinds_on & KVS_TRACE_EXTERNAL_CORRELATION) && t->ext_by_cupti)
@@ -161,12 +172,12 @@ static void pop(struct kvs_trace *t, uint64_t domain)
 
 static void hook_op_begin(void *user, const char *name, int n, const struct kvs_tensor_desc *t)
 {
-    push(user, KVS_TREC_OP, name, KVS_HOOK_DOMAIN, n, t);
+    push(user, KVS_TREC_OP, name, KVS_HOOK_DOMAIN, n, t, NULL);
 }
 static void hook_op_end(void *user) { pop(user, KVS_HOOK_DOMAIN); }
 static void hook_range_begin(void *user, const char *name)
 {
-    push(user, KVS_TREC_RANGE, name, 0, 0, NULL);
+    push(user, KVS_TREC_RANGE, name, 0, 0, NULL, NULL);
 }
 static void hook_range_end(void *user) { pop(user, 0); }
 
@@ -174,6 +185,54 @@ void kvs_capture_hooks_init(struct kvs_trace *t)
 {
     t->hooks = (struct kvs_annot_hooks){hook_op_begin, hook_op_end, hook_range_begin,
                                         hook_range_end, t};
+}
+
+// ----------------------------------------------------------------------------
+// ops from PyTorch's dispatcher (libtrace/torch/: kvs_torch_ops.h)
+
+static _Atomic(struct kvs_trace *) g_torch;
+
+void kvs_capture_torch_attach(struct kvs_trace *t)
+{
+    atomic_store(&g_torch, t);
+}
+
+static struct kvs_trace *torch_trace(void)
+{
+    return atomic_load_explicit(&g_torch, memory_order_acquire);
+}
+
+static int torch_recording(void)
+{
+    struct kvs_trace *t = torch_trace();
+    return t && recording(t);
+}
+
+/* The hook calls op_begin only after recording() said yes, and op_end only
+ * for those: a window that closes in between leaves a frame without a
+ * record, popped as any other. A capture attached in between pops nothing
+ * (no frame of the domain). */
+static void torch_op_begin(const struct kvs_torch_op *op)
+{
+    struct kvs_trace *t = torch_trace();
+    if (!t || !op)
+        return;
+    push(t, op->kind == KVS_TORCH_OP_RANGE ? KVS_TREC_RANGE : KVS_TREC_OP,
+         op->name ? op->name : "", KVS_TORCH_DOMAIN, 0, NULL, op);
+}
+
+static void torch_op_end(void)
+{
+    struct kvs_trace *t = torch_trace();
+    if (t)
+        pop(t, KVS_TORCH_DOMAIN);
+}
+
+const struct kvs_torch_ops *kvs_capture_torch_ops(void)
+{
+    static const struct kvs_torch_ops ops = {KVS_TORCH_OPS_ABI, sizeof ops, torch_recording,
+                                             torch_op_begin, torch_op_end};
+    return &ops;
 }
 
 // ----------------------------------------------------------------------------
@@ -240,7 +299,7 @@ static void push_attr(struct kvs_trace *t, uint64_t domain, const nvtxEventAttri
     char buf[2048];
     const char *msg = attr_message(t, a, buf, sizeof buf);
     if (!is_op(a)) {
-        push(t, KVS_TREC_RANGE, msg, domain, 0, NULL);
+        push(t, KVS_TREC_RANGE, msg, domain, 0, NULL, NULL);
         return;
     }
     struct kvs_tensor_desc tens[MAX_OP_TENSORS];
@@ -253,7 +312,7 @@ static void push_attr(struct kvs_trace *t, uint64_t domain, const nvtxEventAttri
         name_len = sizeof name - 1;
     memcpy(name, msg, name_len);
     name[name_len] = '\0';
-    push(t, KVS_TREC_OP, name, domain, nt, tens);
+    push(t, KVS_TREC_OP, name, domain, nt, tens, NULL);
 }
 
 /* Start/end ranges may end on another thread: kept in a map by range id.
@@ -265,7 +324,7 @@ static void start_range(struct kvs_trace *t, uint64_t domain, const char *msg, c
         return;
     uint64_t ext;
     if (!ret) {
-        record(t, KVS_TREC_RANGE, msg, domain, 0, NULL, &ext);
+        record(t, KVS_TREC_RANGE, msg, domain, 0, NULL, NULL, &ext);
         return;
     }
     uint64_t id = *(const nvtxRangeId_t *)ret;
@@ -276,7 +335,7 @@ static void start_range(struct kvs_trace *t, uint64_t domain, const char *msg, c
         atomic_fetch_add(&t->host_overflow, 1);
         return;
     }
-    struct kvs_trace_rec *r = record(t, KVS_TREC_RANGE, msg, domain, 0, NULL, &ext);
+    struct kvs_trace_rec *r = record(t, KVS_TREC_RANGE, msg, domain, 0, NULL, NULL, &ext);
     if (!r)
         return;
     pthread_mutex_lock(&t->nvtx_mu);
@@ -328,12 +387,12 @@ void kvs_capture_nvtx(struct kvs_trace *t, CUpti_CallbackId cbid, const CUpti_Nv
     char buf[2048];
     switch (cbid) {
     case CUPTI_CBID_NVTX_nvtxRangePushA:
-        push(t, KVS_TREC_RANGE, ((const nvtxRangePushA_params *)p)->message, 0, 0, NULL);
+        push(t, KVS_TREC_RANGE, ((const nvtxRangePushA_params *)p)->message, 0, 0, NULL, NULL);
         break;
     case CUPTI_CBID_NVTX_nvtxRangePushW:
         push(t, KVS_TREC_RANGE,
              wide_to_utf8(((const nvtxRangePushW_params *)p)->message, buf, sizeof buf), 0, 0,
-             NULL);
+             NULL, NULL);
         break;
     case CUPTI_CBID_NVTX_nvtxRangePushEx:
         push_attr(t, 0, ((const nvtxRangePushEx_params *)p)->eventAttrib);

@@ -4,7 +4,7 @@
  * entry points the injection library (inject.c) needs beyond kvscope/trace.h.
  *
  * defines: struct kvs_trace, kvs_capture_*, kvs_now_ns, kvs_gettid,
- *          kvs_demangle, KVS_HOOK_DOMAIN
+ *          kvs_demangle, KVS_HOOK_DOMAIN, KVS_TORCH_DOMAIN
  */
 #ifndef KVSCOPE_CAPTURE_INTERNAL_H
 #define KVSCOPE_CAPTURE_INTERNAL_H
@@ -17,10 +17,13 @@
 #include "annotate_internal.h"
 #include "kvscope/trace.h"
 #include "store.h"
+#include "torch/kvs_torch_ops.h"
 #include "writer_internal.h"
 
-/* The NVTX-domain key of ops that arrive through the hooks (no NVTX). */
+/* The NVTX-domain keys of ops that arrive through the hooks (no NVTX) and
+ * from PyTorch's dispatcher (kvs_capture_torch_ops). */
 #define KVS_HOOK_DOMAIN UINT64_MAX
+#define KVS_TORCH_DOMAIN (UINT64_MAX - 1)
 
 #define KVS_MAX_DOMAINS 64
 #define KVS_MAX_DEVICES 64
@@ -121,6 +124,12 @@ void kvs_capture_hooks_init(struct kvs_trace *t);
 /* capture_host.c: the External id of the innermost op open on this thread
  * (0: none), for the API calls recorded by callback. */
 uint64_t kvs_capture_current_op(const struct kvs_trace *t);
+/* capture_host.c: PyTorch's ops (libtrace/torch/kvs_torch_ops.h). The
+ * table the hook inside the program calls; it records into the capture
+ * attached (NULL: none, every op is left out). Attach once the capture has
+ * started and keep it alive while the program runs. */
+const struct kvs_torch_ops *kvs_capture_torch_ops(void);
+void kvs_capture_torch_attach(struct kvs_trace *t);
 int kvs_capture_host_init(struct kvs_trace *t);  /* 0 ok */
 void kvs_capture_host_free(struct kvs_trace *t);
 

@@ -8,7 +8,9 @@
  *   KVS_CAPTURE_OUTPUT, KVS_CAPTURE_WINDOW, KVS_CAPTURE_ACTIVITIES,
  *   KVS_CAPTURE_BUFFER_MB, KVS_CAPTURE_MAX_BUFFERS, KVS_CAPTURE_REPORT_FD,
  *   KVS_CAPTURE_ROOT_PID, KVS_CAPTURE_LOG=debug
- * Whichever entry point comes first sets the capture up (once).
+ * Whichever entry point comes first sets the capture up (once). A third,
+ * kvs_torch_ops_v1, hands kvscope's PyTorch hook (libtrace/torch/) the
+ * table its ops are recorded through; it sets nothing up.
  *
  * The trace is written when the program returns from main or calls exit()
  * (atexit, plus a destructor for the paths that skip it) and when it gets
@@ -40,6 +42,7 @@ typedef const void *(*kvs_nvtx_export_table_fn)(uint32_t id);
 
 KVS_API int InitializeInjection(void);
 KVS_API int InitializeInjectionNvtx2(kvs_nvtx_export_table_fn get_export_table);
+KVS_API const struct kvs_torch_ops *kvs_torch_ops_v1(void);
 
 static struct kvs_trace *g_trace;
 static struct kvs_logger g_lg;
@@ -297,12 +300,21 @@ static void init(void)
     }
     atexit(finish_once);
     watch_signals();
+    kvs_capture_torch_attach(g_trace); /* PyTorch's ops, when the hook is loaded */
 }
 
 int InitializeInjection(void)
 {
     pthread_once(&g_init_once, init);
     return 1; /* even without a capture: never stop the program from running */
+}
+
+/* For kvscope's PyTorch hook (libtrace/torch/), which loads this library
+ * when the program imports torch, before CUDA may have started it: its ops
+ * are recorded once the capture runs (CUDA or NVTX set it up). */
+const struct kvs_torch_ops *kvs_torch_ops_v1(void)
+{
+    return kvs_capture_torch_ops();
 }
 
 int InitializeInjectionNvtx2(kvs_nvtx_export_table_fn get_export_table)

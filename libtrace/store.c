@@ -280,14 +280,14 @@ static uint64_t fnv1a(const char *str)
 /* An interned copy of str (NULL when full). Lock held. Names repeat (the
  * same op every layer of every step), so each distinct one is stored once;
  * a hash collision between two names just stores the second uninterned. */
-static const char *intern(struct kvs_host_store *s, const char *str)
+static const char *intern_cut(struct kvs_host_store *s, const char *str, size_t max)
 {
     uint64_t h = fnv1a(str), v;
     if (kvs_map_get(&s->names, h, &v) && strcmp((const char *)(uintptr_t)v, str) == 0)
         return (const char *)(uintptr_t)v;
     size_t n = strlen(str);
-    if (n > 4095)
-        n = 4095; /* names longer than this are cut, not dropped */
+    if (n > max)
+        n = max;
     char *copy = bytes_alloc(s, n + 1);
     if (!copy)
         return NULL;
@@ -296,6 +296,20 @@ static const char *intern(struct kvs_host_store *s, const char *str)
     if (!kvs_map_get(&s->names, h, NULL))
         kvs_map_put(&s->names, h, (uint64_t)(uintptr_t)copy); /* failure: just not interned */
     return copy;
+}
+
+/* names longer than 4095 bytes are cut, not dropped */
+static const char *intern(struct kvs_host_store *s, const char *str)
+{
+    return intern_cut(s, str, 4095);
+}
+
+/* An op's shape text (JSON: never cut): interned whole; "" when longer than
+ * KVS_HOST_SHAPE_MAX (the op keeps no shapes); NULL when the store is full.
+ * Shapes repeat as names do (the same op every layer of every step). */
+static const char *intern_shape(struct kvs_host_store *s, const char *str)
+{
+    return strlen(str) > KVS_HOST_SHAPE_MAX ? "" : intern_cut(s, str, KVS_HOST_SHAPE_MAX);
 }
 
 struct kvs_trace_rec *kvs_host_store_add(struct kvs_host_store *s, const struct kvs_trace_rec *r)
@@ -317,6 +331,14 @@ struct kvs_trace_rec *kvs_host_store_add(struct kvs_host_store *s, const struct 
                 goto full;
         }
     }
+    const char *dims = NULL, *types = NULL;
+    if (r->kind == KVS_TREC_OP && r->u.host.input_dims && r->u.host.input_types) {
+        if (!(dims = intern_shape(s, r->u.host.input_dims)) ||
+            !(types = intern_shape(s, r->u.host.input_types)))
+            goto full;
+        if (!*dims || !*types)
+            dims = types = NULL;
+    }
     if (!s->recs_tail || s->recs_tail->used == CHUNK_RECS) {
         struct kvs_host_chunk *c = new_chunk(s);
         if (!c)
@@ -332,6 +354,8 @@ struct kvs_trace_rec *kvs_host_store_add(struct kvs_host_store *s, const struct 
     out->name = name;
     out->u.host.ntensors = nt;
     out->u.host.tensors = t;
+    out->u.host.input_dims = dims;
+    out->u.host.input_types = types;
     s->recs_tail->used++;
     s->added++;
     pthread_mutex_unlock(&s->mu);

@@ -110,8 +110,14 @@ struct kvs_host_store {
 
 int kvs_host_store_init(struct kvs_host_store *s, size_t max_bytes); /* 0 ok */
 
+/* The longest "Input Dims" / "Input type" text an op keeps (an op with a
+ * longer one, such as a _foreach op over hundreds of tensors, is kept
+ * without shapes); within the store's 64 KiB byte chunks. */
+#define KVS_HOST_SHAPE_MAX ((size_t)32 << 10)
+
 /* Copy a host record (KVS_TREC_RANGE or KVS_TREC_OP) into the store: `r`'s
- * name and tensors (with their dtype strings) are copied, u.host.domain is
+ * name, tensors (with their dtype strings) and shape texts (input_dims,
+ * input_types) are copied, u.host.domain is
  * kept as a pointer (it must outlive the store). Returns the stored record —
  * its end_ns may be set later with kvs_host_store_close() — or NULL when the
  * store is full (counted in dropped). */

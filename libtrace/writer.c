@@ -288,7 +288,17 @@ static void write_host(struct kvs_out *o, const struct kvs_trace_rec *r)
         kvs_out_str(o, ", \"domain\": ");
         kvs_out_json_string(o, h->domain);
     }
-    if (r->kind == KVS_TREC_OP) {
+    if (r->kind == KVS_TREC_OP && h->has_sequence)
+        kvs_out_fmt(o, ", \"Sequence number\": %lld, \"Fwd thread id\": %lld",
+                    (long long)h->sequence_nr, (long long)h->fwd_tid);
+    if (r->kind == KVS_TREC_OP && kvs_json_shape_ok(h->input_dims) &&
+        kvs_json_shape_ok(h->input_types)) {
+        /* PyTorch's own text (any other is written as no shapes) */
+        kvs_out_str(o, ", \"Input type\": ");
+        kvs_out_str(o, h->input_types);
+        kvs_out_str(o, ", \"Input Dims\": ");
+        kvs_out_str(o, h->input_dims);
+    } else if (r->kind == KVS_TREC_OP) {
         kvs_out_str(o, ", \"Input type\": [");
         for (int i = 0; i < h->ntensors; i++) {
             if (i)

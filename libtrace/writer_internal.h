@@ -43,6 +43,12 @@ int kvs_out_flush(struct kvs_out *o);                          /* 0 ok, -1 faile
  * (no NUL); dst must hold 6 * strlen(s) bytes. */
 size_t kvs_json_escape(char *dst, const char *s, size_t n);
 
+/* Whether s is one JSON array of the kind PyTorch's "Input Dims" and
+ * "Input type" are: arrays (nested up to 16 deep), integers and strings
+ * of printable ASCII without escapes, separated by commas and spaces.
+ * Such text is written as it is (struct kvs_trace_host's input_dims). */
+int kvs_json_shape_ok(const char *s);
+
 // ----------------------------------------------------------------------------
 // uint64 -> uint64 open-addressing map (grows; no deletion)
 

@@ -119,6 +119,52 @@ size_t kvs_json_escape(char *dst, const char *src, size_t n)
     return o;
 }
 
+int kvs_json_shape_ok(const char *s)
+{
+    if (!s || *s != '[')
+        return 0;
+    int depth = 0;
+    char last = 0; /* the last character that was not a space */
+    for (const char *p = s; *p; p++) {
+        char c = *p;
+        if (c == ' ')
+            continue;
+        if (last && depth == 0)
+            return 0; /* text after the closing bracket */
+        /* a value may come first in an array or after a comma */
+        int value_here = !last || last == '[' || last == ',';
+        if (c == '[') {
+            if (!value_here || ++depth > 16)
+                return 0;
+        } else if (c == ']') {
+            if (last == ',')
+                return 0; /* "[1, ]" */
+            depth--;
+        } else if (c == ',') {
+            if (value_here)
+                return 0;
+        } else if (!value_here) {
+            return 0;
+        } else if (c == '"') {
+            for (p++; *p != '"'; p++)
+                if (!*p || *p == '\\' || (unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
+                    return 0; /* ASCII only: dtype names are */
+            c = '"';
+        } else if (c == '-' || (c >= '0' && c <= '9')) {
+            p += c == '-';
+            if (*p < '0' || *p > '9')
+                return 0;
+            while (p[1] >= '0' && p[1] <= '9')
+                p++;
+            c = '0';
+        } else {
+            return 0;
+        }
+        last = c;
+    }
+    return last && depth == 0;
+}
+
 void kvs_out_json_string(struct kvs_out *o, const char *s)
 {
     if (!s)

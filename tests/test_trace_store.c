@@ -305,6 +305,59 @@ static void test_host_store_copies_and_interns(void)
     kvs_host_store_free(&s);
 }
 
+/* An op's shape text from PyTorch's hook: copied, interned, never cut (a
+ * text over KVS_HOST_SHAPE_MAX keeps the op without shapes). */
+static void test_host_store_shape_text(void)
+{
+    struct kvs_host_store s;
+    KVS_REQUIRE(kvs_host_store_init(&s, 8 << 20) == 0);
+    char dims[64] = "[[1, 4, 4, 8192, 64], [1, 4, 4, 8192, 64], []]";
+    char types[64] = "[\"c10::BFloat16\", \"c10::BFloat16\", \"Scalar\"]";
+    struct kvs_trace_rec in = op_rec("aten::copy_", 0, NULL);
+    in.u.host.input_dims = dims;
+    in.u.host.input_types = types;
+    in.u.host.has_sequence = 1;
+    in.u.host.sequence_nr = 5;
+    struct kvs_trace_rec *a = kvs_host_store_add(&s, &in);
+    struct kvs_trace_rec *b = kvs_host_store_add(&s, &in);
+    KVS_REQUIRE(a && b);
+    strcpy(dims, "changed");
+    KVS_CHECK_EQ_STR(a->u.host.input_dims, "[[1, 4, 4, 8192, 64], [1, 4, 4, 8192, 64], []]");
+    KVS_CHECK_EQ_STR(a->u.host.input_types, "[\"c10::BFloat16\", \"c10::BFloat16\", \"Scalar\"]");
+    KVS_CHECK(a->u.host.input_dims == b->u.host.input_dims); /* interned */
+    KVS_CHECK(a->u.host.has_sequence && a->u.host.sequence_nr == 5);
+    /* a range keeps no shapes */
+    struct kvs_trace_rec rg = in;
+    rg.kind = KVS_TREC_RANGE;
+    struct kvs_trace_rec *c = kvs_host_store_add(&s, &rg);
+    KVS_REQUIRE(c);
+    KVS_CHECK(c->u.host.input_dims == NULL && c->u.host.input_types == NULL);
+    /* longer than the cap: the op stays, its shapes go (never cut in half) */
+    size_t n = KVS_HOST_SHAPE_MAX + 100;
+    char *big = malloc(n + 1);
+    KVS_REQUIRE(big);
+    memset(big, ' ', n);
+    big[0] = '[', big[n - 1] = ']', big[n] = '\0';
+    in.u.host.input_dims = big;
+    struct kvs_trace_rec *d = kvs_host_store_add(&s, &in);
+    free(big);
+    KVS_REQUIRE(d);
+    KVS_CHECK(d->u.host.input_dims == NULL && d->u.host.input_types == NULL);
+    KVS_CHECK_EQ_STR(d->name, "aten::copy_");
+    /* one just under the cap is kept whole */
+    n = KVS_HOST_SHAPE_MAX;
+    big = malloc(n + 1);
+    KVS_REQUIRE(big);
+    memset(big, ' ', n);
+    big[0] = '[', big[n - 1] = ']', big[n] = '\0';
+    in.u.host.input_dims = big;
+    struct kvs_trace_rec *e = kvs_host_store_add(&s, &in);
+    KVS_REQUIRE(e && e->u.host.input_dims);
+    KVS_CHECK_EQ_INT(strlen(e->u.host.input_dims), n);
+    free(big);
+    kvs_host_store_free(&s);
+}
+
 static void test_host_store_cap(void)
 {
     struct kvs_host_store s;
@@ -335,6 +388,7 @@ int main(int argc, char **argv)
         {"pool_lends_zeroed", test_pool_lends_zeroed},
         {"pool_stock", test_pool_stock},
         {"host_store_copies_and_interns", test_host_store_copies_and_interns},
+        {"host_store_shape_text", test_host_store_shape_text},
         {"host_store_cap", test_host_store_cap},
         {NULL, NULL},
     };

@@ -677,6 +677,94 @@ static void check_refused(const char *const *bad, size_t n)
     }
 }
 
+/* Ops from PyTorch's hook: "Input Dims" / "Input type" given as torch.profiler's
+ * text (tensor lists nest, scalars are [] "Scalar"), "Sequence number" and
+ * "Fwd thread id"; text that is not such an array writes the op without shapes. */
+static void test_torch_op_shapes(void)
+{
+    KVS_CHECK(kvs_json_shape_ok("[]"));
+    KVS_CHECK(kvs_json_shape_ok("[[1, 4, 4, 8192, 64], [1, 4, 4, 8192, 64], []]"));
+    KVS_CHECK(kvs_json_shape_ok("[[[2, 3], [2, 3]], [], [-1]]"));
+    KVS_CHECK(kvs_json_shape_ok("[\"c10::BFloat16\", \"Scalar\", \"\", \"TensorList\"]"));
+    KVS_CHECK(kvs_json_shape_ok("[ [ 1 ,2 ] ] "));
+    static const char *bad[] = {
+        NULL, "", " ", "[", "]", "[1,]", "[,1]", "[1 2]", "[1][2]", "[1] x", "{}", "[1.5]",
+        "[-]", "[\"a]", "[\"a\\\"b\"]", "[\"a\nb\"]", "[\"\xc3\xa9\"]", "[true]", "[[1]", "[1]]",
+        "[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]", /* 17 deep */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (kvs_json_shape_ok(bad[i])) {
+            fprintf(stderr, "accepted bad shape text %zu\n", i);
+            KVS_CHECK(0);
+        }
+    KVS_CHECK(kvs_json_shape_ok("[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]")); /* 16 deep */
+
+    struct kvs_trace_rec r[3];
+    r[0] = host(KVS_TREC_OP, "aten::copy_", TID, T0, T0 + 5000, 7);
+    r[0].u.host.input_dims = "[[1, 4, 4, 8192, 64], [1, 4, 4, 8192, 64], []]";
+    r[0].u.host.input_types = "[\"c10::BFloat16\", \"c10::BFloat16\", \"Scalar\"]";
+    r[1] = host(KVS_TREC_OP, "aten::cat", TID, T0 + 6000, T0 + 7000, 8);
+    r[1].u.host.input_dims = "[[[2, 3], [2, 3]], []]";
+    r[1].u.host.input_types = "[\"TensorList\", \"Scalar\"]";
+    r[1].u.host.has_sequence = 1;
+    r[1].u.host.sequence_nr = 12;
+    r[1].u.host.fwd_tid = 1;
+    r[2] = host(KVS_TREC_OP, "aten::bad", TID, T0 + 8000, T0 + 9000, 9);
+    r[2].u.host.input_dims = "[[1, 2], \"x\"}]"; /* not an array that closes */
+    r[2].u.host.input_types = "[\"float\"]";
+    struct kvs_trace_meta m;
+    kvs_trace_meta_init(&m);
+    m.pid = PID;
+    char path[32] = "/tmp/kvs_writer_XXXXXX";
+    KVS_REQUIRE(write_temp(&m, r, 3, path));
+    size_t len;
+    char *text = slurp(path, &len);
+    KVS_REQUIRE(text);
+    cJSON *doc = cJSON_Parse(text);
+    free(text);
+    KVS_REQUIRE(doc);
+    const cJSON *ev = cJSON_GetObjectItemCaseSensitive(doc, "traceEvents");
+    int seen = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, ev)
+    {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
+        const cJSON *args = cJSON_GetObjectItemCaseSensitive(e, "args");
+        const cJSON *cat = cJSON_GetObjectItemCaseSensitive(e, "cat");
+        if (!cJSON_IsString(name) || !args || !cJSON_IsString(cat) ||
+            strcmp(cat->valuestring, "cpu_op"))
+            continue;
+        const cJSON *dims = cJSON_GetObjectItemCaseSensitive(args, "Input Dims");
+        const cJSON *types = cJSON_GetObjectItemCaseSensitive(args, "Input type");
+        const cJSON *seq = cJSON_GetObjectItemCaseSensitive(args, "Sequence number");
+        char *d = dims ? cJSON_PrintUnformatted(dims) : NULL;
+        char *t = types ? cJSON_PrintUnformatted(types) : NULL;
+        KVS_REQUIRE(d && t);
+        if (!strcmp(name->valuestring, "aten::copy_")) {
+            seen |= 1;
+            KVS_CHECK_EQ_STR(d, "[[1,4,4,8192,64],[1,4,4,8192,64],[]]");
+            KVS_CHECK_EQ_STR(t, "[\"c10::BFloat16\",\"c10::BFloat16\",\"Scalar\"]");
+            KVS_CHECK(seq == NULL);
+        } else if (!strcmp(name->valuestring, "aten::cat")) {
+            seen |= 2;
+            KVS_CHECK_EQ_STR(d, "[[[2,3],[2,3]],[]]");
+            KVS_CHECK_EQ_STR(t, "[\"TensorList\",\"Scalar\"]");
+            KVS_CHECK(cJSON_IsNumber(seq) && seq->valuedouble == 12);
+            const cJSON *fwd = cJSON_GetObjectItemCaseSensitive(args, "Fwd thread id");
+            KVS_CHECK(cJSON_IsNumber(fwd) && fwd->valuedouble == 1);
+        } else if (!strcmp(name->valuestring, "aten::bad")) {
+            seen |= 4;
+            KVS_CHECK_EQ_STR(d, "[]");
+            KVS_CHECK_EQ_STR(t, "[]");
+        }
+        free(d);
+        free(t);
+    }
+    KVS_CHECK_EQ_INT(seen, 7);
+    cJSON_Delete(doc);
+    unlink(path);
+}
+
 static void test_parse_activities(void)
 {
     unsigned bits = 12345;
@@ -858,6 +946,7 @@ int main(int argc, char **argv)
         {"check_script_can_fail", test_check_script_can_fail},
         {"write_errors", test_write_errors},
         {"extra_object", test_extra_object},
+        {"torch_op_shapes", test_torch_op_shapes},
         {"parse_activities", test_parse_activities},
         {"activities_default", test_activities_default},
         {"activities_str", test_activities_str},

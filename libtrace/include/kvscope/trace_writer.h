@@ -100,6 +100,15 @@ struct kvs_trace_host {
     const char *domain;          /* NVTX domain name, NULL for the default domain */
     int ntensors;                /* ops: input tensors ("Input Dims", "Input type") */
     const struct kvs_tensor_desc *tensors;
+    /* ops from PyTorch's dispatcher: "Input Dims" and "Input type" as
+     * torch.profiler writes them, each one JSON array given whole (tensor
+     * lists nest; other inputs are [] with type "Scalar", "ScalarList" or
+     * ""), written as given instead of tensors when both are set and are
+     * such arrays (integers, strings of printable ASCII without escapes,
+     * nesting up to 16 deep); else the op is written without shapes. */
+    const char *input_dims, *input_types;
+    int has_sequence;            /* ops: write "Sequence number" and "Fwd thread id" */
+    int64_t sequence_nr, fwd_tid;
 };
 
 /* A CUDA graph node and what was open on the thread that created it (a

@@ -1,0 +1,227 @@
+// kvs_torch_ops.cpp — kvscope's PyTorch hook: every op PyTorch's dispatcher
+// runs (ATen ops, autograd nodes; torch.profiler.record_function ranges) is
+// handed, with its input dims and dtypes, its sequence number and forward
+// thread, to the capture running in the program (libkvscope-inject.so,
+// through kvs_torch_ops.h), which records it on kvscope's clock as a
+// `cpu_op` and gives it the kernels it launches (External id).
+//
+// How: one global RecordFunction callback (at::addGlobalCallback, the
+// observer API torch.profiler itself is built on) with needsInputs, so the
+// program and its outputs are untouched; nothing is formatted while the
+// capture is not recording. "Input Dims" / "Input type" are written the way
+// torch.profiler (record_shapes=True, PyTorch 2.x) writes them, so the
+// analysis groups kvscope's ops and the profiler's alike.
+//
+// Built inside the program at its first `import torch` by sitecustomize.py
+// (beside this file), against that torch's headers and libraries:
+//   c++ -O2 -std=c++17 -shared -fPIC -DNDEBUG -I<torch includes> kvs_torch_ops.cpp \
+//       <libc10.so> <libtorch_cpu.so> -o kvs_torch_ops.so
+// and loaded with ctypes; kvs_torch_ops_install() does the rest.
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include <ATen/core/ivalue.h>
+#include <ATen/record_function.h>
+
+#include "kvs_torch_ops.h"
+
+namespace {
+
+// ----------------------------------------------------------------------------
+// inputs as torch.profiler writes them
+
+// A scalar list longer than this is an "" input, as in torch.profiler
+// (its SCALAR_LIST_LENGTH_LIMIT).
+constexpr size_t kScalarListMax = 30;
+
+void put_int(std::string &s, int64_t v)
+{
+    char b[24];
+    int n = std::snprintf(b, sizeof b, "%lld", static_cast<long long>(v));
+    s.append(b, n > 0 ? static_cast<size_t>(n) : 0);
+}
+
+// TensorImpl::has_symbolic_sizes_strides where it is public (PyTorch 2.x):
+// such a tensor's sizes() would throw.
+template <typename T>
+auto symbolic(const T *impl, int) -> decltype(impl->has_symbolic_sizes_strides())
+{
+    return impl->has_symbolic_sizes_strides();
+}
+template <typename T>
+bool symbolic(const T *, long)
+{
+    return false;
+}
+
+// One tensor's sizes into dims, its dtype name into types; false when it
+// has none (undefined, nested, symbolic sizes).
+bool put_tensor(std::string &dims, std::string &types, const at::Tensor &t)
+{
+    if (!t.defined() || t.is_nested() || symbolic(t.unsafeGetTensorImpl(), 0))
+        return false;
+    const auto sizes = t.sizes();
+    dims += '[';
+    for (size_t i = 0; i < sizes.size(); i++) {
+        if (i)
+            dims += ", ";
+        put_int(dims, sizes[i]);
+    }
+    dims += ']';
+    const auto name = t.dtype().name();
+    types += '"';
+    types.append(name.data(), name.size());
+    types += '"';
+    return true;
+}
+
+void put_input(std::string &dims, std::string &types, const c10::IValue &v)
+{
+    if (v.isTensor()) {
+        if (!put_tensor(dims, types, v.toTensor())) {
+            dims += "[]";
+            types += "\"\"";
+        }
+        return;
+    }
+    if (v.isScalar()) {
+        dims += "[]";
+        types += "\"Scalar\"";
+        return;
+    }
+    if (v.isTensorList()) {
+        // sizes of each tensor, nested; a list holding an undefined tensor
+        // has none (as in torch.profiler)
+        std::string d = "[", ignored;
+        bool ok = true, first = true;
+        for (const at::Tensor t : v.toTensorList()) {
+            if (!first)
+                d += ", ";
+            first = false;
+            if (!(ok = put_tensor(d, ignored, t)))
+                break;
+        }
+        dims += ok ? d + "]" : std::string("[]");
+        types += ok ? "\"TensorList\"" : "\"\"";
+        return;
+    }
+    if (v.isList()) {
+        const auto l = v.toListRef();
+        bool scalars = l.empty() || (l.size() <= kScalarListMax && l[0].isScalar());
+        dims += "[]";
+        types += scalars ? "\"ScalarList\"" : "\"\"";
+        return;
+    }
+    dims += "[]";
+    types += "\"\"";
+}
+
+// ----------------------------------------------------------------------------
+// the callback
+
+const kvs_torch_ops *g_ops;
+at::CallbackHandle g_handle;
+
+// Which of this thread's open ops were handed on (op_end only for those).
+constexpr unsigned kMaxDepth = 256;
+thread_local struct {
+    unsigned depth; // may exceed kMaxDepth: those ops are not handed on
+    bool forwarded[kMaxDepth];
+} t_open;
+
+thread_local std::string t_dims, t_types;
+
+std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn)
+{
+    if (fn.isAsync())
+        return nullptr; // may end on another thread: not recorded
+    unsigned d = t_open.depth++;
+    bool fwd = d < kMaxDepth && g_ops->recording();
+    if (d < kMaxDepth)
+        t_open.forwarded[d] = fwd;
+    if (!fwd)
+        return nullptr;
+    kvs_torch_op op{};
+    op.name = fn.name();
+    op.sequence_nr = fn.seqNr();
+    op.fwd_tid = static_cast<int64_t>(fn.forwardThreadId());
+    op.kind = fn.scope() == at::RecordScope::USER_SCOPE ? KVS_TORCH_OP_RANGE : KVS_TORCH_OP_OP;
+    if (op.kind == KVS_TORCH_OP_OP) {
+        try {
+            t_dims.assign(1, '[');
+            t_types.assign(1, '[');
+            bool first = true;
+            for (const c10::IValue &v : fn.inputs()) {
+                if (!first) {
+                    t_dims += ", ";
+                    t_types += ", ";
+                }
+                first = false;
+                put_input(t_dims, t_types, v);
+            }
+            t_dims += ']';
+            t_types += ']';
+            op.input_dims = t_dims.c_str();
+            op.input_types = t_types.c_str();
+        } catch (...) {
+            op.input_dims = op.input_types = nullptr; // the op without shapes, never a throw
+        }
+    }
+    g_ops->op_begin(&op);
+    return nullptr;
+}
+
+void on_end(const at::RecordFunction &fn, at::ObserverContext *)
+{
+    if (fn.isAsync() || t_open.depth == 0)
+        return;
+    unsigned d = --t_open.depth;
+    if (d < kMaxDepth && t_open.forwarded[d])
+        g_ops->op_end();
+}
+
+void say(char *err, size_t n, const char *what, const char *detail)
+{
+    if (err && n)
+        std::snprintf(err, n, "%s%s%s", what, detail ? ": " : "", detail ? detail : "");
+}
+
+} // namespace
+
+// Load the capture's table from lib (the injection library, loaded if it
+// is not yet) and start handing it every op. Returns 0, or -1 with the
+// reason in err. A second call does nothing.
+extern "C" __attribute__((visibility("default"))) int
+kvs_torch_ops_install(const char *lib, char *err, size_t errlen)
+{
+    if (g_ops)
+        return 0;
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        say(err, errlen, "cannot load the injection library", dlerror());
+        return -1;
+    }
+    auto get = reinterpret_cast<kvs_torch_ops_fn>(dlsym(h, KVS_TORCH_OPS_SYMBOL));
+    const kvs_torch_ops *ops = get ? get() : nullptr;
+    if (!ops) {
+        say(err, errlen, "the injection library has no " KVS_TORCH_OPS_SYMBOL, lib);
+        return -1; // h stays loaded: CUDA may load it again anyway
+    }
+    if (ops->abi != KVS_TORCH_OPS_ABI || ops->size < sizeof(kvs_torch_ops)) {
+        say(err, errlen, "the injection library is of another kvscope version", lib);
+        return -1;
+    }
+    g_ops = ops;
+    try {
+        g_handle = at::addGlobalCallback(
+            at::RecordFunctionCallback(on_start, on_end).needsInputs(true));
+    } catch (const std::exception &e) {
+        g_ops = nullptr;
+        say(err, errlen, "PyTorch refused the RecordFunction callback", e.what());
+        return -1;
+    }
+    return 0;
+}

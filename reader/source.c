@@ -2,15 +2,14 @@
  * Private to reader/; see source.h. */
 #include "source.h"
 
+#include "inflate.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
-
-#define KVS_SOURCE_INBUF (1u << 20)
 
 struct kvs_source {
     int fd;
@@ -24,12 +23,9 @@ struct kvs_source {
     /* bytes read while sniffing the magic, handed out before fd is read again */
     unsigned char head[2];
     size_t head_len, head_pos;
-    /* gzip */
-    bool gz;
-    bool gz_done;       /* the last member's trailer was read */
-    bool gz_cut;        /* input ended inside a member */
-    z_stream zs;
-    unsigned char *in;
+    /* gzip: decoded on its own thread (inflate.h), which then makes every
+     * raw read of this source */
+    struct kvs_inflate *gz;
 };
 
 static enum kvs_status raw_read(struct kvs_source *s, void *buf, size_t cap, size_t *got)
@@ -70,37 +66,15 @@ static enum kvs_status raw_read(struct kvs_source *s, void *buf, size_t cap, siz
     return KVS_STATUS_OK;
 }
 
-/* zlib allocates through these (not its own defaults) so that every
- * allocation of a read goes through this library's malloc: the
- * failing-allocator test (tests/test_alloc_fail.c) then reaches zlib's too. */
-static voidpf zalloc_fn(voidpf opaque, uInt items, uInt size)
+static enum kvs_status raw_read_fn(void *user, void *buf, size_t cap, size_t *got)
 {
-    (void)opaque;
-    return calloc(items, size);
-}
-
-static void zfree_fn(voidpf opaque, voidpf p)
-{
-    (void)opaque;
-    free(p);
+    return raw_read(user, buf, cap, got);
 }
 
 static enum kvs_status start_gzip(struct kvs_source *s)
 {
-    s->in = malloc(KVS_SOURCE_INBUF);
-    if (!s->in)
-        return KVS_STATUS_NO_MEMORY;
-    s->zs.zalloc = zalloc_fn;
-    s->zs.zfree = zfree_fn;
-    /* 16 + MAX_WBITS: gzip wrapper only */
-    int r = inflateInit2(&s->zs, 16 + MAX_WBITS);
-    if (r != Z_OK) {
-        if (r != Z_MEM_ERROR)
-            kvs_log(s->log, KVS_LOG_ERROR, "%s: zlib initialisation failed", s->path);
-        return r == Z_MEM_ERROR ? KVS_STATUS_NO_MEMORY : KVS_STATUS_INTERNAL;
-    }
-    s->gz = true;
-    return KVS_STATUS_OK;
+    enum kvs_status st = kvs_inflate_open(raw_read_fn, s, s->path, s->log, &s->gz);
+    return st;
 }
 
 enum kvs_status kvs_source_open(const char *path, const struct kvs_logger *lg,
@@ -193,93 +167,30 @@ enum kvs_status kvs_source_open_memory(const void *data, size_t len, const char 
     return KVS_STATUS_OK;
 }
 
-static enum kvs_status gz_read(struct kvs_source *s, char *buf, size_t cap, size_t *got)
-{
-    *got = 0;
-    s->zs.next_out = (unsigned char *)buf;
-    s->zs.avail_out = (uInt)(cap > (1u << 30) ? (1u << 30) : cap);
-    while (s->zs.avail_out > 0 && !s->gz_done) {
-        if (s->zs.avail_in == 0) {
-            size_t n;
-            enum kvs_status st = raw_read(s, s->in, KVS_SOURCE_INBUF, &n);
-            if (st != KVS_STATUS_OK)
-                return st;
-            if (n == 0) {
-                s->gz_cut = true; /* EOF before the trailer */
-                s->gz_done = true;
-                break;
-            }
-            s->zs.next_in = s->in;
-            s->zs.avail_in = (uInt)n;
-        }
-        int r = inflate(&s->zs, Z_NO_FLUSH);
-        if (r == Z_STREAM_END) {
-            /* concatenated gzip members (`cat a.gz b.gz`) continue the
-             * stream; zero bytes after a member (tape and block padding)
-             * are skipped, as gzip -t does */
-            for (;;) {
-                while (s->zs.avail_in && *s->zs.next_in == 0) {
-                    s->zs.next_in++;
-                    s->zs.avail_in--;
-                }
-                if (s->zs.avail_in)
-                    break;
-                size_t n;
-                enum kvs_status st = raw_read(s, s->in, KVS_SOURCE_INBUF, &n);
-                if (st != KVS_STATUS_OK)
-                    return st;
-                if (n == 0) {
-                    s->gz_done = true;
-                    break;
-                }
-                s->zs.next_in = s->in;
-                s->zs.avail_in = (uInt)n;
-            }
-            if (s->gz_done)
-                break;
-            if (inflateReset(&s->zs) != Z_OK)
-                return KVS_STATUS_INTERNAL;
-            continue;
-        }
-        if (r == Z_BUF_ERROR && s->zs.avail_in == 0)
-            continue;
-        if (r == Z_MEM_ERROR) /* inflate allocates its window on first use */
-            return KVS_STATUS_NO_MEMORY;
-        if (r != Z_OK) {
-            kvs_log(s->log, KVS_LOG_ERROR, "%s: corrupt gzip data near compressed byte %llu: %s",
-                    s->path, (unsigned long long)(s->consumed - s->zs.avail_in),
-                    s->zs.msg ? s->zs.msg : "inflate failed");
-            return KVS_STATUS_PARSE;
-        }
-    }
-    *got = (size_t)((char *)s->zs.next_out - buf);
-    return KVS_STATUS_OK;
-}
-
 enum kvs_status kvs_source_read(struct kvs_source *s, char *buf, size_t cap, size_t *got)
 {
     if (s->gz)
-        return gz_read(s, buf, cap, got);
+        return kvs_inflate_read(s->gz, buf, cap, got);
     return raw_read(s, buf, cap, got);
 }
 
 uint64_t kvs_source_consumed(const struct kvs_source *s)
 {
+    if (s->gz) /* the decoder thread reads ahead: what the bytes handed out took */
+        return kvs_inflate_consumed(s->gz);
     return s->consumed;
 }
 
 bool kvs_source_gzip_cut(const struct kvs_source *s)
 {
-    return s->gz && s->gz_cut;
+    return s->gz && kvs_inflate_cut(s->gz);
 }
 
 void kvs_source_close(struct kvs_source *s)
 {
     if (!s)
         return;
-    if (s->gz)
-        inflateEnd(&s->zs);
-    free(s->in);
+    kvs_inflate_close(s->gz); /* first: its thread may be reading the fd */
     if (s->own_fd)
         close(s->fd);
     free(s);

@@ -176,10 +176,10 @@ static bool capture_text(struct kvs_reader *r, struct kvs_text *out, bool *has, 
 
 /* Input Dims: no flat list (a tensor's dims) longer than KVS_READ_MAX_RANK.
  * Lists holding lists (tensor lists) are not ranks and are not counted.
- * off: the input offset of the text's first byte. */
-static bool dims_within_limits(struct kvs_scan *s, const struct kvs_text *t, uint64_t off)
+ * False with *list_off (the offending list's offset in t) and *rank. */
+bool kvs_dims_rank_ok(const char *text, size_t len, size_t *list_off, size_t *rank)
 {
-    const char *p = t->p, *end = p + t->len, *list = NULL;
+    const char *p = text, *end = p + len, *list = NULL;
     int depth = 0;
     size_t items = 0;
     bool nested = false, item = false;
@@ -198,10 +198,11 @@ static bool dims_within_limits(struct kvs_scan *s, const struct kvs_text *t, uin
                 nested = true;
             }
         } else if (c == ']' || c == '}') {
-            if (depth == 2 && !nested && items + item > KVS_READ_MAX_RANK)
-                return kvs_reader_limit_at(s, off + (uint64_t)(list - t->p),
-                                           "a tensor of rank %zu in Input Dims (more than %d)",
-                                           items + item, KVS_READ_MAX_RANK);
+            if (depth == 2 && !nested && items + item > KVS_READ_MAX_RANK) {
+                *list_off = (size_t)(list - text);
+                *rank = items + item;
+                return false;
+            }
             depth--;
         } else if (depth == 2 && c == ',') {
             items++;
@@ -213,11 +214,53 @@ static bool dims_within_limits(struct kvs_scan *s, const struct kvs_text *t, uin
     return true;
 }
 
-/* longer than this, a "grid" or "block" list is no [x, y, z]: skipped, not kept */
-#define LAUNCH_DIMS_MAX 4096
+/* off: the input offset of the text's first byte. */
+static bool dims_within_limits(struct kvs_scan *s, const struct kvs_text *t, uint64_t off)
+{
+    size_t at, rank;
+    if (kvs_dims_rank_ok(t->p, t->len, &at, &rank))
+        return true;
+    return kvs_reader_limit_at(s, off + (uint64_t)at, "a tensor of rank %zu in Input Dims (more than %d)",
+                               rank, KVS_READ_MAX_RANK);
+}
+
 
 /* "grid": [x, y, z] / "block": [x, y, z] -> x*y*z; anything else (or a
- * product that is not a sensible launch: a dim <= 0, above 2^31) leaves 0 */
+ * product that is not a sensible launch: a dim <= 0, above 2^31) leaves 0.
+ * text[0..len): the list's raw text, its '[' first. */
+void kvs_launch_dims_of(const char *text, size_t len, int64_t *out)
+{
+    int64_t prod = 1;
+    int dims = 0;
+    const char *p = text + 1, *end = text + len;
+    while (p < end && dims < 4) {
+        while (p < end && (*p == ' ' || *p == ',' || *p == '\n' || *p == '\t' || *p == '\r'))
+            p++;
+        if (p >= end || *p == ']')
+            break;
+        const char *q = p;
+        long long v = 0;
+        if ((unsigned)(*p - '0') <= 9) {
+            /* strtoll's reading of a digit run, without its set-up; past
+             * 2^31 the value no longer matters, only that it is too big */
+            for (; q < end && (unsigned)(*q - '0') <= 9; q++)
+                if (v <= ((int64_t)1 << 31))
+                    v = v * 10 + (*q - '0');
+        } else {
+            char *e;
+            v = strtoll(p, &e, 10);
+            q = e;
+        }
+        if (q == p || v <= 0 || v > ((int64_t)1 << 31))
+            return;
+        if (__builtin_mul_overflow(prod, (int64_t)v, &prod))
+            return;
+        dims++;
+        p = q;
+    }
+    *out = dims >= 1 && dims <= 3 ? prod : 0;
+}
+
 static bool launch_dims_value(struct kvs_scan *s, int c, int64_t *out)
 {
     if (c != '[')
@@ -227,26 +270,8 @@ static bool launch_dims_value(struct kvs_scan *s, int c, int64_t *out)
     bool over;
     if (!kvs_scan_capture_max(s, LAUNCH_DIMS_MAX, &start, &len, &over))
         return false;
-    if (over)
-        return true;
-    int64_t prod = 1;
-    int dims = 0;
-    const char *p = start + 1, *end = start + len;
-    while (p < end && dims < 4) {
-        while (p < end && (*p == ' ' || *p == ',' || *p == '\n' || *p == '\t' || *p == '\r'))
-            p++;
-        if (p >= end || *p == ']')
-            break;
-        char *q;
-        long long v = strtoll(p, &q, 10);
-        if (q == p || v <= 0 || v > ((int64_t)1 << 31))
-            return true;
-        if (__builtin_mul_overflow(prod, (int64_t)v, &prod))
-            return true;
-        dims++;
-        p = q;
-    }
-    *out = dims >= 1 && dims <= 3 ? prod : 0;
+    if (!over)
+        kvs_launch_dims_of(start, len, out);
     return true;
 }
 
@@ -346,10 +371,12 @@ static bool parse_event(struct kvs_reader *r)
     struct kvs_scan *s = &r->scan;
     if (*s->p != '{')
         return kvs_scan_expect(s, '{', "an event object");
-    s->p++;
     struct kvs_ev e;
-    memset(&e, 0, sizeof e);
     r->cur = &e; /* its texts are copied out if a refill comes before its end */
+    if (!r->opt->general_path_only && kvs_event_fast(r, &e))
+        goto keep; /* the usual event, whole in the buffer (event_fast.c) */
+    s->p++;
+    memset(&e, 0, sizeof e);
     struct kvs_scan_members m = {.key = "a string key in an event",
                                  .colon = "':' after a key in an event",
                                  .next = "',' or '}' in an event"};
@@ -395,6 +422,7 @@ static bool parse_event(struct kvs_reader *r)
     }
     if (!m.ok)
         return false;
+keep:;
     uint8_t cat = KVS_EV_NONE;
     if (e.has_cat)
         cat = classify_cat(e.cat.p, e.cat.len);

@@ -110,6 +110,25 @@ struct kvs_ev {
 };
 
 
+/* longer than this, a "grid" or "block" list is no [x, y, z]: skipped, not kept */
+#define LAUNCH_DIMS_MAX 4096
+
+/* event.c: the product of a "grid"/"block" list's text (its '[' first) into
+ * *out when it is a sensible launch (1-3 dims in (0, 2^31]); else *out is
+ * left as it was, or 0 */
+void kvs_launch_dims_of(const char *text, size_t len, int64_t *out);
+
+/* event.c: whether no flat list of Input Dims text is longer than
+ * KVS_READ_MAX_RANK; false with the offending list's offset and rank */
+bool kvs_dims_rank_ok(const char *text, size_t len, size_t *list_off, size_t *rank);
+
+/* event_fast.c: the event at the cursor's '{', read in one pass when it is
+ * whole in the buffer and of the usual kind: true with *e filled and the
+ * cursor past its '}'; false (nothing changed: not the scanner, not *e's
+ * caller-visible state) for anything else, which event.c's general path then
+ * reads from the same byte, errors and limits included. */
+bool kvs_event_fast(struct kvs_reader *r, struct kvs_ev *e);
+
 /* keep.c: an event the decoder finished -> records (X events directly,
  * B/E pairs once closed); false with the scanner's error set on failure */
 bool kvs_keep_event(struct kvs_reader *r, const struct kvs_ev *e, uint8_t cat);

@@ -321,6 +321,9 @@ struct kvs_read_opts {
     void *step_user;
     size_t bufsize;                /* scanner buffer; 0: default */
     size_t source_chunk;           /* in-memory input: raw bytes per read; 0: default */
+    /* tests: every event through the general, token-by-token path (the
+     * one-pass path for the usual event must keep exactly what it keeps) */
+    bool general_path_only;
 };
 
 /* Fill *t (zeroed by the caller; freed by the caller with

@@ -1,0 +1,509 @@
+/* event_fast.c — the usual traceEvents entry in one pass over the buffer.
+ *
+ * event.c reads an event token by token through the streaming scanner, which
+ * checks for the buffer's end, a refill and a sticky error at every
+ * whitespace byte, key and value: ~5,000 instructions for a 360-byte Kineto
+ * event (docs/log/2026-12-03-reader-speed.md). Nearly every event lies whole
+ * in the 1 MiB buffer and holds nothing unusual, so this reads it with plain
+ * pointers into [p, end) — the NUL sentinel at end stops every loop — and
+ * gives up, changing nothing, at the first thing it does not take:
+ *
+ *   the buffer's end before the event's '}'; an escape in a key or in a
+ *   string that is kept (cat, name, ph, a string pid/tid); a string id or
+ *   number in quotes where an integer is read ("stream": "0x7"); an exponent
+ *   or more than 18 integer digits in a number that is read; nesting deeper
+ *   than FAST_DEPTH; a string or number longer than the scanner's limits; an
+ *   Input Dims rank over KVS_READ_MAX_RANK; and anything malformed.
+ *
+ * Then event.c reads the event from the same byte, so errors, limits and
+ * their offsets are the general path's, and the two agree by construction on
+ * everything this accepts: it takes the same keys (the last of a repeated
+ * one wins), skips what event.c skips with the same grammar (strings not
+ * decoded, numbers by JSON's grammar, literals whole) and keeps the same
+ * texts, pointing into the buffer (no refill happens while it runs).
+ * Private to reader/.
+ */
+#include <string.h>
+
+#include "reader_impl.h"
+
+#define KEY(k, lit) ((k##_len) == sizeof(lit) - 1 && !memcmp((k), (lit), sizeof(lit) - 1))
+/* deeper than this, the general path skips (it allows KVS_SCAN_MAX_DEPTH) */
+#define FAST_DEPTH 32
+
+static inline bool is_digit(char c)
+{
+    return (unsigned)(c - '0') <= 9;
+}
+
+static inline bool is_num_char(char c)
+{
+    return is_digit(c) || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+}
+
+static inline bool is_ws(char c)
+{
+    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+/* Past whitespace. Kineto writes ", " between members and indents each line
+ * of an event: one byte is checked alone, a run 16 at a time (the blocks may
+ * read into the buffer's padding; the NUL sentinel at end stops the run). */
+static inline const char *ws(const char *p)
+{
+    if (!is_ws(*p))
+        return p;
+    if (!is_ws(p[1]))
+        return p + 1;
+#if defined(__SSE2__)
+    const __m128i sp = _mm_set1_epi8(' '), nl = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r'),
+                  tab = _mm_set1_epi8('\t');
+    for (p += 2;; p += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+        __m128i w = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, sp), _mm_cmpeq_epi8(v, nl)),
+                                 _mm_or_si128(_mm_cmpeq_epi8(v, cr), _mm_cmpeq_epi8(v, tab)));
+        unsigned m = (unsigned)_mm_movemask_epi8(w) ^ 0xFFFFu;
+        if (m)
+            return p + __builtin_ctz(m);
+    }
+#else
+    p += 2;
+    while (is_ws(*p))
+        p++;
+    return p;
+#endif
+}
+
+/* At a '"': the closing quote of a string without a backslash, or NULL. */
+static inline const char *plain_string_end(const char *p, const char *end)
+{
+    const char *q = kvs_find_quote_or_backslash(p + 1, end);
+    if (q >= end || *q != '"' || (size_t)(q - (p + 1)) > KVS_SCAN_MAX_STRING)
+        return NULL;
+    return q;
+}
+
+/* At a '"': past the string, escapes skipped undecoded (as skip_string). */
+static inline const char *skip_string(const char *p, const char *end)
+{
+    p++;
+    for (;;) {
+        const char *q = kvs_find_quote_or_backslash(p, end);
+        if (q >= end)
+            return NULL;
+        if (*q == '"')
+            return q + 1;
+        if (q + 1 >= end)
+            return NULL;
+        p = q + 2; /* a backslash escapes the next byte */
+    }
+}
+
+/* At a number's first byte: past it when it is one by JSON's grammar and the
+ * next byte cannot continue it (kvs_scan_number reads the longest run of
+ * number characters, and rejects "01", "1.2.3", "1-2"), else NULL. */
+static inline const char *skip_number(const char *p, const char *end)
+{
+    const char *q = p + (*p == '-');
+    if (*q == '0')
+        q++;
+    else if (*q >= '1' && *q <= '9')
+        while (is_digit(*q))
+            q++;
+    else
+        return NULL;
+    if (*q == '.') {
+        q++;
+        if (!is_digit(*q))
+            return NULL;
+        while (is_digit(*q))
+            q++;
+    }
+    if (*q == 'e' || *q == 'E') {
+        q++;
+        if (*q == '+' || *q == '-')
+            q++;
+        if (!is_digit(*q))
+            return NULL;
+        while (is_digit(*q))
+            q++;
+    }
+    if (q >= end || is_num_char(*q) || q - p > KVS_SCAN_MAX_NUMBER)
+        return NULL;
+    return q;
+}
+
+/* A number with no exponent and at most 18 integer digits (so no overflow
+ * anywhere kvs_number_* would take another path): its parts, as
+ * kvs_scan_number fills them. */
+struct fnum {
+    bool neg;
+    uint64_t ip, frac;
+    int fd;
+};
+
+static inline const char *read_number(const char *p, const char *end, struct fnum *n)
+{
+    const char *q = p;
+    n->neg = *q == '-';
+    q += n->neg;
+    if (!is_digit(*q) || (*q == '0' && is_digit(q[1])))
+        return NULL;
+    uint64_t v = 0;
+    const char *d0 = q;
+    while (is_digit(*q))
+        v = v * 10 + (uint64_t)(*q++ - '0');
+    if (q - d0 > 18)
+        return NULL;
+    n->ip = v;
+    n->frac = 0;
+    n->fd = 0;
+    if (*q == '.') {
+        q++;
+        if (!is_digit(*q))
+            return NULL;
+        while (is_digit(*q)) {
+            if (n->fd < 9) {
+                n->frac = n->frac * 10 + (uint64_t)(*q - '0');
+                n->fd++;
+            }
+            q++;
+        }
+    }
+    if (q >= end || is_num_char(*q) || q - p > KVS_SCAN_MAX_NUMBER)
+        return NULL;
+    return q;
+}
+
+/* kvs_number_us_to_ns for such a number; false where it would take the
+ * floating-point path */
+static inline bool fnum_us_to_ns(const struct fnum *n, int64_t *out)
+{
+    if (n->ip > (uint64_t)INT64_MAX / 1000 - 1)
+        return false;
+    static const uint64_t p10[] = {1000, 100, 10, 1};
+    int64_t sub;
+    if (n->fd <= 3) {
+        sub = (int64_t)(n->frac * p10[n->fd]);
+    } else {
+        uint64_t div = 1;
+        for (int i = 3; i < n->fd; i++)
+            div *= 10;
+        sub = (int64_t)((n->frac + div / 2) / div);
+    }
+    int64_t v = (int64_t)n->ip * 1000 + sub;
+    *out = n->neg ? -v : v;
+    return true;
+}
+
+static const char *skip_value(const char *p, const char *end);
+
+/* At '{' or '[': past the container, validated as kvs_scan_skip does. */
+static const char *skip_container(const char *p, const char *end)
+{
+    char stack[FAST_DEPTH];
+    int depth = 0;
+    for (;;) {
+        /* at a value's first byte */
+        char c = *p;
+        if (c == '{' || c == '[') {
+            if (depth == FAST_DEPTH)
+                return NULL;
+            stack[depth++] = c;
+            p = ws(p + 1);
+            if (*p == (c == '{' ? '}' : ']')) {
+                p++;
+                depth--;
+            } else {
+                if (c == '{') {
+                    if (*p != '"' || !(p = skip_string(p, end)))
+                        return NULL;
+                    p = ws(p);
+                    if (*p != ':')
+                        return NULL;
+                    p = ws(p + 1);
+                }
+                continue;
+            }
+        } else if (c == '"') {
+            if (!(p = skip_string(p, end)))
+                return NULL;
+        } else if (c == '-' || is_digit(c)) {
+            if (!(p = skip_number(p, end)))
+                return NULL;
+        } else {
+            if (!(p = skip_value(p, end))) /* literals */
+                return NULL;
+        }
+        /* after a value */
+        for (;;) {
+            if (depth == 0)
+                return p;
+            p = ws(p);
+            char top = stack[depth - 1];
+            if (*p == ',') {
+                p = ws(p + 1);
+                if (top == '{') {
+                    if (*p != '"' || !(p = skip_string(p, end)))
+                        return NULL;
+                    p = ws(p);
+                    if (*p != ':')
+                        return NULL;
+                    p = ws(p + 1);
+                }
+                break;
+            }
+            if (*p == (top == '{' ? '}' : ']')) {
+                p++;
+                depth--;
+                continue;
+            }
+            return NULL;
+        }
+    }
+}
+
+/* At a value's first byte (after whitespace): past it, or NULL. */
+static const char *skip_value(const char *p, const char *end)
+{
+    switch (*p) {
+    case '"': return skip_string(p, end);
+    case '{':
+    case '[': return skip_container(p, end);
+    case 't': return end - p >= 4 && !memcmp(p, "true", 4) ? p + 4 : NULL;
+    case 'f': return end - p >= 5 && !memcmp(p, "false", 5) ? p + 5 : NULL;
+    case 'n': return end - p >= 4 && !memcmp(p, "null", 4) ? p + 4 : NULL;
+    default: return *p == '-' || is_digit(*p) ? skip_number(p, end) : NULL;
+    }
+}
+
+static inline void set_text(struct kvs_text *out, const char *text, size_t n)
+{
+    out->p = text;
+    out->len = (uint32_t)n;
+    out->in_scan = true;
+}
+
+/* event.c's int_value: a number (truncated), or a non-string skipped */
+static inline const char *int_value(const char *p, const char *end, int64_t *out, bool *has)
+{
+    if (*p == '"')
+        return NULL; /* strtoll's base-0 reading of a string: the general path */
+    if (*p == '-' || is_digit(*p)) {
+        struct fnum n;
+        const char *q = read_number(p, end, &n);
+        if (!q)
+            return NULL;
+        *out = n.neg ? -(int64_t)n.ip : (int64_t)n.ip;
+        if (has)
+            *has = true;
+        return q;
+    }
+    return skip_value(p, end);
+}
+
+/* event.c's id_value: a string's text or a number's token, kept as text */
+static inline const char *id_value(const char *p, const char *end, struct kvs_text *out, bool *has)
+{
+    if (*p == '"') {
+        const char *q = plain_string_end(p, end);
+        if (!q)
+            return NULL;
+        set_text(out, p + 1, (size_t)(q - (p + 1)));
+        *has = true;
+        return q + 1;
+    }
+    if (*p == '-' || is_digit(*p)) {
+        const char *q = skip_number(p, end);
+        if (!q)
+            return NULL;
+        set_text(out, p, (size_t)(q - p));
+        *has = true;
+        return q;
+    }
+    return skip_value(p, end);
+}
+
+/* event.c's string_value: a string's text; any other value skipped, and
+ * the field then has none */
+static inline const char *string_value(const char *p, const char *end, struct kvs_text *out, bool *has)
+{
+    if (*p == '"') {
+        const char *q = plain_string_end(p, end);
+        if (!q)
+            return NULL;
+        set_text(out, p + 1, (size_t)(q - (p + 1)));
+        *has = true;
+        return q + 1;
+    }
+    *has = false;
+    return skip_value(p, end);
+}
+
+/* event.c's time_value: a number in us as ns; anything else skipped */
+static inline const char *time_value(const char *p, const char *end, int64_t *out, bool *has)
+{
+    if (*p == '-' || is_digit(*p)) {
+        struct fnum n;
+        const char *q = read_number(p, end, &n);
+        if (!q || !fnum_us_to_ns(&n, out))
+            return NULL;
+        *has = true;
+        return q;
+    }
+    return skip_value(p, end);
+}
+
+/* event.c's capture_text: the value's raw text, kept up to KVS_READ_MAX_SHAPE */
+static inline const char *capture_text(const char *p, const char *end, struct kvs_text *out,
+                                       bool *has, bool *over)
+{
+    const char *q = skip_value(p, end);
+    if (!q)
+        return NULL;
+    *has = true;
+    *over = (size_t)(q - p) > KVS_READ_MAX_SHAPE;
+    if (*over)
+        *out = (struct kvs_text){0};
+    else
+        set_text(out, p, (size_t)(q - p));
+    return q;
+}
+
+/* At args' first byte: past it, its fields in e (event.c's parse_args). */
+static const char *args_value(const char *p, const char *end, struct kvs_ev *e)
+{
+    if (*p != '{')
+        return skip_value(p, end);
+    p = ws(p + 1);
+    if (*p == '}')
+        return p + 1;
+    for (;;) {
+        if (*p != '"')
+            return NULL;
+        const char *kq = plain_string_end(p, end);
+        if (!kq)
+            return NULL;
+        const char *k = p + 1;
+        size_t k_len = (size_t)(kq - k);
+        int which = 0;
+        switch (k_len) {
+        case 4: which = KEY(k, "grid") ? 8 : 0; break;
+        case 5: which = KEY(k, "bytes") ? 1 : KEY(k, "block") ? 9 : 0; break;
+        case 6: which = KEY(k, "device") ? 2 : KEY(k, "stream") ? 3 : 0; break;
+        case 10: which = KEY(k, "Input Dims") ? 4 : KEY(k, "Input type") ? 5 : 0; break;
+        case 11:
+            which = KEY(k, "External id") || KEY(k, "external id") ? 6
+                  : KEY(k, "correlation")                          ? 7
+                                                                   : 0;
+            break;
+        case 13: which = KEY(k, "graph node id") ? 10 : 0; break;
+        default: break;
+        }
+        p = ws(kq + 1);
+        if (*p != ':')
+            return NULL;
+        p = ws(p + 1);
+        const char *v = p;
+        switch (which) {
+        case 1: p = int_value(p, end, &e->bytes, NULL); break;
+        case 2: p = int_value(p, end, &e->device, &e->has_device); break;
+        case 3: p = int_value(p, end, &e->stream, &e->has_stream); break;
+        case 4: {
+            p = capture_text(p, end, &e->dims, &e->has_dims, &e->dims_over);
+            /* a rank over the limit needs that many commas: short dims cannot */
+            size_t at, rank;
+            if (p && !e->dims_over && e->dims.len > 2 * KVS_READ_MAX_RANK &&
+                !kvs_dims_rank_ok(e->dims.p, e->dims.len, &at, &rank))
+                return NULL; /* the general path says where */
+            break;
+        }
+        case 5: p = capture_text(p, end, &e->types, &e->has_types, &e->types_over); break;
+        case 6: p = int_value(p, end, &e->ext, NULL); break;
+        case 7: p = int_value(p, end, &e->corr, NULL); break;
+        case 8:
+        case 9:
+            p = skip_value(p, end);
+            if (p && *v == '[' && (size_t)(p - v) <= LAUNCH_DIMS_MAX)
+                kvs_launch_dims_of(v, (size_t)(p - v), which == 8 ? &e->grid_blocks : &e->block_threads);
+            break;
+        case 10: p = int_value(p, end, &e->graph_node, NULL); break;
+        default: p = skip_value(p, end); break;
+        }
+        if (!p)
+            return NULL;
+        p = ws(p);
+        if (*p == '}')
+            return p + 1;
+        if (*p != ',')
+            return NULL;
+        p = ws(p + 1);
+    }
+}
+
+bool kvs_event_fast(struct kvs_reader *r, struct kvs_ev *e)
+{
+    struct kvs_scan *s = &r->scan;
+    const char *p = s->p, *end = s->end;
+    if (*p != '{')
+        return false;
+    memset(e, 0, sizeof *e);
+    p = ws(p + 1);
+    if (*p == '}') {
+        s->p = (char *)p + 1;
+        return true;
+    }
+    for (;;) {
+        if (*p != '"')
+            return false;
+        const char *kq = plain_string_end(p, end);
+        if (!kq)
+            return false;
+        const char *k = p + 1;
+        size_t k_len = (size_t)(kq - k);
+        int which = 0;
+        switch (k_len) {
+        case 2: which = KEY(k, "ph") ? 1 : KEY(k, "ts") ? 2 : 0; break;
+        case 3:
+            which = KEY(k, "cat") ? 3 : KEY(k, "dur") ? 4 : KEY(k, "pid") ? 5 : KEY(k, "tid") ? 6 : 0;
+            break;
+        case 4: which = KEY(k, "name") ? 7 : KEY(k, "args") ? 8 : 0; break;
+        default: break;
+        }
+        p = ws(kq + 1);
+        if (*p != ':')
+            return false;
+        p = ws(p + 1);
+        switch (which) {
+        case 1:
+            if (*p == '"') {
+                const char *q = plain_string_end(p, end);
+                if (!q)
+                    return false;
+                e->ph = q > p + 1 ? p[1] : 0;
+                p = q + 1;
+            } else {
+                p = skip_value(p, end);
+            }
+            break;
+        case 2: p = time_value(p, end, &e->ts, &e->has_ts); break;
+        case 3: p = string_value(p, end, &e->cat, &e->has_cat); break;
+        case 4: p = time_value(p, end, &e->dur, &e->has_dur); break;
+        case 5: p = id_value(p, end, &e->pid, &e->has_pid); break;
+        case 6: p = id_value(p, end, &e->tid, &e->has_tid); break;
+        case 7: p = string_value(p, end, &e->name, &e->has_name); break;
+        case 8: p = args_value(p, end, e); break;
+        default: p = skip_value(p, end); break;
+        }
+        if (!p)
+            return false;
+        p = ws(p);
+        if (*p == '}') {
+            s->p = (char *)p + 1;
+            return true;
+        }
+        if (*p != ',')
+            return false;
+        p = ws(p + 1);
+    }
+}

@@ -1,0 +1,447 @@
+/* tests/test_event_paths.c — the reader's one-pass path for the usual event
+ * (reader/event_fast.c) against its general, token-by-token path
+ * (kvs_read_opts.general_path_only): on every trace of the repository and of
+ * ../shared, and on thousands of mutations of real events, both must give the
+ * same status, the same messages (error offsets included) and the same
+ * records, field by field.
+ *
+ *   meson test -C build test_event_paths     ./build/tests/test_event_paths [case...]
+ *
+ * The mutations put at a random place of a real event (after '{', ',' or
+ * ':', or inside a string) one of the things the fast path must give up on or
+ * read exactly as the general path does: escapes in keys and kept strings,
+ * exponents, long and negative numbers, string ids, repeated keys, deep and
+ * empty containers, literals, odd whitespace, control bytes, cut events and
+ * malformed numbers. Many mutants are not JSON: then the error and its
+ * offset must agree too.
+ */
+#include <dirent.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kvs_test.h"
+#include "kvscope/reader.h"
+
+struct capture {
+    char text[4096];
+    size_t n;
+};
+
+static void capture_log(void *user, enum kvs_log_level level, const char *msg)
+{
+    struct capture *c = user;
+    int k = snprintf(c->text + c->n, sizeof c->text - c->n, "%d:%s\n", (int)level, msg);
+    if (k > 0)
+        c->n += (size_t)k < sizeof c->text - c->n ? (size_t)k : sizeof c->text - c->n - 1;
+}
+
+static bool same_strings(const struct kvs_intern *a, const struct kvs_intern *b)
+{
+    if (kvs_intern_count(a) != kvs_intern_count(b))
+        return false;
+    for (uint32_t i = 0; i < kvs_intern_count(a); i++)
+        if (kvs_intern_len(a, i) != kvs_intern_len(b, i) ||
+            memcmp(kvs_intern_str(a, i), kvs_intern_str(b, i), kvs_intern_len(a, i)))
+            return false;
+    return true;
+}
+
+/* NULL when a and b kept the same, else what differs */
+static const char *differ(const struct kvs_trace_data *a, const struct kvs_trace_data *b)
+{
+    if (a->events != b->events || a->n_ops != b->n_ops || a->n_kernels != b->n_kernels ||
+        a->n_memcpys != b->n_memcpys || a->n_memsets != b->n_memsets ||
+        a->n_runtime != b->n_runtime || a->nops != b->nops || a->ngpus != b->ngpus ||
+        a->nranges != b->nranges || a->nrts != b->nrts || a->nopkeys != b->nopkeys ||
+        a->bytes != b->bytes || a->unmatched_end != b->unmatched_end ||
+        a->truncated != b->truncated || a->shapes_cut != b->shapes_cut)
+        return "counts";
+    for (size_t i = 0; i < a->nops; i++) {
+        const struct kvs_op_rec *x = &a->ops[i], *y = &b->ops[i];
+        if (x->ts != y->ts || x->dur != y->dur || x->ext != y->ext || x->key != y->key ||
+            x->thread != y->thread || x->captured != y->captured)
+            return "ops";
+    }
+    for (size_t i = 0; i < a->nopkeys; i++)
+        if (a->opkeys[i].name != b->opkeys[i].name || a->opkeys[i].shape != b->opkeys[i].shape)
+            return "op keys";
+    for (size_t i = 0; i < a->nrts; i++) {
+        const struct kvs_rt_rec *x = &a->rts[i], *y = &b->rts[i];
+        if (x->ts != y->ts || x->dur != y->dur || x->corr != y->corr || x->ext != y->ext ||
+            x->thread != y->thread || x->name != y->name || x->graph_launch != y->graph_launch ||
+            x->kernel_launch != y->kernel_launch)
+            return "runtime calls";
+    }
+    for (size_t i = 0; i < a->ngpus; i++) {
+        const struct kvs_gpu_rec *x = &a->gpus[i], *y = &b->gpus[i];
+        if (x->ts != y->ts || x->dur != y->dur || x->ext != y->ext || x->corr != y->corr ||
+            x->bytes != y->bytes || x->name != y->name || x->device != y->device ||
+            x->stream != y->stream || x->kind != y->kind || x->graph_node != y->graph_node ||
+            x->block_threads != y->block_threads || x->grid_blocks != y->grid_blocks)
+            return "GPU records";
+    }
+    for (size_t i = 0; i < a->nranges; i++) {
+        const struct kvs_range_rec *x = &a->ranges[i], *y = &b->ranges[i];
+        if (x->ts != y->ts || x->dur != y->dur || x->name != y->name || x->thread != y->thread)
+            return "ranges";
+    }
+    if (!same_strings(&a->strings, &b->strings) || !same_strings(&a->threads, &b->threads))
+        return "interned strings";
+    return NULL;
+}
+
+/* Read data both ways; false (with a message) when they differ. */
+static bool both_paths(const void *data, size_t n, const char *name)
+{
+    struct kvs_trace_data t[2];
+    struct capture cap[2];
+    enum kvs_status st[2];
+    for (int k = 0; k < 2; k++) {
+        memset(&cap[k], 0, sizeof cap[k]);
+        struct kvs_logger lg = {capture_log, &cap[k], KVS_LOG_DEBUG};
+        struct kvs_read_opts o;
+        memset(&o, 0, sizeof o);
+        o.log = &lg;
+        o.general_path_only = k == 1;
+        memset(&t[k], 0, sizeof t[k]);
+        st[k] = kvs_read_trace_memory(data, n, name, &o, &t[k]);
+    }
+    const char *d = st[0] != st[1] ? "status" : strcmp(cap[0].text, cap[1].text) ? "messages"
+                  : st[0] == KVS_STATUS_OK || st[0] == KVS_STATUS_TRUNCATED ? differ(&t[0], &t[1])
+                                                                            : NULL;
+    KVS_CHECK_MSG(d == NULL, "%s: the two paths differ in %s (status %d / %d)\n  fast:    %s  general: %s",
+                  name, d, (int)st[0], (int)st[1], cap[0].text, cap[1].text);
+    kvs_trace_data_free(&t[0]);
+    kvs_trace_data_free(&t[1]);
+    return d == NULL;
+}
+
+static char *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, len = 0;
+    char *b = malloc(cap);
+    for (;;) {
+        if (len == cap)
+            b = realloc(b, cap *= 2);
+        size_t k = fread(b + len, 1, cap - len, f);
+        if (k == 0)
+            break;
+        len += k;
+    }
+    fclose(f);
+    *n = len;
+    return b;
+}
+
+static bool trace_name(const char *n)
+{
+    size_t l = strlen(n);
+    return (l > 5 && !strcmp(n + l - 5, ".json")) || (l > 8 && !strcmp(n + l - 8, ".json.gz"));
+}
+
+/* every trace under dir (one level of subfolders); how many were read */
+static int read_dir(const char *dir, int depth)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int count = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (trace_name(e->d_name)) {
+            size_t n;
+            char *b = slurp(path, &n);
+            if (b) {
+                both_paths(b, n, path);
+                count++;
+            }
+            free(b);
+        } else if (depth > 0) {
+            count += read_dir(path, depth - 1);
+        }
+    }
+    closedir(d);
+    return count;
+}
+
+static void test_repository_traces(void)
+{
+    const char *root = getenv("KVS_SOURCE_ROOT");
+    if (!root)
+        KVS_TEST_SKIP("KVS_SOURCE_ROOT is not set (meson test sets it)");
+    static const char *dirs[] = {"tests/traces", "tests/fixtures", "examples/traces"};
+    int count = 0;
+    for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+        char p[4096];
+        snprintf(p, sizeof p, "%s/%s", root, dirs[i]);
+        count += read_dir(p, 2);
+    }
+    fprintf(stderr, "%d repository traces read both ways\n", count);
+    KVS_CHECK(count > 10);
+}
+
+static void test_shared_traces(void)
+{
+    char p[4096];
+    if (!kvs_test_shared_path(p, sizeof p, "traces"))
+        KVS_TEST_SKIP("no ../shared (KVS_SHARED_DIR)");
+    int count = read_dir(p, 2);
+    fprintf(stderr, "%d shared traces read both ways\n", count);
+    if (count == 0)
+        KVS_TEST_SKIP("no traces under %s", p);
+}
+
+// ----------------------------------------------------------------------------
+// mutations of real events
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static uint32_t next_rand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 16);
+}
+
+/* what a mutation inserts: after '{' or ',' a member, after ':' a value
+ * prefix replacing the value's first byte, or raw bytes anywhere */
+static const char *const members[] = {
+    "\"ph\": \"X\", ", "\"ph\": \"i\", ", "\"ph\": \"B\", ", "\"ph\": \"E\", ", "\"p\\u0068\": \"X\", ",
+    "\"cat\": \"kernel\", ", "\"cat\": \"cpu_op\", ", "\"cat\": \"c\\u0070u_op\", ", "\"cat\": 7, ",
+    "\"name\": \"a\\\"b\", ", "\"name\": null, ", "\"name\": \"\\ud83d\\ude00\", ", "\"ts\": 1e3, ",
+    "\"ts\": -0.5, ", "\"ts\": 12345678901234567890, ", "\"ts\": \"5\", ", "\"dur\": 1.0000000001, ",
+    "\"dur\": -3, ", "\"pid\": \"p\\\\q\", ", "\"pid\": 1e2, ", "\"tid\": -7, ", "\"tid\": [1], ",
+    "\"args\": [], ", "\"args\": {\"External id\": \"0x10\"}, ", "\"args\": {\"stream\": \"7\"}, ",
+    "\"args\": {\"grid\": [1, 2, 3]}, ", "\"args\": {\"grid\": [0]}, ", "\"args\": {\"block\": [2147483649]}, ",
+    "\"args\": {\"Input Dims\": [[1, 2], []], \"Input type\": [\"float\", \"\"]}, ",
+    "\"args\": {\"Input Dims\": 5}, ", "\"args\": {\"correlation\": 1e1}, ", "\"args\": {\"device\": -0}, ",
+    "\"x\": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]], ",
+    "\"x\": {\"a\": {\"b\": [true, false, null, \"\\\\\"]}}, ", "\"x\": 01, ", "\"x\": 1.5.5, ",
+    "\"x\": tru, ", "\"x\": -, ", "\"x\": \"\\q\", ", "\"ts\": 5, \"ts\": 6, ", "\"k\\\"ey\": 1, ",
+    "\"x\" : 1 , ", "\"x\":\t\r\n1,", "\"x\": 1e+, ", "\"x\": [1,], ", "\"x\": {,}, ",
+    "\"ts\": 1000000.0015678, ", "\"dur\": 0.0009999, ", "\"dur\": 7.12345, ", "\"ts\": 9223372036854775, ",
+    "\"ts\": 999999999999999999, ", "\"args\": {\"bytes\": -12.9}, ", "\"tid\": 1.5e3, ",
+};
+/* members too long to write out: built once (generated_init) */
+static char *generated[6];
+
+/* pre, then item times over (joined by sep), then post */
+static char *repeat_list(const char *pre, const char *item, const char *sep, int times, const char *post)
+{
+    size_t n = strlen(pre) + strlen(post) + (size_t)times * (strlen(item) + strlen(sep)) + 1;
+    char *b = malloc(n), *w = b;
+    w += sprintf(w, "%s", pre);
+    for (int i = 0; i < times; i++)
+        w += sprintf(w, "%s%s", i ? sep : "", item);
+    sprintf(w, "%s", post);
+    return b;
+}
+
+static void generated_init(void)
+{
+    /* a grid over LAUNCH_DIMS_MAX (4096) bytes, and one just under */
+    generated[0] = repeat_list("\"args\": {\"grid\": [5, 6, 7", "   ", "", 1400, "]}, ");
+    generated[1] = repeat_list("\"args\": {\"grid\": [5, 6, 7", "   ", "", 1300, "]}, ");
+    /* Input Dims of rank 64 (kept) and 65 (the limit) */
+    generated[2] = repeat_list("\"args\": {\"Input Dims\": [[", "2", ", ", 64, "]]}, ");
+    generated[3] = repeat_list("\"args\": {\"Input Dims\": [[", "2", ", ", 65, "]]}, ");
+    /* Input Dims and Input type over KVS_READ_MAX_SHAPE (64 KiB): not kept */
+    generated[4] = repeat_list("\"args\": {\"Input Dims\": [", "[1, 2, 3]", ", ", 7000, "]}, ");
+    generated[5] = repeat_list("\"args\": {\"Input type\": [", "\"float\"", ", ", 8000, "]}, ");
+}
+static const char *const raw[] = {
+    " ", "\n", "\t", "\r", "\\", "\"", ",", ":", "{", "}", "[", "]", "\x01", "\x7f", "e5", ".", "-",
+    "0", "\\u00", "\xc3\xa9", "\0",
+};
+
+/* One event of text: [*s, *e) holds {...} at depth 1 of traceEvents. */
+static void mutate_event(const char *ev, size_t n, char *out, size_t *out_n)
+{
+    size_t at;
+    const char *ins;
+    int kind = (int)(next_rand() % 3);
+    /* pick a position: after '{'/',' for members, else anywhere */
+    for (int tries = 0;; tries++) {
+        at = 1 + next_rand() % (n - 1);
+        char c = ev[at - 1];
+        if (kind == 2 || tries > 50 || c == '{' || c == ',')
+            break;
+    }
+    if (kind == 2) {
+        ins = raw[next_rand() % (sizeof raw / sizeof *raw)];
+    } else if (next_rand() % 16 == 0) {
+        ins = generated[next_rand() % (sizeof generated / sizeof *generated)];
+    } else {
+        ins = members[next_rand() % (sizeof members / sizeof *members)];
+    }
+    size_t k = *ins ? strlen(ins) : 1; /* "\0": one NUL byte */
+    memcpy(out, ev, at);
+    memcpy(out + at, ins, k);
+    memcpy(out + at + k, ev + at, n - at);
+    *out_n = n + k;
+    if (next_rand() % 8 == 0) { /* and sometimes cut the event short */
+        *out_n = 1 + next_rand() % *out_n;
+    }
+}
+
+static void test_mutations(void)
+{
+    const char *root = getenv("KVS_SOURCE_ROOT");
+    if (!root)
+        KVS_TEST_SKIP("KVS_SOURCE_ROOT is not set (meson test sets it)");
+    /* real Kineto events of three kinds, as PyTorch writes them */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tests/fixtures/kineto_small.json", root);
+    size_t n;
+    char *doc = slurp(path, &n);
+    if (!doc)
+        KVS_TEST_SETUP_FAILED("cannot read %s", path);
+    /* the events: each '{' at depth 2 (inside traceEvents' '[') to its '}' */
+    const char *ev[512];
+    size_t evn[512], nev = 0;
+    int depth = 0;
+    const char *start = NULL;
+    bool in_str = false;
+    for (size_t i = 0; i < n && nev < 512; i++) {
+        char c = doc[i];
+        if (in_str) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = false;
+            continue;
+        }
+        if (c == '"')
+            in_str = true;
+        else if (c == '{' || c == '[') {
+            if (++depth == 3 && c == '{')
+                start = doc + i;
+        } else if (c == '}' || c == ']') {
+            if (depth-- == 3 && c == '}' && start) {
+                ev[nev] = start;
+                evn[nev++] = (size_t)(doc + i + 1 - start);
+                start = NULL;
+            }
+        }
+    }
+    KVS_REQUIRE(nev >= 5);
+    static const char head[] = "{\"traceEvents\": [\n  ";
+    static const char tail[] = "\n]}";
+    generated_init();
+    char *buf = malloc(1 << 21), *mut = malloc(1 << 19);
+    int docs = 0, failures = 0;
+    for (int round = 0; round < 3000 && failures < 5; round++) {
+        /* a few real events, one of them mutated (twice, now and then) */
+        size_t len = 0;
+        memcpy(buf, head, sizeof head - 1);
+        len += sizeof head - 1;
+        int count = 1 + (int)(next_rand() % 4), which = (int)(next_rand() % (uint32_t)count);
+        for (int j = 0; j < count; j++) {
+            size_t e = next_rand() % nev;
+            if (j) {
+                memcpy(buf + len, ",\n  ", 4);
+                len += 4;
+            }
+            if (j == which && evn[e] < 8000) {
+                size_t mn;
+                mutate_event(ev[e], evn[e], mut, &mn);
+                if (next_rand() % 4 == 0) {
+                    char *m2 = malloc(mn + (1 << 19));
+                    size_t m2n;
+                    mutate_event(mut, mn > 1 ? mn : 2, m2, &m2n);
+                    memcpy(mut, m2, m2n);
+                    mn = m2n;
+                    free(m2);
+                }
+                memcpy(buf + len, mut, mn);
+                len += mn;
+            } else {
+                memcpy(buf + len, ev[e], evn[e]);
+                len += evn[e];
+            }
+        }
+        memcpy(buf + len, tail, sizeof tail - 1);
+        len += sizeof tail - 1;
+        char name[64];
+        snprintf(name, sizeof name, "mutant %d", round);
+        failures += !both_paths(buf, len, name);
+        docs++;
+    }
+    /* and every member above at every top level member boundary of every event */
+    int placed = 0;
+    for (size_t e = 0; e < nev && failures < 5; e++) {
+        int d = 0;
+        bool q = false;
+        for (size_t i = 0; i < evn[e] && failures < 5; i++) {
+            char c = ev[e][i];
+            if (q) {
+                if (c == '\\')
+                    i++;
+                else if (c == '"')
+                    q = false;
+                continue;
+            }
+            if (c == '"')
+                q = true;
+            else if (c == '{' || c == '[')
+                d++;
+            else if (c == '}' || c == ']')
+                d--;
+            bool last = c == '}' && d == 0; /* before the event's '}': ", member" */
+            if (!((c == '{' && d == 1) || (c == ',' && d == 1) || last))
+                continue;
+            size_t nm = sizeof members / sizeof *members, ng = sizeof generated / sizeof *generated;
+            for (size_t m = 0; m < nm + ng && failures < 5; m++) {
+                const char *ins = m < nm ? members[m] : generated[m - nm];
+                size_t k = strlen(ins), len = 0;
+                memcpy(buf, head, sizeof head - 1);
+                len += sizeof head - 1;
+                size_t cut = last ? i : i + 1;
+                memcpy(buf + len, ev[e], cut);
+                len += cut;
+                if (last) {
+                    memcpy(buf + len, ", ", 2);
+                    len += 2;
+                    k -= 2; /* without its own ", " */
+                }
+                memcpy(buf + len, ins, k);
+                len += k;
+                memcpy(buf + len, ev[e] + cut, evn[e] - cut);
+                len += evn[e] - cut;
+                memcpy(buf + len, tail, sizeof tail - 1);
+                len += sizeof tail - 1;
+                char name[64];
+                snprintf(name, sizeof name, "event %zu + member %zu at %zu", e, m, i);
+                failures += !both_paths(buf, len, name);
+                placed++;
+            }
+        }
+    }
+    fprintf(stderr, "%d mutated documents and %d with a member placed read both ways (%zu real events)\n",
+            docs, placed, nev);
+    free(buf);
+    free(mut);
+    free(doc);
+    for (size_t i = 0; i < sizeof generated / sizeof *generated; i++)
+        free(generated[i]);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct kvs_test tests[] = {
+        {"repository_traces", test_repository_traces},
+        {"shared_traces", test_shared_traces},
+        {"mutations", test_mutations},
+        {0},
+    };
+    return kvs_test_main(argc, argv, tests);
+}

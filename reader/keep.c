@@ -69,8 +69,45 @@ static bool thread_of(struct kvs_reader *r, const struct kvs_ev *e, uint32_t *id
         memcpy(key + n, e->tid.p, l);
         n += l;
     }
+    if (r->has_last_thread && n == r->last_tkey_len && !memcmp(key, r->last_tkey, n)) {
+        *id = r->last_thread;
+        return true;
+    }
     *id = kvs_intern_id(&r->t->threads, key, n);
-    return *id != KVS_INTERN_NONE || oom(r);
+    if (*id == KVS_INTERN_NONE)
+        return oom(r);
+    memcpy(r->last_tkey, key, n);
+    r->last_tkey_len = n;
+    r->last_thread = *id;
+    r->has_last_thread = true;
+    return true;
+}
+
+/* What the analysis asks of a runtime call's name, once per name: bit 2 a
+ * graph launch, bit 4 a kernel launch; 0 when memory ran out. */
+static uint8_t runtime_name_flags(struct kvs_reader *r, uint32_t name, const struct kvs_ev *e)
+{
+    if (name >= r->rt_name_cap) {
+        size_t nc = r->rt_name_cap ? r->rt_name_cap : 1024;
+        while (nc <= name)
+            nc *= 2;
+        uint8_t *p = realloc(r->rt_name, nc);
+        if (!p)
+            return 0;
+        memset(p + r->rt_name_cap, 0, nc - r->rt_name_cap);
+        r->rt_name = p;
+        r->rt_name_cap = nc;
+    }
+    if (!r->rt_name[name]) {
+        uint8_t f = 1;
+        if (text_has(&e->name, e->has_name, "GraphLaunch"))
+            f |= 2;
+        if (text_has(&e->name, e->has_name, "LaunchKernel") ||
+            text_has(&e->name, e->has_name, "LaunchCooperativeKernel"))
+            f |= 4;
+        r->rt_name[name] = f;
+    }
+    return r->rt_name[name];
 }
 
 static bool shape_of(struct kvs_reader *r, const struct kvs_ev *e, uint32_t *id)
@@ -239,9 +276,11 @@ static bool resolve(struct kvs_reader *r, const struct kvs_ev *e, uint8_t cat, s
     if (!intern_text(r, &e->name, e->has_name, &d->name))
         return false;
     if (cat == KVS_EV_RUNTIME) { /* what the analysis asks of a call's name, once */
-        d->graph_launch = text_has(&e->name, e->has_name, "GraphLaunch");
-        d->kernel_launch = text_has(&e->name, e->has_name, "LaunchKernel") ||
-                           text_has(&e->name, e->has_name, "LaunchCooperativeKernel");
+        uint8_t f = runtime_name_flags(r, d->name, e);
+        if (!f)
+            return oom(r);
+        d->graph_launch = f & 2;
+        d->kernel_launch = f & 4;
     }
     if (cat == KVS_EV_OP && !shape_of(r, e, &d->shape))
         return false;

@@ -393,6 +393,7 @@ static enum kvs_status read_source(struct kvs_source *src, uint64_t total_bytes,
     kvs_reader_free_stacks(&r);
     kvs_reader_free_fields(&r);
     free(r.step_name);
+    free(r.rt_name);
     free(r.scratch);
     kvs_scan_free(&r.scan);
     kvs_source_close(r.src);

@@ -74,6 +74,15 @@ struct kvs_reader {
     /* per name id: 0 = not asked yet, 1 = a step name, 2 = not */
     uint8_t *step_name;
     size_t step_name_cap;
+    /* per name id, for runtime calls: 0 = not asked yet, else 1 | 2 (a graph
+     * launch) | 4 (a kernel launch) */
+    uint8_t *rt_name;
+    size_t rt_name_cap;
+    /* the last thread key interned and its id: most events repeat it */
+    char last_tkey[160];
+    size_t last_tkey_len;
+    uint32_t last_thread;
+    bool has_last_thread;
     /* B/E pairing, by dense thread id */
     struct kvs_thread_stack *stacks;
     size_t nstacks;

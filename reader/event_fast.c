@@ -99,19 +99,48 @@ static inline const char *skip_string(const char *p, const char *end)
     }
 }
 
+/* Whether q[0..8) are all digits (the 8-byte load may run into the buffer's
+ * padding: a window across the end holds the NUL sentinel, no digit); then
+ * their value in *v (simdjson's eight-digit parse, little-endian). */
+static inline bool eight_digits(const char *q, uint64_t *v)
+{
+    uint64_t x;
+    memcpy(&x, q, 8);
+    if (((x & 0xF0F0F0F0F0F0F0F0ull) | (((x + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) >> 4)) !=
+        0x3333333333333333ull)
+        return false;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    x -= 0x3030303030303030ull;
+    x = (x * 10) + (x >> 8);
+    x = (((x & 0x000000FF000000FFull) * (100 + (1000000ull << 32))) +
+         (((x >> 16) & 0x000000FF000000FFull) * (1 + (10000ull << 32)))) >> 32;
+    *v = (uint32_t)x;
+#else
+    uint64_t r = 0;
+    for (int i = 0; i < 8; i++)
+        r = r * 10 + (uint64_t)(q[i] - '0');
+    *v = r;
+#endif
+    return true;
+}
+
 /* At a number's first byte: past it when it is one by JSON's grammar and the
  * next byte cannot continue it (kvs_scan_number reads the longest run of
  * number characters, and rejects "01", "1.2.3", "1-2"), else NULL. */
 static inline const char *skip_number(const char *p, const char *end)
 {
     const char *q = p + (*p == '-');
-    if (*q == '0')
+    uint64_t v8;
+    if (*q == '0') {
         q++;
-    else if (*q >= '1' && *q <= '9')
+    } else if (*q >= '1' && *q <= '9') {
+        while (eight_digits(q, &v8))
+            q += 8;
         while (is_digit(*q))
             q++;
-    else
+    } else {
         return NULL;
+    }
     if (*q == '.') {
         q++;
         if (!is_digit(*q))
@@ -149,8 +178,12 @@ static inline const char *read_number(const char *p, const char *end, struct fnu
     q += n->neg;
     if (!is_digit(*q) || (*q == '0' && is_digit(q[1])))
         return NULL;
-    uint64_t v = 0;
+    uint64_t v = 0, v8;
     const char *d0 = q;
+    while (eight_digits(q, &v8)) { /* wraps past 19 digits: refused below */
+        v = v * 100000000u + v8;
+        q += 8;
+    }
     while (is_digit(*q))
         v = v * 10 + (uint64_t)(*q++ - '0');
     if (q - d0 > 18)
@@ -400,10 +433,14 @@ static const char *args_value(const char *p, const char *end, struct kvs_ev *e)
         case 13: which = KEY(k, "graph node id") ? 10 : 0; break;
         default: break;
         }
-        p = ws(kq + 1);
-        if (*p != ':')
-            return NULL;
-        p = ws(p + 1);
+        if (kq[1] == ':' && kq[2] == ' ' && (unsigned char)kq[3] > ' ') {
+            p = kq + 3; /* Kineto's "key": value */
+        } else {
+            p = ws(kq + 1);
+            if (*p != ':')
+                return NULL;
+            p = ws(p + 1);
+        }
         const char *v = p;
         switch (which) {
         case 1: p = int_value(p, end, &e->bytes, NULL); break;
@@ -432,6 +469,10 @@ static const char *args_value(const char *p, const char *end, struct kvs_ev *e)
         }
         if (!p)
             return NULL;
+        if (p[0] == ',' && p[1] == ' ' && p[2] == '"') {
+            p += 2; /* Kineto's ", " before the next key */
+            continue;
+        }
         p = ws(p);
         if (*p == '}')
             return p + 1;
@@ -470,10 +511,14 @@ bool kvs_event_fast(struct kvs_reader *r, struct kvs_ev *e)
         case 4: which = KEY(k, "name") ? 7 : KEY(k, "args") ? 8 : 0; break;
         default: break;
         }
-        p = ws(kq + 1);
-        if (*p != ':')
-            return false;
-        p = ws(p + 1);
+        if (kq[1] == ':' && kq[2] == ' ' && (unsigned char)kq[3] > ' ') {
+            p = kq + 3; /* Kineto's "key": value */
+        } else {
+            p = ws(kq + 1);
+            if (*p != ':')
+                return false;
+            p = ws(p + 1);
+        }
         switch (which) {
         case 1:
             if (*p == '"') {
@@ -497,6 +542,10 @@ bool kvs_event_fast(struct kvs_reader *r, struct kvs_ev *e)
         }
         if (!p)
             return false;
+        if (p[0] == ',' && p[1] == ' ' && p[2] == '"') {
+            p += 2; /* Kineto's ", " before the next key */
+            continue;
+        }
         p = ws(p);
         if (*p == '}') {
             s->p = (char *)p + 1;

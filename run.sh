@@ -66,16 +66,22 @@ setup() {
         $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $pk >/dev/null
     fi
     # optional: ISA-L's inflate reads .gz traces 3-4x faster than zlib (the
-    # build falls back to zlib without it); installed where apt knows it
+    # build falls back to zlib without it); installed where apt has it (the
+    # package lists fetched first when they do not know it yet)
     if command -v pkg-config >/dev/null && ! pkg-config --exists libisal &&
-       [ "${KVS_NO_INSTALL:-0}" != 1 ] && command -v apt-get >/dev/null &&
-       apt-cache show libisal-dev >/dev/null 2>&1; then
+       [ "${KVS_NO_INSTALL:-0}" != 1 ] && command -v apt-get >/dev/null; then
         local sudo=""
         [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null && sudo=sudo
         if [ "$(id -u)" -eq 0 ] || [ -n "$sudo" ]; then
-            say "installing Debian packages: libisal-dev (optional: faster .gz reading)"
-            $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libisal-dev >/dev/null ||
-                say "libisal-dev did not install: .gz traces inflate with zlib"
+            apt-cache show libisal-dev >/dev/null 2>&1 ||
+                $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null 2>&1 || true
+            if apt-cache show libisal-dev >/dev/null 2>&1; then
+                say "installing Debian packages: libisal-dev (optional: faster .gz reading)"
+                $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libisal-dev >/dev/null ||
+                    say "libisal-dev did not install: .gz traces inflate with zlib"
+            else
+                say "no libisal-dev in apt: .gz traces inflate with zlib"
+            fi
         fi
     fi
     # meson.build needs meson >= 1.0 (Debian 12, Ubuntu 24.04 and later ship it;

@@ -50,22 +50,16 @@ void kvs_analysis_free(struct kvs_analysis *a)
 static void ctx_free(struct kvs_ctx *c)
 {
     kvs_trace_data_free(&c->t);
-    free(c->gpu_op);
-    free(c->gpu_launch);
-    free(c->gpu_cat);
-    free(c->gpu_graph);
-    free(c->gpu_family);
-    free(c->gpu_kfamily);
-    free(c->gpu_step);
-    free(c->steps);
-    free(c->step_busy_ns);
-    free(c->step_gpu_first);
-    free(c->step_gpu_last);
-    free(c->step_cat_ns);
-    free(c->step_comm_ns);
-    free(c->step_compute_ns);
-    free(c->groups);
-    free(c->ops);
+    free(c->act.v);
+    free(c->steps.v);
+    free(c->steps.busy_ns);
+    free(c->steps.gpu_first);
+    free(c->steps.gpu_last);
+    free(c->steps.cat_ns);
+    free(c->steps.comm_ns);
+    free(c->steps.compute_ns);
+    free(c->groups.v);
+    free(c->ops.v);
     kvs_arena_free(&c->arena);
 }
 
@@ -204,12 +198,12 @@ static bool layout_tensors(struct kvs_arena *ar, const struct kvs_shape *s,
 static enum kvs_status build_ops(struct kvs_ctx *c, struct kvs_analysis_impl *impl)
 {
     struct kvs_arena *ar = &impl->arena;
-    struct kvs_op_roofline *out = kvs_arena_alloc(ar, (c->nops ? c->nops : 1) * sizeof *out);
+    struct kvs_op_roofline *out = kvs_arena_alloc(ar, (c->ops.n ? c->ops.n : 1) * sizeof *out);
     if (!out)
         return KVS_STATUS_NO_MEMORY;
-    double steps = c->nsteps ? (double)c->nsteps : 1;
-    for (size_t i = 0; i < c->nops; i++) {
-        const struct kvs_op_acc *a = &c->ops[i];
+    double steps = c->steps.n ? (double)c->steps.n : 1;
+    for (size_t i = 0; i < c->ops.n; i++) {
+        const struct kvs_op_acc *a = &c->ops.v[i];
         struct kvs_op_roofline *o = &out[i];
         o->op = kvs_intern_str(&impl->strings, a->op_name);
         o->family = kvs_op_family_name(a->cost.family);
@@ -218,10 +212,10 @@ static enum kvs_status build_ops(struct kvs_ctx *c, struct kvs_analysis_impl *im
         if (!layout_tensors(ar, &a->shape_info, &o->tensor_dims, &o->tensor_dtypes))
             return KVS_STATUS_NO_MEMORY;
         o->calls = a->calls;
-        o->calls_per_step = (double)(c->nsteps ? a->calls_in_steps : a->calls) / steps;
+        o->calls_per_step = (double)(c->steps.n ? a->calls_in_steps : a->calls) / steps;
         o->gpu_ms = (double)a->gpu_ns / 1e6;
-        o->gpu_ms_per_step = (double)(c->nsteps ? a->gpu_ns_in_steps : a->gpu_ns) / 1e6 / steps;
-        o->gpu_fraction = c->trace_busy_ns > 0 ? (double)a->gpu_busy_ns / c->trace_busy_ns : 0;
+        o->gpu_ms_per_step = (double)(c->steps.n ? a->gpu_ns_in_steps : a->gpu_ns) / 1e6 / steps;
+        o->gpu_fraction = c->steps.trace_busy_ns > 0 ? (double)a->gpu_busy_ns / c->steps.trace_busy_ns : 0;
         o->us_per_call = a->calls > 0 ? (double)a->gpu_ns / 1e3 / (double)a->calls : 0;
         o->bytes_per_call = a->cost.bytes > 0 ? a->cost.bytes : -1;
         o->flops_per_call = a->cost.flops;
@@ -235,7 +229,7 @@ static enum kvs_status build_ops(struct kvs_ctx *c, struct kvs_analysis_impl *im
         o->roof_fraction = a->roof_fraction;
     }
     impl->pub.ops = out;
-    impl->pub.nop = c->nops;
+    impl->pub.nop = c->ops.n;
     return KVS_STATUS_OK;
 }
 
@@ -243,11 +237,11 @@ static enum kvs_status build_groups(struct kvs_ctx *c, struct kvs_analysis_impl 
 {
     struct kvs_analysis *a = &impl->pub;
     struct kvs_arena *ar = &impl->arena;
-    struct kvs_group *gs = kvs_arena_alloc(ar, (c->ngroups ? c->ngroups : 1) * sizeof *gs);
+    struct kvs_group *gs = kvs_arena_alloc(ar, (c->groups.n ? c->groups.n : 1) * sizeof *gs);
     if (!gs)
         return KVS_STATUS_NO_MEMORY;
-    for (size_t i = 0; i < c->ngroups; i++) {
-        const struct kvs_group_acc *g = &c->groups[i];
+    for (size_t i = 0; i < c->groups.n; i++) {
+        const struct kvs_group_acc *g = &c->groups.v[i];
         struct kvs_group *o = &gs[i];
         const struct kvs_shape *s = &g->shape_info;
         struct kvs_group_figs f;
@@ -281,7 +275,7 @@ static enum kvs_status build_groups(struct kvs_ctx *c, struct kvs_analysis_impl 
         }
     }
     a->groups = gs;
-    a->ngroup = c->ngroups;
+    a->ngroup = c->groups.n;
     return KVS_STATUS_OK;
 }
 
@@ -317,7 +311,7 @@ static enum kvs_status build_kernels(struct kvs_ctx *c, struct kvs_analysis_impl
     for (size_t i = 0; i < t->ngpus; i++) {
         const struct kvs_gpu_rec *g = &t->gpus[i];
         if (!slot[g->name]) {
-            struct kstat k = {g->name, 0, 0, 0, c->gpu_cat[i], c->gpu_kfamily[i]};
+            struct kstat k = {g->name, 0, 0, 0, c->act.v[i].cat, c->act.v[i].kfamily};
             if (KVS_VEC_PUSH(ks, n, cap, k) < 0) {
                 free(slot);
                 free(ks);
@@ -356,7 +350,7 @@ static enum kvs_status build_kernels(struct kvs_ctx *c, struct kvs_analysis_impl
         out[i].name = kvs_intern_str(&impl->strings, ks[i].name);
         out[i].calls = ks[i].calls;
         out[i].gpu_ms = (double)ks[i].ns / 1e6;
-        out[i].gpu_fraction = c->trace_busy_ns > 0 ? (double)ks[i].busy_ns / c->trace_busy_ns : 0;
+        out[i].gpu_fraction = c->steps.trace_busy_ns > 0 ? (double)ks[i].busy_ns / c->steps.trace_busy_ns : 0;
         out[i].category = (enum kvs_category)ks[i].cat;
         out[i].family = c->families.fam[ks[i].family].name;
     }
@@ -472,13 +466,13 @@ static enum kvs_status build_kinds(struct kvs_ctx *c, struct kvs_analysis_impl *
 static enum kvs_status build_steps(struct kvs_ctx *c, struct kvs_analysis_impl *impl)
 {
     struct kvs_analysis *a = &impl->pub;
-    struct kvs_step *st = kvs_arena_alloc(&impl->arena, (c->nsteps ? c->nsteps : 1) * sizeof *st);
+    struct kvs_step *st = kvs_arena_alloc(&impl->arena, (c->steps.n ? c->steps.n : 1) * sizeof *st);
     if (!st)
         return KVS_STATUS_NO_MEMORY;
     double wall = 0, time = 0, busy = 0, comm = 0, compute = 0, tokens = 0, token_time = 0;
-    bool all_tokens = c->nsteps > 0;
-    for (size_t i = 0; i < c->nsteps; i++) {
-        const struct kvs_step_win *w = &c->steps[i];
+    bool all_tokens = c->steps.n > 0;
+    for (size_t i = 0; i < c->steps.n; i++) {
+        const struct kvs_step_win *w = &c->steps.v[i];
         st[i].index = w->index;
         st[i].name = kvs_intern_str(&impl->strings, w->name);
         st[i].kind = w->desc.kind;
@@ -486,13 +480,13 @@ static enum kvs_status build_steps(struct kvs_ctx *c, struct kvs_analysis_impl *
         st[i].tokens = w->desc.tokens;
         st[i].start_us = (double)w->start / 1e3;
         st[i].wall_ms = (double)(w->end - w->start) / 1e6;
-        st[i].gpu_span_ms = c->step_gpu_last[i] > c->step_gpu_first[i]
-                                ? (double)(c->step_gpu_last[i] - c->step_gpu_first[i]) / 1e6
+        st[i].gpu_span_ms = c->steps.gpu_last[i] > c->steps.gpu_first[i]
+                                ? (double)(c->steps.gpu_last[i] - c->steps.gpu_first[i]) / 1e6
                                 : 0;
         st[i].time_ms = st[i].gpu_span_ms > st[i].wall_ms ? st[i].gpu_span_ms : st[i].wall_ms;
-        st[i].gpu_busy_ms = c->step_busy_ns[i] / 1e6;
-        st[i].comm_busy_ms = c->step_comm_ns[i] / 1e6;
-        st[i].compute_busy_ms = c->step_compute_ns[i] / 1e6;
+        st[i].gpu_busy_ms = c->steps.busy_ns[i] / 1e6;
+        st[i].comm_busy_ms = c->steps.comm_ns[i] / 1e6;
+        st[i].compute_busy_ms = c->steps.compute_ns[i] / 1e6;
         st[i].exposed_comm_ms = fmax(0, st[i].gpu_busy_ms - st[i].compute_busy_ms);
         st[i].end_us = st[i].start_us + st[i].time_ms * 1e3;
         comm += st[i].comm_busy_ms;
@@ -502,7 +496,7 @@ static enum kvs_status build_steps(struct kvs_ctx *c, struct kvs_analysis_impl *
          * step whose GPU work outlasts its CPU range idles in it too */
         st[i].idle_ms = fmax(0, st[i].time_ms * c->ndevices - st[i].gpu_busy_ms);
         for (int k = 0; k < KVS_CAT_COUNT_; k++)
-            st[i].category_ms[k] = c->step_cat_ns[i][k] / 1e6;
+            st[i].category_ms[k] = c->steps.cat_ns[i][k] / 1e6;
         wall += st[i].wall_ms;
         time += st[i].time_ms;
         busy += st[i].gpu_busy_ms;
@@ -513,17 +507,17 @@ static enum kvs_status build_steps(struct kvs_ctx *c, struct kvs_analysis_impl *
             all_tokens = false;
         }
     }
-    enum kvs_status rc = mark_outliers(st, c->nsteps);
+    enum kvs_status rc = mark_outliers(st, c->steps.n);
     if (rc != KVS_STATUS_OK)
         return rc;
     a->step = st;
-    a->nstep = c->nsteps;
-    a->steps.count = (int64_t)c->nsteps;
-    a->steps.source = c->step_source;
-    if (c->nsteps) {
-        a->steps.mean_ms = wall / (double)c->nsteps;
-        a->steps.mean_time_ms = time / (double)c->nsteps;
-        a->steps.gpu_ms_per_step = busy / (double)c->nsteps;
+    a->nstep = c->steps.n;
+    a->steps.count = (int64_t)c->steps.n;
+    a->steps.source = c->steps.source;
+    if (c->steps.n) {
+        a->steps.mean_ms = wall / (double)c->steps.n;
+        a->steps.mean_time_ms = time / (double)c->steps.n;
+        a->steps.gpu_ms_per_step = busy / (double)c->steps.n;
         a->steps.gpu_busy_fraction =
             a->steps.mean_time_ms > 0 ? busy_share(a->steps.gpu_ms_per_step, a->steps.mean_time_ms, c->ndevices) : 0;
         a->steps.total_gpu_ms = busy;
@@ -534,21 +528,21 @@ static enum kvs_status build_steps(struct kvs_ctx *c, struct kvs_analysis_impl *
             a->steps.tokens_per_s = tokens * 1000.0 / token_time;
         else if (c->opt->batch > 0 && a->steps.mean_time_ms > 0)
             a->steps.tokens_per_s = c->opt->batch * 1000.0 / a->steps.mean_time_ms;
-        a->steps.comm_ms_per_step = comm / (double)c->nsteps;
-        a->steps.compute_ms_per_step = compute / (double)c->nsteps;
+        a->steps.comm_ms_per_step = comm / (double)c->steps.n;
+        a->steps.compute_ms_per_step = compute / (double)c->steps.n;
     } else {
-        a->steps.total_gpu_ms = c->trace_busy_ns / 1e6;
-        busy = c->trace_busy_ns / 1e6;
-        a->steps.comm_ms_per_step = c->trace_comm_ns / 1e6;
-        a->steps.compute_ms_per_step = c->trace_compute_ns / 1e6;
+        a->steps.total_gpu_ms = c->steps.trace_busy_ns / 1e6;
+        busy = c->steps.trace_busy_ns / 1e6;
+        a->steps.comm_ms_per_step = c->steps.trace_comm_ns / 1e6;
+        a->steps.compute_ms_per_step = c->steps.trace_compute_ns / 1e6;
     }
     /* inclusion-exclusion: what both unions cover (never below 0 by rounding) */
     double both = a->steps.comm_ms_per_step + a->steps.compute_ms_per_step -
-                  (c->nsteps ? busy / (double)c->nsteps : busy);
+                  (c->steps.n ? busy / (double)c->steps.n : busy);
     a->steps.overlap_ms_per_step = both > 0 && a->steps.comm_ms_per_step > 0 ? both : 0;
     double cat_sum = 0;
     for (int k = 0; k < KVS_CAT_COUNT_; k++) {
-        a->category_ms[k] = c->cat_ns[k] / 1e6;
+        a->category_ms[k] = c->steps.trace_cat_ns[k] / 1e6;
         cat_sum += kvs_finite_or0(a->category_ms[k]);
     }
     for (int k = 0; k < KVS_CAT_COUNT_ && cat_sum > 0; k++)
@@ -571,8 +565,8 @@ static enum kvs_status build_collectives(struct kvs_ctx *c, struct kvs_analysis_
 {
     const struct kvs_trace_data *t = &c->t;
     size_t n = 0;
-    for (size_t i = 0; c->nsteps && i < t->ngpus; i++)
-        n += c->gpu_cat[i] == KVS_CAT_COMM && c->gpu_step[i] >= 0;
+    for (size_t i = 0; c->steps.n && i < t->ngpus; i++)
+        n += c->act.v[i].cat == KVS_CAT_COMM && c->act.v[i].step >= 0;
     if (!n)
         return KVS_STATUS_OK;
     struct kvs_collective *v = kvs_arena_alloc(&impl->arena, n * sizeof *v);
@@ -581,9 +575,9 @@ static enum kvs_status build_collectives(struct kvs_ctx *c, struct kvs_analysis_
     n = 0;
     for (size_t i = 0; i < t->ngpus; i++) {
         const struct kvs_gpu_rec *g = &t->gpus[i];
-        if (c->gpu_cat[i] != KVS_CAT_COMM || c->gpu_step[i] < 0)
+        if (c->act.v[i].cat != KVS_CAT_COMM || c->act.v[i].step < 0)
             continue;
-        v[n++] = (struct kvs_collective){c->gpu_step[i], kvs_intern_str(&impl->strings, g->name),
+        v[n++] = (struct kvs_collective){c->act.v[i].step, kvs_intern_str(&impl->strings, g->name),
                                          (double)g->ts / 1e3, (double)g->dur / 1e6, 0};
     }
     qsort(v, n, sizeof *v, cmp_collective);
@@ -623,9 +617,9 @@ static enum kvs_status build_families(struct kvs_ctx *c, struct kvs_analysis_imp
     struct kvs_family_stat acc[KVS_MAX_FAMILIES];
     memset(acc, 0, sizeof acc);
     for (size_t i = 0; i < c->t.ngpus; i++) {
-        if (c->nsteps && c->gpu_step[i] < 0)
+        if (c->steps.n && c->act.v[i].step < 0)
             continue;
-        struct kvs_family_stat *f = &acc[c->gpu_family[i]];
+        struct kvs_family_stat *f = &acc[c->act.v[i].family];
         f->activities++;
         f->gpu_ms += (double)c->t.gpus[i].dur / 1e6;
     }
@@ -639,7 +633,7 @@ static enum kvs_status build_families(struct kvs_ctx *c, struct kvs_analysis_imp
         out[n] = acc[k];
         out[n].family = fs->fam[k].name;
         out[n].category = (enum kvs_category)fs->fam[k].category;
-        out[n].gpu_ms_per_step = c->nsteps ? acc[k].gpu_ms / (double)c->nsteps : acc[k].gpu_ms;
+        out[n].gpu_ms_per_step = c->steps.n ? acc[k].gpu_ms / (double)c->steps.n : acc[k].gpu_ms;
         n++;
     }
     if (n)
@@ -686,9 +680,9 @@ static enum kvs_status build_result(struct kvs_ctx *c, const char *path, struct 
     ti->memcpys = t->n_memcpys;
     ti->memsets = t->n_memsets;
     ti->gpu_devices = t->ngpus ? c->ndevices : 0;
-    ti->gpu_unlinked = c->unlinked;
-    ti->graph_launched = c->graph_launched;
-    ti->capture_aligned = c->capture_aligned;
+    ti->gpu_unlinked = c->act.unlinked;
+    ti->graph_launched = c->act.graph_launched;
+    ti->capture_aligned = c->act.capture_aligned;
     ti->dropped_records = t->dropped_records;
     ti->with_stack = t->with_stack;
     a->model = c->have_model ? kvs_arena_strdup(&impl->arena, c->model.name) : NULL;
@@ -805,8 +799,8 @@ static enum kvs_status count_devices(struct kvs_ctx *c, const char *path)
         if (g->kind == KVS_GPU_KERNEL) {
             e->kernels++;
             e->kernel_ns += g->dur;
-            if (c->nsteps && c->gpu_step[i] >= 0)
-                ks[nks++] = (struct dev_step){g->device, c->gpu_step[i]};
+            if (c->steps.n && c->act.v[i].step >= 0)
+                ks[nks++] = (struct dev_step){g->device, c->act.v[i].step};
         } else if (g->kind == KVS_GPU_MEMCPY) {
             e->copies++;
         } else {
@@ -831,7 +825,7 @@ static enum kvs_status count_devices(struct kvs_ctx *c, const char *path)
     int counted = 0, stray = 0;
     for (size_t i = 0; i < nd; i++) {
         bool counts = d[i].kernels > 0 && (double)d[i].kernel_ns >= KVS_DEVICE_MIN_SHARE * (double)top &&
-                      (!c->nsteps || 2 * d[i].kernel_steps > (int64_t)c->nsteps);
+                      (!c->steps.n || 2 * d[i].kernel_steps > (int64_t)c->steps.n);
         d[i].kernel_steps = counts ? -1 : d[i].kernel_steps >= 0 ? d[i].kernel_steps : 0; /* -1: counted */
         counted += counts;
     }
@@ -849,7 +843,7 @@ static enum kvs_status count_devices(struct kvs_ctx *c, const char *path)
         }
         stray_ns += d[i].ns;
         if (stray++ < 3)
-            stray_words(what, sizeof what, &wl, &d[i], c->nsteps);
+            stray_words(what, sizeof what, &wl, &d[i], c->steps.n);
     }
     if (stray > 0)
         kvs_log(c->log, KVS_LOG_WARN,
@@ -857,7 +851,7 @@ static enum kvs_status count_devices(struct kvs_ctx *c, const char *path)
                 "time, per-GPU figures): %s%s; a GPU of the step runs kernels %sfor at least %.0f%% "
                 "of the busiest device's kernel time; their work (%.3f ms) stays in the GPU time",
                 path, stray, stray > 1 ? "s" : "", what, stray > 3 ? "; ..." : "",
-                c->nsteps ? "in most steps and " : "", 100.0 * KVS_DEVICE_MIN_SHARE, (double)stray_ns / 1e6);
+                c->steps.n ? "in most steps and " : "", 100.0 * KVS_DEVICE_MIN_SHARE, (double)stray_ns / 1e6);
     free(d);
     c->ndevices = counted;
     return KVS_STATUS_OK;
@@ -978,42 +972,42 @@ static enum kvs_status merge_capture(struct kvs_ctx *c, const struct kvs_read_op
 static void say_gaps(const struct kvs_ctx *c, const char *path)
 {
     const struct kvs_analysis_options *opt = c->opt;
-    if (!c->nsteps)
+    if (!c->steps.n)
         kvs_log(c->log, KVS_LOG_INFO,
                 "%s: no step markers (vLLM/SGLang step ranges, ProfilerStep#N or step ranges%s): figures are trace totals", path,
                 opt->step_regex ? ", or --step-regex matches" : "");
-    if (c->graph_launched) {
+    if (c->act.graph_launched) {
         size_t sized = 0;
-        for (size_t i = 0; i < c->ngroups; i++)
-            sized += c->groups[i].launch_sized;
-        if (c->graph_node_ops && !c->capture_aligned)
+        for (size_t i = 0; i < c->groups.n; i++)
+            sized += c->groups.v[i].launch_sized;
+        if (c->act.graph_node_ops && !c->act.capture_aligned)
             kvs_log(c->log, KVS_LOG_INFO,
                     "%s: %llu of %zu GPU activities were launched from CUDA graphs; %llu of them "
                     "carry the op (shapes, dtypes) their graph node was captured under",
-                    path, (unsigned long long)c->graph_launched, c->t.ngpus,
-                    (unsigned long long)c->graph_node_ops);
-        else if (c->capture_aligned)
+                    path, (unsigned long long)c->act.graph_launched, c->t.ngpus,
+                    (unsigned long long)c->act.graph_node_ops);
+        else if (c->act.capture_aligned)
             kvs_log(c->log, KVS_LOG_INFO,
                     "%s: %llu of %zu GPU activities were launched from CUDA graphs; %llu of them "
                     "have the ops (shapes, dtypes, External ids) they were captured under",
-                    path, (unsigned long long)c->graph_launched, c->t.ngpus,
-                    (unsigned long long)c->capture_aligned);
+                    path, (unsigned long long)c->act.graph_launched, c->t.ngpus,
+                    (unsigned long long)c->act.capture_aligned);
         else if (sized)
             kvs_log(c->log, KVS_LOG_WARN,
                     "%s: %llu of %zu GPU activities were launched from CUDA graphs: PyTorch records "
                     "no op shapes for a graph's kernels; %zu copy/cast groups were sized from their "
                     "launches instead (grid x block and the kernel's name; docs/analysis.md says "
                     "the bounds)",
-                    path, (unsigned long long)c->graph_launched, c->t.ngpus, sized);
+                    path, (unsigned long long)c->act.graph_launched, c->t.ngpus, sized);
         else
             kvs_log(c->log, KVS_LOG_WARN,
                     "%s: %llu of %zu GPU activities were launched from CUDA graphs: PyTorch records "
                     "no op shapes for a graph's kernels, so their copies and casts are neither sized "
                     "nor matched to the KV cache (profile an eager step for that, e.g. vLLM "
                     "--enforce-eager)",
-                    path, (unsigned long long)c->graph_launched, c->t.ngpus);
+                    path, (unsigned long long)c->act.graph_launched, c->t.ngpus);
     }
-    if (!c->nsteps && opt->batch > 0) /* asked for, and not silently left out */
+    if (!c->steps.n && opt->batch > 0) /* asked for, and not silently left out */
         kvs_log(c->log, KVS_LOG_WARN,
                 "%s: --batch %d gives no tokens/s without step markers (ProfilerStep#N, step "
                 "ranges or --step-regex)",
@@ -1038,12 +1032,13 @@ static enum kvs_status run_stages(struct kvs_ctx *c, struct kvs_step_matcher *sm
                                   const struct kvs_read_opts *ro, const char *path,
                                   struct kvs_finding **findings, size_t *nfind)
 {
-    KVS_TRY(kvs_link(c));
+    KVS_TRY(kvs_link(&c->t, c->log, &c->act));
     if (c->opt->graph_capture)
         KVS_TRY(merge_capture(c, ro));
-    KVS_TRY(kvs_categorize(c));
-    KVS_TRY(kvs_steps_find(c, sm));
-    KVS_TRY(kvs_steps_measure(c));
+    KVS_TRY(kvs_families_bundled(&c->families, &c->arena, c->log));
+    KVS_TRY(kvs_categorize(&c->t, &c->families, &c->act));
+    KVS_TRY(kvs_steps_find(&c->t, sm, c->log, &c->steps));
+    KVS_TRY(kvs_steps_measure(&c->t, &c->act, &c->steps));
     KVS_TRY(kvs_groups_build(c));
     KVS_TRY(pick_device(c));
     KVS_TRY(kvs_match_groups(c));

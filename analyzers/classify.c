@@ -274,23 +274,21 @@ static uint8_t op_flags(uint8_t *cache, const struct kvs_intern *in, uint32_t id
     return cache[id];
 }
 
-enum kvs_status kvs_categorize(struct kvs_ctx *c)
+enum kvs_status kvs_families_bundled(struct kvs_families *f, struct kvs_arena *ar,
+                                     const struct kvs_logger *lg)
 {
-    const struct kvs_trace_data *t = &c->t;
     const struct kvs_data_file *df = kvs_data_find("kernel_families");
-    enum kvs_status st = kvs_families_load(&c->families, &c->arena, df ? df->text : NULL,
-                                           df ? df->len : 0, c->log);
-    if (st != KVS_STATUS_OK)
-        return st;
-    const struct kvs_families *fs = &c->families;
-    size_t n = t->ngpus ? t->ngpus : 1;
-    c->gpu_cat = malloc(n);
-    c->gpu_family = malloc(n);
-    c->gpu_kfamily = malloc(n);
+    return kvs_families_load(f, ar, df ? df->text : NULL, df ? df->len : 0, lg);
+}
+
+enum kvs_status kvs_categorize(const struct kvs_trace_data *t, const struct kvs_families *fs,
+                               struct kvs_activity_table *act)
+{
+    enum kvs_status st = KVS_STATUS_OK;
     uint32_t nstr = kvs_intern_count(&t->strings);
     uint8_t *kf = calloc(nstr ? nstr : 1, 1); /* family + 1 per kernel name id */
     uint8_t *of = calloc(nstr ? nstr : 1, 1);
-    if (!c->gpu_cat || !c->gpu_family || !c->gpu_kfamily || !kf || !of) {
+    if (!kf || !of) {
         free(kf);
         free(of);
         return KVS_STATUS_NO_MEMORY;
@@ -300,7 +298,7 @@ enum kvs_status kvs_categorize(struct kvs_ctx *c)
         uint8_t fam;
         if (g->kind != KVS_GPU_KERNEL) {
             fam = g->kind == KVS_GPU_MEMCPY ? fs->memcpy_ : fs->memset_;
-            c->gpu_kfamily[i] = fam;
+            act->v[i].kfamily = fam;
         } else {
             if (!kf[g->name]) {
                 st = kvs_family_of(fs, kvs_intern_str(&t->strings, g->name), &fam);
@@ -309,17 +307,17 @@ enum kvs_status kvs_categorize(struct kvs_ctx *c)
                 kf[g->name] = (uint8_t)(fam + 1);
             }
             fam = (uint8_t)(kf[g->name] - 1);
-            c->gpu_kfamily[i] = fam;
+            act->v[i].kfamily = fam;
             /* a name that says little (pointwise, unknown): the launching op
              * says what the work is (the kernels of aten::copy_ are copies) */
-            uint32_t op = c->gpu_op[i];
+            uint32_t op = act->v[i].op;
             if (fs->fam[fam].weak && op != KVS_NO_OP) {
                 uint8_t o = op_flags(of, &t->strings, kvs_op_name(t, &t->ops[op]));
                 fam = o & F_COPY ? fs->copy_cast : o & F_ATTN ? fs->attention : o & F_GEMM ? fs->gemm : fam;
             }
         }
-        c->gpu_family[i] = fam;
-        c->gpu_cat[i] = fs->fam[fam].category;
+        act->v[i].family = fam;
+        act->v[i].cat = fs->fam[fam].category;
     }
     free(kf);
     free(of);

@@ -2,11 +2,11 @@
  * category of an activity (copy/cast, GEMM, attention, communication).
  *
  * defines: kvs_op_is_copy, kvs_op_is_indexed_write, kvs_families_load, kvs_family_of,
- *          kvs_categorize
+ *          kvs_families_bundled, kvs_categorize
  *
  * Op name patterns are PyTorch's; kernel families come from the table
  * analyzers/data/kernel_families.json (docs/analysis.md). kvs_categorize
- * fills ctx->gpu_family and gpu_cat after linking.
+ * fills the activity table's family and cat after linking.
  * Private to analyzers/.
  */
 #ifndef KVS_ANALYZERS_CLASSIFY_H
@@ -37,10 +37,15 @@ enum kvs_status kvs_families_load(struct kvs_families *f, struct kvs_arena *ar, 
  * "other". KVS_STATUS_NO_MEMORY when a long name's lowercase copy fails. */
 enum kvs_status kvs_family_of(const struct kvs_families *f, const char *name, uint8_t *family);
 
-/* fills ctx->families, gpu_kfamily (the kernel's family by name; memcpy and
- * memset by kind), gpu_family (the same, but a weak family's work named by
- * its op when the op is a copy, attention or matmul) and gpu_cat (that
+/* the bundled table (analyzers/data/kernel_families.json) into *f */
+enum kvs_status kvs_families_bundled(struct kvs_families *f, struct kvs_arena *ar,
+                                     const struct kvs_logger *lg);
+
+/* for each activity of act (linked): kfamily (the kernel's family by name;
+ * memcpy and memset by kind), family (the same, but a weak family's work
+ * named by its op when the op is a copy, attention or matmul) and cat (that
  * family's category) */
-enum kvs_status kvs_categorize(struct kvs_ctx *c);
+enum kvs_status kvs_categorize(const struct kvs_trace_data *t, const struct kvs_families *fs,
+                               struct kvs_activity_table *act);
 
 #endif

@@ -1,13 +1,19 @@
-/* ctx.h — the working state of one analysis, shared by the analysis stages
- * (link, steps, groups, match, findings) and the result they build.
+/* ctx.h — one analysis' records and the tables its stages build from them
+ * (docs/conventions.md, "The analysis' stages").
  *
- * defines: struct kvs_ctx, struct kvs_step_desc, struct kvs_step_win,
- *          struct kvs_group_acc, struct kvs_op_acc, struct kvs_family,
- *          struct kvs_families, KVS_NO_OP, kvs_device_bit, kvs_gpus_of
+ * defines: struct kvs_ctx, struct kvs_activity, struct kvs_activity_table,
+ *          struct kvs_step_table, struct kvs_group_table, struct kvs_op_table,
+ *          struct kvs_step_desc, struct kvs_step_win, struct kvs_group_acc,
+ *          struct kvs_op_acc, struct kvs_family, struct kvs_families, KVS_NO_OP,
+ *          kvs_device_bit, kvs_gpus_of
  *
- * Stages run in order in analysis.c; each reads what earlier ones filled
- * and adds its own part. Per-record arrays are indexed like the records in
- * struct kvs_trace_data. Private to analyzers/.
+ * The stages run in order in analysis.c (run_stages), each filling its own
+ * table of struct kvs_ctx: link and classify the activity table (act),
+ * steps the step table (steps), groups and match the group table (groups),
+ * roofline the op table (ops); the device, the model and the step's GPUs
+ * sit beside them. A stage reads only the tables of stages before it, and
+ * its header says which. Per-activity entries are indexed like the
+ * records' t.gpus. Private to analyzers/.
  */
 #ifndef KVS_ANALYZERS_CTX_H
 #define KVS_ANALYZERS_CTX_H
@@ -96,6 +102,36 @@ struct kvs_op_acc {
     const char *bound;           /* "memory", "compute", NULL */
 };
 
+/* The step table: kvs_steps_find fills v, n and source; kvs_steps_measure
+ * the GPU time each step launched. */
+struct kvs_step_table {
+    struct kvs_step_win *v;      /* by start */
+    size_t n;                    /* 0: no step markers, figures are trace totals */
+    const char *source;          /* how steps were found (for messages) */
+    double *busy_ns;             /* per step: union of the GPU work it launched */
+    int64_t *gpu_first;          /* per step: first start / last end of that work (ns); */
+    int64_t *gpu_last;           /*   INT64_MAX / INT64_MIN when it launched none */
+    double (*cat_ns)[KVS_CAT_COUNT_]; /* per step and category */
+    double *comm_ns;             /* per step: union of communication activity */
+    double *compute_ns;          /* per step: union of all other activity */
+    double trace_busy_ns;        /* union of all GPU activity over the trace */
+    double trace_comm_ns, trace_compute_ns;
+    double trace_cat_ns[KVS_CAT_COUNT_];
+};
+
+/* The copy/cast groups (groups.c), sorted by GPU time; match.c adds each
+ * one's match and role, kv_read.c marks the full reads. */
+struct kvs_group_table {
+    struct kvs_group_acc *v;
+    size_t n;
+};
+
+/* The op table of the roofline (roofline.c), by GPU time. */
+struct kvs_op_table {
+    struct kvs_op_acc *v;
+    size_t n;
+};
+
 /* The kernel family table, in the analysis' arena (classify.c). */
 #define KVS_MAX_FAMILIES 64
 struct kvs_family {
@@ -113,52 +149,53 @@ struct kvs_families {
     uint8_t memcpy_, memset_, other, copy_cast, attention, gemm;
 };
 
+/* One GPU activity as the stages see it, indexed like the records'
+ * t.gpus: kvs_link fills op, launch and graph; kvs_categorize cat, family
+ * and kfamily; kvs_steps_measure step. */
+struct kvs_activity {
+    int64_t launch;              /* launch time (ns): its runtime call's start, else its op's,
+                                    else its own start; decides its step */
+    uint32_t op;                 /* the launching op's index, or KVS_NO_OP */
+    int32_t step;                /* the step by launch time, -1 outside */
+    uint8_t cat;                 /* enum kvs_category */
+    uint8_t family;              /* index into families.fam (a weak name's family replaced by
+                                    what its op says) */
+    uint8_t kfamily;             /* its kernel name's family alone */
+    bool graph;                  /* a CUDA/HIP graph launch started it */
+};
+
+/* The activity table: link's result (with --graph-capture's ops merged
+ * in), then each activity's category and step. */
+struct kvs_activity_table {
+    struct kvs_activity *v;      /* [t.ngpus] */
+    uint64_t unlinked;           /* activities linked to no op */
+    uint64_t graph_launched;     /* activities a CUDA/HIP graph launch started */
+    uint64_t capture_aligned;    /* of those, kernels given their op from --graph-capture */
+    uint64_t graph_node_ops;     /* of those, kernels whose own External id names the op their
+                                  * graph node was captured under (kvscope's capture; link.c) */
+};
+
 struct kvs_ctx {
     struct kvs_trace_data t;
     const struct kvs_analysis_options *opt;
     const struct kvs_logger *log;
 
-    /* link */
-    uint32_t *gpu_op;            /* per GPU activity: launching op index or KVS_NO_OP */
-    int64_t *gpu_launch;         /* per GPU activity: launch time (ns) */
-    uint8_t *gpu_cat;            /* per GPU activity: enum kvs_category */
-    uint8_t *gpu_family;         /* per GPU activity: index into families.fam (a weak name's
-                                    family replaced by what its op says) */
-    uint8_t *gpu_kfamily;        /* per GPU activity: its kernel name's family alone */
-    struct kvs_families families;
-    int32_t *gpu_step;           /* per GPU activity: step by launch time, -1 outside */
-    uint64_t unlinked;
-    uint64_t graph_launched;     /* GPU activities a CUDA/HIP graph launch started */
-    uint64_t capture_aligned;    /* of those, kernels given their op from --graph-capture */
-    uint64_t graph_node_ops;     /* of those, kernels whose own External id names the op their
-                                  * graph node was captured under (kvscope's capture; link.c) */
-    uint8_t *gpu_graph;          /* per GPU activity: 1 when a graph launch started it */
+    /* link (op, launch, graph), classify (cat, family, kfamily), steps (step) */
+    struct kvs_activity_table act;
+    struct kvs_families families; /* classify */
 
-    /* steps */
-    struct kvs_step_win *steps;
-    size_t nsteps;
-    const char *step_source;     /* how steps were found (for messages) */
-    double *step_busy_ns;        /* per step: union of the GPU work it launched */
-    int64_t *step_gpu_first;     /* per step: first start / last end of that work (ns); */
-    int64_t *step_gpu_last;      /*   INT64_MAX / INT64_MIN when it launched none */
-    double (*step_cat_ns)[KVS_CAT_COUNT_];
-    double trace_busy_ns;        /* union of all GPU activity over the trace */
+    /* steps (steps.c); the step's GPUs (analysis.c's count_devices) */
+    struct kvs_step_table steps;
     int ndevices;                /* the step's GPUs: devices that run kernels in most steps
                                     (count_devices, analysis.c), at least 1; busy is summed over
                                     every device */
     uint64_t counted_devices;    /* their kvs_device_bit()s */
-    double *step_comm_ns;        /* per step: union of communication activity */
-    double *step_compute_ns;     /* per step: union of all other activity */
-    double trace_comm_ns, trace_compute_ns;
-    double cat_ns[KVS_CAT_COUNT_];
 
-    /* groups */
-    struct kvs_group_acc *groups;
-    size_t ngroups;
+    /* groups (groups.c, then match.c's roles and matches) */
+    struct kvs_group_table groups;
 
     /* the roofline table of every op group (roofline.c), by GPU time */
-    struct kvs_op_acc *ops;
-    size_t nops;
+    struct kvs_op_table ops;
 
     /* model */
     bool have_model;

@@ -28,7 +28,7 @@
 
 static enum kvs_status full_buffer(struct kvs_ctx *c, size_t gi, struct kvs_finding_list *out)
 {
-    const struct kvs_group_acc *g = &c->groups[gi];
+    const struct kvs_group_acc *g = &c->groups.v[gi];
     const char *opname = kvs_intern_str(&c->t.strings, g->op_name);
     /* an indexed write touches the rows its index names, not the buffer; a
      * copy that keeps the dtype reads the buffer as an attention over it
@@ -92,7 +92,7 @@ static enum kvs_status full_buffer(struct kvs_ctx *c, size_t gi, struct kvs_find
 
 static enum kvs_status low_efficiency(struct kvs_ctx *c, size_t gi, struct kvs_finding_list *out)
 {
-    const struct kvs_group_acc *g = &c->groups[gi];
+    const struct kvs_group_acc *g = &c->groups.v[gi];
     if (c->peak_gbps <= 0 || g->bytes_per_call < MEMORY_BOUND_BYTES)
         return KVS_STATUS_OK; /* small copies are bound by launch latency, not bandwidth */
     if (g->bytes_bound < 0)
@@ -190,15 +190,15 @@ static double gpu_span_ms(const struct kvs_trace_data *t)
 /* the mean step time and GPU busy time (ms), over the traced span without steps */
 static void step_times(const struct kvs_ctx *c, double *wall_ms, double *busy_ms)
 {
-    if (c->nsteps) {
+    if (c->steps.n) {
         double w = 0;
-        for (size_t i = 0; i < c->nsteps; i++) /* the GPU work's span when it outlasts the CPU range */
+        for (size_t i = 0; i < c->steps.n; i++) /* the GPU work's span when it outlasts the CPU range */
             w += (double)kvs_step_time_ns(c, i);
-        *wall_ms = w / 1e6 / (double)c->nsteps;
+        *wall_ms = w / 1e6 / (double)c->steps.n;
         *busy_ms = kvs_findings_step_busy_ms(c);
     } else {
         *wall_ms = gpu_span_ms(&c->t);
-        *busy_ms = c->trace_busy_ns / 1e6;
+        *busy_ms = c->steps.trace_busy_ns / 1e6;
     }
 }
 
@@ -212,9 +212,9 @@ static enum kvs_status launches(const struct kvs_ctx *c, size_t *acts, size_t *g
         return KVS_STATUS_NO_MEMORY;
     *acts = *graphed = 0;
     for (size_t i = 0; i < t->ngpus; i++)
-        if (!c->nsteps || c->gpu_step[i] >= 0) {
+        if (!c->steps.n || c->act.v[i].step >= 0) {
             durs[(*acts)++] = t->gpus[i].dur;
-            *graphed += c->gpu_graph[i];
+            *graphed += c->act.v[i].graph ? 1 : 0;
         }
     *median_us = *acts ? (double)kth_smallest(durs, *acts, *acts / 2) / 1e3 : 0;
     free(durs);
@@ -247,7 +247,7 @@ static enum kvs_status gpu_idle(struct kvs_ctx *c, struct kvs_finding_list *out,
     size_t acts, graphed; /* of those, started by a CUDA/HIP graph launch */
     double median_us;
     KVS_TRY(launches(c, &acts, &graphed, &median_us));
-    double per_step = c->nsteps ? (double)acts / (double)c->nsteps : (double)acts;
+    double per_step = c->steps.n ? (double)acts / (double)c->steps.n : (double)acts;
     double frac = busy_ms / cap_ms, idle_ms = cap_ms - busy_ms;
     wall_ms -= blocked_ms; /* the step less its host-wait, from here on */
     struct kvs_finding fd = {0};
@@ -262,7 +262,7 @@ static enum kvs_status gpu_idle(struct kvs_ctx *c, struct kvs_finding_list *out,
     double idle_us_per_launch = per_step > 0 ? idle_ms * 1e3 / per_step : 0.0;
     struct kvs_fig_gpu_idle fig = {
         .gpus = nd,
-        .steps = c->nsteps > 0,
+        .steps = c->steps.n > 0,
         .sparse = per_step <= 0 || idle_us_per_launch > SPARSE_LAUNCH_US,
         .graphs = acts && 2 * graphed >= acts, /* already graph-launched: no graph advice */
         .with_stack = c->t.with_stack,
@@ -295,21 +295,21 @@ static enum kvs_status exposed_comm(struct kvs_ctx *c, struct kvs_finding_list *
     if (!t->ngpus)
         return KVS_STATUS_OK;
     double comm_ms = 0, exposed_ms = 0, wall_ms = 0;
-    if (c->nsteps) {
-        for (size_t i = 0; i < c->nsteps; i++) {
-            double e = c->step_busy_ns[i] - c->step_compute_ns[i];
+    if (c->steps.n) {
+        for (size_t i = 0; i < c->steps.n; i++) {
+            double e = c->steps.busy_ns[i] - c->steps.compute_ns[i];
             exposed_ms += e > 0 ? e : 0;
-            comm_ms += c->step_comm_ns[i];
+            comm_ms += c->steps.comm_ns[i];
             wall_ms += (double)kvs_step_time_ns(c, i);
         }
-        exposed_ms /= 1e6 * (double)c->nsteps;
-        comm_ms /= 1e6 * (double)c->nsteps;
-        wall_ms /= 1e6 * (double)c->nsteps;
+        exposed_ms /= 1e6 * (double)c->steps.n;
+        comm_ms /= 1e6 * (double)c->steps.n;
+        wall_ms /= 1e6 * (double)c->steps.n;
     } else {
         wall_ms = gpu_span_ms(t);
-        double e = c->trace_busy_ns - c->trace_compute_ns;
+        double e = c->steps.trace_busy_ns - c->steps.trace_compute_ns;
         exposed_ms = e > 0 ? e / 1e6 : 0;
-        comm_ms = c->trace_comm_ns / 1e6;
+        comm_ms = c->steps.trace_comm_ns / 1e6;
     }
     const int nd = c->ndevices;
     if (comm_ms <= 0 || wall_ms <= 0 || exposed_ms < KVS_EXPOSED_COMM_SHARE * wall_ms * nd)
@@ -320,7 +320,7 @@ static enum kvs_status exposed_comm(struct kvs_ctx *c, struct kvs_finding_list *
     fd.severity = exposed_ms >= 0.5 * wall_ms * nd ? KVS_SEV_HIGH : KVS_SEV_WARN;
     fd.gpu_ms_per_step = exposed_ms;
     fd.group = -1;
-    struct kvs_fig_exposed_comm fig = {nd, c->nsteps > 0, exposed_ms, comm_ms, wall_ms};
+    struct kvs_fig_exposed_comm fig = {nd, c->steps.n > 0, exposed_ms, comm_ms, wall_ms};
     KVS_TRY(kvs_phrase_exposed_comm(&c->arena, &fig, &fd));
     return kvs_finding_push(out, &fd);
 }
@@ -341,11 +341,11 @@ static int cmp_finding(const void *a, const void *b)
 static enum kvs_status per_gpu(struct kvs_ctx *c, struct kvs_finding *v, size_t n)
 {
     double step_ms;
-    if (c->nsteps) {
+    if (c->steps.n) {
         double w = 0;
-        for (size_t i = 0; i < c->nsteps; i++)
+        for (size_t i = 0; i < c->steps.n; i++)
             w += (double)kvs_step_time_ns(c, i);
-        step_ms = w / 1e6 / (double)c->nsteps;
+        step_ms = w / 1e6 / (double)c->steps.n;
     } else {
         step_ms = gpu_span_ms(&c->t);
     }
@@ -358,7 +358,7 @@ static enum kvs_status per_gpu(struct kvs_ctx *c, struct kvs_finding *v, size_t 
         if (f->gpus == 1 && !capped)
             continue;
         f->gpu_ms_per_step = capped ? step_ms : per;
-        KVS_TRY(kvs_phrase_per_gpu(&c->arena, c->nsteps > 0, capped, f));
+        KVS_TRY(kvs_phrase_per_gpu(&c->arena, c->steps.n > 0, capped, f));
     }
     return KVS_STATUS_OK;
 }
@@ -368,11 +368,11 @@ enum kvs_status kvs_findings_build(struct kvs_ctx *c, struct kvs_finding **out, 
     struct kvs_finding_list l = {0};
     double blocked = 0, in_op = 0;
     enum kvs_status st = KVS_STATUS_OK;
-    for (size_t gi = 0; gi < c->ngroups && st == KVS_STATUS_OK; gi++)
+    for (size_t gi = 0; gi < c->groups.n && st == KVS_STATUS_OK; gi++)
         st = full_buffer(c, gi, &l);
     if (st == KVS_STATUS_OK)
         st = kvs_kv_full_reads(c, &l);
-    for (size_t gi = 0; gi < c->ngroups && st == KVS_STATUS_OK; gi++)
+    for (size_t gi = 0; gi < c->groups.n && st == KVS_STATUS_OK; gi++)
         st = low_efficiency(c, gi, &l);
     if (st == KVS_STATUS_OK)
         st = kvs_host_blocking(c, &l, &blocked);

@@ -17,18 +17,18 @@ static bool small_m_memory_bound(const struct kvs_op_acc *o)
 
 static double per_step(const struct kvs_ctx *c, int64_t in_steps, int64_t all)
 {
-    return c->nsteps ? (double)in_steps / (double)c->nsteps : (double)all;
+    return c->steps.n ? (double)in_steps / (double)c->steps.n : (double)all;
 }
 
 enum kvs_status kvs_gemm_bound(struct kvs_ctx *c, struct kvs_finding_list *out)
 {
-    if (c->peak_gbps <= 0 || !c->nops)
+    if (c->peak_gbps <= 0 || !c->ops.n)
         return KVS_STATUS_OK;
     double ms = 0, bytes = 0, weights = 0, max_rows = 0, max_intensity = 0, ncalls = 0;
     size_t count = 0, top[3] = {0, 0, 0}, ntop = 0;
     uint64_t devices = 0;
-    for (size_t i = 0; i < c->nops; i++) { /* ops are by GPU time: the first are the largest */
-        const struct kvs_op_acc *o = &c->ops[i];
+    for (size_t i = 0; i < c->ops.n; i++) { /* ops are by GPU time: the first are the largest */
+        const struct kvs_op_acc *o = &c->ops.v[i];
         if (!small_m_memory_bound(o))
             continue;
         double calls = per_step(c, o->calls_in_steps, o->calls);
@@ -44,16 +44,16 @@ enum kvs_status kvs_gemm_bound(struct kvs_ctx *c, struct kvs_finding_list *out)
         count++;
     }
     double busy = 0;
-    if (c->nsteps) {
-        for (size_t i = 0; i < c->nsteps; i++)
-            busy += c->step_busy_ns[i];
-        busy /= 1e6 * (double)c->nsteps;
+    if (c->steps.n) {
+        for (size_t i = 0; i < c->steps.n; i++)
+            busy += c->steps.busy_ns[i];
+        busy /= 1e6 * (double)c->steps.n;
     } else {
-        busy = c->trace_busy_ns / 1e6;
+        busy = c->steps.trace_busy_ns / 1e6;
     }
     if (!count || ms < 0.02 || (busy > 0 && ms < 0.1 * busy))
         return KVS_STATUS_OK;
-    const struct kvs_op_acc *big = &c->ops[top[0]];
+    const struct kvs_op_acc *big = &c->ops.v[top[0]];
     double gbps = ms > 0 ? bytes / (ms * 1e6) : 0;
     double ridge = big->peak_tflops > 0 ? big->peak_tflops * 1e3 / c->peak_gbps : 0;
     struct kvs_finding fd = {0};
@@ -83,7 +83,7 @@ enum kvs_status kvs_gemm_bound(struct kvs_ctx *c, struct kvs_finding_list *out)
         .ntop = ntop,
     };
     for (size_t k = 0; k < ntop; k++) {
-        const struct kvs_op_acc *o = &c->ops[top[k]];
+        const struct kvs_op_acc *o = &c->ops.v[top[k]];
         fig.top[k] = (struct kvs_fig_gemm_op){
             .op = kvs_intern_str(&c->t.strings, o->op_name),
             .rows = o->cost.rows,

@@ -21,7 +21,7 @@
 
 #define KVS_GEMM_SMALL_M 64
 
-/* Needs ctx->ops. Appends the finding to *out; KVS_STATUS_OK or
+/* Needs the op table ctx->ops. Appends the finding to *out; KVS_STATUS_OK or
  * KVS_STATUS_NO_MEMORY. */
 enum kvs_status kvs_gemm_bound(struct kvs_ctx *c, struct kvs_finding_list *out);
 

@@ -268,7 +268,7 @@ static enum kvs_status give_ops(struct kvs_ctx *c, const struct kvs_trace_data *
                 return KVS_STATUS_NO_MEMORY;
             }
             key_of[co->key] = key + 1;
-            c->gpu_op[p->kern[p->kstart[r] + j].i] = (uint32_t)(t->nops - 1);
+            c->act.v[p->kern[p->kstart[r] + j].i].op = (uint32_t)(t->nops - 1);
             (*given)++;
         }
     }
@@ -290,10 +290,10 @@ enum kvs_status kvs_graph_capture_merge(struct kvs_ctx *c, const struct kvs_trac
     if (st == KVS_STATUS_OK)
         st = give_ops(c, cap, &k, &p, &given);
     if (st == KVS_STATUS_OK) {
-        c->unlinked = 0;
+        c->act.unlinked = 0;
         for (size_t i = 0; i < c->t.ngpus; i++)
-            c->unlinked += c->gpu_op[i] == KVS_NO_OP;
-        c->capture_aligned = given;
+            c->act.unlinked += c->act.v[i].op == KVS_NO_OP;
+        c->act.capture_aligned = given;
         kvs_log(c->log, KVS_LOG_INFO,
                 "--graph-capture %s: %zu kernel launches captured; %zu of %zu graph replays aligned "
                 "launch by launch (%llu kernels given their captured op; %llu pairs checked by kernel "

@@ -15,10 +15,10 @@ void kvs_group_figures(const struct kvs_ctx *c, const struct kvs_group_acc *g,
     memset(f, 0, sizeof *f);
     f->calls_per_step = kvs_group_calls_per_step(c, g);
     f->gpu_ms = (double)g->gpu_ns / 1e6;
-    f->gpu_ms_per_step = c->nsteps ? (double)g->gpu_ns_in_steps / 1e6 / (double)c->nsteps : f->gpu_ms;
+    f->gpu_ms_per_step = c->steps.n ? (double)g->gpu_ns_in_steps / 1e6 / (double)c->steps.n : f->gpu_ms;
     /* of the GPU's busy time: the group's own busy time (its activities
      * overlapping on several streams count once), so never above 1 */
-    f->gpu_fraction = c->trace_busy_ns > 0 ? (double)g->gpu_busy_ns / c->trace_busy_ns : 0;
+    f->gpu_fraction = c->steps.trace_busy_ns > 0 ? (double)g->gpu_busy_ns / c->steps.trace_busy_ns : 0;
     if (g->bytes_per_call > 0 && g->gpu_ns > 0)
         f->achieved_gbps = (double)g->bytes_per_call * (double)g->gpu_calls / (double)g->gpu_ns;
     /* mostly host<->device copies: the host link bounds them, not the HBM
@@ -30,12 +30,12 @@ void kvs_group_figures(const struct kvs_ctx *c, const struct kvs_group_acc *g,
 
 double kvs_findings_step_busy_ms(const struct kvs_ctx *c)
 {
-    if (!c->nsteps)
-        return c->trace_busy_ns / 1e6;
+    if (!c->steps.n)
+        return c->steps.trace_busy_ns / 1e6;
     double s = 0;
-    for (size_t i = 0; i < c->nsteps; i++)
-        s += c->step_busy_ns[i];
-    return s / 1e6 / (double)c->nsteps;
+    for (size_t i = 0; i < c->steps.n; i++)
+        s += c->steps.busy_ns[i];
+    return s / 1e6 / (double)c->steps.n;
 }
 
 bool kvs_findings_is_cast(const struct kvs_shape *s)

@@ -141,13 +141,13 @@ struct building {
 static bool joins(struct kvs_ctx *c, struct building *b, size_t i)
 {
     const struct kvs_trace_data *t = &c->t;
-    uint32_t op = c->gpu_op[i];
+    uint32_t op = c->act.v[i].op;
     if (op == KVS_NO_OP)
-        return c->gpu_cat[i] == KVS_CAT_COPY_CAST;
+        return c->act.v[i].cat == KVS_CAT_COPY_CAST;
     uint32_t key = t->ops[op].key;
     if (!b->key_is_copy[key])
         b->key_is_copy[key] = (uint8_t)(1 + kvs_op_is_copy(kvs_intern_str(&t->strings, t->opkeys[key].name)));
-    return b->key_is_copy[key] == 2 || c->gpu_cat[i] == KVS_CAT_COPY_CAST;
+    return b->key_is_copy[key] == 2 || c->act.v[i].cat == KVS_CAT_COPY_CAST;
 }
 
 /* GPU activity i into its group: time, bytes, devices, calls, kernels. */
@@ -155,7 +155,7 @@ static enum kvs_status add_activity(struct kvs_ctx *c, struct building *b, size_
 {
     const struct kvs_trace_data *t = &c->t;
     const struct kvs_gpu_rec *g = &t->gpus[i];
-    uint32_t op = c->gpu_op[i];
+    uint32_t op = c->act.v[i].op;
     bool bare = op == KVS_NO_OP, added;
     /* the group an activity joins: its op's key, or a bare group named
      * after the activity; a group index + 1 in *slot, 0 when it joins
@@ -195,14 +195,14 @@ static enum kvs_status add_activity(struct kvs_ctx *c, struct building *b, size_
         a->host_ns += g->dur;
     if (kvs_launch_acc_add(&b->lcache, c, &a->launch, g) < 0)
         return KVS_STATUS_NO_MEMORY;
-    if (c->gpu_step[i] >= 0)
+    if (c->act.v[i].step >= 0)
         a->gpu_ns_in_steps += g->dur;
     if (bare) {
         a->gpu_calls++;
         a->calls++;
-        if (c->gpu_step[i] >= 0) {
+        if (c->act.v[i].step >= 0) {
             a->calls_in_steps++;
-            if (!kvs_u64map_put(&b->bare_steps, kvs_pair_key(gi, (uint32_t)c->gpu_step[i]), &added))
+            if (!kvs_u64map_put(&b->bare_steps, kvs_pair_key(gi, (uint32_t)c->act.v[i].step), &added))
                 return KVS_STATUS_NO_MEMORY;
         }
     } else if (kvs_op_first_seen(b->seen, op)) {
@@ -225,7 +225,7 @@ static enum kvs_status count_calls(struct kvs_ctx *c, struct building *b)
             continue;
         struct kvs_group_acc *a = &b->acc[v - 1];
         a->calls++;
-        int32_t step = c->nsteps ? kvs_step_at(c, o->ts) : -1;
+        int32_t step = c->steps.n ? kvs_step_at(c, o->ts) : -1;
         if (step < 0)
             continue;
         a->calls_in_steps++;
@@ -286,8 +286,8 @@ enum kvs_status kvs_groups_build(struct kvs_ctx *c)
     if (st == KVS_STATUS_OK)
         st = finish_groups(c, &b);
     if (st == KVS_STATUS_OK) {
-        c->groups = b.acc;
-        c->ngroups = b.nacc;
+        c->groups.v = b.acc;
+        c->groups.n = b.nacc;
         b.acc = NULL;
     }
     free(b.acc);

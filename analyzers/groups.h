@@ -9,7 +9,7 @@
  * the activity. calls = op calls with the group's key (the op's own count,
  * whether or not a call launched work); bytes per call from the dims and
  * dtype sizes (read + written), or from the activities' `bytes`.
- * Fills ctx->groups (sorted by GPU time, descending). Private to analyzers/.
+ * Fills the group table ctx->groups (sorted by GPU time, descending). Private to analyzers/.
  */
 #ifndef KVS_ANALYZERS_GROUPS_H
 #define KVS_ANALYZERS_GROUPS_H

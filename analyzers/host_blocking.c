@@ -106,11 +106,11 @@ void kvs_ival_prefix(const struct kvs_ival *u, size_t m, int64_t *pre)
 int32_t kvs_clip_to_step(const struct kvs_ctx *c, int64_t ts, int64_t dur, int64_t lo, int64_t hi,
                          int64_t *a, int64_t *b)
 {
-    int32_t s = c->nsteps ? kvs_step_at(c, ts) : 0;
+    int32_t s = c->steps.n ? kvs_step_at(c, ts) : 0;
     if (s < 0)
         return -1;
-    int64_t w0 = c->nsteps ? c->steps[s].start : lo;
-    int64_t w1 = c->nsteps ? c->steps[s].start + kvs_step_time_ns(c, (size_t)s) : hi;
+    int64_t w0 = c->steps.n ? c->steps.v[s].start : lo;
+    int64_t w1 = c->steps.n ? c->steps.v[s].start + kvs_step_time_ns(c, (size_t)s) : hi;
     *a = ts > w0 ? ts : w0;
     *b = ts + dur < w1 ? ts + dur : w1;
     return s;
@@ -118,12 +118,12 @@ int32_t kvs_clip_to_step(const struct kvs_ctx *c, int64_t ts, int64_t dur, int64
 
 double kvs_window_ms(const struct kvs_ctx *c, int64_t lo, int64_t hi)
 {
-    if (!c->nsteps)
+    if (!c->steps.n)
         return (double)(hi - lo) / 1e6;
     double time = 0;
-    for (size_t s = 0; s < c->nsteps; s++)
+    for (size_t s = 0; s < c->steps.n; s++)
         time += (double)kvs_step_time_ns(c, s);
-    return time / 1e6 / (double)c->nsteps;
+    return time / 1e6 / (double)c->steps.n;
 }
 
 /* the union of all GPU activity (any device), merged in place */
@@ -141,7 +141,7 @@ enum kvs_status kvs_host_blocking(struct kvs_ctx *c, struct kvs_finding_list *ou
     *blocked_ms_per_step = 0;
     if (!t->ngpus || !t->nrts)
         return KVS_STATUS_OK;
-    size_t nwin = c->nsteps ? c->nsteps : 1;
+    size_t nwin = c->steps.n ? c->steps.n : 1;
     struct kvs_ival *u = malloc(t->ngpus * sizeof *u);
     int64_t *pre = malloc((t->ngpus + 1) * sizeof *pre);
     int64_t *blocked = calloc(nwin, sizeof *blocked);
@@ -156,7 +156,7 @@ enum kvs_status kvs_host_blocking(struct kvs_ctx *c, struct kvs_finding_list *ou
     /* without steps, the window is the trace from the first to the last
      * GPU activity or runtime call */
     int64_t lo = u[0].a, hi = u[m - 1].b;
-    for (size_t i = 0; !c->nsteps && i < t->nrts; i++) {
+    for (size_t i = 0; !c->steps.n && i < t->nrts; i++) {
         if (t->rts[i].ts < lo)
             lo = t->rts[i].ts;
         if (t->rts[i].ts + t->rts[i].dur > hi)
@@ -208,23 +208,23 @@ enum kvs_status kvs_host_blocking(struct kvs_ctx *c, struct kvs_finding_list *ou
     *blocked_ms_per_step = per_step;
     const struct kvs_rt_rec *r = &t->rts[best];
     const char *call = kvs_intern_str(&t->strings, r->name);
-    int32_t bs = c->nsteps ? kvs_step_at(c, r->ts) : -1;
+    int32_t bs = c->steps.n ? kvs_step_at(c, r->ts) : -1;
     struct kvs_finding fd = {0};
     fd.id = "host_blocking";
     fd.group = -1;
     fd.gpu_ms_per_step = per_step;
     fd.severity = per_step >= 0.3 * step_ms ? KVS_SEV_HIGH : KVS_SEV_WARN;
     struct kvs_fig_host_blocking fig = {
-        .steps = c->nsteps > 0,
+        .steps = c->steps.n > 0,
         .blocked_ms = per_step,
         .step_ms = step_ms,
         .call = call,
         .kind = best_kind,
         .main_kind = main_kind,
         .call_ms = (double)r->dur / 1e6,
-        .call_at_ms = (double)(r->ts - (bs >= 0 ? c->steps[bs].start : lo)) / 1e6,
+        .call_at_ms = (double)(r->ts - (bs >= 0 ? c->steps.v[bs].start : lo)) / 1e6,
         .call_idle_ms = (double)best_idle / 1e6,
-        .call_step = bs >= 0 ? c->steps[bs].index : -1,
+        .call_step = bs >= 0 ? c->steps.v[bs].index : -1,
         .corr = (long long)r->corr,
         .calls = ncalls,
         .windows_with = with,

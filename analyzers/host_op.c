@@ -128,7 +128,7 @@ enum kvs_status kvs_host_op_bound(struct kvs_ctx *c, struct kvs_finding_list *ou
     *ms_per_step = 0;
     if (!t->ngpus || !t->nops || kvs_trace_has_capture(t))
         return KVS_STATUS_OK;
-    size_t nwin = c->nsteps ? c->nsteps : 1;
+    size_t nwin = c->steps.n ? c->steps.n : 1;
     /* what explains idle host time already: GPU work, and blocking calls */
     size_t nu = t->ngpus;
     for (size_t i = 0; i < t->nrts; i++)
@@ -224,7 +224,7 @@ enum kvs_status kvs_host_op_bound(struct kvs_ctx *c, struct kvs_finding_list *ou
     fd.gpu_ms_per_step = per_step;
     fd.severity = per_step >= 0.3 * step_ms ? KVS_SEV_HIGH : KVS_SEV_WARN;
     struct kvs_fig_host_op fig = {
-        .steps = c->nsteps > 0,
+        .steps = c->steps.n > 0,
         .op = op,
         .idle_ms = per_step,
         .step_ms = step_ms,

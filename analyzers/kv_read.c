@@ -133,8 +133,8 @@ static enum kvs_status measure(struct kvs_ctx *c, struct attn *at, const uint32_
     if (!graphed || !call_of_op)
         goto out;
     for (size_t i = 0; i < t->ngpus; i++)
-        if (c->gpu_graph[i] && c->gpu_op[i] != KVS_NO_OP)
-            graphed[c->gpu_op[i] / 8] |= (uint8_t)(1u << (c->gpu_op[i] % 8));
+        if (c->act.v[i].graph && c->act.v[i].op != KVS_NO_OP)
+            graphed[c->act.v[i].op / 8] |= (uint8_t)(1u << (c->act.v[i].op % 8));
     for (size_t k = 0; k < t->nops; k++) {
         uint32_t a = attn_of_key[t->ops[k].key];
         if (!a)
@@ -169,7 +169,7 @@ static enum kvs_status measure(struct kvs_ctx *c, struct attn *at, const uint32_
     for (size_t i = 0; i < ntop && rc == KVS_STATUS_OK; i++) {
         struct attn *a = &at[calls[i].attn];
         a->calls++;
-        int32_t step = c->nsteps ? kvs_step_at(c, calls[i].ts) : -1;
+        int32_t step = c->steps.n ? kvs_step_at(c, calls[i].ts) : -1;
         if (step < 0)
             continue;
         a->calls_in_steps++;
@@ -183,11 +183,11 @@ static enum kvs_status measure(struct kvs_ctx *c, struct attn *at, const uint32_
     if (!counted)
         rc = KVS_STATUS_NO_MEMORY;
     for (size_t i = 0; i < t->ngpus && rc == KVS_STATUS_OK; i++) {
-        uint32_t op = c->gpu_op[i];
+        uint32_t op = c->act.v[i].op;
         if (op == KVS_NO_OP)
             continue;
         const struct call *k = call_of_op[op] ? &calls[call_of_op[op] - 1] : NULL;
-        if (!k && !c->gpu_graph[i]) {
+        if (!k && !c->act.v[i].graph) {
             k = enclosing(calls, ntop, &t->ops[op]);
             if (k && (graphed[k->op / 8] & (1u << (k->op % 8))))
                 k = NULL;
@@ -197,7 +197,7 @@ static enum kvs_status measure(struct kvs_ctx *c, struct attn *at, const uint32_
         struct attn *a = &at[k->attn];
         a->gpu_ns += t->gpus[i].dur;
         a->devices |= kvs_device_bit(t->gpus[i].device);
-        if (c->gpu_step[i] >= 0)
+        if (c->act.v[i].step >= 0)
             a->gpu_ns_in_steps += t->gpus[i].dur;
         size_t ci = (size_t)(k - calls);
         if (!(counted[ci / 8] & (1u << (ci % 8)))) {
@@ -285,9 +285,9 @@ static bool judge(const struct kvs_ctx *c, const struct attn *at, size_t nat, st
 {
     /* in most steps: a trace that holds the prefill step too has the decode
      * attention in all the others */
-    double cps = c->nsteps ? (double)a->calls_in_steps / (double)c->nsteps : (double)a->calls;
-    bool steady = !c->nsteps || 2 * a->steps_with_calls > (int64_t)c->nsteps;
-    if (a->calls == 0 || !steady || a->lq > a->S / READ_RATIO || (!c->nsteps && cps < 1))
+    double cps = c->steps.n ? (double)a->calls_in_steps / (double)c->steps.n : (double)a->calls;
+    bool steady = !c->steps.n || 2 * a->steps_with_calls > (int64_t)c->steps.n;
+    if (a->calls == 0 || !steady || a->lq > a->S / READ_RATIO || (!c->steps.n && cps < 1))
         return false;
     const char *from = NULL;
     int64_t active = given_active(c, &from);
@@ -347,7 +347,7 @@ static bool copies_buffer(const struct kvs_ctx *c, const struct kvs_group_acc *g
     if (g->bare || s->n == 0 || g->bytes_per_call <= 0 || !kvs_op_is_copy(op) ||
         kvs_op_is_indexed_write(op) || !kvs_findings_keeps_dtype(g))
         return false;
-    if (c->nsteps && g->steps_with_calls != (int64_t)c->nsteps)
+    if (c->steps.n && g->steps_with_calls != (int64_t)c->steps.n)
         return false;
     if (g->has_match && g->match.capacity_tokens == capacity)
         return true;
@@ -388,8 +388,8 @@ static enum kvs_status attention_readers(struct kvs_ctx *c, int64_t capacity, co
         const struct attn *a = &at[i];
         if (a->capacity != capacity)
             continue;
-        double cps = c->nsteps ? (double)a->calls_in_steps / (double)c->nsteps : (double)a->calls;
-        double ms = c->nsteps ? (double)a->gpu_ns_in_steps / 1e6 / (double)c->nsteps : (double)a->gpu_ns / 1e6;
+        double cps = c->steps.n ? (double)a->calls_in_steps / (double)c->steps.n : (double)a->calls;
+        double ms = c->steps.n ? (double)a->gpu_ns_in_steps / 1e6 / (double)c->steps.n : (double)a->gpu_ns / 1e6;
         const char *name = kvs_intern_str(&c->t.strings, c->t.opkeys[a->key].name);
         struct reader one = {
             .desc = kvs_phrase_attention_desc(&c->arena, name, a->s.dims[1], a->s.dims[2], a->lq),
@@ -419,8 +419,8 @@ static enum kvs_status copy_readers(struct kvs_ctx *c, int64_t capacity, const s
 {
     const char *given_from = NULL;
     int64_t given = given_active(c, &given_from);
-    for (size_t gi = 0; gi < c->ngroups; gi++) {
-        struct kvs_group_acc *g = &c->groups[gi];
+    for (size_t gi = 0; gi < c->groups.n; gi++) {
+        struct kvs_group_acc *g = &c->groups.v[gi];
         if (!copies_buffer(c, g, capacity, at, nat))
             continue;
         struct kvs_group_figs f;
@@ -466,13 +466,13 @@ static enum kvs_status gemm_readers(struct kvs_ctx *c, int64_t capacity, struct 
 {
     const char *given_from = NULL;
     int64_t given = given_active(c, &given_from);
-    for (size_t k = 0; k < c->nops && rs->n; k++) {
-        const struct kvs_op_acc *o = &c->ops[k];
+    for (size_t k = 0; k < c->ops.n && rs->n; k++) {
+        const struct kvs_op_acc *o = &c->ops.v[k];
         if (o->bare || o->cost.family != KVS_OPF_MATMUL || o->cost.rows != (double)capacity ||
             o->cost.bytes <= 0 || o->cost.weight_bytes < 0 || o->shape_info.n == 0 ||
             o->shape_info.dims[0][0] != capacity)
             continue;
-        double cps = c->nsteps ? (double)o->calls_in_steps / (double)c->nsteps : (double)o->calls;
+        double cps = c->steps.n ? (double)o->calls_in_steps / (double)c->steps.n : (double)o->calls;
         if (cps < 1)
             continue;
         const char *name = kvs_intern_str(&c->t.strings, o->op_name);
@@ -482,7 +482,7 @@ static enum kvs_status gemm_readers(struct kvs_ctx *c, int64_t capacity, struct 
             .calls_per_step = cps,
             .bytes_per_step = o->cost.bytes * cps,
             .fixed_bytes_per_step = o->cost.weight_bytes * cps,
-            .gpu_ms_per_step = c->nsteps ? (double)o->gpu_ns_in_steps / 1e6 / (double)c->nsteps
+            .gpu_ms_per_step = c->steps.n ? (double)o->gpu_ns_in_steps / 1e6 / (double)c->steps.n
                                          : (double)o->gpu_ns / 1e6,
             .ms_per_call = o->calls ? (double)o->gpu_ns / 1e6 / (double)o->calls : 0,
             .gbps = isfinite(o->achieved_gbps) ? o->achieved_gbps : 0,
@@ -549,7 +549,7 @@ static enum kvs_status one_finding(struct kvs_ctx *c, int64_t capacity, const st
         .capacity = capacity,
         .busy_ms = kvs_findings_step_busy_ms(c),
         .capacity_given = c->opt->kv_capacity > 0,
-        .steps = c->nsteps,
+        .steps = c->steps.n,
         .any_repeat = rs.any_repeat,
         .any_expand = rs.any_expand,
     };
@@ -625,8 +625,8 @@ enum kvs_status kvs_kv_full_reads(struct kvs_ctx *c, struct kvs_finding_list *ou
     }
     /* copies of a buffer no attention here reads (an eager copy of a
      * buffer matched by match.c): the same finding, copies only */
-    for (size_t gi = 0; gi < c->ngroups && rc == KVS_STATUS_OK; gi++) {
-        const struct kvs_group_acc *g = &c->groups[gi];
+    for (size_t gi = 0; gi < c->groups.n && rc == KVS_STATUS_OK; gi++) {
+        const struct kvs_group_acc *g = &c->groups.v[gi];
         int64_t capacity = g->has_match ? g->match.capacity_tokens : 0;
         bool seen = false;
         for (size_t j = 0; j < ndone; j++)

@@ -137,9 +137,9 @@ static int cmp_pending(const void *a, const void *b)
 /* Innermost enclosing op for each pending call when the file's ops are not
  * in time order: sort (thread, start) keys of all ops, then one sweep per
  * thread with a stack of the ops still open. */
-static enum kvs_status enclose_sorting(struct kvs_ctx *c, struct pending *pend, size_t npend)
+static enum kvs_status enclose_sorting(const struct kvs_trace_data *t, struct kvs_activity_table *act,
+                                       struct pending *pend, size_t npend)
 {
-    const struct kvs_trace_data *t = &c->t;
     struct op_key *perm = malloc((t->nops ? t->nops : 1) * sizeof *perm);
     uint32_t *stack = malloc((t->nops ? t->nops : 1) * sizeof *stack);
     if (!perm || !stack) {
@@ -171,7 +171,7 @@ static enum kvs_status enclose_sorting(struct kvs_ctx *c, struct pending *pend, 
         while (depth && t->ops[stack[depth - 1]].ts + t->ops[stack[depth - 1]].dur < p->ts)
             depth--;
         if (depth)
-            c->gpu_op[p->gpu] = stack[depth - 1];
+            act->v[p->gpu].op = stack[depth - 1];
     }
     free(perm);
     free(stack);
@@ -182,9 +182,9 @@ static enum kvs_status enclose_sorting(struct kvs_ctx *c, struct pending *pend, 
  * in the file (Kineto writes them so): one pass over the ops in file order,
  * answering the calls (sorted by time) as the sweep passes them, with a
  * stack of open ops per thread. No copy of the ops. */
-static enum kvs_status enclose_in_order(struct kvs_ctx *c, struct pending *pend, size_t npend)
+static enum kvs_status enclose_in_order(const struct kvs_trace_data *t, struct kvs_activity_table *act,
+                                        struct pending *pend, size_t npend)
 {
-    const struct kvs_trace_data *t = &c->t;
     size_t nthreads = kvs_intern_count(&t->threads);
     struct stack {
         uint32_t *v;
@@ -202,7 +202,7 @@ static enum kvs_status enclose_in_order(struct kvs_ctx *c, struct pending *pend,
             while (sk && sk->n && t->ops[sk->v[sk->n - 1]].ts + t->ops[sk->v[sk->n - 1]].dur < pend[q].ts)
                 sk->n--;
             if (sk && sk->n)
-                c->gpu_op[pend[q].gpu] = sk->v[sk->n - 1];
+                act->v[pend[q].gpu].op = sk->v[sk->n - 1];
             q++;
         }
         if (k == t->nops)
@@ -237,9 +237,9 @@ struct replayed {
  * record, at the replay's first kernel), so steps and calls count the
  * replays like eager calls; the captured op itself is marked and counts as
  * none. */
-static enum kvs_status replay_ops(struct kvs_ctx *c, const struct replayed *r, size_t n)
+static enum kvs_status replay_ops(struct kvs_trace_data *t, struct kvs_activity_table *act,
+                                  const struct replayed *r, size_t n)
 {
-    struct kvs_trace_data *t = &c->t;
     struct kvs_u64map by_rt = {0}, by_corr = {0};
     enum kvs_status st = KVS_STATUS_OK;
     for (size_t i = 0; i < n && st == KVS_STATUS_OK; i++) {
@@ -271,7 +271,7 @@ static enum kvs_status replay_ops(struct kvs_ctx *c, const struct replayed *r, s
             }
             *v = (uint32_t)t->nops; /* index + 1 */
         }
-        c->gpu_op[r[i].gpu] = *v - 1;
+        act->v[r[i].gpu].op = *v - 1;
     }
     if (n)
         t->ops_ext_sorted = false; /* the copies repeat their op's id */
@@ -280,14 +280,12 @@ static enum kvs_status replay_ops(struct kvs_ctx *c, const struct replayed *r, s
     return st;
 }
 
-enum kvs_status kvs_link(struct kvs_ctx *c)
+enum kvs_status kvs_link(struct kvs_trace_data *t, const struct kvs_logger *lg,
+                         struct kvs_activity_table *act)
 {
-    const struct kvs_trace_data *t = &c->t;
     size_t n = t->ngpus ? t->ngpus : 1;
-    c->gpu_op = malloc(n * sizeof *c->gpu_op);
-    c->gpu_launch = malloc(n * sizeof *c->gpu_launch);
-    c->gpu_graph = calloc(n, 1);
-    if (!c->gpu_op || !c->gpu_launch || !c->gpu_graph)
+    act->v = calloc(n, sizeof *act->v);
+    if (!act->v)
         return KVS_STATUS_NO_MEMORY;
 
     struct idx_table by_ext = {0}, by_corr = {0};
@@ -303,12 +301,12 @@ enum kvs_status kvs_link(struct kvs_ctx *c)
     /* ids are meant to be unique: a second op with one would have its GPU
      * work handed to the first (a GEMM's kernel to a copy op) unsaid */
     if (ext_dups)
-        kvs_log(c->log, KVS_LOG_WARN,
+        kvs_log(lg, KVS_LOG_WARN,
                 "%zu %s an External id with an earlier op: GPU work with that id is given to "
                 "the first one, which may be the wrong op",
                 ext_dups, ext_dups == 1 ? "op shares" : "ops share");
     if (corr_dups)
-        kvs_log(c->log, KVS_LOG_WARN,
+        kvs_log(lg, KVS_LOG_WARN,
                 "%zu runtime %s a correlation id with an earlier one: GPU work with that id is "
                 "given to the first",
                 corr_dups, corr_dups == 1 ? "call shares" : "calls share");
@@ -318,7 +316,7 @@ enum kvs_status kvs_link(struct kvs_ctx *c)
     struct replayed *rep = NULL;
     size_t nrep = 0, rep_cap = 0;
     enum kvs_status st = KVS_STATUS_OK;
-    c->graph_launched = 0;
+    act->graph_launched = 0;
     for (size_t i = 0; i < t->ngpus; i++) {
         const struct kvs_gpu_rec *g = &t->gpus[i];
         uint32_t op, rt;
@@ -327,14 +325,14 @@ enum kvs_status kvs_link(struct kvs_ctx *c)
         /* a graph launch (cudaGraphLaunch, cuGraphLaunch, hipGraphLaunch)
          * replays kernels whose ops ran at capture: no shapes for them */
         if ((rt != KVS_NO_OP && t->rts[rt].graph_launch) || g->graph_node) {
-            c->graph_launched++;
-            c->gpu_graph[i] = 1;
+            act->graph_launched++;
+            act->v[i].graph = true;
         }
         /* the op the kernel's graph node was captured under: it does not
          * enclose the graph launch (without the launch's record: it ended
          * before the kernel ran, and the kernel says its graph node) */
         bool captured_op =
-            op != KVS_NO_OP && c->gpu_graph[i] &&
+            op != KVS_NO_OP && act->v[i].graph &&
             (rt != KVS_NO_OP
                  ? t->ops[op].ts > t->rts[rt].ts || t->ops[op].ts + t->ops[op].dur < t->rts[rt].ts
                  : g->corr != 0 && t->ops[op].ts + t->ops[op].dur < g->ts);
@@ -347,8 +345,8 @@ enum kvs_status kvs_link(struct kvs_ctx *c)
         }
         if (op == KVS_NO_OP && rt != KVS_NO_OP && t->rts[rt].ext)
             FIND_OP(t->rts[rt].ext, op);
-        c->gpu_op[i] = op;
-        c->gpu_launch[i] = rt != KVS_NO_OP               ? t->rts[rt].ts
+        act->v[i].op = op;
+        act->v[i].launch = rt != KVS_NO_OP               ? t->rts[rt].ts
                            : op != KVS_NO_OP && !captured_op ? t->ops[op].ts
                                                              : g->ts;
         if (op == KVS_NO_OP && rt != KVS_NO_OP) {
@@ -365,18 +363,18 @@ enum kvs_status kvs_link(struct kvs_ctx *c)
         bool in_order = true;
         for (size_t k = 1; k < t->nops && in_order; k++)
             in_order = t->ops[k].ts >= t->ops[k - 1].ts;
-        st = in_order ? enclose_in_order(c, pend, npend) : enclose_sorting(c, pend, npend);
+        st = in_order ? enclose_in_order(t, act, pend, npend) : enclose_sorting(t, act, pend, npend);
     }
     free(pend);
-    c->graph_node_ops = nrep;
+    act->graph_node_ops = nrep;
     if (st == KVS_STATUS_OK && nrep)
-        st = replay_ops(c, rep, nrep);
+        st = replay_ops(t, act, rep, nrep);
     free(rep);
     if (st != KVS_STATUS_OK)
         return st;
-    c->unlinked = 0;
+    act->unlinked = 0;
     for (size_t i = 0; i < t->ngpus; i++)
-        if (c->gpu_op[i] == KVS_NO_OP)
-            c->unlinked++;
+        if (act->v[i].op == KVS_NO_OP)
+            act->unlinked++;
     return KVS_STATUS_OK;
 }

@@ -25,7 +25,7 @@ struct token_dim {
 
 double kvs_group_calls_per_step(const struct kvs_ctx *c, const struct kvs_group_acc *g)
 {
-    return c->nsteps ? (double)g->calls_in_steps / (double)c->nsteps : (double)g->calls;
+    return c->steps.n ? (double)g->calls_in_steps / (double)c->steps.n : (double)g->calls;
 }
 
 /* a * b, or -1 when that overflows or a factor is negative: recorded dims
@@ -158,8 +158,8 @@ static bool has_near_sibling(const struct kvs_ctx *c, const struct kvs_group_acc
 {
     const struct kvs_shape *s = &g->shape_info;
     int64_t tokens = s->dims[0][0];
-    for (size_t i = 0; i < c->ngroups; i++) {
-        const struct kvs_group_acc *o = &c->groups[i];
+    for (size_t i = 0; i < c->groups.n; i++) {
+        const struct kvs_group_acc *o = &c->groups.v[i];
         if (o == g || o->bare || o->op_name != g->op_name || o->shape_info.n == 0 ||
             o->shape_info.rank[0] != s->rank[0])
             continue;
@@ -217,13 +217,13 @@ static int count_layers(struct kvs_ctx *c)
             if (verdict[nm] == 1)
                 distinct++;
         }
-        if (verdict[nm] == 1 && c->nsteps && kvs_step_at(c, t->ranges[i].ts) >= 0)
+        if (verdict[nm] == 1 && c->steps.n && kvs_step_at(c, t->ranges[i].ts) >= 0)
             hits++;
     }
     free(verdict);
     regfree(&re);
-    if (c->nsteps)
-        return (int)llround((double)hits / (double)c->nsteps);
+    if (c->steps.n)
+        return (int)llround((double)hits / (double)c->steps.n);
     return (int)distinct;
 }
 
@@ -325,7 +325,7 @@ static void match_one(struct kvs_ctx *c, struct kvs_group_acc *g, const struct t
      * gather produced, and keeps its size from step to step. */
     bool may_infer = c->opt->kv_capacity <= 0 && (!c->have_model || row_ok) && !c->backward &&
                      tokens >= BUFFER_MIN_TOKENS && cps >= 1 &&
-                     (!c->nsteps || g->steps_with_calls == (int64_t)c->nsteps) &&
+                     (!c->steps.n || g->steps_with_calls == (int64_t)c->steps.n) &&
                      !gathers_its_rows(s, dims[0]) && !has_near_sibling(c, g) && plays_kv_role(c, g);
     if (may_infer) {
         if (active > 0 && tokens / BUFFER_RATIO >= active) /* tokens >= 8 x active, without overflow */
@@ -384,9 +384,9 @@ enum kvs_status kvs_match_groups(struct kvs_ctx *c)
     enum kvs_status st = collect_token_dims(c, &td, &ntd);
     if (st != KVS_STATUS_OK)
         return st;
-    for (size_t i = 0; i < c->ngroups; i++) {
-        match_one(c, &c->groups[i], td, ntd);
-        make_role(c, &c->groups[i]);
+    for (size_t i = 0; i < c->groups.n; i++) {
+        match_one(c, &c->groups.v[i], td, ntd);
+        make_role(c, &c->groups.v[i]);
     }
     free(td);
     return KVS_STATUS_OK;

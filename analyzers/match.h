@@ -20,6 +20,8 @@
 
 #include "ctx.h"
 
+/* Needs the group table and the steps; adds each group's match, role and
+ * active tokens, and sets ctx->layers. */
 enum kvs_status kvs_match_groups(struct kvs_ctx *c);
 
 /* calls per step of a group: calls in steps / steps, or all calls */

@@ -29,7 +29,7 @@ static void copy_bytes(const struct kvs_ctx *c, const struct kvs_u64map *by_key,
     const uint32_t *v = kvs_u64map_get(by_key, kvs_pair_key(o->op_name, o->shape));
     if (!v || !*v)
         return;
-    const struct kvs_group_acc *g = &c->groups[*v - 1];
+    const struct kvs_group_acc *g = &c->groups.v[*v - 1];
     if (g->bytes_per_call <= 0)
         return;
     o->cost.bytes = (double)g->bytes_per_call;
@@ -96,7 +96,7 @@ enum kvs_status kvs_roofline_build(struct kvs_ctx *c)
         goto out;
     for (size_t i = 0; i < t->ngpus; i++) {
         const struct kvs_gpu_rec *g = &t->gpus[i];
-        uint32_t op = c->gpu_op[i];
+        uint32_t op = c->act.v[i].op;
         uint32_t name, shape;
         uint32_t *slot = kvs_key_slot(t, op, g, of_key, &bare, &added, &name, &shape);
         if (!slot)
@@ -117,7 +117,7 @@ enum kvs_status kvs_roofline_build(struct kvs_ctx *c)
         a->devices |= kvs_device_bit(g->device);
         bool first = a->bare || kvs_op_first_seen(seen, op); /* a call counts once */
         a->calls += first;
-        if (c->gpu_step[i] >= 0) {
+        if (c->act.v[i].step >= 0) {
             a->gpu_ns_in_steps += g->dur;
             a->calls_in_steps += first;
         }
@@ -131,8 +131,8 @@ enum kvs_status kvs_roofline_build(struct kvs_ctx *c)
         goto out;
     kvs_busy_by_key(iv, t->ngpus, busy);
     kvs_kernel_time_top(&ktime, top, nacc);
-    for (size_t gi = 0; gi < c->ngroups; gi++) {
-        uint32_t *v = kvs_u64map_put(&groups, kvs_pair_key(c->groups[gi].op_name, c->groups[gi].shape), &added);
+    for (size_t gi = 0; gi < c->groups.n; gi++) {
+        uint32_t *v = kvs_u64map_put(&groups, kvs_pair_key(c->groups.v[gi].op_name, c->groups.v[gi].shape), &added);
         if (!v)
             goto out;
         *v = (uint32_t)gi + 1;
@@ -160,8 +160,8 @@ enum kvs_status kvs_roofline_build(struct kvs_ctx *c)
     }
     if (nacc)
         qsort(acc, nacc, sizeof *acc, cmp_op);
-    c->ops = acc;
-    c->nops = nacc;
+    c->ops.v = acc;
+    c->ops.n = nacc;
     acc = NULL;
     st = KVS_STATUS_OK;
 out:

@@ -9,7 +9,7 @@
  * and from them achieved GB/s, TFLOP/s, arithmetic intensity, whether the
  * device bounds it by memory or compute, and the fraction of that roof it
  * reached (docs/analysis.md, "Per-op roofline"). Needs the groups, the
- * steps and the device's peaks; fills ctx->ops (by GPU time, descending).
+ * steps and the device's peaks; fills the op table ctx->ops (by GPU time, descending).
  * Private to analyzers/.
  */
 #ifndef KVS_ANALYZERS_ROOFLINE_H

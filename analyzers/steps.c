@@ -234,19 +234,19 @@ static int64_t index_of(const char *name, int64_t ordinal)
     return end == p ? ordinal : (int64_t)v;
 }
 
-enum kvs_status kvs_steps_find(struct kvs_ctx *c, struct kvs_step_matcher *m)
+enum kvs_status kvs_steps_find(const struct kvs_trace_data *t, struct kvs_step_matcher *m,
+                               const struct kvs_logger *lg, struct kvs_step_table *steps)
 {
-    const struct kvs_trace_data *t = &c->t;
     uint32_t nstr = kvs_intern_count(&t->strings);
     uint8_t *verdict = calloc(nstr ? nstr : 1, 1); /* 1 yes, 2 no, per name id */
-    c->steps = malloc((t->nranges ? t->nranges : 1) * sizeof *c->steps);
-    if (!verdict || !c->steps) {
+    steps->v = malloc((t->nranges ? t->nranges : 1) * sizeof *steps->v);
+    if (!verdict || !steps->v) {
         free(verdict);
         return KVS_STATUS_NO_MEMORY;
     }
     static const char *const sources[] = {"serving-engine step ranges", "ProfilerStep#N",
                                            "step ranges"};
-    for (int pass = 0; pass < 3 && c->nsteps == 0; pass++) {
+    for (int pass = 0; pass < 3 && steps->n == 0; pass++) {
         /* pass 0: the user's regex, or vLLM/SGLang step ranges (they say the
          * step's kind and batch); pass 1: ProfilerStep#N; pass 2: "step" ranges */
         if (pass > 0 && m->user)
@@ -268,32 +268,32 @@ enum kvs_status kvs_steps_find(struct kvs_ctx *c, struct kvs_step_matcher *m)
                 nodur++;
                 continue;
             }
-            c->steps[c->nsteps++] = (struct kvs_step_win){g->ts, g->ts + g->dur, 0, g->name, {0}};
+            steps->v[steps->n++] = (struct kvs_step_win){g->ts, g->ts + g->dur, 0, g->name, {0}};
         }
         if (nodur)
-            kvs_log(c->log, KVS_LOG_WARN,
+            kvs_log(lg, KVS_LOG_WARN,
                     "%zu %s without a positive duration (\"dur\" missing, zero or negative): "
                     "not counted as steps",
                     nodur, nodur == 1 ? "step range" : "step ranges");
-        c->step_source = m->user ? "--step-regex" : sources[pass];
+        steps->source = m->user ? "--step-regex" : sources[pass];
     }
     free(verdict);
-    if (c->nsteps == 0) {
-        c->step_source = NULL;
+    if (steps->n == 0) {
+        steps->source = NULL;
         return KVS_STATUS_OK;
     }
-    qsort(c->steps, c->nsteps, sizeof *c->steps, cmp_step);
+    qsort(steps->v, steps->n, sizeof *steps->v, cmp_step);
     /* keep the outermost of overlapping ranges (a step marked twice, or a
      * "step" range inside another) */
     size_t k = 0;
-    for (size_t i = 0; i < c->nsteps; i++) {
-        if (k && c->steps[i].start < c->steps[k - 1].end)
+    for (size_t i = 0; i < steps->n; i++) {
+        if (k && steps->v[i].start < steps->v[k - 1].end)
             continue;
-        c->steps[k++] = c->steps[i];
+        steps->v[k++] = steps->v[i];
     }
-    c->nsteps = k;
-    for (size_t i = 0; i < c->nsteps; i++) {
-        struct kvs_step_win *w = &c->steps[i];
+    steps->n = k;
+    for (size_t i = 0; i < steps->n; i++) {
+        struct kvs_step_win *w = &steps->v[i];
         const char *name = kvs_intern_str(&t->strings, w->name);
         if (kvs_step_name_parse(name, &w->desc))
             w->index = (int64_t)i; /* the digits in such a name are counts, not an index */
@@ -303,26 +303,26 @@ enum kvs_status kvs_steps_find(struct kvs_ctx *c, struct kvs_step_matcher *m)
     return KVS_STATUS_OK;
 }
 
-int64_t kvs_step_time_ns(const struct kvs_ctx *c, size_t k)
+int64_t kvs_step_table_time_ns(const struct kvs_step_table *steps, size_t k)
 {
-    int64_t wall = c->steps[k].end - c->steps[k].start;
-    int64_t span = c->step_gpu_last[k] > c->step_gpu_first[k] ? c->step_gpu_last[k] - c->step_gpu_first[k] : 0;
+    int64_t wall = steps->v[k].end - steps->v[k].start;
+    int64_t span = steps->gpu_last[k] > steps->gpu_first[k] ? steps->gpu_last[k] - steps->gpu_first[k] : 0;
     return span > wall ? span : wall;
 }
 
-int32_t kvs_step_at(const struct kvs_ctx *c, int64_t ts)
+int32_t kvs_step_table_at(const struct kvs_step_table *steps, int64_t ts)
 {
-    size_t lo = 0, hi = c->nsteps; /* first step with start > ts */
+    size_t lo = 0, hi = steps->n; /* first step with start > ts */
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (c->steps[mid].start <= ts)
+        if (steps->v[mid].start <= ts)
             lo = mid + 1;
         else
             hi = mid;
     }
     if (lo == 0)
         return -1;
-    const struct kvs_step_win *s = &c->steps[lo - 1];
+    const struct kvs_step_win *s = &steps->v[lo - 1];
     return ts < s->end || (s->start == s->end && ts == s->start) ? (int32_t)(lo - 1) : -1;
 }
 
@@ -333,6 +333,16 @@ struct ival {
     int64_t start, end;
     int32_t device;
 };
+
+int64_t kvs_step_time_ns(const struct kvs_ctx *c, size_t k)
+{
+    return kvs_step_table_time_ns(&c->steps, k);
+}
+
+int32_t kvs_step_at(const struct kvs_ctx *c, int64_t ts)
+{
+    return kvs_step_table_at(&c->steps, ts);
+}
 
 static int cmp_ival(const void *a, const void *b)
 {
@@ -377,81 +387,80 @@ static void busy_by_step(struct kvs_keyed_ival *iv, size_t n, double *out, size_
         out[k] = (double)busy[k];
 }
 
-enum kvs_status kvs_steps_measure(struct kvs_ctx *c)
+enum kvs_status kvs_steps_measure(const struct kvs_trace_data *t, struct kvs_activity_table *act,
+                                  struct kvs_step_table *steps)
 {
-    const struct kvs_trace_data *t = &c->t;
-    size_t ns = c->nsteps ? c->nsteps : 1;
-    c->gpu_step = malloc((t->ngpus ? t->ngpus : 1) * sizeof *c->gpu_step);
-    c->step_busy_ns = calloc(ns, sizeof *c->step_busy_ns);
-    c->step_cat_ns = calloc(ns, sizeof *c->step_cat_ns);
-    c->step_comm_ns = calloc(ns, sizeof *c->step_comm_ns);
-    c->step_compute_ns = calloc(ns, sizeof *c->step_compute_ns);
-    c->step_gpu_first = malloc(ns * sizeof *c->step_gpu_first);
-    c->step_gpu_last = malloc(ns * sizeof *c->step_gpu_last);
+    size_t ns = steps->n ? steps->n : 1;
+    steps->busy_ns = calloc(ns, sizeof *steps->busy_ns);
+    steps->cat_ns = calloc(ns, sizeof *steps->cat_ns);
+    steps->comm_ns = calloc(ns, sizeof *steps->comm_ns);
+    steps->compute_ns = calloc(ns, sizeof *steps->compute_ns);
+    steps->gpu_first = malloc(ns * sizeof *steps->gpu_first);
+    steps->gpu_last = malloc(ns * sizeof *steps->gpu_last);
     struct ival *iv = malloc((t->ngpus ? t->ngpus : 1) * sizeof *iv);
     struct kvs_keyed_ival *kv = malloc((t->ngpus ? t->ngpus : 1) * sizeof *kv);
     int64_t *scratch = malloc(ns * sizeof *scratch);
-    if (!scratch || !c->gpu_step || !c->step_busy_ns || !c->step_cat_ns || !c->step_comm_ns ||
-        !c->step_compute_ns || !c->step_gpu_first || !c->step_gpu_last || !iv || !kv) {
+    if (!scratch || !steps->busy_ns || !steps->cat_ns || !steps->comm_ns ||
+        !steps->compute_ns || !steps->gpu_first || !steps->gpu_last || !iv || !kv) {
         free(iv);
         free(kv);
         free(scratch);
         return KVS_STATUS_NO_MEMORY;
     }
     for (size_t k = 0; k < ns; k++) {
-        c->step_gpu_first[k] = INT64_MAX;
-        c->step_gpu_last[k] = INT64_MIN;
+        steps->gpu_first[k] = INT64_MAX;
+        steps->gpu_last[k] = INT64_MIN;
     }
-    memset(c->cat_ns, 0, sizeof c->cat_ns);
+    memset(steps->trace_cat_ns, 0, sizeof steps->trace_cat_ns);
     /* GPU work belongs to the step that launched it (the runtime call, or the
      * graph launch, inside the step's CPU range), however late it runs: with
      * CUDA graphs the CPU is often a whole step ahead of the GPU */
     size_t nkv = 0;
     for (size_t i = 0; i < t->ngpus; i++) {
         const struct kvs_gpu_rec *g = &t->gpus[i];
-        int32_t k = c->nsteps ? kvs_step_at(c, c->gpu_launch[i]) : -1;
-        c->gpu_step[i] = k;
+        int32_t k = steps->n ? kvs_step_table_at(steps, act->v[i].launch) : -1;
+        act->v[i].step = k;
         iv[i] = (struct ival){g->ts, g->ts + g->dur, g->device};
-        int cat = c->gpu_cat[i];
-        if (!c->nsteps) {
-            c->cat_ns[cat] += (double)g->dur;
+        int cat = act->v[i].cat;
+        if (!steps->n) {
+            steps->trace_cat_ns[cat] += (double)g->dur;
             continue;
         }
         if (k < 0)
             continue;
-        c->step_cat_ns[k][cat] += (double)g->dur;
-        c->cat_ns[cat] += (double)g->dur;
-        if (g->ts < c->step_gpu_first[k])
-            c->step_gpu_first[k] = g->ts;
-        if (g->ts + g->dur > c->step_gpu_last[k])
-            c->step_gpu_last[k] = g->ts + g->dur;
+        steps->cat_ns[k][cat] += (double)g->dur;
+        steps->trace_cat_ns[cat] += (double)g->dur;
+        if (g->ts < steps->gpu_first[k])
+            steps->gpu_first[k] = g->ts;
+        if (g->ts + g->dur > steps->gpu_last[k])
+            steps->gpu_last[k] = g->ts + g->dur;
         kv[nkv++] = (struct kvs_keyed_ival){(uint32_t)k, g->device, g->ts, g->ts + g->dur};
     }
-    busy_by_step(kv, nkv, c->step_busy_ns, c->nsteps, scratch);
-    c->trace_busy_ns = merge_union(iv, t->ngpus);
+    busy_by_step(kv, nkv, steps->busy_ns, steps->n, scratch);
+    steps->trace_busy_ns = merge_union(iv, t->ngpus);
     /* the same for communication alone and for everything else, when the
      * trace has any communication (their overlap is comm + compute - busy) */
     size_t ncomm = 0;
     for (size_t i = 0; i < t->ngpus; i++)
-        ncomm += c->gpu_cat[i] == KVS_CAT_COMM;
+        ncomm += act->v[i].cat == KVS_CAT_COMM;
     if (ncomm == 0) {
-        c->trace_comm_ns = 0;
-        c->trace_compute_ns = c->trace_busy_ns;
-        memcpy(c->step_compute_ns, c->step_busy_ns, ns * sizeof *c->step_busy_ns);
+        steps->trace_comm_ns = 0;
+        steps->trace_compute_ns = steps->trace_busy_ns;
+        memcpy(steps->compute_ns, steps->busy_ns, ns * sizeof *steps->busy_ns);
     } else {
         for (int comm = 1; comm >= 0; comm--) {
             size_t m = 0, mk = 0;
             for (size_t i = 0; i < t->ngpus; i++) {
                 const struct kvs_gpu_rec *g = &t->gpus[i];
-                if ((c->gpu_cat[i] == KVS_CAT_COMM) != (comm == 1))
+                if ((act->v[i].cat == KVS_CAT_COMM) != (comm == 1))
                     continue;
                 iv[m++] = (struct ival){g->ts, g->ts + g->dur, g->device};
-                if (c->gpu_step[i] >= 0)
-                    kv[mk++] = (struct kvs_keyed_ival){(uint32_t)c->gpu_step[i], g->device, g->ts,
+                if (act->v[i].step >= 0)
+                    kv[mk++] = (struct kvs_keyed_ival){(uint32_t)act->v[i].step, g->device, g->ts,
                                                        g->ts + g->dur};
             }
-            busy_by_step(kv, mk, comm ? c->step_comm_ns : c->step_compute_ns, c->nsteps, scratch);
-            *(comm ? &c->trace_comm_ns : &c->trace_compute_ns) = merge_union(iv, m);
+            busy_by_step(kv, mk, comm ? steps->comm_ns : steps->compute_ns, steps->n, scratch);
+            *(comm ? &steps->trace_comm_ns : &steps->trace_compute_ns) = merge_union(iv, m);
         }
     }
     free(iv);

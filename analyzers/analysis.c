@@ -84,8 +84,8 @@ static enum kvs_status pick_device(struct kvs_ctx *c)
 {
     const struct kvs_analysis_options *o = c->opt;
     const char *name = o->device ? o->device : trace_device(c);
-    c->device = name ? kvs_arena_strdup(&c->arena, name) : NULL;
-    c->peak_source = "unknown";
+    c->dev.name = name ? kvs_arena_strdup(&c->arena, name) : NULL;
+    c->dev.source = "unknown";
     if (name) {
         struct kvs_device_info info;
         bool found;
@@ -93,13 +93,13 @@ static enum kvs_status pick_device(struct kvs_ctx *c)
         if (st != KVS_STATUS_OK)
             return st;
         if (found) {
-            c->peak_gbps = info.peak_gbps;
-            c->copy_gbps = info.copy_gbps;
-            c->bf16_tflops = info.bf16_tflops;
-            c->fp8_tflops = info.fp8_tflops;
-            c->peak_source = "device table";
+            c->dev.peak_gbps = info.peak_gbps;
+            c->dev.copy_gbps = info.copy_gbps;
+            c->dev.bf16_tflops = info.bf16_tflops;
+            c->dev.fp8_tflops = info.fp8_tflops;
+            c->dev.source = "device table";
             if (o->device)
-                c->device = kvs_arena_strdup(&c->arena, info.name);
+                c->dev.name = kvs_arena_strdup(&c->arena, info.name);
         } else if (o->peak_gbps <= 0) {
             char names[600];
             kvs_device_names(names, sizeof names);
@@ -113,8 +113,8 @@ static enum kvs_status pick_device(struct kvs_ctx *c)
                 "the trace names no device: efficiency is not computed; give --device or --peak-gbps");
     }
     if (o->peak_gbps > 0) {
-        c->peak_gbps = o->peak_gbps;
-        c->peak_source = "--peak-gbps";
+        c->dev.peak_gbps = o->peak_gbps;
+        c->dev.source = "--peak-gbps";
     }
     return KVS_STATUS_OK;
 }
@@ -266,7 +266,7 @@ static enum kvs_status build_groups(struct kvs_ctx *c, struct kvs_analysis_impl 
         o->efficiency = f.efficiency;
         o->host_link = f.host_link;
         /* not clamped: shown, and said to be over the peak */
-        o->over_peak = c->peak_gbps > 0 && !f.host_link && o->bytes_per_call > 0 &&
+        o->over_peak = c->dev.peak_gbps > 0 && !f.host_link && o->bytes_per_call > 0 &&
                        f.efficiency > 1.0005;
         o->has_match = g->has_match;
         if (g->has_match) {
@@ -663,12 +663,12 @@ static enum kvs_status build_result(struct kvs_ctx *c, const char *path, struct 
     ti->bytes = t->bytes;
     ti->events = t->events;
     ti->truncated = t->truncated;
-    ti->device = c->device;
-    ti->peak_gbps = c->peak_gbps;
-    ti->peak_source = c->peak_source;
-    ti->copy_gbps = c->copy_gbps;
-    ti->peak_bf16_tflops = c->bf16_tflops;
-    ti->peak_fp8_tflops = c->fp8_tflops;
+    ti->device = c->dev.name;
+    ti->peak_gbps = c->dev.peak_gbps;
+    ti->peak_source = c->dev.source;
+    ti->copy_gbps = c->dev.copy_gbps;
+    ti->peak_bf16_tflops = c->dev.bf16_tflops;
+    ti->peak_fp8_tflops = c->dev.fp8_tflops;
     ti->producer = t->from_nsys          ? "nsight-systems"
                  : t->has_kvscope_meta ? "kvscope"
                  : (t->has_kineto_meta || t->n_ops) ? "pytorch-kineto"
@@ -1044,7 +1044,8 @@ static enum kvs_status run_stages(struct kvs_ctx *c, struct kvs_step_matcher *sm
     KVS_TRY(kvs_match_groups(c));
     say_gaps(c, path);
     KVS_TRY(count_devices(c, path));
-    KVS_TRY(kvs_roofline_build(c));
+    struct kvs_stage_in in = kvs_stage_in_of(c);
+    KVS_TRY(kvs_roofline_build(&in, &c->ops));
     return kvs_findings_build(c, findings, nfind);
 }
 

@@ -3,6 +3,7 @@
  *
  * defines: struct kvs_ctx, struct kvs_activity, struct kvs_activity_table,
  *          struct kvs_step_table, struct kvs_group_table, struct kvs_op_table,
+ *          struct kvs_peaks, struct kvs_stage_in, kvs_stage_in_of,
  *          struct kvs_step_desc, struct kvs_step_win, struct kvs_group_acc,
  *          struct kvs_op_acc, struct kvs_family, struct kvs_families, KVS_NO_OP,
  *          kvs_device_bit, kvs_gpus_of
@@ -132,6 +133,14 @@ struct kvs_op_table {
     size_t n;
 };
 
+/* The device the figures are held against (analysis.c's pick_device). */
+struct kvs_peaks {
+    const char *name;            /* the device's name used, or NULL */
+    const char *source;          /* where peak_gbps comes from (the table, --peak-gbps) */
+    double peak_gbps, copy_gbps; /* HBM peak; a measured copy rate; 0 unknown */
+    double bf16_tflops, fp8_tflops; /* dense tensor peaks, 0 unknown */
+};
+
 /* The kernel family table, in the analysis' arena (classify.c). */
 #define KVS_MAX_FAMILIES 64
 struct kvs_family {
@@ -175,6 +184,16 @@ struct kvs_activity_table {
                                   * graph node was captured under (kvscope's capture; link.c) */
 };
 
+/* What a later stage reads of the earlier ones, read-only (kvs_stage_in_of
+ * takes it from a ctx): the records and the tables so far. */
+struct kvs_stage_in {
+    const struct kvs_trace_data *t;
+    const struct kvs_activity_table *act;
+    const struct kvs_step_table *steps;
+    const struct kvs_group_table *groups;
+    const struct kvs_peaks *dev;
+};
+
 struct kvs_ctx {
     struct kvs_trace_data t;
     const struct kvs_analysis_options *opt;
@@ -204,15 +223,18 @@ struct kvs_ctx {
     bool layers_inferred;
     bool backward;               /* the trace runs autograd's backward pass: training, no KV cache */
 
-    /* device */
-    const char *device;          /* name used */
-    double peak_gbps, copy_gbps;
-    const char *peak_source;
-    double bf16_tflops, fp8_tflops; /* dense tensor peaks, 0 unknown */
+    /* the device's peaks (analysis.c's pick_device) */
+    struct kvs_peaks dev;
 
     /* the result being built */
     struct kvs_arena arena;
 };
+
+static inline struct kvs_stage_in kvs_stage_in_of(const struct kvs_ctx *c)
+{
+    struct kvs_stage_in in = {&c->t, &c->act, &c->steps, &c->groups, &c->dev};
+    return in;
+}
 
 /* How many of the step's GPUs (c->counted_devices) a culprit's work ran on
  * (its kvs_device_bit()s), at least 1: the findings' figures are per GPU. */

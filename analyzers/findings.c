@@ -93,7 +93,7 @@ static enum kvs_status full_buffer(struct kvs_ctx *c, size_t gi, struct kvs_find
 static enum kvs_status low_efficiency(struct kvs_ctx *c, size_t gi, struct kvs_finding_list *out)
 {
     const struct kvs_group_acc *g = &c->groups.v[gi];
-    if (c->peak_gbps <= 0 || g->bytes_per_call < MEMORY_BOUND_BYTES)
+    if (c->dev.peak_gbps <= 0 || g->bytes_per_call < MEMORY_BOUND_BYTES)
         return KVS_STATUS_OK; /* small copies are bound by launch latency, not bandwidth */
     if (g->bytes_bound < 0)
         return KVS_STATUS_OK; /* bytes only known from below: so is the rate, which proves nothing low */
@@ -120,11 +120,11 @@ static enum kvs_status low_efficiency(struct kvs_ctx *c, size_t gi, struct kvs_f
         .op = kvs_findings_group_name(c, g),
         .group = kvs_findings_group_desc(c, g),
         .kernel = g->top_kernel ? kvs_intern_str(&c->t.strings, g->top_kernel) : NULL,
-        .device = c->device,
+        .device = c->dev.name,
         .achieved_gbps = f.achieved_gbps,
         .efficiency = f.efficiency,
-        .peak_gbps = c->peak_gbps,
-        .copy_gbps = c->copy_gbps > 0 ? c->copy_gbps : 0,
+        .peak_gbps = c->dev.peak_gbps,
+        .copy_gbps = c->dev.copy_gbps > 0 ? c->dev.copy_gbps : 0,
         .gpu_ms_per_step = f.gpu_ms_per_step,
         .saving_ms = saving,
         .good_efficiency = GOOD_EFFICIENCY,

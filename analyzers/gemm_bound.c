@@ -22,7 +22,7 @@ static double per_step(const struct kvs_ctx *c, int64_t in_steps, int64_t all)
 
 enum kvs_status kvs_gemm_bound(struct kvs_ctx *c, struct kvs_finding_list *out)
 {
-    if (c->peak_gbps <= 0 || !c->ops.n)
+    if (c->dev.peak_gbps <= 0 || !c->ops.n)
         return KVS_STATUS_OK;
     double ms = 0, bytes = 0, weights = 0, max_rows = 0, max_intensity = 0, ncalls = 0;
     size_t count = 0, top[3] = {0, 0, 0}, ntop = 0;
@@ -55,7 +55,7 @@ enum kvs_status kvs_gemm_bound(struct kvs_ctx *c, struct kvs_finding_list *out)
         return KVS_STATUS_OK;
     const struct kvs_op_acc *big = &c->ops.v[top[0]];
     double gbps = ms > 0 ? bytes / (ms * 1e6) : 0;
-    double ridge = big->peak_tflops > 0 ? big->peak_tflops * 1e3 / c->peak_gbps : 0;
+    double ridge = big->peak_tflops > 0 ? big->peak_tflops * 1e3 / c->dev.peak_gbps : 0;
     struct kvs_finding fd = {0};
     fd.id = "gemm_memory_bound";
     fd.gpus = kvs_gpus_of(c, devices);
@@ -74,11 +74,11 @@ enum kvs_status kvs_gemm_bound(struct kvs_ctx *c, struct kvs_finding_list *out)
         .busy_ms = busy,
         .weight_bytes = weights,
         .achieved_gbps = gbps,
-        .peak_gbps = c->peak_gbps,
+        .peak_gbps = c->dev.peak_gbps,
         .max_intensity = max_intensity,
         .ridge = ridge,
         .saving_ms = saving,
-        .device = c->device,
+        .device = c->dev.name,
         .precision = big->cost.precision,
         .ntop = ntop,
     };

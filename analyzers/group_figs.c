@@ -9,23 +9,29 @@
 #include "dtypes.h"
 #include "match.h"
 
-void kvs_group_figures(const struct kvs_ctx *c, const struct kvs_group_acc *g,
-                       struct kvs_group_figs *f)
+void kvs_group_figures_of(const struct kvs_step_table *steps, const struct kvs_peaks *dev,
+                          const struct kvs_group_acc *g, struct kvs_group_figs *f)
 {
     memset(f, 0, sizeof *f);
-    f->calls_per_step = kvs_group_calls_per_step(c, g);
+    f->calls_per_step = steps->n ? (double)g->calls_in_steps / (double)steps->n : (double)g->calls;
     f->gpu_ms = (double)g->gpu_ns / 1e6;
-    f->gpu_ms_per_step = c->steps.n ? (double)g->gpu_ns_in_steps / 1e6 / (double)c->steps.n : f->gpu_ms;
+    f->gpu_ms_per_step = steps->n ? (double)g->gpu_ns_in_steps / 1e6 / (double)steps->n : f->gpu_ms;
     /* of the GPU's busy time: the group's own busy time (its activities
      * overlapping on several streams count once), so never above 1 */
-    f->gpu_fraction = c->steps.trace_busy_ns > 0 ? (double)g->gpu_busy_ns / c->steps.trace_busy_ns : 0;
+    f->gpu_fraction = steps->trace_busy_ns > 0 ? (double)g->gpu_busy_ns / steps->trace_busy_ns : 0;
     if (g->bytes_per_call > 0 && g->gpu_ns > 0)
         f->achieved_gbps = (double)g->bytes_per_call * (double)g->gpu_calls / (double)g->gpu_ns;
     /* mostly host<->device copies: the host link bounds them, not the HBM
      * peak, so they get no efficiency against it (and no finding) */
     f->host_link = g->host_ns > 0 && 2 * g->host_ns >= g->gpu_ns;
-    if (c->peak_gbps > 0 && !f->host_link)
-        f->efficiency = f->achieved_gbps / c->peak_gbps;
+    if (dev->peak_gbps > 0 && !f->host_link)
+        f->efficiency = f->achieved_gbps / dev->peak_gbps;
+}
+
+void kvs_group_figures(const struct kvs_ctx *c, const struct kvs_group_acc *g,
+                       struct kvs_group_figs *f)
+{
+    kvs_group_figures_of(&c->steps, &c->dev, g, f);
 }
 
 double kvs_findings_step_busy_ms(const struct kvs_ctx *c)

@@ -4,7 +4,8 @@
  * roofline table (roofline.c) and the result (analysis.c). Kept apart from findings.c so that kv_read.c, which
  * findings.c calls, does not call back into it.
  *
- * defines: struct kvs_group_figs, kvs_group_figures, kvs_findings_step_busy_ms,
+ * defines: struct kvs_group_figs, kvs_group_figures_of, kvs_group_figures,
+ *          kvs_findings_step_busy_ms,
  *          kvs_findings_is_cast, kvs_findings_keeps_dtype,
  *          struct kvs_finding_list, kvs_finding_push
  *
@@ -23,6 +24,9 @@ struct kvs_group_figs {
     double achieved_gbps, efficiency; /* efficiency 0 for a host link's copies */
     bool host_link;
 };
+void kvs_group_figures_of(const struct kvs_step_table *steps, const struct kvs_peaks *dev,
+                          const struct kvs_group_acc *g, struct kvs_group_figs *f);
+/* the same, of ctx's steps and device */
 void kvs_group_figures(const struct kvs_ctx *c, const struct kvs_group_acc *g,
                        struct kvs_group_figs *f);
 

@@ -23,23 +23,23 @@ static int cmp_op(const void *a, const void *b)
 
 /* a copy's bytes are its copy/cast group's (dims, activity bytes or
  * launches: groups.c); a host<->device copy has no HBM roof */
-static void copy_bytes(const struct kvs_ctx *c, const struct kvs_u64map *by_key, struct kvs_op_acc *o,
-                       bool *host_link)
+static void copy_bytes(const struct kvs_stage_in *in, const struct kvs_u64map *by_key,
+                       struct kvs_op_acc *o, bool *host_link)
 {
     const uint32_t *v = kvs_u64map_get(by_key, kvs_pair_key(o->op_name, o->shape));
     if (!v || !*v)
         return;
-    const struct kvs_group_acc *g = &c->groups.v[*v - 1];
+    const struct kvs_group_acc *g = &in->groups->v[*v - 1];
     if (g->bytes_per_call <= 0)
         return;
     o->cost.bytes = (double)g->bytes_per_call;
     o->sized_from = g->sized_from;
     struct kvs_group_figs f;
-    kvs_group_figures(c, g, &f);
+    kvs_group_figures_of(in->steps, in->dev, g, &f);
     *host_link = f.host_link;
 }
 
-static void figures(const struct kvs_ctx *c, struct kvs_op_acc *o, bool host_link)
+static void figures(const struct kvs_peaks *dev, struct kvs_op_acc *o, bool host_link)
 {
     o->achieved_gbps = o->achieved_tflops = o->intensity = o->roof_fraction = NAN;
     o->peak_tflops = 0;
@@ -56,31 +56,31 @@ static void figures(const struct kvs_ctx *c, struct kvs_op_acc *o, bool host_lin
         o->intensity = o->cost.flops / o->cost.bytes;
     const char *p = o->cost.precision;
     if (p && !strcmp(p, "fp8"))
-        o->peak_tflops = c->fp8_tflops;
+        o->peak_tflops = dev->fp8_tflops;
     else if (p && (!strcmp(p, "bf16") || !strcmp(p, "fp16")))
-        o->peak_tflops = c->bf16_tflops;
-    if (!bytes || host_link || c->peak_gbps <= 0)
+        o->peak_tflops = dev->bf16_tflops;
+    if (!bytes || host_link || dev->peak_gbps <= 0)
         return;
     bool defined = o->cost.family == KVS_OPF_MATMUL || o->cost.family == KVS_OPF_ATTENTION;
     if (!defined) { /* bytes only: the bandwidth roof bounds it */
         if (o->cost.family == KVS_OPF_UNKNOWN)
             return;
         o->bound = "memory";
-        o->roof_fraction = o->achieved_gbps / c->peak_gbps;
+        o->roof_fraction = o->achieved_gbps / dev->peak_gbps;
         return;
     }
     if (!flops || o->peak_tflops <= 0)
         return;
     /* the roof at this intensity: min(compute peak, intensity x bandwidth) */
-    double ridge = o->peak_tflops * 1e3 / c->peak_gbps; /* FLOP per byte */
-    double roof = o->intensity < ridge ? o->intensity * c->peak_gbps / 1e3 : o->peak_tflops;
+    double ridge = o->peak_tflops * 1e3 / dev->peak_gbps; /* FLOP per byte */
+    double roof = o->intensity < ridge ? o->intensity * dev->peak_gbps / 1e3 : o->peak_tflops;
     o->bound = o->intensity < ridge ? "memory" : "compute";
     o->roof_fraction = roof > 0 ? o->achieved_tflops / roof : NAN;
 }
 
-enum kvs_status kvs_roofline_build(struct kvs_ctx *c)
+enum kvs_status kvs_roofline_build(const struct kvs_stage_in *in, struct kvs_op_table *out)
 {
-    const struct kvs_trace_data *t = &c->t;
+    const struct kvs_trace_data *t = in->t;
     enum kvs_status st = KVS_STATUS_NO_MEMORY;
     struct kvs_u64map bare = {0}, groups = {0};
     struct kvs_kernel_time ktime = {0}; /* per (op group, kernel) time */
@@ -96,7 +96,7 @@ enum kvs_status kvs_roofline_build(struct kvs_ctx *c)
         goto out;
     for (size_t i = 0; i < t->ngpus; i++) {
         const struct kvs_gpu_rec *g = &t->gpus[i];
-        uint32_t op = c->act.v[i].op;
+        uint32_t op = in->act->v[i].op;
         uint32_t name, shape;
         uint32_t *slot = kvs_key_slot(t, op, g, of_key, &bare, &added, &name, &shape);
         if (!slot)
@@ -117,7 +117,7 @@ enum kvs_status kvs_roofline_build(struct kvs_ctx *c)
         a->devices |= kvs_device_bit(g->device);
         bool first = a->bare || kvs_op_first_seen(seen, op); /* a call counts once */
         a->calls += first;
-        if (c->act.v[i].step >= 0) {
+        if (in->act->v[i].step >= 0) {
             a->gpu_ns_in_steps += g->dur;
             a->calls_in_steps += first;
         }
@@ -131,8 +131,8 @@ enum kvs_status kvs_roofline_build(struct kvs_ctx *c)
         goto out;
     kvs_busy_by_key(iv, t->ngpus, busy);
     kvs_kernel_time_top(&ktime, top, nacc);
-    for (size_t gi = 0; gi < c->groups.n; gi++) {
-        uint32_t *v = kvs_u64map_put(&groups, kvs_pair_key(c->groups.v[gi].op_name, c->groups.v[gi].shape), &added);
+    for (size_t gi = 0; gi < in->groups->n; gi++) {
+        uint32_t *v = kvs_u64map_put(&groups, kvs_pair_key(in->groups->v[gi].op_name, in->groups->v[gi].shape), &added);
         if (!v)
             goto out;
         *v = (uint32_t)gi + 1;
@@ -150,18 +150,18 @@ enum kvs_status kvs_roofline_build(struct kvs_ctx *c)
         bool host_link = false;
         /* a copy op, or bare work a copy/cast group holds (memcpy, memset, copy kernels) */
         if (a->cost.family == KVS_OPF_COPY || a->bare) {
-            copy_bytes(c, &groups, a, &host_link);
+            copy_bytes(in, &groups, a, &host_link);
             if (a->bare && a->cost.bytes > 0)
                 a->cost.family = KVS_OPF_COPY;
         } else if (a->cost.bytes > 0 || a->cost.flops >= 0) {
             a->sized_from = "dims";
         }
-        figures(c, a, host_link);
+        figures(in->dev, a, host_link);
     }
     if (nacc)
         qsort(acc, nacc, sizeof *acc, cmp_op);
-    c->ops.v = acc;
-    c->ops.n = nacc;
+    out->v = acc;
+    out->n = nacc;
     acc = NULL;
     st = KVS_STATUS_OK;
 out:

@@ -8,15 +8,15 @@
  * (opcost.h; copies: their copy/cast group's bytes), its GPU time per call,
  * and from them achieved GB/s, TFLOP/s, arithmetic intensity, whether the
  * device bounds it by memory or compute, and the fraction of that roof it
- * reached (docs/analysis.md, "Per-op roofline"). Needs the groups, the
- * steps and the device's peaks; fills the op table ctx->ops (by GPU time, descending).
- * Private to analyzers/.
+ * reached (docs/analysis.md, "Per-op roofline"). Reads the records, the
+ * activities, the steps, the groups and the device's peaks; fills the op
+ * table *out (by GPU time, descending). Private to analyzers/.
  */
 #ifndef KVS_ANALYZERS_ROOFLINE_H
 #define KVS_ANALYZERS_ROOFLINE_H
 
 #include "ctx.h"
 
-enum kvs_status kvs_roofline_build(struct kvs_ctx *c);
+enum kvs_status kvs_roofline_build(const struct kvs_stage_in *in, struct kvs_op_table *out);
 
 #endif

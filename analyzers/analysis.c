@@ -1032,6 +1032,9 @@ static enum kvs_status run_stages(struct kvs_ctx *c, struct kvs_step_matcher *sm
                                   const struct kvs_read_opts *ro, const char *path,
                                   struct kvs_finding **findings, size_t *nfind)
 {
+    const struct kvs_stage_in in = kvs_stage_in_of(c); /* the tables as they fill */
+    const struct kvs_launch_facts lf = {&c->t.strings, c->have_model ? &c->model : NULL,
+                                        c->opt->kv_capacity, c->opt->kv_dtype};
     KVS_TRY(kvs_link(&c->t, c->log, &c->act));
     if (c->opt->graph_capture)
         KVS_TRY(merge_capture(c, ro));
@@ -1039,12 +1042,11 @@ static enum kvs_status run_stages(struct kvs_ctx *c, struct kvs_step_matcher *sm
     KVS_TRY(kvs_categorize(&c->t, &c->families, &c->act));
     KVS_TRY(kvs_steps_find(&c->t, sm, c->log, &c->steps));
     KVS_TRY(kvs_steps_measure(&c->t, &c->act, &c->steps));
-    KVS_TRY(kvs_groups_build(c));
+    KVS_TRY(kvs_groups_build(&in, &lf, &c->groups));
     KVS_TRY(pick_device(c));
     KVS_TRY(kvs_match_groups(c));
     say_gaps(c, path);
     KVS_TRY(count_devices(c, path));
-    struct kvs_stage_in in = kvs_stage_in_of(c);
     KVS_TRY(kvs_roofline_build(&in, &c->ops));
     return kvs_findings_build(c, findings, nfind);
 }

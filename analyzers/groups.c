@@ -111,18 +111,20 @@ static void bytes_per_call(const struct kvs_trace_data *t, struct kvs_group_acc 
 
 /* no dims and no activity bytes size the group: its launches may (dims
  * without dtypes, an Nsight Systems emit_nvtx range, size nothing either) */
-static void size_from_launches(const struct kvs_ctx *c, struct kvs_group_acc *g)
+static void size_from_launches(const struct kvs_launch_facts *lf, struct kvs_group_acc *g)
 {
     bool untyped = g->shape_info.n > 0 && g->shape_info.bits[0] == 0;
     if (g->bytes_per_call < 0 && g->activity_bytes == 0 && (g->shape_info.n == 0 || untyped)) {
-        kvs_launch_size_group(c, g);
+        kvs_launch_size_group(lf, g);
         if (g->launch_sized && g->bytes_per_call > 0)
             g->sized_from = "launch";
     }
 }
 
-/* The groups while they are built. */
+/* The groups while they are built, and what they are built from. */
 struct building {
+    const struct kvs_stage_in *in;
+    const struct kvs_launch_facts *lf;
     struct kvs_group_acc *acc;
     size_t nacc, acc_cap;
     struct kvs_keyed_ival *iv; /* the groups' activities, for their busy time */
@@ -138,24 +140,24 @@ struct building {
 
 /* Whether activity i is copy/cast work a group takes: all the work of a
  * copy/cast op, and copy/cast work under any other op or none. */
-static bool joins(struct kvs_ctx *c, struct building *b, size_t i)
+static bool joins(struct building *b, size_t i)
 {
-    const struct kvs_trace_data *t = &c->t;
-    uint32_t op = c->act.v[i].op;
+    const struct kvs_trace_data *t = b->in->t;
+    uint32_t op = b->in->act->v[i].op;
     if (op == KVS_NO_OP)
-        return c->act.v[i].cat == KVS_CAT_COPY_CAST;
+        return b->in->act->v[i].cat == KVS_CAT_COPY_CAST;
     uint32_t key = t->ops[op].key;
     if (!b->key_is_copy[key])
         b->key_is_copy[key] = (uint8_t)(1 + kvs_op_is_copy(kvs_intern_str(&t->strings, t->opkeys[key].name)));
-    return b->key_is_copy[key] == 2 || c->act.v[i].cat == KVS_CAT_COPY_CAST;
+    return b->key_is_copy[key] == 2 || b->in->act->v[i].cat == KVS_CAT_COPY_CAST;
 }
 
 /* GPU activity i into its group: time, bytes, devices, calls, kernels. */
-static enum kvs_status add_activity(struct kvs_ctx *c, struct building *b, size_t i)
+static enum kvs_status add_activity(struct building *b, size_t i)
 {
-    const struct kvs_trace_data *t = &c->t;
+    const struct kvs_trace_data *t = b->in->t;
     const struct kvs_gpu_rec *g = &t->gpus[i];
-    uint32_t op = c->act.v[i].op;
+    uint32_t op = b->in->act->v[i].op;
     bool bare = op == KVS_NO_OP, added;
     /* the group an activity joins: its op's key, or a bare group named
      * after the activity; a group index + 1 in *slot, 0 when it joins
@@ -193,16 +195,16 @@ static enum kvs_status add_activity(struct kvs_ctx *c, struct building *b, size_
     }
     if (is_host_copy(t, g))
         a->host_ns += g->dur;
-    if (kvs_launch_acc_add(&b->lcache, c, &a->launch, g) < 0)
+    if (kvs_launch_acc_add(&b->lcache, b->lf, &a->launch, g) < 0)
         return KVS_STATUS_NO_MEMORY;
-    if (c->act.v[i].step >= 0)
+    if (b->in->act->v[i].step >= 0)
         a->gpu_ns_in_steps += g->dur;
     if (bare) {
         a->gpu_calls++;
         a->calls++;
-        if (c->act.v[i].step >= 0) {
+        if (b->in->act->v[i].step >= 0) {
             a->calls_in_steps++;
-            if (!kvs_u64map_put(&b->bare_steps, kvs_pair_key(gi, (uint32_t)c->act.v[i].step), &added))
+            if (!kvs_u64map_put(&b->bare_steps, kvs_pair_key(gi, (uint32_t)b->in->act->v[i].step), &added))
                 return KVS_STATUS_NO_MEMORY;
         }
     } else if (kvs_op_first_seen(b->seen, op)) {
@@ -214,9 +216,9 @@ static enum kvs_status add_activity(struct kvs_ctx *c, struct building *b, size_
 /* calls: every op call with a group's key; and in how many steps (a
  * preallocated buffer is touched in every step, a live token count is
  * not: [4099,1,576] in one step, [4100,1,576] in the next) */
-static enum kvs_status count_calls(struct kvs_ctx *c, struct building *b)
+static enum kvs_status count_calls(struct building *b)
 {
-    const struct kvs_trace_data *t = &c->t;
+    const struct kvs_trace_data *t = b->in->t;
     bool added;
     for (size_t k = 0; b->nacc && k < t->nops; k++) {
         const struct kvs_op_rec *o = &t->ops[k];
@@ -225,7 +227,7 @@ static enum kvs_status count_calls(struct kvs_ctx *c, struct building *b)
             continue;
         struct kvs_group_acc *a = &b->acc[v - 1];
         a->calls++;
-        int32_t step = c->steps.n ? kvs_step_at(c, o->ts) : -1;
+        int32_t step = b->in->steps->n ? kvs_step_table_at(b->in->steps, o->ts) : -1;
         if (step < 0)
             continue;
         a->calls_in_steps++;
@@ -242,7 +244,7 @@ static enum kvs_status count_calls(struct kvs_ctx *c, struct building *b)
 }
 
 /* each group's busy time, top kernel and bytes per call */
-static enum kvs_status finish_groups(struct kvs_ctx *c, struct building *b)
+static enum kvs_status finish_groups(struct building *b)
 {
     const size_t nacc = b->nacc;
     int64_t *busy = calloc(nacc ? nacc : 1, sizeof *busy);
@@ -258,8 +260,8 @@ static enum kvs_status finish_groups(struct kvs_ctx *c, struct building *b)
         b->acc[gi].gpu_busy_ns = busy[gi];
         b->acc[gi].top_kernel = top[gi].name;
         b->acc[gi].top_kernel_ns = top[gi].ns;
-        bytes_per_call(&c->t, &b->acc[gi]);
-        size_from_launches(c, &b->acc[gi]);
+        bytes_per_call(b->in->t, &b->acc[gi]);
+        size_from_launches(b->lf, &b->acc[gi]);
     }
     free(busy);
     free(top);
@@ -268,10 +270,11 @@ static enum kvs_status finish_groups(struct kvs_ctx *c, struct building *b)
     return KVS_STATUS_OK;
 }
 
-enum kvs_status kvs_groups_build(struct kvs_ctx *c)
+enum kvs_status kvs_groups_build(const struct kvs_stage_in *in, const struct kvs_launch_facts *lf,
+                                 struct kvs_group_table *out)
 {
-    const struct kvs_trace_data *t = &c->t;
-    struct building b = {0};
+    const struct kvs_trace_data *t = in->t;
+    struct building b = {.in = in, .lf = lf};
     b.seen = calloc(t->nops / 8 + 1, 1);
     b.byte_seen = calloc(t->nops / 8 + 1, 1);
     b.group_of_key = calloc(t->nopkeys ? t->nopkeys : 1, sizeof *b.group_of_key);
@@ -279,15 +282,15 @@ enum kvs_status kvs_groups_build(struct kvs_ctx *c)
     enum kvs_status st = b.seen && b.byte_seen && b.group_of_key && b.key_is_copy ? KVS_STATUS_OK
                                                                                   : KVS_STATUS_NO_MEMORY;
     for (size_t i = 0; i < t->ngpus && st == KVS_STATUS_OK; i++)
-        if (joins(c, &b, i))
-            st = add_activity(c, &b, i);
+        if (joins(&b, i))
+            st = add_activity(&b, i);
     if (st == KVS_STATUS_OK)
-        st = count_calls(c, &b);
+        st = count_calls(&b);
     if (st == KVS_STATUS_OK)
-        st = finish_groups(c, &b);
+        st = finish_groups(&b);
     if (st == KVS_STATUS_OK) {
-        c->groups.v = b.acc;
-        c->groups.n = b.nacc;
+        out->v = b.acc;
+        out->n = b.nacc;
         b.acc = NULL;
     }
     free(b.acc);

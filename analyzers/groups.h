@@ -9,13 +9,16 @@
  * the activity. calls = op calls with the group's key (the op's own count,
  * whether or not a call launched work); bytes per call from the dims and
  * dtype sizes (read + written), or from the activities' `bytes`.
- * Fills the group table ctx->groups (sorted by GPU time, descending). Private to analyzers/.
+ * Fills the group table (sorted by GPU time, descending). Private to analyzers/.
  */
 #ifndef KVS_ANALYZERS_GROUPS_H
 #define KVS_ANALYZERS_GROUPS_H
 
 #include "ctx.h"
 
-enum kvs_status kvs_groups_build(struct kvs_ctx *c);
+/* Reads the records, the activities and the steps (in), and what sizing
+ * from launches knows (lf); fills *out. */
+enum kvs_status kvs_groups_build(const struct kvs_stage_in *in, const struct kvs_launch_facts *lf,
+                                 struct kvs_group_table *out);
 
 #endif

@@ -190,7 +190,7 @@ void kvs_launch_cache_free(struct kvs_launch_cache *cache)
     free(cache);
 }
 
-int kvs_launch_acc_add(struct kvs_launch_cache **cache, const struct kvs_ctx *c,
+int kvs_launch_acc_add(struct kvs_launch_cache **cache, const struct kvs_launch_facts *lf,
                        struct kvs_launch_acc *a, const struct kvs_gpu_rec *g)
 {
     if (!*cache && !(*cache = calloc(1, sizeof **cache)))
@@ -209,7 +209,7 @@ int kvs_launch_acc_add(struct kvs_launch_cache **cache, const struct kvs_ctx *c,
             lc->v = p;
             lc->cap = nc;
         }
-        lc->v[lc->n].ok = kvs_launch_kernel_parse(kvs_intern_str(&c->t.strings, g->name), &lc->v[lc->n].k);
+        lc->v[lc->n].ok = kvs_launch_kernel_parse(kvs_intern_str(lf->strings, g->name), &lc->v[lc->n].k);
         *slot = (uint32_t)++lc->n;
     }
     const struct kvs_launch_kernel *k = &lc->v[*slot - 1].k;
@@ -243,12 +243,12 @@ int kvs_launch_acc_add(struct kvs_launch_cache **cache, const struct kvs_ctx *c,
 // sizing a group
 
 /* KV row widths the model names (the MLA latent, the indexer keys, GQA K or K+V) */
-static int model_rows(const struct kvs_ctx *c, int64_t *rows, int max)
+static int model_rows(const struct kvs_launch_facts *lf, int64_t *rows, int max)
 {
     int n = 0;
-    if (!c->have_model)
+    if (!lf->model)
         return 0;
-    const struct kvs_model *m = &c->model;
+    const struct kvs_model *m = lf->model;
     if (m->mla && m->qk_rope_head_dim && n < max)
         rows[n++] = m->kv_lora_rank + m->qk_rope_head_dim;
     if (m->mla && m->kv_lora_rank && n < max)
@@ -269,12 +269,12 @@ static int model_rows(const struct kvs_ctx *c, int64_t *rows, int max)
  * so its fitting proves nothing: only wider ones count (576 against a
  * 512-element range: yes; 128: no). */
 #define KVS_MIN_KV_ROW 64 /* one head of the smallest head_dim in use */
-static bool factor(const struct kvs_ctx *c, int64_t lo, int64_t hi, int64_t *tokens, int64_t *row)
+static bool factor(const struct kvs_launch_facts *lf, int64_t lo, int64_t hi, int64_t *tokens, int64_t *row)
 {
     int64_t width = hi - lo + 1, rows[8];
-    int nrow = model_rows(c, rows, 8), found = 0;
-    if (!c->have_model) {
-        int64_t cap = c->opt->kv_capacity;
+    int nrow = model_rows(lf, rows, 8), found = 0;
+    if (!lf->model) {
+        int64_t cap = lf->kv_capacity;
         if (cap <= width)
             return false;
         int64_t first = (lo + cap - 1) / cap, last = hi / cap; /* rows r with cap x r in range */
@@ -307,7 +307,7 @@ static int64_t ceil_bytes(int64_t elems, int bits)
     return b > INT64_MAX ? -1 : (int64_t)b;
 }
 
-void kvs_launch_size_group(const struct kvs_ctx *c, struct kvs_group_acc *g)
+void kvs_launch_size_group(const struct kvs_launch_facts *lf, struct kvs_group_acc *g)
 {
     const struct kvs_launch_acc *a = &g->launch;
     if (a->sized == 0 || a->unsized > 0 || g->gpu_calls <= 0)
@@ -320,9 +320,9 @@ void kvs_launch_size_group(const struct kvs_ctx *c, struct kvs_group_acc *g)
         g->launch_hi = hi;
         const char *src = a->k.src_dtype;
         int src_bits = a->k.src_bits;
-        bool exact = factor(c, lo, hi, &tokens, &row);
-        if (!src && exact && c->opt->kv_dtype) { /* the cast reads the KV cache in its dtype */
-            src = kvs_kv_dtype_name(c->opt->kv_dtype);
+        bool exact = factor(lf, lo, hi, &tokens, &row);
+        if (!src && exact && lf->kv_dtype) { /* the cast reads the KV cache in its dtype */
+            src = kvs_kv_dtype_name(lf->kv_dtype);
             src_bits = bits_of(src);
         }
         if (exact) {

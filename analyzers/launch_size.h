@@ -26,9 +26,18 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct kvs_ctx;
 struct kvs_group_acc;
 struct kvs_gpu_rec;
+struct kvs_intern;
+struct kvs_model;
+
+/* What sizing from launches knows beyond the launches themselves. */
+struct kvs_launch_facts {
+    const struct kvs_intern *strings; /* the kernels' names */
+    const struct kvs_model *model;    /* the model's KV rows; NULL without a model */
+    int64_t kv_capacity;              /* --kv-capacity, 0 unknown */
+    const char *kv_dtype;             /* --kv-dtype, or NULL */
+};
 
 struct kvs_launch_kernel {
     int per_thread_min, per_thread_max; /* elements one thread handles */
@@ -64,13 +73,13 @@ bool kvs_launch_elements(const struct kvs_launch_kernel *k, int64_t blocks, int6
 /* Count one of a group's activities (name parsed through a cache the
  * caller frees with kvs_launch_cache_free). */
 struct kvs_launch_cache;
-int kvs_launch_acc_add(struct kvs_launch_cache **cache, const struct kvs_ctx *c,
+int kvs_launch_acc_add(struct kvs_launch_cache **cache, const struct kvs_launch_facts *lf,
                        struct kvs_launch_acc *a, const struct kvs_gpu_rec *g); /* -1: no memory */
 void kvs_launch_cache_free(struct kvs_launch_cache *cache);
 
 /* A group whose dims gave no bytes: size it from its launches (bytes per
  * call, its bound, rows x row as its shape where they factor uniquely). */
-void kvs_launch_size_group(const struct kvs_ctx *c, struct kvs_group_acc *g);
+void kvs_launch_size_group(const struct kvs_launch_facts *lf, struct kvs_group_acc *g);
 
 /* --kv-dtype's spellings (fp8, e4m3, bf16, fp16, fp32, or a PyTorch dtype
  * name) -> the PyTorch name; NULL when unknown. */

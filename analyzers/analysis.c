@@ -1044,7 +1044,8 @@ static enum kvs_status run_stages(struct kvs_ctx *c, struct kvs_step_matcher *sm
     KVS_TRY(kvs_steps_measure(&c->t, &c->act, &c->steps));
     KVS_TRY(kvs_groups_build(&in, &lf, &c->groups));
     KVS_TRY(pick_device(c));
-    KVS_TRY(kvs_match_groups(c));
+    KVS_TRY(kvs_match_groups(&in, c->have_model ? &c->model : NULL, c->opt->kv_capacity, &c->arena,
+                             &c->groups, &c->mf));
     say_gaps(c, path);
     KVS_TRY(count_devices(c, path));
     KVS_TRY(kvs_roofline_build(&in, &c->ops));

@@ -3,7 +3,7 @@
  *
  * defines: struct kvs_ctx, struct kvs_activity, struct kvs_activity_table,
  *          struct kvs_step_table, struct kvs_group_table, struct kvs_op_table,
- *          struct kvs_peaks, struct kvs_stage_in, kvs_stage_in_of,
+ *          struct kvs_peaks, struct kvs_model_facts, struct kvs_stage_in, kvs_stage_in_of,
  *          struct kvs_step_desc, struct kvs_step_win, struct kvs_group_acc,
  *          struct kvs_op_acc, struct kvs_family, struct kvs_families, KVS_NO_OP,
  *          kvs_device_bit, kvs_gpus_of
@@ -133,6 +133,13 @@ struct kvs_op_table {
     size_t n;
 };
 
+/* What the trace says of the model (match.c). */
+struct kvs_model_facts {
+    int layers;                  /* the model's, else counted from layer ranges, else 0 */
+    bool layers_inferred;        /* counted from layer ranges */
+    bool backward;               /* the trace runs autograd's backward pass: training, no KV cache */
+};
+
 /* The device the figures are held against (analysis.c's pick_device). */
 struct kvs_peaks {
     const char *name;            /* the device's name used, or NULL */
@@ -216,12 +223,10 @@ struct kvs_ctx {
     /* the roofline table of every op group (roofline.c), by GPU time */
     struct kvs_op_table ops;
 
-    /* model */
+    /* the model (given), and what the trace says of it (match.c) */
     bool have_model;
     struct kvs_model model;      /* valid when have_model */
-    int layers;                  /* the model's, else counted from layer ranges, else 0 */
-    bool layers_inferred;
-    bool backward;               /* the trace runs autograd's backward pass: training, no KV cache */
+    struct kvs_model_facts mf;
 
     /* the device's peaks (analysis.c's pick_device) */
     struct kvs_peaks dev;

@@ -296,7 +296,7 @@ static bool judge(const struct kvs_ctx *c, const struct attn *at, size_t nat, st
     if (c->opt->kv_capacity > 0) {
         if (a->S != c->opt->kv_capacity)
             return false;
-    } else if (c->backward || a->S < READ_MIN_TOKENS || grows(at, nat, &c->t, a)) {
+    } else if (c->mf.backward || a->S < READ_MIN_TOKENS || grows(at, nat, &c->t, a)) {
         return false;
     } else if (active > 0 ? a->S / READ_RATIO < active : a->steps_with_calls < 2) {
         /* with no active count: the keys' length held over two decode steps

@@ -23,9 +23,22 @@ struct token_dim {
     int64_t tokens;
 };
 
-double kvs_group_calls_per_step(const struct kvs_ctx *c, const struct kvs_group_acc *g)
+/* What matching reads, and what it writes: the groups it matches and
+ * gives roles in place, the model facts. */
+struct matching {
+    const struct kvs_trace_data *t;
+    const struct kvs_step_table *steps;
+    const struct kvs_model *model; /* NULL: none */
+    int64_t kv_capacity;           /* --kv-capacity, 0 none */
+    struct kvs_arena *ar;
+    struct kvs_group_table *groups;
+    struct kvs_model_facts *mf;
+};
+
+/* calls per step of a group: calls in steps / steps, or all calls */
+static double calls_per_step(const struct kvs_step_table *steps, const struct kvs_group_acc *g)
 {
-    return c->steps.n ? (double)g->calls_in_steps / (double)c->steps.n : (double)g->calls;
+    return steps->n ? (double)g->calls_in_steps / (double)steps->n : (double)g->calls;
 }
 
 /* a * b, or -1 when that overflows or a factor is negative: recorded dims
@@ -54,9 +67,9 @@ static bool is_index_dtype(const char *s, size_t n)
 }
 
 /* every (row, leading dim) pair in the trace's recorded shapes */
-static enum kvs_status collect_token_dims(const struct kvs_ctx *c, struct token_dim **out, size_t *nout)
+static enum kvs_status collect_token_dims(const struct matching *m, struct token_dim **out, size_t *nout)
 {
-    const struct kvs_trace_data *t = &c->t;
+    const struct kvs_trace_data *t = m->t;
     uint32_t nstr = kvs_intern_count(&t->strings);
     uint8_t *done = calloc(nstr / 8 + 1, 1);
     struct token_dim *v = NULL;
@@ -154,12 +167,12 @@ static bool same_but_tokens(const struct kvs_shape *s, const struct kvs_shape *x
  * live count that grows as tokens are decoded ([4099,1,576], [4100,1,576],
  * ...), not a capacity. Pools of different sizes (a sliding window beside a
  * full one) are further apart than that. */
-static bool has_near_sibling(const struct kvs_ctx *c, const struct kvs_group_acc *g)
+static bool has_near_sibling(const struct matching *m, const struct kvs_group_acc *g)
 {
     const struct kvs_shape *s = &g->shape_info;
     int64_t tokens = s->dims[0][0];
-    for (size_t i = 0; i < c->groups.n; i++) {
-        const struct kvs_group_acc *o = &c->groups.v[i];
+    for (size_t i = 0; i < m->groups->n; i++) {
+        const struct kvs_group_acc *o = &m->groups->v[i];
         if (o == g || o->bare || o->op_name != g->op_name || o->shape_info.n == 0 ||
             o->shape_info.rank[0] != s->rank[0])
             continue;
@@ -180,10 +193,10 @@ static bool has_near_sibling(const struct kvs_ctx *c, const struct kvs_group_acc
  * float32 table cast down once per use (a RoPE cos/sin cache,
  * triton_poi_fused__to_copy_1 [131072,64] float -> BFloat16 in the vLLM
  * capture): no serving engine keeps its KV cache in 32-bit floats. */
-static bool plays_kv_role(const struct kvs_ctx *c, const struct kvs_group_acc *g)
+static bool plays_kv_role(const struct matching *m, const struct kvs_group_acc *g)
 {
     const struct kvs_shape *s = &g->shape_info;
-    if (!kvs_op_is_copy(kvs_intern_str(&c->t.strings, g->op_name)))
+    if (!kvs_op_is_copy(kvs_intern_str(&m->t->strings, g->op_name)))
         return false;
     for (int i = 0; i < s->n && i < 2; i++) {
         size_t l;
@@ -196,9 +209,9 @@ static bool plays_kv_role(const struct kvs_ctx *c, const struct kvs_group_acc *g
 }
 
 /* layer ranges per step (or distinct layer names); -1 when memory ran out */
-static int count_layers(struct kvs_ctx *c)
+static int count_layers(const struct matching *m)
 {
-    const struct kvs_trace_data *t = &c->t;
+    const struct kvs_trace_data *t = m->t;
     regex_t re;
     if (regcomp(&re, "^(model[.])?(layers?|decoder[._ ]?layers?|blocks?|h)[._ #:-]?[0-9]+$",
                 REG_EXTENDED | REG_NOSUB | REG_ICASE))
@@ -217,13 +230,13 @@ static int count_layers(struct kvs_ctx *c)
             if (verdict[nm] == 1)
                 distinct++;
         }
-        if (verdict[nm] == 1 && c->steps.n && kvs_step_at(c, t->ranges[i].ts) >= 0)
+        if (verdict[nm] == 1 && m->steps->n && kvs_step_table_at(m->steps, t->ranges[i].ts) >= 0)
             hits++;
     }
     free(verdict);
     regfree(&re);
-    if (c->steps.n)
-        return (int)llround((double)hits / (double)c->steps.n);
+    if (m->steps->n)
+        return (int)llround((double)hits / (double)m->steps->n);
     return (int)distinct;
 }
 
@@ -269,13 +282,13 @@ static bool row_meaning(const struct kvs_model *m, const int64_t *dims, int rank
  * `kvs::gather_cast_fp8_to_bf16 [[4099,1,576],[4099,1,576],[4099]]` are
  * both "cast BFloat16<-Float8_e4m3fn [*,1,576]". Activities no copy/cast op
  * launched (a bare memcpy, a memcpy under another op) keep their name. */
-static void make_role(struct kvs_ctx *c, struct kvs_group_acc *g)
+static void make_role(const struct matching *m, struct kvs_group_acc *g)
 {
-    const struct kvs_trace_data *t = &c->t;
+    const struct kvs_trace_data *t = m->t;
     const char *op = kvs_intern_str(&t->strings, g->op_name);
     const struct kvs_shape *s = &g->shape_info;
     if ((g->bare && !g->launch_sized) || s->n == 0) {
-        g->role = kvs_arena_strdup(&c->arena, op);
+        g->role = kvs_arena_strdup(m->ar, op);
         return;
     }
     bool copy_op = kvs_op_is_copy(op);
@@ -288,10 +301,10 @@ static void make_role(struct kvs_ctx *c, struct kvs_group_acc *g)
         if (s->n == 1)
             kind = "copy";
     }
-    g->role = kvs_phrase_role(&c->arena, kind, s, copy_op ? g->row_meaning : NULL);
+    g->role = kvs_phrase_role(m->ar, kind, s, copy_op ? g->row_meaning : NULL);
 }
 
-static void match_one(struct kvs_ctx *c, struct kvs_group_acc *g, const struct token_dim *td, size_t ntd)
+static void match_one(const struct matching *m, struct kvs_group_acc *g, const struct token_dim *td, size_t ntd)
 {
     const struct kvs_shape *s = &g->shape_info;
     if ((g->bare && !g->launch_sized) || s->n == 0 || s->rank[0] < 2 || s->rank[0] > KVS_SHAPE_MAX_RANK)
@@ -300,33 +313,33 @@ static void match_one(struct kvs_ctx *c, struct kvs_group_acc *g, const struct t
     int rank = s->rank[0];
     int64_t tokens = dims[0];
     int64_t row = row_of(dims, rank);
-    double cps = kvs_group_calls_per_step(c, g);
+    double cps = calls_per_step(m->steps, g);
     char row_label[160] = "";
-    bool row_ok = c->have_model && row_meaning(&c->model, dims, rank, row_label, sizeof row_label);
+    bool row_ok = (m->model != NULL) && row_meaning(m->model, dims, rank, row_label, sizeof row_label);
     /* paged layouts: [blocks, block_size, ...row] */
-    if (c->have_model && !row_ok && rank >= 3) {
+    if ((m->model != NULL) && !row_ok && rank >= 3) {
         int64_t sub[KVS_SHAPE_MAX_RANK];
         sub[0] = mul_dims(dims[0], dims[1]);
         for (int i = 2; i < rank; i++)
             sub[i - 1] = dims[i];
-        if (sub[0] >= 0 && row_meaning(&c->model, sub, rank - 1, row_label, sizeof row_label)) {
+        if (sub[0] >= 0 && row_meaning(m->model, sub, rank - 1, row_label, sizeof row_label)) {
             row_ok = true;
             tokens = sub[0];
             row = row_of(sub, rank - 1);
         }
     }
     int64_t active = tokens == dims[0] ? active_tokens(td, ntd, dims, rank, tokens) : 0;
-    bool per_layer = c->layers > 0 && fabs(cps - c->layers) < 0.01;
-    bool capacity = c->opt->kv_capacity > 0 && tokens == c->opt->kv_capacity;
+    bool per_layer = m->mf->layers > 0 && fabs(cps - m->mf->layers) < 0.01;
+    bool capacity = m->kv_capacity > 0 && tokens == m->kv_capacity;
     bool inferred = false;
     /* Inference is the fallback: a given capacity is the only capacity, and
      * with a model only the model's KV rows can be a KV buffer. It is also
      * conservative: the buffer is touched in every step, is not what a
      * gather produced, and keeps its size from step to step. */
-    bool may_infer = c->opt->kv_capacity <= 0 && (!c->have_model || row_ok) && !c->backward &&
+    bool may_infer = m->kv_capacity <= 0 && (!(m->model != NULL) || row_ok) && !m->mf->backward &&
                      tokens >= BUFFER_MIN_TOKENS && cps >= 1 &&
-                     (!c->steps.n || g->steps_with_calls == (int64_t)c->steps.n) &&
-                     !gathers_its_rows(s, dims[0]) && !has_near_sibling(c, g) && plays_kv_role(c, g);
+                     (!m->steps->n || g->steps_with_calls == (int64_t)m->steps->n) &&
+                     !gathers_its_rows(s, dims[0]) && !has_near_sibling(m, g) && plays_kv_role(m, g);
     if (may_infer) {
         if (active > 0 && tokens / BUFFER_RATIO >= active) /* tokens >= 8 x active, without overflow */
             inferred = true;
@@ -342,9 +355,9 @@ static void match_one(struct kvs_ctx *c, struct kvs_group_acc *g, const struct t
     if (!row_ok && !capacity && !inferred)
         return;
     if (row_ok)
-        g->row_meaning = kvs_arena_strdup(&c->arena, row_label);
+        g->row_meaning = kvs_arena_strdup(m->ar, row_label);
     g->has_match = true;
-    g->match.label = kvs_phrase_match_label(&c->arena,
+    g->match.label = kvs_phrase_match_label(m->ar,
                                             capacity   ? KVS_TOKENS_CAPACITY
                                             : inferred ? KVS_TOKENS_INFERRED
                                                        : KVS_TOKENS_PLAIN,
@@ -352,41 +365,45 @@ static void match_one(struct kvs_ctx *c, struct kvs_group_acc *g, const struct t
     g->match.capacity_tokens = capacity || inferred ? tokens : 0;
     g->match.row_dim = row;
     g->match.per_layer = per_layer;
-    g->match.inferred = !capacity && (inferred || !c->have_model);
+    g->match.inferred = !capacity && (inferred || !(m->model != NULL));
     g->active_tokens = capacity || inferred ? active : 0;
 }
 
 /* autograd's engine runs a backward pass only in training, where there is no
  * KV cache: a [4096, 2798] batch copied every step is a batch, not a pool
  * (HTA's negative_queue_length trace: 11 such "KV buffers" otherwise) */
-static bool runs_backward(const struct kvs_ctx *c)
+static bool runs_backward(const struct matching *m)
 {
     static const char prefix[] = "autograd::engine::evaluate_function";
-    for (size_t k = 0; k < c->t.nopkeys; k++)
-        if (!strncmp(kvs_intern_str(&c->t.strings, c->t.opkeys[k].name), prefix, sizeof prefix - 1))
+    for (size_t k = 0; k < m->t->nopkeys; k++)
+        if (!strncmp(kvs_intern_str(&m->t->strings, m->t->opkeys[k].name), prefix, sizeof prefix - 1))
             return true;
     return false;
 }
 
-enum kvs_status kvs_match_groups(struct kvs_ctx *c)
+enum kvs_status kvs_match_groups(const struct kvs_stage_in *in, const struct kvs_model *model,
+                                 int64_t kv_capacity, struct kvs_arena *ar,
+                                 struct kvs_group_table *groups, struct kvs_model_facts *mf)
 {
-    c->backward = runs_backward(c);
-    c->layers = c->have_model ? c->model.layers : 0;
-    c->layers_inferred = false;
-    if (!c->layers) {
-        c->layers = count_layers(c);
-        if (c->layers < 0)
+    const struct matching match = {in->t, in->steps, model, kv_capacity, ar, groups, mf};
+    const struct matching *m = &match;
+    m->mf->backward = runs_backward(m);
+    m->mf->layers = (m->model != NULL) ? m->model->layers : 0;
+    m->mf->layers_inferred = false;
+    if (!m->mf->layers) {
+        m->mf->layers = count_layers(m);
+        if (m->mf->layers < 0)
             return KVS_STATUS_NO_MEMORY;
-        c->layers_inferred = c->layers > 0;
+        m->mf->layers_inferred = m->mf->layers > 0;
     }
     struct token_dim *td = NULL;
     size_t ntd = 0;
-    enum kvs_status st = collect_token_dims(c, &td, &ntd);
+    enum kvs_status st = collect_token_dims(m, &td, &ntd);
     if (st != KVS_STATUS_OK)
         return st;
-    for (size_t i = 0; i < c->groups.n; i++) {
-        match_one(c, &c->groups.v[i], td, ntd);
-        make_role(c, &c->groups.v[i]);
+    for (size_t i = 0; i < m->groups->n; i++) {
+        match_one(m, &m->groups->v[i], td, ntd);
+        make_role(m, &m->groups->v[i]);
     }
     free(td);
     return KVS_STATUS_OK;

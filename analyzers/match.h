@@ -20,11 +20,11 @@
 
 #include "ctx.h"
 
-/* Needs the group table and the steps; adds each group's match, role and
- * active tokens, and sets ctx->layers. */
-enum kvs_status kvs_match_groups(struct kvs_ctx *c);
-
-/* calls per step of a group: calls in steps / steps, or all calls */
-double kvs_group_calls_per_step(const struct kvs_ctx *c, const struct kvs_group_acc *g);
+/* Reads the records and the steps (in), the model (NULL: none) and
+ * --kv-capacity (0: none); adds each group's match, role and active tokens
+ * to the group table and fills the model facts (layers, backward). */
+enum kvs_status kvs_match_groups(const struct kvs_stage_in *in, const struct kvs_model *model,
+                                 int64_t kv_capacity, struct kvs_arena *ar,
+                                 struct kvs_group_table *groups, struct kvs_model_facts *mf);
 
 #endif

@@ -128,7 +128,8 @@ run() {
     local proc=$1 cycle=$2 t0 rc lines ms; shift 2
     seq=$((seq + 1))
     local trace=$tmp/$proc.$seq.json
-    local cap=("$kvs" capture --max-buffers "$maxbuf" --activities "$(activities "$proc")" -o "$trace" --)
+    local cap=("$kvs" capture --torch-ops off --max-buffers "$maxbuf" --activities "$(activities "$proc")"
+               -o "$trace" --)
     t0=$(date +%s%N)
     case $proc in
     *bare*|torch|whole_torch) lines=$("${pin[@]}" "$@" 2>>"$err") ;;

@@ -7,7 +7,11 @@
  * The launcher itself does no CUDA: it sets CUDA_INJECTION64_PATH and
  * NVTX_INJECTION64_PATH to libkvscope-inject.so (libtrace/inject.c), which
  * captures inside the program and writes the trace when it exits. A report
- * pipe tells the launcher what each captured process wrote. SIGINT/SIGTERM/
+ * pipe tells the launcher what each captured process wrote. A Python
+ * program (--torch-ops auto, the default: python by name or by its #!
+ * line) gets kvscope's PyTorch hook first on PYTHONPATH (libtrace/torch/
+ * sitecustomize.py), which records torch's ops with their shapes once the
+ * program imports torch. SIGINT/SIGTERM/
  * SIGHUP to the launcher are passed on (SIGINT after a grace period, since
  * a terminal's Ctrl-C already reached the program); the program writes its
  * trace and ends; after 30 s more it is killed.
@@ -30,6 +34,9 @@
 
 #ifndef KVS_INJECT_INSTALL_PATH
 #define KVS_INJECT_INSTALL_PATH "/usr/local/lib/kvscope/libkvscope-inject.so"
+#endif
+#ifndef KVS_TORCH_INSTALL_DIR
+#define KVS_TORCH_INSTALL_DIR "/usr/local/share/kvscope/torch"
 #endif
 
 static void usage(FILE *out)
@@ -64,6 +71,15 @@ static void usage(FILE *out)
             "  --buffer-mb N          size of one CUPTI buffer in MiB, 1..1024 (default 4)\n"
             "  --max-buffers N        CUPTI buffers at most, 1..65536 (default 32); beyond\n"
             "                         them records are dropped and counted in the trace\n"
+            "  --torch-ops auto|on|off\n"
+            "                         PyTorch's ops with their input dims and dtypes as\n"
+            "                         cpu_op events, linked to their kernels (a hook built\n"
+            "                         once against the program's torch, cached in\n"
+            "                         ~/.cache/kvscope/torch-ops). auto (default): when\n"
+            "                         PROGRAM is Python (python*, or a #! line naming\n"
+            "                         python) and imports torch; on: in any Python\n"
+            "                         process PROGRAM starts (a shell script, ...); off:\n"
+            "                         the program runs as without the option\n"
             "  -h, --help             this help\n"
             "\n"
             "CUPTI admits one client per process: turn the PyTorch profiler or Nsight off.\n"
@@ -71,7 +87,9 @@ static void usage(FILE *out)
             "2 for a bad command line (TRACE's folder is checked before PROGRAM runs).\n"
             "environment: KVS_INJECT_LIB names libkvscope-inject.so (default: beside kvscope,\n"
             "then the install); KVS_CAPTURE_LOG=debug logs the capture's steps; RANK and\n"
-            "WORLD_SIZE fill %%r and the trace's rank.\n");
+            "WORLD_SIZE fill %%r and the trace's rank; PYTHONPATH is kept after the hook's\n"
+            "folder; CXX names the compiler the hook is built with (default c++),\n"
+            "XDG_CACHE_HOME where it is kept.\n");
 }
 
 // ----------------------------------------------------------------------------
@@ -110,6 +128,121 @@ static int find_inject_lib(char *out, size_t n)
         return 0;
     }
     return -1;
+}
+
+// ----------------------------------------------------------------------------
+// PyTorch programs (--torch-ops)
+
+/* The folder of kvscope's PyTorch hook (sitecustomize.py and the source it
+ * builds): build/libtrace/torch/ beside build/cli/kvscope, then an install's
+ * share/kvscope/torch/. */
+static int find_torch_dir(char *out, size_t n)
+{
+    char exe[PATH_MAX];
+    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (k > 0) {
+        exe[k] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash)
+            *slash = '\0';
+        const char *rel[] = {"/../libtrace/torch", "/../share/kvscope/torch"};
+        for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+            char cand[PATH_MAX + 64];
+            snprintf(cand, sizeof cand, "%s%s/sitecustomize.py", exe, rel[i]);
+            if (readable(cand) && realpath(cand, out)) {
+                *strrchr(out, '/') = '\0';
+                return 0;
+            }
+        }
+    }
+    char cand[PATH_MAX];
+    snprintf(cand, sizeof cand, "%s/sitecustomize.py", KVS_TORCH_INSTALL_DIR);
+    if (readable(cand)) {
+        snprintf(out, n, "%s", KVS_TORCH_INSTALL_DIR);
+        return 0;
+    }
+    return -1;
+}
+
+/* "python", "python3", "python3.11" */
+static int python_name(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (strncmp(base, "python", 6) != 0)
+        return 0;
+    for (const char *p = base + 6; *p; p++)
+        if (!(*p >= '0' && *p <= '9') && *p != '.')
+            return 0;
+    return 1;
+}
+
+/* Whether `prog` runs Python: a python by name (as given, or what a link
+ * to it names), or a script whose #! line names python (torchrun, a
+ * console script, the user's own). Looked up on PATH as execvp would. */
+static int is_python(const char *prog)
+{
+    if (python_name(prog))
+        return 1;
+    char path[PATH_MAX] = "";
+    if (strchr(prog, '/')) {
+        snprintf(path, sizeof path, "%s", prog);
+    } else {
+        const char *env = getenv("PATH");
+        for (const char *d = env ? env : "/usr/local/bin:/usr/bin:/bin"; *d && !path[0];) {
+            size_t len = strcspn(d, ":");
+            char cand[PATH_MAX];
+            snprintf(cand, sizeof cand, "%.*s/%s", (int)len, len ? d : ".", prog);
+            if (access(cand, X_OK) == 0)
+                snprintf(path, sizeof path, "%s", cand);
+            d += len + (d[len] == ':');
+        }
+    }
+    if (!path[0])
+        return 0;
+    char real[PATH_MAX];
+    if (realpath(path, real) && python_name(real))
+        return 1;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    char line[256];
+    int py = fgets(line, sizeof line, f) && line[0] == '#' && line[1] == '!' &&
+             strstr(line, "python") != NULL;
+    fclose(f);
+    return py;
+}
+
+/* Into dir: the hook's folder when `mode` (--torch-ops) gives `prog` torch
+ * ops, else "" (also when the folder is not found: said, the capture goes
+ * on without). */
+static void torch_ops_dir(const char *mode, const char *prog, char *dir, size_t n)
+{
+    dir[0] = '\0';
+    if (strcmp(mode, "on") && !(!strcmp(mode, "auto") && is_python(prog)))
+        return;
+    if (find_torch_dir(dir, n) != 0) {
+        dir[0] = '\0';
+        fprintf(stderr, "kvscope capture: torch ops: cannot find kvscope's PyTorch hook "
+                        "(torch/sitecustomize.py beside the build's libtrace or in %s); "
+                        "the capture goes on without torch ops\n", KVS_TORCH_INSTALL_DIR);
+    }
+}
+
+/* In the child: the hook's folder first on PYTHONPATH (the user's after it). */
+static void torch_ops_env(const char *dir, const char *mode)
+{
+    if (!dir[0])
+        return;
+    const char *pp = getenv("PYTHONPATH");
+    size_t len = strlen(dir) + (pp ? strlen(pp) : 0) + 2;
+    char *v = malloc(len);
+    if (!v)
+        return;
+    snprintf(v, len, "%s%s%s", dir, pp && *pp ? ":" : "", pp && *pp ? pp : "");
+    setenv("PYTHONPATH", v, 1);
+    setenv("KVS_CAPTURE_TORCH_OPS", mode, 1);
+    free(v);
 }
 
 /* An absolute path for `path` (the program may change directory). */
@@ -221,7 +354,10 @@ static void read_reports(int fd, int *ok, int *failed)
     }
 }
 
-enum { OPT_HELP = 1, OPT_OUTPUT, OPT_WINDOW, OPT_BUFFER_MB, OPT_MAX_BUFFERS, OPT_ACTIVITIES };
+enum {
+    OPT_HELP = 1, OPT_OUTPUT, OPT_WINDOW, OPT_BUFFER_MB, OPT_MAX_BUFFERS, OPT_ACTIVITIES,
+    OPT_TORCH_OPS
+};
 /* the same bounds as the injection library's (inject.c), which would
  * otherwise fall back to its defaults inside the program */
 static const struct kvs_cli_opt capture_opts[] = {
@@ -231,6 +367,7 @@ static const struct kvs_cli_opt capture_opts[] = {
     {"--buffer-mb", NULL, KVS_CLI_INT, 1, KVS_CAPTURE_BUFFER_MB_MAX, OPT_BUFFER_MB},
     {"--max-buffers", NULL, KVS_CLI_INT, 1, KVS_CAPTURE_MAX_BUFFERS_MAX, OPT_MAX_BUFFERS},
     {"--activities", NULL, KVS_CLI_TEXT, 0, 0, OPT_ACTIVITIES},
+    {"--torch-ops", NULL, KVS_CLI_TEXT, 0, 0, OPT_TORCH_OPS},
     {NULL, NULL, KVS_CLI_SWITCH, 0, 0, 0},
 };
 
@@ -238,7 +375,7 @@ int kvs_cmd_capture(int argc, char **argv)
 {
     static const struct kvs_cli_opt *const tables[] = {capture_opts, NULL};
     const char *out = NULL, *window = "all", *buffer_mb = NULL, *max_buffers = NULL;
-    const char *activities = NULL;
+    const char *activities = NULL, *torch_ops = "auto";
     int i = 1;
     for (; i < argc; i++) {
         if (!strcmp(argv[i], "--")) {
@@ -258,6 +395,7 @@ int kvs_cmd_capture(int argc, char **argv)
         case OPT_BUFFER_MB: buffer_mb = arg.text; break; /* passed on as given */
         case OPT_MAX_BUFFERS: max_buffers = arg.text; break;
         case OPT_ACTIVITIES: activities = arg.text; break;
+        case OPT_TORCH_OPS: torch_ops = arg.text; break;
         }
     }
     if (!out)
@@ -266,6 +404,8 @@ int kvs_cmd_capture(int argc, char **argv)
         return kvs_cli_usage_error("capture", "no program to run (put it after --)");
     if (strcmp(window, "all") && strcmp(window, "cudaProfilerStart"))
         return kvs_cli_usage_error("capture", "--window must be all or cudaProfilerStart");
+    if (strcmp(torch_ops, "auto") && strcmp(torch_ops, "on") && strcmp(torch_ops, "off"))
+        return kvs_cli_usage_error("capture", "--torch-ops must be auto, on or off");
     unsigned bits;
     if (activities && kvs_trace_parse_activities(activities, &bits) != KVS_STATUS_OK)
         return kvs_cli_usage_error("capture", "--activities: '%s' is not a list of kernel, "
@@ -286,6 +426,8 @@ int kvs_cmd_capture(int argc, char **argv)
     }
     if (absolute(out, outabs, sizeof outabs) != 0)
         return kvs_cli_usage_error("capture", "cannot make '%s' an absolute path", out);
+    char torch_dir[PATH_MAX];
+    torch_ops_dir(torch_ops, argv[i], torch_dir, sizeof torch_dir);
     const char *prev = getenv("NVTX_INJECTION64_PATH");
     if (prev && *prev && strcmp(prev, lib))
         fprintf(stderr, "kvscope capture: replacing NVTX_INJECTION64_PATH=%s\n", prev);
@@ -321,6 +463,7 @@ int kvs_cmd_capture(int argc, char **argv)
             setenv("KVS_CAPTURE_MAX_BUFFERS", max_buffers, 1);
         if (activities)
             setenv("KVS_CAPTURE_ACTIVITIES", activities, 1);
+        torch_ops_env(torch_dir, torch_ops);
         execvp(argv[i], argv + i);
         fprintf(stderr, "kvscope capture: cannot run %s: %s\n", argv[i], strerror(errno));
         _exit(127);

@@ -280,10 +280,11 @@ try:
     check(len(caps) == 9, "9 kvscope captures (4 C, 3 PyTorch, 2 whole): %d" % len(caps))
     gpu = "kernel,memcpy,memset,extcorr,nvtx"
     for c, acts in zip(caps, ["default", gpu, "default", "all", "default", gpu, "default"]):
-        check("--window cudaProfilerStart --max-buffers 512 --activities %s -o " % acts in c,
+        check("--window cudaProfilerStart --torch-ops off --max-buffers 512 --activities %s -o " % acts in c,
               "capture arguments: %s" % c[:120])
     for c in caps[7:]:
-        check("--window" not in c and "--max-buffers 512 --activities default -o " in c and "capture_whole.py" in c,
+        check("--window" not in c and "--torch-ops off --max-buffers 512 --activities default -o " in c and
+              "capture_whole.py" in c,
               "whole_kvs under the default window: %s" % c[:120])
 
     ev = open(tlog).read().splitlines()

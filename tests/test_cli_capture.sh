@@ -31,6 +31,9 @@ check 2 "capture --buffer-mb too large" "--buffer-mb wants an integer in \[1, 10
 check 2 "capture --max-buffers wrapping an unsigned" "--max-buffers wants" -- \
     "$kvs" capture -o "$tmp/t.json" --max-buffers 4294967297 -- true
 check 2 "capture --window bad" "--window" -- "$kvs" capture -o "$tmp/t.json" --window foo -- true
+check 2 "capture --torch-ops bad" "--torch-ops must be auto, on or off" -- \
+    "$kvs" capture -o "$tmp/t.json" --torch-ops yes -- true
+check 0 "capture --help names --torch-ops" "--torch-ops auto|on|off" -- "$kvs" capture --help
 check 2 "capture --activities bad" "--activities" -- \
     "$kvs" capture -o "$tmp/t.json" --activities kernel,foo -- true
 # every runtime/driver call is still there to ask for; a near miss is refused

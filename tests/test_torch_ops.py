@@ -14,7 +14,9 @@ machine without a GPU, with Debian's CPU-only torch (python3-torch) and
     window or open, and sys.path / sys.modules look the same;
   - a torch too old, a hook that cannot build, an injection library
     without the table: a warning each, the program runs on unchanged;
-  - a sitecustomize the hook shadows still runs.
+  - a sitecustomize the hook shadows still runs;
+  - `kvscope capture --torch-ops auto|on|off`: which programs get the hook
+    (python by name or #! line; a shell script only with on), PYTHONPATH.
 
 Without a driver the injection library never starts, so the capture is
 played by tests/torch_ops_sink.c (libkvs-torch-sink.so: the capture's own
@@ -302,7 +304,52 @@ def tests(kvscope, sink, tdir, work):
           "torch 1.12: 'older than 1.13, which the hook needs', same output")
     rc, out, err = run([PY, "-c", "import sys; print(len(sys.argv))"], hook, work)
     check(rc == 0 and out == "1\n" and err == "", "a Python program without torch: untouched, silent")
+    launcher(kvscope, sink, work, prog, plain, cache)
     return finish()
+
+
+def launcher(kvscope, sink, work, prog, plain, cache):
+    """kvscope capture --torch-ops auto|on|off, the sink as its injection library."""
+    env = {"KVS_INJECT_LIB": sink, "XDG_CACHE_HOME": cache}
+
+    def cap(mode, argv, name, extra=None):
+        t = os.path.join(work, name)
+        opt = ["--torch-ops", mode] if mode else []
+        rc, out, err = run([kvscope, "capture", "-o", t] + opt + ["--"] + argv,
+                           dict(env, **(extra or {})), work)
+        n = len([e for e in events(t)[1] if e["cat"] == "cpu_op"]) if os.path.exists(t) else -1
+        return rc, out, err, n
+
+    rc, out, err, n = cap(None, [PY, prog], "c_auto.json")
+    check(rc == 0 and out == plain and n > 50 and "wrote" in err,
+          "kvscope capture -- python3 prog.py: torch ops by default (%d), same output" % n)
+    script = os.path.join(work, "script")
+    with open(script, "w") as f:
+        f.write("#!%s\n" % PY + PROG)
+    os.chmod(script, 0o755)
+    rc, out, err, n = cap("auto", [script], "c_script.json")
+    check(rc == 0 and out == plain and n > 50, "auto: a script whose #! names python (%d)" % n)
+    sh = ["/bin/sh", "-c", '"$0" "$1"', PY, prog]
+    rc, out, err, n = cap("auto", sh, "c_sh_auto.json")
+    check(out == plain and n == -1 and "did the program use CUDA" in err,
+          "auto: a shell script is not Python: no hook (nothing captured here), same output")
+    rc, out, err, n = cap("on", sh, "c_sh_on.json")
+    check(rc == 0 and out == plain and n > 50,
+          "on: the Python the shell script runs gets the hook (%d)" % n)
+    rc, out, err, n = cap("off", [PY, prog], "c_off.json")
+    check(out == plain and n == -1 and "torch ops" not in err,
+          "off: no hook, same output, nothing said")
+    probe = [PY, "-c", "import os; print(os.environ.get('PYTHONPATH'))"]
+    rc, out, err, n = cap("off", probe, "c_pp_off.json", {"PYTHONPATH": "/x"})
+    check(out == "/x\n", "off: PYTHONPATH as the user set it (%r)" % out)
+    rc, out, err, n = cap("auto", probe, "c_pp_auto.json", {"PYTHONPATH": "/x"})
+    check(out.endswith(":/x\n") and out.split(":")[0].endswith("torch"),
+          "auto: the hook's folder first, the user's PYTHONPATH after (%r)" % out.strip())
+    rc, out, err, n = cap("on", [PY, "-c", "print(1)"], "c_notorch.json")
+    check(out == "1\n" and "never imported torch" in err,
+          "on: a program that never imports torch is told so")
+    rc, out, err, n = cap("maybe", [PY, "-c", "print(1)"], "c_bad.json")
+    check(rc == 2 and "--torch-ops must be auto, on or off" in err, "--torch-ops maybe: exit 2")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,14 @@
 #   round three processes: whole_bare (plain), whole_kvs (`kvscope capture`
 #   with its default window: the whole run), whole_torch (one torch.profiler
 #   CPU+CUDA session around the work, its trace exported)
+#   torch ops (KVS_BENCH_TORCHOPS=1 adds them, =only runs them
+#   alone: no C program, no issue-32 kind): the torch process also measures
+#   tp_shapes (torch.profiler CPU+CUDA with record_shapes=True); kvs_torch
+#   under `kvscope capture --window cudaProfilerStart --torch-ops on` (plain,
+#   kvs: kvscope with torch ops); whole rounds gain whole_kvs_torch (`kvscope
+#   capture --torch-ops on`, the whole run) and whole_torch_shapes (the
+#   profiler session with record_shapes=True). Every other kvscope process
+#   runs with --torch-ops off.
 # PyTorch workloads: 1000 one-element in-place adds (launch-bound), 10 x
 # 1 GiB device copies (copy-bound), the median step of a 12-step greedy
 # decode of a 4-layer bf16 Llama with random weights. kvscope gets
@@ -47,7 +55,8 @@
 # run), table.md, stderr.txt, traces.txt (what each trace holds) and the
 # `kvscope report` of the first default capture; the traces are deleted.
 # Environment: KVS_BENCH_CYCLES, KVS_BENCH_ROUNDS, KVS_BENCH_WHOLE,
-# KVS_BENCH_EXTRA=1, KVS_BENCH_TORCH=0 (the C program alone), KVS_BENCH_CPUS
+# KVS_BENCH_EXTRA=1, KVS_BENCH_TORCH=0 (the C program alone), KVS_BENCH_TORCHOPS
+# (0 default, 1, only), KVS_BENCH_CPUS
 # (a CPU list, none, or probe: one CPU, the fastest of a short probe),
 # KVS_BENCH_MAX_BUFFERS. --help prints this.
 set -u
@@ -61,6 +70,8 @@ rounds=${KVS_BENCH_ROUNDS:-12}
 cycles=${KVS_BENCH_CYCLES:-2}
 whole=${KVS_BENCH_WHOLE:-10}
 maxbuf=${KVS_BENCH_MAX_BUFFERS:-512}
+torchops=${KVS_BENCH_TORCHOPS:-0}
+case $torchops in 0|1|only) ;; *) echo "KVS_BENCH_TORCHOPS is 0, 1 or only" >&2; exit 2 ;; esac
 mkdir -p "$out"
 bench=$build/libtrace/capture_overhead
 kvs=$build/cli/kvscope
@@ -119,6 +130,14 @@ activities() {
     esac
 }
 
+# torch_ops PROC : the --torch-ops of a kvscope process
+torch_ops() {
+    case $1 in
+    kvs_torch|whole_kvs_torch) echo on ;;
+    *) echo off ;;
+    esac
+}
+
 # run PROC CYCLE CMD... : one process; its lines, tagged cycle= and seq=, into
 # raw, and a TIME line. kvs_*/c_* processes but the bare ones run under
 # `kvscope capture --window cudaProfilerStart`, whole_kvs under its default
@@ -128,12 +147,12 @@ run() {
     local proc=$1 cycle=$2 t0 rc lines ms; shift 2
     seq=$((seq + 1))
     local trace=$tmp/$proc.$seq.json
-    local cap=("$kvs" capture --torch-ops off --max-buffers "$maxbuf" --activities "$(activities "$proc")"
-               -o "$trace" --)
+    local cap=("$kvs" capture --torch-ops "$(torch_ops "$proc")" --max-buffers "$maxbuf"
+               --activities "$(activities "$proc")" -o "$trace" --)
     t0=$(date +%s%N)
     case $proc in
-    *bare*|torch|whole_torch) lines=$("${pin[@]}" "$@" 2>>"$err") ;;
-    whole_kvs) lines=$("${pin[@]}" "${cap[@]}" "$@" 2>>"$err") ;;
+    *bare*|torch|whole_torch*) lines=$("${pin[@]}" "$@" 2>>"$err") ;;
+    whole_kvs*) lines=$("${pin[@]}" "${cap[@]}" "$@" 2>>"$err") ;;
     *) lines=$("${pin[@]}" "${cap[0]}" capture --window cudaProfilerStart "${cap[@]:2}" "$@" 2>>"$err") ;;
     esac
     rc=$?
@@ -173,7 +192,9 @@ one() {
     *)
         case $proc in
         bare|kvs_closed) modes=plain ;;
-        torch) modes=plain,tp_cpu_cuda,tp_cuda ;;
+        torch) modes=plain,tp_cpu_cuda,tp_cuda
+               [ "$torchops" = 1 ] && modes+=,tp_shapes
+               [ "$torchops" = only ] && modes=plain,tp_cpu_cuda,tp_shapes ;;
         *) modes=plain,kvs ;;
         esac
         run "$proc" "$cycle" python3 bench/capture_torch.py --label "$proc" --modes "$modes" \
@@ -184,7 +205,12 @@ one() {
 c_kinds=(c_default c_gpuonly c_closed c_all)
 py_kinds=(torch kvs_default kvs_gpuonly kvs_closed)
 [ "${KVS_BENCH_EXTRA:-0}" = 1 ] && py_kinds+=(kvs_all)
-schedule c_bare "${c_kinds[@]}"
+w=(whole_bare whole_kvs whole_torch)
+case $torchops in
+1) py_kinds+=(kvs_torch); w+=(whole_kvs_torch whole_torch_shapes) ;;
+only) py_kinds=(torch kvs_torch); w=(whole_bare whole_kvs_torch whole_torch_shapes) ;;
+esac
+[ "$torchops" = only ] || schedule c_bare "${c_kinds[@]}"
 
 have_torch=0 # asked without importing torch (an import costs seconds)
 if [ "${KVS_BENCH_TORCH:-1}" != 0 ]; then
@@ -197,12 +223,14 @@ if [ $have_torch = 1 ]; then
         echo "no transformers: the decode row is skipped" | tee -a "$raw"
     schedule bare "${py_kinds[@]}"
     # whole processes: plainly, under kvscope capture, under torch.profiler
-    w=(whole_bare whole_kvs whole_torch)
     for ((r = 0; r < whole; r++)); do
-        for ((i = 0; i < 3; i++)); do
-            p=${w[$(( (i + r) % 3 ))]}
+        for ((i = 0; i < ${#w[@]}; i++)); do
+            p=${w[$(( (i + r) % ${#w[@]} ))]}
             a=(python3 bench/capture_whole.py --label "$p")
-            [ "$p" = whole_torch ] && a+=(--profiler torch --trace "$tmp/torch.$r.json")
+            case $p in
+            whole_torch) a+=(--profiler torch --trace "$tmp/torch.$r.json") ;;
+            whole_torch_shapes) a+=(--profiler torch --shapes --trace "$tmp/torch.$r.json") ;;
+            esac
             run "$p" "$r" "${a[@]}"
             rm -f "$tmp/torch.$r.json"
         done
@@ -259,7 +287,7 @@ for f in sorted(os.listdir(d)):
     print("CUPTI overhead records (count, total us):", {k: (v[0], round(v[1], 1)) for k, v in ovh.items()})
     print()
 PY
-for p in c_default kvs_default; do
+for p in c_default kvs_default kvs_torch; do
     f=$(ls "$tmp"/$p.*.json 2>/dev/null | head -1)
     [ -n "$f" ] && "$kvs" report "$f" >"$out/report_$p.txt" 2>&1
 done

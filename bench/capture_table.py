@@ -12,7 +12,7 @@ Lines it reads (anything else is ignored):
       one measurement of process number Q (of kind P): the median of N
       repetitions of workload W (launch, copy, decode; the C program's
       launch, launch_nvtx, copy; whole) in mode M (plain, tp_cpu_cuda,
-      tp_cuda, kvs, whole), round R (0 = the warm-up round: not counted,
+      tp_cuda, tp_shapes, kvs, whole), round R (0 = the warm-up round: not counted,
       but for the whole-process program, whose one result is round 0)
   TRACE proc=P seq=Q records=N dropped_records=D buffer_requests_denied=B
       kernels_without_call=K ...   what the trace of a kvscope process holds
@@ -42,6 +42,7 @@ CLOSED_LIMIT = 3.0   # target: window closed at most +3% against bare
 TARGET_RATIO = 1 / 3  # kvscope's default at most 1/3 of torch.profiler CPU+CUDA's overhead
 GPUONLY_LIMIT = 10.0  # GPU-only at most +10%
 WHOLE_RATIO = 1 / 2   # whole process: kvscope at most 1/2 of torch.profiler's overhead
+TORCHOPS_RATIO = 1 / 2  # torch ops: kvscope's at most 1/2 of torch.profiler's with shapes
 
 WORKLOADS = [("launch", "launch loop"), ("copy", "copy loop"), ("decode", "decode step")]
 C_WORKLOADS = [("launch", "launch loop"), ("launch_nvtx", "launch loop, NVTX range each"),
@@ -51,13 +52,16 @@ ROWS = [
     ("no profiler (bare)", "bare", "plain"),
     ("torch.profiler CPU+CUDA", "torch", "tp_cpu_cuda"),
     ("torch.profiler CUDA only", "torch", "tp_cuda"),
+    ("torch.profiler CPU+CUDA, record_shapes", "torch", "tp_shapes"),
     ("kvscope default", "kvs_default", "kvs"),
+    ("kvscope with torch ops", "kvs_torch", "kvs"),
     ("kvscope GPU only", "kvs_gpuonly", "kvs"),
     ("kvscope every call", "kvs_all", "kvs"),
     ("kvscope, window never opened", "kvs_closed", "plain"),
     ("kvscope default, between windows", "kvs_default", "plain"),
     ("kvscope GPU only, between windows", "kvs_gpuonly", "plain"),
     ("kvscope every call, between windows", "kvs_all", "plain"),
+    ("kvscope with torch ops, between windows", "kvs_torch", "plain"),
     ("torch.profiler, between sessions", "torch", "plain"),
 ]
 C_ROWS = [
@@ -71,7 +75,9 @@ C_ROWS = [
     ("kvscope every call, between windows", "c_all", "plain"),
 ]
 WHOLE_ROWS = [("plainly", "whole_bare"), ("under kvscope capture (whole run)", "whole_kvs"),
-              ("under torch.profiler CPU+CUDA (one session)", "whole_torch")]
+              ("under torch.profiler CPU+CUDA (one session)", "whole_torch"),
+              ("under kvscope capture with torch ops (whole run)", "whole_kvs_torch"),
+              ("under torch.profiler CPU+CUDA, record_shapes (one session)", "whole_torch_shapes")]
 BARE = {"": "bare", "c": "c_bare", "whole": "whole_bare"}
 
 
@@ -223,7 +229,28 @@ def ratio_verdict(d, name, k, t, workloads, target):
 
 
 def verdicts(d):
-    """[(criterion, met: True/False/None (not measured), text)]: the capture targets"""
+    """[(criterion, met: True/False/None (not measured), text)]: the capture targets, and
+    the torch-ops targets where their kinds ran (KVS_BENCH_TORCHOPS; the capture targets
+    then only where their own kinds ran too)"""
+    out = []
+    torchops = any(figure(d, p, m, w) for p, m, w in (("kvs_torch", "kvs", "launch"),
+                                                       ("kvs_torch", "kvs", "decode"),
+                                                       ("whole_kvs_torch", "whole", "whole")))
+    issue32 = any(figure(d, p, m, w) for p, m, w in (("kvs_default", "kvs", "launch"),
+                                                      ("kvs_closed", "plain", "launch"),
+                                                      ("whole_kvs", "whole", "whole")))
+    if issue32 or not torchops:
+        out += issue32_verdicts(d)
+    if torchops:
+        # torch ops against torch.profiler with record_shapes=True
+        out += ratio_verdict(d, "kvscope with torch ops", ("kvs_torch", "kvs"), ("torch", "tp_shapes"),
+                             ("launch", "decode"), TORCHOPS_RATIO)
+        out += ratio_verdict(d, "whole process: kvscope capture with torch ops", ("whole_kvs_torch", "whole"),
+                             ("whole_torch_shapes", "whole"), ("whole",), TORCHOPS_RATIO)
+    return out + [complete_verdict(d)]
+
+
+def issue32_verdicts(d):
     out = []
     out += limit_verdict(d, "kvscope, window never opened", "kvs_closed", "plain", ("launch", "decode"),
                          CLOSED_LIMIT)
@@ -234,6 +261,10 @@ def verdicts(d):
     out += limit_verdict(d, "kvscope GPU only", "kvs_gpuonly", "kvs", ("launch", "decode"), GPUONLY_LIMIT)
     out += ratio_verdict(d, "whole process: kvscope capture", ("whole_kvs", "whole"),
                          ("whole_torch", "whole"), ("whole",), WHOLE_RATIO)
+    return out
+
+
+def complete_verdict(d):
     lost = sorted("%s#%s" % k for k, t in d["traces"].items()
                   if t.get("dropped_records", 0) or t.get("buffer_requests_denied", 0))
     unlinked = sorted("%s#%s (%d)" % (k + (t["kernels_without_call"],)) for k, t in d["traces"].items()
@@ -243,11 +274,10 @@ def verdicts(d):
         why.append("records lost in " + ", ".join(lost) + " (raise KVS_BENCH_MAX_BUFFERS)")
     if unlinked:
         why.append("kernels without their launch call in " + ", ".join(unlinked))
-    out.append(("kvscope traces complete (no dropped record, no denied buffer, every kernel tied to its"
-                " launch call)", None if not d["traces"] else not why,
-                "no kvscope trace" if not d["traces"] else "; ".join(why) if why else
-                "%d traces, none lost a record, kernels_without_call 0 in each" % len(d["traces"])))
-    return out
+    return ("kvscope traces complete (no dropped record, no denied buffer, every kernel tied to its"
+            " launch call)", None if not d["traces"] else not why,
+            "no kvscope trace" if not d["traces"] else "; ".join(why) if why else
+            "%d traces, none lost a record, kernels_without_call 0 in each" % len(d["traces"]))
 
 
 def table(d, rows, wl, p):
@@ -312,7 +342,7 @@ def render(d, log="log/DATE-capture-overhead.md"):
                 "%.2f" % statistics.median(w for w, _ in work) if work else "-",
                 "%.2f" % statistics.median(e for _, e in work) if work else "-"))
         p("")
-    p("Issue 32's targets (H200, same run, against bare):")
+    p("Issue 32's and 33's targets (H200, same run, against bare):")
     p("")
     vs = verdicts(d)
     for name, met, text in vs:
@@ -326,6 +356,8 @@ def render(d, log="log/DATE-capture-overhead.md"):
     p("")
     for proc, mode, label in (("torch", "tp_cpu_cuda", "torch.profiler CPU+CUDA"),
                               ("torch", "tp_cuda", "torch.profiler CUDA only"),
+                              ("torch", "tp_shapes", "torch.profiler CPU+CUDA, record_shapes"),
+                              ("kvs_torch", "kvs", "kvscope with torch ops"),
                               ("kvs_default", "kvs", "kvscope default"), ("kvs_gpuonly", "kvs", "kvscope GPU only"),
                               ("kvs_all", "kvs", "kvscope every call"), ("c_default", "kvs", "C, kvscope default"),
                               ("c_gpuonly", "kvs", "C, kvscope GPU only"), ("c_all", "kvs", "C, kvscope every call")):

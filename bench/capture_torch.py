@@ -4,6 +4,8 @@ paired rounds inside ONE process (bench/capture_overhead.sh runs one process
 per profiler and prints the table with bench/capture_table.py).
 
     python3 bench/capture_torch.py --label torch --modes plain,tp_cpu_cuda,tp_cuda
+    kvscope capture --window cudaProfilerStart --torch-ops on --max-buffers 512 -o t.json -- \
+        python3 bench/capture_torch.py --label kvs_torch --modes plain,kvs
     kvscope capture --window cudaProfilerStart --max-buffers 512 -o t.json -- \
         python3 bench/capture_torch.py --label kvs_default --modes plain,kvs
     python3 bench/capture_torch.py --label bare_start --modes plain
@@ -27,6 +29,8 @@ turning each round; round 0 is a warm-up round, then --rounds rounds
   plain        nothing around the measurement
   tp_cpu_cuda  inside its own torch.profiler session, CPU+CUDA activities
   tp_cuda      the same, CUDA activities only
+  tp_shapes    CPU+CUDA with record_shapes=True (what kvscope's torch ops
+               record: the torch-ops comparison)
   kvs          between torch.cuda.profiler.start() and .stop()
                (cudaProfilerStart/Stop: `kvscope capture --window
                cudaProfilerStart` records only there; refused otherwise)
@@ -171,7 +175,7 @@ def measure(mode, w, reps):
             torch.cuda.profiler.stop()
     from torch.profiler import ProfilerActivity, profile
     acts = [ProfilerActivity.CUDA] if mode == "tp_cuda" else [ProfilerActivity.CPU, ProfilerActivity.CUDA]
-    prof = profile(activities=acts)
+    prof = profile(activities=acts, record_shapes=True) if mode == "tp_shapes" else profile(activities=acts)
     prof.start()
     try:
         return w.run(reps)
@@ -180,7 +184,7 @@ def measure(mode, w, reps):
         del prof
 
 
-MODES = ("plain", "tp_cpu_cuda", "tp_cuda", "kvs")
+MODES = ("plain", "tp_cpu_cuda", "tp_cuda", "tp_shapes", "kvs")
 
 
 def main():

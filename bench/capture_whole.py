@@ -9,6 +9,8 @@ work, the trace exported at the end), alternating processes.
     python3 bench/capture_whole.py --label whole_bare
     kvscope capture -o t.json -- python3 bench/capture_whole.py --label whole_kvs
     python3 bench/capture_whole.py --label whole_torch --profiler torch --trace t.json
+    kvscope capture --torch-ops on -o t.json -- python3 bench/capture_whole.py --label whole_kvs_torch
+    python3 bench/capture_whole.py --label whole_torch_shapes --profiler torch --shapes --trace t.json
 
 The work: a warm-up loop, checked (the counter must count every add), then
 --reps timed loops of --launches one-element in-place adds on one stream,
@@ -31,11 +33,13 @@ def main():
     p.add_argument("--label", default="whole")
     p.add_argument("--profiler", choices=("none", "torch"), default="none")
     p.add_argument("--trace", default=None, help="with --profiler torch: where to export its trace")
+    p.add_argument("--shapes", action="store_true", help="with --profiler torch: record_shapes=True")
     p.add_argument("--launches", type=int, default=5000)
     p.add_argument("--reps", type=int, default=5)
     a = p.parse_args()
-    if a.launches < 1 or a.reps < 1 or (a.profiler == "torch") != (a.trace is not None):
-        p.error("counts below 1, or --trace without --profiler torch (or the reverse)")
+    if (a.launches < 1 or a.reps < 1 or (a.profiler == "torch") != (a.trace is not None) or
+            (a.shapes and a.profiler != "torch")):
+        p.error("counts below 1, or --trace/--shapes without --profiler torch (or no --trace with it)")
     if not torch.cuda.is_available():
         print("no CUDA device", file=sys.stderr)
         return 77
@@ -46,7 +50,8 @@ def main():
     t0 = time.perf_counter()
     if a.profiler == "torch":
         from torch.profiler import ProfilerActivity, profile
-        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        acts = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+        prof = profile(activities=acts, record_shapes=True) if a.shapes else profile(activities=acts)
         prof.start()
     for _ in range(a.launches):  # warm-up, checked
         x.add_(1)

@@ -30,7 +30,10 @@ KVS_BENCH_WHOLE=2:
   - a TRACE line per kvscope trace with its records, drops and kernels
     without their launch call (kvs_gpuonly's made to drop 7 records, a
     whole_kvs one to miss 2 launch calls: the verdict names both),
-    traces.txt, table.md with the targets' verdicts.
+    traces.txt, table.md with the targets' verdicts;
+  - again with KVS_BENCH_TORCHOPS=only: no C program; bare, torch (plain,
+    tp_cpu_cuda, tp_shapes), kvs_torch (--torch-ops on), bare; whole rounds
+    of whole_bare, whole_kvs_torch, whole_torch_shapes; the torch-ops verdicts.
 Exit 0 pass, 1 fail, 77 without bash.
 """
 import os
@@ -129,8 +132,8 @@ class ProfilerActivity:
 
 
 class profile:
-    def __init__(self, activities):
-        self.acts = ",".join(activities)
+    def __init__(self, activities, record_shapes=False):
+        self.acts = ",".join(activities) + (",shapes" if record_shapes else "")
 
     def start(self):
         import torch
@@ -338,6 +341,45 @@ try:
           "the table says the sizes of a measurement (capture_torch.py's CONFIG line, the C program's)")
     check(os.path.exists(os.path.join(out, "report_kvs_default.txt")), "the default capture's report kept")
     check(not any(f.endswith(".json") for f in os.listdir(out)), "no trace left in OUT_DIR")
+
+    # KVS_BENCH_TORCHOPS=only: the torch-ops rows alone
+    for f in (tlog, klog, clog):
+        if os.path.exists(f):
+            os.remove(f)
+    out2 = os.path.join(tmp, "out2")
+    p = subprocess.run(["bash", os.path.join(root, "bench", "capture_overhead.sh"),
+                        os.path.join(tmp, "build"), out2], env=dict(env, KVS_BENCH_TORCHOPS="only"),
+                       capture_output=True, text=True, timeout=300)
+    check(p.returncode == 0, "torch ops only: the bench exits 0 (%d; %r)" % (p.returncode, p.stderr[-400:]))
+    raw = open(os.path.join(out2, "raw.txt")).read().splitlines()
+    procs = [dict(re.findall(r"(\w+)=(\S+)", ln))["proc"] for ln in raw if ln.startswith("TIME ")]
+    want = ["bare", "torch", "kvs_torch", "bare", "whole_bare", "whole_kvs_torch", "whole_torch_shapes",
+            "whole_kvs_torch", "whole_torch_shapes", "whole_bare"]
+    check(procs == want, "torch ops only: no C program, processes in order: %s" % procs)
+    caps = open(klog).read().splitlines()
+    check(len(caps) == 3 and "--window cudaProfilerStart --torch-ops on --max-buffers 512 --activities default"
+          in caps[0] and all("--window" not in c and "--torch-ops on --max-buffers 512" in c and
+                             "capture_whole.py" in c for c in caps[1:]),
+          "kvs_torch under the window, the whole runs without, all --torch-ops on: %s" % [c[:90] for c in caps])
+    ev = open(tlog).read().splitlines()
+    check(sum(e == "profile.start CPU,CUDA,shapes" for e in ev) == 8 and
+          sum(e == "profile.start CPU,CUDA" for e in ev) == 6 and sum(e == "profile.export" for e in ev) == 2,
+          "torch.profiler with record_shapes: 6 in the torch process, 2 whole (exported); 6 without")
+    results = [dict(re.findall(r"(\w+)=(\S+)", ln)) for ln in raw if ln.startswith("RESULT ")]
+    tm = ["plain", "tp_cpu_cuda", "tp_shapes"]
+    got = {}
+    for kv in results:
+        if kv["proc"] == "torch" and kv["workload"] == "launch":
+            got.setdefault(int(kv["round"]), []).append(kv["mode"])
+    check(got == {r: tm[r % 3:] + tm[:r % 3] for r in range(3)}, "torch: plain, tp_cpu_cuda, tp_shapes turned %s" % got)
+    table = open(os.path.join(out2, "table.md")).read()
+    for crit in ("launch: kvscope with torch ops <= 1/2", "decode: kvscope with torch ops <= 1/2",
+                 "whole: whole process: kvscope capture with torch ops <= 1/2"):
+        check(re.search(r"- %s.*: \*\*(met|NOT met|no verdict)\*\*" % re.escape(crit), table) is not None,
+              "torch ops only: a verdict line for %s" % crit)
+    check("| kvscope with torch ops |" in table and "window never opened" not in table,
+          "torch ops only: its rows, no issue-32 verdict")
+    check(os.path.exists(os.path.join(out2, "report_kvs_torch.txt")), "the torch-ops capture's report kept")
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 sys.exit(finish())

@@ -10,7 +10,9 @@ verdicts of bench/capture_overhead.sh, and of bench/capture_idle.sh with
    time (the window-closed cost, the ratio to torch.profiler, GPU-only,
    the whole process, a trace that dropped records, kernels without their
    launch call), round 0 (the warm-up) ignored but for the whole-process
-   result, the paired view.
+   result, the paired view. The torch-ops rows alone (KVS_BENCH_TORCHOPS=only):
+   kvscope with torch ops against torch.profiler with record_shapes, in a
+   process and whole, met and not met.
 2. bench/capture_idle.sh's lines: a state against its neighbouring bare
    processes, in ns a launch (C) and in % (PyTorch); launches lost and a
    CUPTI that records nothing after attaching again are failures.
@@ -125,6 +127,50 @@ dd = made(tp=11.0)  # torch.profiler at its neighbours' 11 ms: nothing to divide
 name, met, text = verdict(dd, "launch: kvscope default <= 1/3")
 check(met is None and "costs nothing" in text, "a profiler that costs nothing: no verdict (%s)" % text)
 check(verdict(ct.parse([]), "launch: kvscope GPU only")[1] is None, "nothing measured: no verdict")
+
+# ---------------------------------------------------------------------------
+# 1b. the torch-ops rows (KVS_BENCH_TORCHOPS=only): kvscope with torch ops against
+# torch.profiler with record_shapes=True, in process and whole
+
+def made_torchops(kvs=11.0, whole_kvs=60.0):
+    ls = []
+    for q, ms in ((1, 10.0), (4, 12.0)):
+        ls += res(q, "bare", "plain", "launch", ms) + res(q, "bare", "plain", "decode", 4.0)
+    # seq 2: torch (neighbours 1 and 4: 11 ms, 4 ms), seq 3: kvs_torch
+    ls += res(2, "torch", "plain", "launch", 11.0) + res(2, "torch", "tp_shapes", "launch", 16.5)
+    ls += res(2, "torch", "plain", "decode", 4.0) + res(2, "torch", "tp_shapes", "decode", 6.0)
+    ls += res(3, "kvs_torch", "plain", "launch", 10.5) + res(3, "kvs_torch", "kvs", "launch", kvs)
+    ls += res(3, "kvs_torch", "plain", "decode", 4.0) + res(3, "kvs_torch", "kvs", "decode", 4.4)
+    for q, p, ms in ((5, "whole_bare", 50.0), (6, "whole_kvs_torch", whole_kvs),
+                     (7, "whole_torch_shapes", 90.0), (8, "whole_bare", 50.0)):
+        ls.append("RESULT cycle=0 seq=%d proc=%s round=0 mode=whole workload=whole ms=%s n=5 min=1" % (q, p, ms))
+    for q, p in ((3, "kvs_torch"), (6, "whole_kvs_torch")):
+        ls.append("TRACE proc=%s seq=%d records=100 dropped_records=0 buffer_requests_denied=0"
+                  " kernels_without_call=0 buffers_used=1 buffers_max=512" % (p, q))
+    return ct.parse(ls)
+
+
+d = made_torchops(kvs=13.2)
+v = verdict(d, "launch: kvscope with torch ops")
+# kvs +20% (13.2 / 11), tp_shapes +50% (16.5 / 11): 0.40 <= 1/2
+check(v[1] is True and "0.40" in v[2], "launch: torch ops +20%% / torch.profiler with shapes +50%% = 0.40: met (%s)"
+      % (v[2],))
+v = verdict(d, "decode: kvscope with torch ops")
+# +10% (4.4 / 4) over +50% (6 / 4): 0.20
+check(v[1] is True and "0.20" in v[2], "decode: 0.20: met (%s)" % (v[2],))
+v = verdict(d, "whole: whole process: kvscope capture with torch ops")
+# +20% (60 / 50) over +80% (90 / 50): 0.25
+check(v[1] is True and "0.25" in v[2], "whole: 0.25: met (%s)" % (v[2],))
+d2 = made_torchops(kvs=15.4, whole_kvs=80.0)
+check(verdict(d2, "launch: kvscope with torch ops")[1] is False and
+      verdict(d2, "whole: whole process: kvscope capture with torch ops")[1] is False,
+      "+40% / +50% = 0.80 and +60% / +80% = 0.75: NOT met")
+check(verdict(d, "launch: kvscope default")[1] == "absent",
+      "the capture targets' verdicts left out where only the torch-ops kinds ran")
+text = ct.render(d)
+check("| kvscope with torch ops | 13.200 |" in text and "| torch.profiler CPU+CUDA, record_shapes | 16.500 |"
+      in text and "under kvscope capture with torch ops (whole run)" in text and "overall: **met**" in text,
+      "the table's torch-ops rows and an overall verdict")
 
 # ---------------------------------------------------------------------------
 # 2. bench/capture_idle.sh's lines

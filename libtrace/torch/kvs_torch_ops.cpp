@@ -19,6 +19,7 @@
 // and loaded with ctypes; kvs_torch_ops_install() does the rest.
 #include <dlfcn.h>
 
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -40,8 +41,8 @@ constexpr size_t kScalarListMax = 30;
 void put_int(std::string &s, int64_t v)
 {
     char b[24];
-    int n = std::snprintf(b, sizeof b, "%lld", static_cast<long long>(v));
-    s.append(b, n > 0 ? static_cast<size_t>(n) : 0);
+    auto r = std::to_chars(b, b + sizeof b, v); // no locale, no format string: the hot path
+    s.append(b, static_cast<size_t>(r.ptr - b));
 }
 
 // TensorImpl::has_symbolic_sizes_strides where it is public (PyTorch 2.x):

@@ -285,6 +285,17 @@ def tests(kvscope, sink, tdir, work):
         rc, out, err = run([PY, prog], dict(hook, CUDA_INJECTION64_PATH=libz), work)
         check(rc == 0 and out == plain and "has no kvs_torch_ops_v1" in err,
               "a library without the table: a warning, same output")
+    ro = os.path.join(work, "readonly")
+    os.makedirs(ro)
+    with open(os.path.join(ro, "kvscope"), "w") as f:
+        f.write("a file where the cache folder would go\n")
+    tmpdir = os.path.join(work, "tmp")
+    os.makedirs(tmpdir)
+    rc, out, err = run([PY, prog], dict(hook, XDG_CACHE_HOME=ro, TMPDIR=tmpdir,
+                                        KVS_CAPTURE_OUTPUT=os.path.join(work, "t5.json")), work)
+    check(rc == 0 and out == plain and os.path.exists(os.path.join(work, "t5.json")) and
+          any(n.startswith("kvscope-torch-ops-") for n in os.listdir(tmpdir)),
+          "a cache folder that cannot be made: built in the temporary folder, recorded, same output")
     bad = dict(hook, XDG_CACHE_HOME=os.path.join(work, "cache-bad"), CXX="false")
     rc, out, err = run([PY, prog], bad, work)
     check(rc == 0 and out == plain and "cannot build the hook" in err and "build.log" in err,

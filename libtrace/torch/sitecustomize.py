@@ -14,7 +14,8 @@
 # the program would have imported without kvscope is imported as before.
 # Environment (set by the launcher): KVS_CAPTURE_TORCH_OPS (auto|on),
 # CUDA_INJECTION64_PATH, KVS_CAPTURE_ROOT_PID, KVS_CAPTURE_LOG=debug;
-# XDG_CACHE_HOME or HOME for the cache, CXX for the compiler (default c++).
+# XDG_CACHE_HOME or HOME for the cache (else a folder of the user's in the
+# temporary folder), CXX for the compiler (default c++).
 
 import os
 import sys
@@ -113,7 +114,16 @@ def _build(torch):
     if os.path.exists(failed):
         raise RuntimeError("an earlier build of the hook for torch %s failed (log: %s; remove "
                            "%s to try again)" % (torch.__version__, log, d))
-    os.makedirs(d, exist_ok=True)
+    try:
+        os.makedirs(d, exist_ok=True)
+    except OSError:  # no writable home: a folder of this user's in the temporary folder
+        import tempfile
+        d = os.path.join(tempfile.gettempdir(), "kvscope-torch-ops-%d" % os.getuid(),
+                         os.path.basename(d))
+        so, log, failed = (os.path.join(d, n) for n in ("kvs_torch_ops.so", "build.log", "FAILED"))
+        if os.path.exists(so):
+            return so
+        os.makedirs(d, exist_ok=True)
     import fcntl
     with open(os.path.join(d, "lock"), "w") as lk:
         fcntl.flock(lk, fcntl.LOCK_EX)  # another process may be building it
@@ -121,8 +131,8 @@ def _build(torch):
             return so
         _say("building the hook for torch %s (once; cached in %s)" % (torch.__version__, d))
         tmp = "%s.%d.tmp" % (so, os.getpid())
-        # -DNDEBUG as torch's own release build: its headers' inline code
-        # checks debug-only state otherwise (RecordFunction::inputs())
+        # -DNDEBUG as torch's own release build: without it RecordFunction has
+        # a debug-only member (another layout) that its inline inputs() checks
         cmd = [cxx, "-O2", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden", "-w",
                "-DNDEBUG", "-D_GLIBCXX_USE_CXX11_ABI=%d" % abi, "-I" + _HERE]
         cmd += ["-I" + p for p in incs]

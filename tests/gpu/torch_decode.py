@@ -10,8 +10,9 @@ caches and steps), recorded either way the GPU test of kvscope's torch ops
                    TRACE's name with _capture (the profile of the capture)
   --kvscope        no profiler: run under `kvscope capture --window
                    cudaProfilerStart`; the 4 steps after the same 2 warm-up
-                   steps inside torch.cuda.profiler.start()/stop(), each in
-                   record_function("ProfilerStep#N"), the profiler's names
+                   steps inside torch.cuda.profiler.start()/stop(), each
+                   iteration in record_function("ProfilerStep#N"): the
+                   profiler's names over the span its steps cover
 
 The same work either way: prefill (512 tokens), compile/capture warm-ups,
 2 warm-up steps, 4 recorded steps. Prints one line of what ran.
@@ -44,10 +45,11 @@ class Profiler:
         self.prof.__enter__()
         return self
 
-    def step(self, i, fn):
-        r = fn()
+    def begin(self, i):
+        pass  # ProfilerStep#i began at the previous prof.step()
+
+    def end(self, i):
         self.prof.step()
-        return r
 
     def __exit__(self, *a):
         self.prof.__exit__(*a)
@@ -66,19 +68,24 @@ class Kvscope:
 
     def __init__(self):
         self.on = False
+        self.rf = None
 
     def __enter__(self):
         return self
 
-    def step(self, i, fn):
+    def begin(self, i):
         if i == mt.WARM:
             torch.cuda.synchronize()
             torch.cuda.profiler.start()
             self.on = True
-        if i < mt.WARM:
-            return fn()
-        with torch.autograd.profiler.record_function("ProfilerStep#%d" % i):
-            return fn()
+        if i >= mt.WARM:  # the span the profiler's ProfilerStep#i covers: the whole iteration
+            self.rf = torch.autograd.profiler.record_function("ProfilerStep#%d" % i)
+            self.rf.__enter__()
+
+    def end(self, i):
+        if self.rf is not None:
+            self.rf.__exit__(None, None, None)
+            self.rf = None
 
     def __exit__(self, *a):
         torch.cuda.synchronize()
@@ -164,14 +171,14 @@ def run(variant, rec, capture_path):
     t0 = time.time()
     with rec:
         for i in range(mt.WARM + mt.ACTIVE):
-            def one():
-                with torch.no_grad():
-                    return step(tok, torch.tensor([pos], device="cuda"))
-            tok = rec.step(i, one)
+            rec.begin(i)
+            with torch.no_grad():
+                tok = step(tok, torch.tensor([pos], device="cuda"))
             if mode == "sync":
-                t = tok.item()
+                t = tok.item()  # the host waits for the step: a DtoH copy + sync each step
                 tok = torch.tensor([[t]], device="cuda")
             pos += 1
+            rec.end(i)
     torch.cuda.synchronize()
     rec.save()
     print("variant %s torch %s steps %d active tokens %d..%d in %.1f s" % (

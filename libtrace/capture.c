@@ -365,6 +365,7 @@ static enum kvs_status enable_kinds(struct kvs_trace *t)
                             CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
     t->kinds_recorded |= t->kinds_on;
     atomic_store(&t->running, 1);
+    kvs_capture_torch_update();
     return t->kinds_on ? KVS_STATUS_OK : KVS_STATUS_CUPTI;
 }
 
@@ -372,6 +373,7 @@ static enum kvs_status enable_kinds(struct kvs_trace *t)
 static void disable_kinds(struct kvs_trace *t)
 {
     atomic_store(&t->running, 0);
+    kvs_capture_torch_update();
     cuptiEnableCallback(0, t->sub, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
     if (t->kinds_on & KVS_TRACE_NVTX)
         kvs_annot_set_hooks(NULL); /* waits for annotating threads to leave */

@@ -192,14 +192,43 @@ void kvs_capture_hooks_init(struct kvs_trace *t)
 
 static _Atomic(struct kvs_trace *) g_torch;
 
-void kvs_capture_torch_attach(struct kvs_trace *t)
-{
-    atomic_store(&g_torch, t);
-}
+/* The hook's switch (kvs_torch_ops.set_switch) and what it was last told;
+ * stream captures open on every thread (t_stream_captures is this one's). */
+static void (*g_torch_switch)(int on);
+static int g_torch_told = -1;
+static pthread_mutex_t g_torch_mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int g_captures_open;
 
 static struct kvs_trace *torch_trace(void)
 {
     return atomic_load_explicit(&g_torch, memory_order_acquire);
+}
+
+void kvs_capture_torch_update(void)
+{
+    pthread_mutex_lock(&g_torch_mu); /* told in the order the changes happened */
+    struct kvs_trace *t = torch_trace();
+    int on = t && (atomic_load(&t->running) || atomic_load(&g_captures_open) > 0);
+    if (g_torch_switch && on != g_torch_told) {
+        g_torch_told = on;
+        g_torch_switch(on);
+    }
+    pthread_mutex_unlock(&g_torch_mu);
+}
+
+void kvs_capture_torch_attach(struct kvs_trace *t)
+{
+    atomic_store(&g_torch, t);
+    kvs_capture_torch_update();
+}
+
+static void torch_set_switch(void (*fn)(int on))
+{
+    pthread_mutex_lock(&g_torch_mu);
+    g_torch_switch = fn;
+    g_torch_told = -1;
+    pthread_mutex_unlock(&g_torch_mu);
+    kvs_capture_torch_update();
 }
 
 static int torch_recording(void)
@@ -231,7 +260,7 @@ static void torch_op_end(void)
 const struct kvs_torch_ops *kvs_capture_torch_ops(void)
 {
     static const struct kvs_torch_ops ops = {KVS_TORCH_OPS_ABI, sizeof ops, torch_recording,
-                                             torch_op_begin, torch_op_end};
+                                             torch_op_begin, torch_op_end, torch_set_switch};
     return &ops;
 }
 
@@ -486,10 +515,16 @@ int kvs_capture_stream_capture_cbid(int driver, CUpti_CallbackId cbid)
  * counts, begins and ends alike, so the count returns to 0 either way. */
 void kvs_capture_stream_capture(int begin)
 {
-    if (begin)
+    if (begin) {
         t_stream_captures++;
-    else if (t_stream_captures > 0)
+        atomic_fetch_add(&g_captures_open, 1);
+    } else if (t_stream_captures > 0) {
         t_stream_captures--;
+        atomic_fetch_sub(&g_captures_open, 1);
+    } else {
+        return;
+    }
+    kvs_capture_torch_update(); /* PyTorch's ops are recorded while a graph is captured */
 }
 
 static void add_graph_node(struct kvs_trace *t, uint64_t id, const struct kvs_trace_rec *r)

@@ -130,6 +130,10 @@ uint64_t kvs_capture_current_op(const struct kvs_trace *t);
  * started and keep it alive while the program runs. */
 const struct kvs_torch_ops *kvs_capture_torch_ops(void);
 void kvs_capture_torch_attach(struct kvs_trace *t);
+/* Tell the hook's switch whether ops can be recorded now: after the
+ * attached capture's running changed (capture.c's enable/disable_kinds;
+ * stream captures tell it themselves). */
+void kvs_capture_torch_update(void);
 int kvs_capture_host_init(struct kvs_trace *t);  /* 0 ok */
 void kvs_capture_host_free(struct kvs_trace *t);
 

@@ -263,6 +263,33 @@ def tests(kvscope, sink, tdir, work):
     ok = rc == 0 and out == plain and os.path.exists(trace3)
     check(ok and not events(trace3)[1], "capture not recording: no op recorded, same output")
 
+    # a window opened and closed while the program runs (the stand-in's
+    # kvs_sink_set_running, as cudaProfilerStart/Stop): the observer is off
+    # while closed, only the ops inside the window are recorded
+    win = os.path.join(work, "win.py")
+    with open(win, "w") as f:
+        f.write("import ctypes, os, torch\n"
+                "sink = ctypes.CDLL(os.environ['CUDA_INJECTION64_PATH'])\n"
+                "a = torch.ones(3)\n"
+                "sink.kvs_sink_set_running(0)\n"
+                "for _ in range(100): a.mul_(1)\n"
+                "sink.kvs_sink_set_running(1)\n"
+                "for _ in range(50): a.add_(1)\n"
+                "sink.kvs_sink_set_running(0)\n"
+                "for _ in range(70): a.sub_(1)\n"
+                "sink.kvs_sink_set_running(1)\n"
+                "for _ in range(30): a.div_(1)\n"
+                "print(a.tolist())\n")
+    tw = os.path.join(work, "win.json")
+    rc, out, err = run([PY, win], dict(hook, KVS_CAPTURE_OUTPUT=tw), work)
+    rc0, out0, _ = run([PY, win], {"CUDA_INJECTION64_PATH": sink,  # no hook: the plain output
+                                   "KVS_CAPTURE_OUTPUT": os.path.join(work, "win0.json")}, work)
+    names = [e["name"] for e in events(tw)[1]] if rc == 0 and os.path.exists(tw) else []
+    count = {n: names.count(n) for n in ("aten::mul_", "aten::add_", "aten::sub_", "aten::div_")}
+    check(rc == 0 and out == out0 and count == {"aten::mul_": 0, "aten::add_": 50, "aten::sub_": 0,
+                                                "aten::div_": 30},
+          "a window closed, opened, closed, opened: only the ops inside it (%s), same output" % count)
+
     # a sitecustomize the hook's folder shadows still runs
     user = os.path.join(work, "user")
     os.makedirs(user)

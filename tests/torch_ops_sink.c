@@ -14,7 +14,8 @@
  * no CUPTI external id unless CUPTI records API calls itself).
  *
  * It "starts" when loaded (as if CUDA had started the capture). With
- * KVS_SINK_RUNNING=0 it is loaded but not recording (a closed window).
+ * KVS_SINK_RUNNING=0 it is loaded but not recording (a closed window);
+ * kvs_sink_set_running opens and closes that window while it runs.
  * Used with KVS_INJECT_LIB=.../libkvs-torch-sink.so.
  */
 #define _GNU_SOURCE
@@ -141,4 +142,15 @@ __attribute__((constructor)) static void start(void)
 const struct kvs_torch_ops *kvs_torch_ops_v1(void)
 {
     return kvs_capture_torch_ops();
+}
+
+/* For a test program (ctypes): open (1) or close (0) the stand-in's window,
+ * as cudaProfilerStart/Stop do the injected capture's. */
+KVS_API void kvs_sink_set_running(int on);
+void kvs_sink_set_running(int on)
+{
+    if (!g_t)
+        return;
+    atomic_store(&g_t->running, on != 0);
+    kvs_capture_torch_update();
 }

@@ -7,8 +7,9 @@
 //
 // How: one global RecordFunction callback (at::addGlobalCallback, the
 // observer API torch.profiler itself is built on) with needsInputs, so the
-// program and its outputs are untouched; nothing is formatted while the
-// capture is not recording. "Input Dims" / "Input type" are written the way
+// program and its outputs are untouched; turned off (at::disableCallback)
+// while the capture cannot record, and nothing is formatted for an op it
+// would not record. "Input Dims" / "Input type" are written the way
 // torch.profiler (record_shapes=True, PyTorch 2.x) writes them, so the
 // analysis groups kvscope's ops and the profiler's alike.
 //
@@ -184,6 +185,22 @@ void on_end(const at::RecordFunction &fn, at::ObserverContext *)
         g_ops->op_end();
 }
 
+// The capture's switch (kvs_torch_ops.set_switch): the observer on while ops
+// can be recorded, off between windows, so that PyTorch then boxes no
+// inputs and calls nothing for it. Ops open across a change pair up as
+// RecordFunction pairs them: an op's end runs the observers its start ran.
+void on_switch(int on)
+{
+    try {
+        if (on)
+            at::reenableCallback(g_handle);
+        else
+            at::disableCallback(g_handle);
+    } catch (...) {
+        // left as it was: recording() still decides op by op
+    }
+}
+
 void say(char *err, size_t n, const char *what, const char *detail)
 {
     if (err && n)
@@ -224,5 +241,6 @@ kvs_torch_ops_install(const char *lib, char *err, size_t errlen)
         say(err, errlen, "PyTorch refused the RecordFunction callback", e.what());
         return -1;
     }
+    ops->set_switch(on_switch); // told the state now, then each change
     return 0;
 }

@@ -58,6 +58,13 @@ struct kvs_torch_ops {
     int (*recording)(void);
     void (*op_begin)(const struct kvs_torch_op *op);
     void (*op_end)(void);
+    /* The hook's switch: fn(1) when ops may be recorded on some thread (a
+     * capture running, or a thread capturing a CUDA graph), fn(0) when
+     * none can be; called once at once with the state now, then at each
+     * change, from the thread that changed it (inside a CUDA call). While
+     * off, the hook turns its observer off, so that PyTorch boxes no
+     * inputs for it; recording() still decides op by op. */
+    void (*set_switch)(void (*fn)(int on));
 };
 
 typedef const struct kvs_torch_ops *(*kvs_torch_ops_fn)(void);

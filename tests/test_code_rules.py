@@ -44,12 +44,35 @@ def tracked_files():
         out = subprocess.run(["git", "-C", ROOT, "ls-files", "-co", "--exclude-standard"],
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=True).stdout
         return sorted(set(f for f in out.decode().splitlines() if os.path.exists(os.path.join(ROOT, f))))
-    except (OSError, subprocess.CalledProcessError):  # a tarball: walk it
-        files = []
-        for d, subdirs, names in os.walk(ROOT):
-            subdirs[:] = [s for s in subdirs if not s.startswith(".") and s != "build"]
-            files += [os.path.relpath(os.path.join(d, n), ROOT) for n in names]
-        return sorted(files)
+    except (OSError, subprocess.CalledProcessError):  # no git, or a tarball: walk it
+        return walked_files()
+
+
+def walked_files():
+    """The files under ROOT but what .gitignore leaves out (its folder and name
+    patterns: ./run.sh's out/ and the build folders are not the source)."""
+    import fnmatch
+    top, anywhere, names_out = [], [], []
+    try:
+        for ln in read(".gitignore").splitlines():
+            ln = ln.strip()
+            if not ln or ln.startswith("#"):
+                continue
+            if ln.endswith("/"):
+                (top if ln.startswith("/") else anywhere).append(ln.strip("/"))
+            else:
+                names_out.append(ln.lstrip("/"))
+    except OSError:
+        pass
+    files = []
+    for d, subdirs, names in os.walk(ROOT):
+        at_top = os.path.samefile(d, ROOT)
+        subdirs[:] = [s for s in subdirs if (s == ".ci" or not s.startswith(".")) and
+                      not any(fnmatch.fnmatch(s, p) for p in anywhere) and
+                      not (at_top and any(fnmatch.fnmatch(s, p) for p in top))]
+        files += [os.path.relpath(os.path.join(d, n), ROOT) for n in names
+                  if not any(fnmatch.fnmatch(n, p) for p in names_out)]
+    return sorted(files)
 
 
 def read(path):

@@ -288,20 +288,7 @@ static bool parse_args(struct kvs_reader *r, struct kvs_ev *e)
     size_t k_len;
     while (kvs_scan_member(s, &m, &k, &k_len)) {
         /* decide before the next scanner call: k may move on a refill */
-        int which = 0;
-        switch (k_len) {
-        case 4: which = KEY(k, "grid") ? 8 : 0; break;
-        case 5: which = KEY(k, "bytes") ? 1 : KEY(k, "block") ? 9 : 0; break;
-        case 6: which = KEY(k, "device") ? 2 : KEY(k, "stream") ? 3 : 0; break;
-        case 10: which = KEY(k, "Input Dims") ? 4 : KEY(k, "Input type") ? 5 : 0; break;
-        case 11:
-            which = KEY(k, "External id") || KEY(k, "external id") ? 6
-                  : KEY(k, "correlation")                          ? 7
-                                                                   : 0;
-            break;
-        case 13: which = KEY(k, "graph node id") ? 10 : 0; break;
-        default: break;
-        }
+        int which = kvs_args_key(k, k_len);
         int c;
         if (!kvs_scan_member_value(s, &m, &c))
             return false;
@@ -383,15 +370,7 @@ static bool parse_event(struct kvs_reader *r)
     const char *k;
     size_t k_len;
     while (kvs_scan_member(s, &m, &k, &k_len)) {
-        int which = 0;
-        switch (k_len) {
-        case 2: which = KEY(k, "ph") ? 1 : KEY(k, "ts") ? 2 : 0; break;
-        case 3:
-            which = KEY(k, "cat") ? 3 : KEY(k, "dur") ? 4 : KEY(k, "pid") ? 5 : KEY(k, "tid") ? 6 : 0;
-            break;
-        case 4: which = KEY(k, "name") ? 7 : KEY(k, "args") ? 8 : 0; break;
-        default: break;
-        }
+        int which = kvs_event_key(k, k_len);
         int c;
         if (!kvs_scan_member_value(s, &m, &c))
             return false;

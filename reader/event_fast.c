@@ -27,7 +27,6 @@
 
 #include "reader_impl.h"
 
-#define KEY(k, lit) ((k##_len) == sizeof(lit) - 1 && !memcmp((k), (lit), sizeof(lit) - 1))
 /* deeper than this, the general path skips (it allows KVS_SCAN_MAX_DEPTH) */
 #define FAST_DEPTH 32
 
@@ -419,20 +418,7 @@ static const char *args_value(const char *p, const char *end, struct kvs_ev *e)
             return NULL;
         const char *k = p + 1;
         size_t k_len = (size_t)(kq - k);
-        int which = 0;
-        switch (k_len) {
-        case 4: which = KEY(k, "grid") ? 8 : 0; break;
-        case 5: which = KEY(k, "bytes") ? 1 : KEY(k, "block") ? 9 : 0; break;
-        case 6: which = KEY(k, "device") ? 2 : KEY(k, "stream") ? 3 : 0; break;
-        case 10: which = KEY(k, "Input Dims") ? 4 : KEY(k, "Input type") ? 5 : 0; break;
-        case 11:
-            which = KEY(k, "External id") || KEY(k, "external id") ? 6
-                  : KEY(k, "correlation")                          ? 7
-                                                                   : 0;
-            break;
-        case 13: which = KEY(k, "graph node id") ? 10 : 0; break;
-        default: break;
-        }
+        int which = kvs_args_key(k, k_len);
         if (kq[1] == ':' && kq[2] == ' ' && (unsigned char)kq[3] > ' ') {
             p = kq + 3; /* Kineto's "key": value */
         } else {
@@ -502,15 +488,7 @@ bool kvs_event_fast(struct kvs_reader *r, struct kvs_ev *e)
             return false;
         const char *k = p + 1;
         size_t k_len = (size_t)(kq - k);
-        int which = 0;
-        switch (k_len) {
-        case 2: which = KEY(k, "ph") ? 1 : KEY(k, "ts") ? 2 : 0; break;
-        case 3:
-            which = KEY(k, "cat") ? 3 : KEY(k, "dur") ? 4 : KEY(k, "pid") ? 5 : KEY(k, "tid") ? 6 : 0;
-            break;
-        case 4: which = KEY(k, "name") ? 7 : KEY(k, "args") ? 8 : 0; break;
-        default: break;
-        }
+        int which = kvs_event_key(k, k_len);
         if (kq[1] == ':' && kq[2] == ' ' && (unsigned char)kq[3] > ' ') {
             p = kq + 3; /* Kineto's "key": value */
         } else {

@@ -3,6 +3,8 @@
 #ifndef KVS_READER_READER_IMPL_H
 #define KVS_READER_READER_IMPL_H
 
+#include <string.h>
+
 #include "kvscope/reader.h"
 #include "scan.h"
 
@@ -157,5 +159,41 @@ void kvs_reader_before_move(void *user, struct kvs_scan *s);
 bool kvs_reader_events(struct kvs_reader *r);
 
 void kvs_reader_free_stacks(struct kvs_reader *r);
+
+
+/* The keys of a traceEvents entry and of its args the reader keeps, as the
+ * small numbers both event parsers (event.c's, event_fast.c's) switch on;
+ * 0 for any other key. One table, so the two paths cannot disagree. */
+#define KVS_KEY_IS(k, len, lit) ((len) == sizeof(lit) - 1 && !memcmp((k), (lit), sizeof(lit) - 1))
+static inline int kvs_event_key(const char *k, size_t len)
+{
+    switch (len) {
+    case 2: return KVS_KEY_IS(k, len, "ph") ? 1 : KVS_KEY_IS(k, len, "ts") ? 2 : 0;
+    case 3:
+        return KVS_KEY_IS(k, len, "cat")   ? 3
+               : KVS_KEY_IS(k, len, "dur") ? 4
+               : KVS_KEY_IS(k, len, "pid") ? 5
+               : KVS_KEY_IS(k, len, "tid") ? 6
+                                           : 0;
+    case 4: return KVS_KEY_IS(k, len, "name") ? 7 : KVS_KEY_IS(k, len, "args") ? 8 : 0;
+    default: return 0;
+    }
+}
+
+static inline int kvs_args_key(const char *k, size_t len)
+{
+    switch (len) {
+    case 4: return KVS_KEY_IS(k, len, "grid") ? 8 : 0;
+    case 5: return KVS_KEY_IS(k, len, "bytes") ? 1 : KVS_KEY_IS(k, len, "block") ? 9 : 0;
+    case 6: return KVS_KEY_IS(k, len, "device") ? 2 : KVS_KEY_IS(k, len, "stream") ? 3 : 0;
+    case 10: return KVS_KEY_IS(k, len, "Input Dims") ? 4 : KVS_KEY_IS(k, len, "Input type") ? 5 : 0;
+    case 11:
+        return KVS_KEY_IS(k, len, "External id") || KVS_KEY_IS(k, len, "external id") ? 6
+               : KVS_KEY_IS(k, len, "correlation")                                   ? 7
+                                                                                      : 0;
+    case 13: return KVS_KEY_IS(k, len, "graph node id") ? 10 : 0;
+    default: return 0;
+    }
+}
 
 #endif

@@ -245,7 +245,7 @@ static enum kvs_status build_groups(struct kvs_ctx *c, struct kvs_analysis_impl 
         struct kvs_group *o = &gs[i];
         const struct kvs_shape *s = &g->shape_info;
         struct kvs_group_figs f;
-        kvs_group_figures(c, g, &f);
+        kvs_group_figures(&c->steps, &c->dev, g, &f);
         o->op = kvs_intern_str(&impl->strings, g->op_name);
         o->kernel = g->top_kernel ? kvs_intern_str(&impl->strings, g->top_kernel) : NULL;
         o->ntensors = s->n;
@@ -449,7 +449,7 @@ static enum kvs_status build_kinds(struct kvs_ctx *c, struct kvs_analysis_impl *
             double tokens = k->tokens_per_step;
             k->mean_ms /= used;
             k->gpu_ms_per_step /= used;
-            k->busy_fraction = k->mean_ms > 0 ? busy_share(k->gpu_ms_per_step, k->mean_ms, c->ndevices) : 0;
+            k->busy_fraction = k->mean_ms > 0 ? busy_share(k->gpu_ms_per_step, k->mean_ms, c->gpus.n) : 0;
             k->batch = batch_n[i] > 0 ? k->batch / batch_n[i] : 0;
             k->tokens_per_step = tok_n[i] > 0 ? tokens / tok_n[i] : 0;
             k->tokens_per_s = tok_time[i] > 0 ? tokens * 1000.0 / tok_time[i] : 0;
@@ -491,10 +491,10 @@ static enum kvs_status build_steps(struct kvs_ctx *c, struct kvs_analysis_impl *
         st[i].end_us = st[i].start_us + st[i].time_ms * 1e3;
         comm += st[i].comm_busy_ms;
         compute += st[i].compute_busy_ms;
-        st[i].busy_fraction = st[i].time_ms > 0 ? busy_share(st[i].gpu_busy_ms, st[i].time_ms, c->ndevices) : 0;
+        st[i].busy_fraction = st[i].time_ms > 0 ? busy_share(st[i].gpu_busy_ms, st[i].time_ms, c->gpus.n) : 0;
         /* of the step's time, as busy_fraction and gpu_idle take it: a graph
          * step whose GPU work outlasts its CPU range idles in it too */
-        st[i].idle_ms = fmax(0, st[i].time_ms * c->ndevices - st[i].gpu_busy_ms);
+        st[i].idle_ms = fmax(0, st[i].time_ms * c->gpus.n - st[i].gpu_busy_ms);
         for (int k = 0; k < KVS_CAT_COUNT_; k++)
             st[i].category_ms[k] = c->steps.cat_ns[i][k] / 1e6;
         wall += st[i].wall_ms;
@@ -519,7 +519,7 @@ static enum kvs_status build_steps(struct kvs_ctx *c, struct kvs_analysis_impl *
         a->steps.mean_time_ms = time / (double)c->steps.n;
         a->steps.gpu_ms_per_step = busy / (double)c->steps.n;
         a->steps.gpu_busy_fraction =
-            a->steps.mean_time_ms > 0 ? busy_share(a->steps.gpu_ms_per_step, a->steps.mean_time_ms, c->ndevices) : 0;
+            a->steps.mean_time_ms > 0 ? busy_share(a->steps.gpu_ms_per_step, a->steps.mean_time_ms, c->gpus.n) : 0;
         a->steps.total_gpu_ms = busy;
         /* the GPU work outlasts the CPU ranges (it runs behind the CPU) */
         a->steps.gpu_lags = a->steps.mean_time_ms > a->steps.mean_ms * 1.001;
@@ -679,7 +679,7 @@ static enum kvs_status build_result(struct kvs_ctx *c, const char *path, struct 
     ti->kernels = t->n_kernels;
     ti->memcpys = t->n_memcpys;
     ti->memsets = t->n_memsets;
-    ti->gpu_devices = t->ngpus ? c->ndevices : 0;
+    ti->gpu_devices = t->ngpus ? c->gpus.n : 0;
     ti->gpu_unlinked = c->act.unlinked;
     ti->graph_launched = c->act.graph_launched;
     ti->capture_aligned = c->act.capture_aligned;
@@ -768,12 +768,12 @@ static void stray_words(char *what, size_t size, size_t *wl, const struct dev_st
         *wl = size - 1;
 }
 
-/* The step's GPUs (c->ndevices, c->counted_devices), the strays said. */
+/* The step's GPUs (c->gpus), the strays said. */
 static enum kvs_status count_devices(struct kvs_ctx *c, const char *path)
 {
     const struct kvs_trace_data *t = &c->t;
-    c->counted_devices = 0;
-    c->ndevices = 1;
+    c->gpus.bits = 0;
+    c->gpus.n = 1;
     if (!t->ngpus)
         return KVS_STATUS_OK;
     /* more device ids than this (a hostile trace): the rest count as strays */
@@ -838,7 +838,7 @@ static enum kvs_status count_devices(struct kvs_ctx *c, const char *path)
     size_t wl = 0;
     for (size_t i = 0; i < nd; i++) {
         if (d[i].kernel_steps < 0) {
-            c->counted_devices |= kvs_device_bit(d[i].device);
+            c->gpus.bits |= kvs_device_bit(d[i].device);
             continue;
         }
         stray_ns += d[i].ns;
@@ -853,7 +853,7 @@ static enum kvs_status count_devices(struct kvs_ctx *c, const char *path)
                 path, stray, stray > 1 ? "s" : "", what, stray > 3 ? "; ..." : "",
                 c->steps.n ? "in most steps and " : "", 100.0 * KVS_DEVICE_MIN_SHARE, (double)stray_ns / 1e6);
     free(d);
-    c->ndevices = counted;
+    c->gpus.n = counted;
     return KVS_STATUS_OK;
 }
 

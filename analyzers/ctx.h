@@ -3,7 +3,7 @@
  *
  * defines: struct kvs_ctx, struct kvs_activity, struct kvs_activity_table,
  *          struct kvs_step_table, struct kvs_group_table, struct kvs_op_table,
- *          struct kvs_peaks, struct kvs_model_facts, struct kvs_stage_in, kvs_stage_in_of,
+ *          struct kvs_peaks, struct kvs_model_facts, struct kvs_gpu_set, struct kvs_stage_in, kvs_stage_in_of,
  *          struct kvs_step_desc, struct kvs_step_win, struct kvs_group_acc,
  *          struct kvs_op_acc, struct kvs_family, struct kvs_families, KVS_NO_OP,
  *          kvs_device_bit, kvs_gpus_of
@@ -148,6 +148,13 @@ struct kvs_peaks {
     double bf16_tflops, fp8_tflops; /* dense tensor peaks, 0 unknown */
 };
 
+/* The step's GPUs (analysis.c's count_devices): the devices that run
+ * kernels in most steps, at least 1; busy time is summed over every device. */
+struct kvs_gpu_set {
+    int n;
+    uint64_t bits;               /* their kvs_device_bit()s */
+};
+
 /* The kernel family table, in the analysis' arena (classify.c). */
 #define KVS_MAX_FAMILIES 64
 struct kvs_family {
@@ -195,10 +202,14 @@ struct kvs_activity_table {
  * takes it from a ctx): the records and the tables so far. */
 struct kvs_stage_in {
     const struct kvs_trace_data *t;
+    const struct kvs_analysis_options *opt;
     const struct kvs_activity_table *act;
     const struct kvs_step_table *steps;
     const struct kvs_group_table *groups;
     const struct kvs_peaks *dev;
+    const struct kvs_model_facts *mf;
+    const struct kvs_gpu_set *gpus;
+    const struct kvs_op_table *ops;
 };
 
 struct kvs_ctx {
@@ -212,10 +223,7 @@ struct kvs_ctx {
 
     /* steps (steps.c); the step's GPUs (analysis.c's count_devices) */
     struct kvs_step_table steps;
-    int ndevices;                /* the step's GPUs: devices that run kernels in most steps
-                                    (count_devices, analysis.c), at least 1; busy is summed over
-                                    every device */
-    uint64_t counted_devices;    /* their kvs_device_bit()s */
+    struct kvs_gpu_set gpus;
 
     /* groups (groups.c, then match.c's roles and matches) */
     struct kvs_group_table groups;
@@ -237,15 +245,15 @@ struct kvs_ctx {
 
 static inline struct kvs_stage_in kvs_stage_in_of(const struct kvs_ctx *c)
 {
-    struct kvs_stage_in in = {&c->t, &c->act, &c->steps, &c->groups, &c->dev};
+    struct kvs_stage_in in = {&c->t, c->opt, &c->act, &c->steps, &c->groups, &c->dev, &c->mf, &c->gpus, &c->ops};
     return in;
 }
 
-/* How many of the step's GPUs (c->counted_devices) a culprit's work ran on
- * (its kvs_device_bit()s), at least 1: the findings' figures are per GPU. */
-static inline int kvs_gpus_of(const struct kvs_ctx *c, uint64_t devices)
+/* How many of the step's GPUs a culprit's work ran on (its
+ * kvs_device_bit()s), at least 1: the findings' figures are per GPU. */
+static inline int kvs_gpus_of(const struct kvs_gpu_set *gpus, uint64_t devices)
 {
-    int n = __builtin_popcountll(devices & c->counted_devices);
+    int n = __builtin_popcountll(devices & gpus->bits);
     return n > 0 ? n : 1;
 }
 

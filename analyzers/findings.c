@@ -37,17 +37,17 @@ static enum kvs_status full_buffer(struct kvs_ctx *c, size_t gi, struct kvs_find
         !kvs_op_is_copy(opname) || kvs_op_is_indexed_write(opname) || kvs_findings_keeps_dtype(g))
         return KVS_STATUS_OK;
     struct kvs_group_figs f;
-    kvs_group_figures(c, g, &f);
+    kvs_group_figures(&c->steps, &c->dev, g, &f);
     if (f.calls_per_step < 1 || f.gpu_ms_per_step <= 0)
         return KVS_STATUS_OK;
     double tokens = (double)g->match.capacity_tokens;
     double bytes_step = (double)g->bytes_per_call * f.calls_per_step;
     double needed = g->active_tokens > 0 ? bytes_step * (double)g->active_tokens / tokens : 0;
     double saving = needed > 0 ? f.gpu_ms_per_step * (1.0 - needed / bytes_step) : f.gpu_ms_per_step;
-    double busy = kvs_findings_step_busy_ms(c);
+    double busy = kvs_findings_step_busy_ms(&c->steps);
     struct kvs_finding fd = {0};
     fd.id = "kv_full_buffer_cast";
-    fd.gpus = kvs_gpus_of(c, g->devices);
+    fd.gpus = kvs_gpus_of(&c->gpus, g->devices);
     fd.severity = (busy > 0 && saving >= HIGH_SAVING_SHARE * busy) || f.gpu_fraction >= 0.2 ? KVS_SEV_HIGH : KVS_SEV_WARN;
     fd.gpu_ms_per_step = saving;
     fd.bytes_per_step = bytes_step;
@@ -56,13 +56,13 @@ static enum kvs_status full_buffer(struct kvs_ctx *c, size_t gi, struct kvs_find
     fd.capacity_tokens = g->match.capacity_tokens;
     fd.active_tokens = g->active_tokens;
     const char **ops = kvs_arena_alloc(&c->arena, sizeof *ops);
-    if (ops && (ops[0] = kvs_findings_group_desc(c, g)) != NULL) {
+    if (ops && (ops[0] = kvs_findings_group_desc(&c->arena, &c->t.strings, g)) != NULL) {
         fd.ops = ops;
         fd.nops = 1;
     }
     struct kvs_fig_full_buffer fig = {
-        .op = kvs_findings_group_name(c, g),
-        .group = kvs_findings_group_desc(c, g),
+        .op = kvs_findings_group_name(&c->arena, &c->t.strings, g),
+        .group = kvs_findings_group_desc(&c->arena, &c->t.strings, g),
         .label = g->match.label,
         .cast = kvs_findings_is_cast(&g->shape_info),
         .at_least = g->bytes_bound < 0,
@@ -98,8 +98,8 @@ static enum kvs_status low_efficiency(struct kvs_ctx *c, size_t gi, struct kvs_f
     if (g->bytes_bound < 0)
         return KVS_STATUS_OK; /* bytes only known from below: so is the rate, which proves nothing low */
     struct kvs_group_figs f;
-    kvs_group_figures(c, g, &f);
-    double busy = kvs_findings_step_busy_ms(c);
+    kvs_group_figures(&c->steps, &c->dev, g, &f);
+    double busy = kvs_findings_step_busy_ms(&c->steps);
     if (f.efficiency <= 0 || f.efficiency >= LOW_EFFICIENCY)
         return KVS_STATUS_OK;
     if (f.gpu_ms_per_step < 0.02 || (busy > 0 && f.gpu_ms_per_step < 0.01 * busy))
@@ -107,7 +107,7 @@ static enum kvs_status low_efficiency(struct kvs_ctx *c, size_t gi, struct kvs_f
     double saving = f.gpu_ms_per_step * (1.0 - f.efficiency / GOOD_EFFICIENCY);
     struct kvs_finding fd = {0};
     fd.id = "low_bandwidth_efficiency";
-    fd.gpus = kvs_gpus_of(c, g->devices);
+    fd.gpus = kvs_gpus_of(&c->gpus, g->devices);
     fd.severity = busy > 0 && saving >= HIGH_SAVING_SHARE * busy ? KVS_SEV_HIGH : KVS_SEV_WARN;
     fd.gpu_ms_per_step = saving;
     fd.bytes_per_step = (double)g->bytes_per_call * f.calls_per_step;
@@ -117,8 +117,8 @@ static enum kvs_status low_efficiency(struct kvs_ctx *c, size_t gi, struct kvs_f
         for (size_t i = 0; i + 6 <= g->shape_info.dtype_len[k] && !fp8; i++)
             fp8 = !memcmp(g->shape_info.dtype[k] + i, "Float8", 6);
     struct kvs_fig_low_efficiency fig = {
-        .op = kvs_findings_group_name(c, g),
-        .group = kvs_findings_group_desc(c, g),
+        .op = kvs_findings_group_name(&c->arena, &c->t.strings, g),
+        .group = kvs_findings_group_desc(&c->arena, &c->t.strings, g),
         .kernel = g->top_kernel ? kvs_intern_str(&c->t.strings, g->top_kernel) : NULL,
         .device = c->dev.name,
         .achieved_gbps = f.achieved_gbps,
@@ -193,9 +193,9 @@ static void step_times(const struct kvs_ctx *c, double *wall_ms, double *busy_ms
     if (c->steps.n) {
         double w = 0;
         for (size_t i = 0; i < c->steps.n; i++) /* the GPU work's span when it outlasts the CPU range */
-            w += (double)kvs_step_time_ns(c, i);
+            w += (double)kvs_step_time_ns(&c->steps, i);
         *wall_ms = w / 1e6 / (double)c->steps.n;
-        *busy_ms = kvs_findings_step_busy_ms(c);
+        *busy_ms = kvs_findings_step_busy_ms(&c->steps);
     } else {
         *wall_ms = gpu_span_ms(&c->t);
         *busy_ms = c->steps.trace_busy_ns / 1e6;
@@ -231,7 +231,7 @@ static enum kvs_status gpu_idle(struct kvs_ctx *c, struct kvs_finding_list *out,
     step_times(c, &wall_ms, &busy_ms);
     /* busy is summed over the devices: of devices x the step (a model split
      * over 2 GPUs, each busy 90%, is 180% of the step, and idle neither) */
-    const int nd = c->ndevices; /* at least 1 (count_devices) */
+    const int nd = c->gpus.n; /* at least 1 (count_devices) */
     /* a graph capture (SGLang's and vLLM's capture traces): the captured
      * kernels are not run, so an idle GPU says nothing about launches */
     if (kvs_trace_has_capture(t))
@@ -300,7 +300,7 @@ static enum kvs_status exposed_comm(struct kvs_ctx *c, struct kvs_finding_list *
             double e = c->steps.busy_ns[i] - c->steps.compute_ns[i];
             exposed_ms += e > 0 ? e : 0;
             comm_ms += c->steps.comm_ns[i];
-            wall_ms += (double)kvs_step_time_ns(c, i);
+            wall_ms += (double)kvs_step_time_ns(&c->steps, i);
         }
         exposed_ms /= 1e6 * (double)c->steps.n;
         comm_ms /= 1e6 * (double)c->steps.n;
@@ -311,7 +311,7 @@ static enum kvs_status exposed_comm(struct kvs_ctx *c, struct kvs_finding_list *
         exposed_ms = e > 0 ? e / 1e6 : 0;
         comm_ms = c->steps.trace_comm_ns / 1e6;
     }
-    const int nd = c->ndevices;
+    const int nd = c->gpus.n;
     if (comm_ms <= 0 || wall_ms <= 0 || exposed_ms < KVS_EXPOSED_COMM_SHARE * wall_ms * nd)
         return KVS_STATUS_OK;
     struct kvs_finding fd = {0};
@@ -344,7 +344,7 @@ static enum kvs_status per_gpu(struct kvs_ctx *c, struct kvs_finding *v, size_t 
     if (c->steps.n) {
         double w = 0;
         for (size_t i = 0; i < c->steps.n; i++)
-            w += (double)kvs_step_time_ns(c, i);
+            w += (double)kvs_step_time_ns(&c->steps, i);
         step_ms = w / 1e6 / (double)c->steps.n;
     } else {
         step_ms = gpu_span_ms(&c->t);

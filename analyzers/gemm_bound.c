@@ -58,7 +58,7 @@ enum kvs_status kvs_gemm_bound(struct kvs_ctx *c, struct kvs_finding_list *out)
     double ridge = big->peak_tflops > 0 ? big->peak_tflops * 1e3 / c->dev.peak_gbps : 0;
     struct kvs_finding fd = {0};
     fd.id = "gemm_memory_bound";
-    fd.gpus = kvs_gpus_of(c, devices);
+    fd.gpus = kvs_gpus_of(&c->gpus, devices);
     fd.severity = busy > 0 && ms >= 0.5 * busy ? KVS_SEV_HIGH : busy > 0 && ms >= 0.2 * busy ? KVS_SEV_WARN
                                                                                           : KVS_SEV_INFO;
     /* half the weight bytes, moved at the rate they move now */

@@ -9,7 +9,7 @@
 #include "dtypes.h"
 #include "match.h"
 
-void kvs_group_figures_of(const struct kvs_step_table *steps, const struct kvs_peaks *dev,
+void kvs_group_figures(const struct kvs_step_table *steps, const struct kvs_peaks *dev,
                           const struct kvs_group_acc *g, struct kvs_group_figs *f)
 {
     memset(f, 0, sizeof *f);
@@ -28,20 +28,14 @@ void kvs_group_figures_of(const struct kvs_step_table *steps, const struct kvs_p
         f->efficiency = f->achieved_gbps / dev->peak_gbps;
 }
 
-void kvs_group_figures(const struct kvs_ctx *c, const struct kvs_group_acc *g,
-                       struct kvs_group_figs *f)
+double kvs_findings_step_busy_ms(const struct kvs_step_table *steps)
 {
-    kvs_group_figures_of(&c->steps, &c->dev, g, f);
-}
-
-double kvs_findings_step_busy_ms(const struct kvs_ctx *c)
-{
-    if (!c->steps.n)
-        return c->steps.trace_busy_ns / 1e6;
+    if (!steps->n)
+        return steps->trace_busy_ns / 1e6;
     double s = 0;
-    for (size_t i = 0; i < c->steps.n; i++)
-        s += c->steps.busy_ns[i];
-    return s / 1e6 / (double)c->steps.n;
+    for (size_t i = 0; i < steps->n; i++)
+        s += steps->busy_ns[i];
+    return s / 1e6 / (double)steps->n;
 }
 
 bool kvs_findings_is_cast(const struct kvs_shape *s)

@@ -4,7 +4,7 @@
  * roofline table (roofline.c) and the result (analysis.c). Kept apart from findings.c so that kv_read.c, which
  * findings.c calls, does not call back into it.
  *
- * defines: struct kvs_group_figs, kvs_group_figures_of, kvs_group_figures,
+ * defines: struct kvs_group_figs, kvs_group_figures,
  *          kvs_findings_step_busy_ms,
  *          kvs_findings_is_cast, kvs_findings_keeps_dtype,
  *          struct kvs_finding_list, kvs_finding_push
@@ -24,16 +24,13 @@ struct kvs_group_figs {
     double achieved_gbps, efficiency; /* efficiency 0 for a host link's copies */
     bool host_link;
 };
-void kvs_group_figures_of(const struct kvs_step_table *steps, const struct kvs_peaks *dev,
-                          const struct kvs_group_acc *g, struct kvs_group_figs *f);
-/* the same, of ctx's steps and device */
-void kvs_group_figures(const struct kvs_ctx *c, const struct kvs_group_acc *g,
-                       struct kvs_group_figs *f);
+void kvs_group_figures(const struct kvs_step_table *steps, const struct kvs_peaks *dev,
+                       const struct kvs_group_acc *g, struct kvs_group_figs *f);
 
 /* shared with kv_read.c: the mean GPU busy ms of a step (of the trace
  * without steps); whether the first tensor's dtype differs from another's
  * (the words findings share are phrase.h's) */
-double kvs_findings_step_busy_ms(const struct kvs_ctx *c);
+double kvs_findings_step_busy_ms(const struct kvs_step_table *steps);
 bool kvs_findings_is_cast(const struct kvs_shape *s);
 /* a group whose op's recorded dtypes say it copies without converting (its
  * first two tensors typed and alike, or one typed tensor); false for a

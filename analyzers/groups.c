@@ -227,7 +227,7 @@ static enum kvs_status count_calls(struct building *b)
             continue;
         struct kvs_group_acc *a = &b->acc[v - 1];
         a->calls++;
-        int32_t step = b->in->steps->n ? kvs_step_table_at(b->in->steps, o->ts) : -1;
+        int32_t step = b->in->steps->n ? kvs_step_at(b->in->steps, o->ts) : -1;
         if (step < 0)
             continue;
         a->calls_in_steps++;

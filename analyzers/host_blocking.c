@@ -103,27 +103,27 @@ void kvs_ival_prefix(const struct kvs_ival *u, size_t m, int64_t *pre)
         pre[i + 1] = pre[i] + (u[i].b - u[i].a);
 }
 
-int32_t kvs_clip_to_step(const struct kvs_ctx *c, int64_t ts, int64_t dur, int64_t lo, int64_t hi,
-                         int64_t *a, int64_t *b)
+int32_t kvs_clip_to_step(const struct kvs_step_table *steps, int64_t ts, int64_t dur, int64_t lo,
+                         int64_t hi, int64_t *a, int64_t *b)
 {
-    int32_t s = c->steps.n ? kvs_step_at(c, ts) : 0;
+    int32_t s = steps->n ? kvs_step_at(steps, ts) : 0;
     if (s < 0)
         return -1;
-    int64_t w0 = c->steps.n ? c->steps.v[s].start : lo;
-    int64_t w1 = c->steps.n ? c->steps.v[s].start + kvs_step_time_ns(c, (size_t)s) : hi;
+    int64_t w0 = steps->n ? steps->v[s].start : lo;
+    int64_t w1 = steps->n ? steps->v[s].start + kvs_step_time_ns(steps, (size_t)s) : hi;
     *a = ts > w0 ? ts : w0;
     *b = ts + dur < w1 ? ts + dur : w1;
     return s;
 }
 
-double kvs_window_ms(const struct kvs_ctx *c, int64_t lo, int64_t hi)
+double kvs_window_ms(const struct kvs_step_table *steps, int64_t lo, int64_t hi)
 {
-    if (!c->steps.n)
+    if (!steps->n)
         return (double)(hi - lo) / 1e6;
     double time = 0;
-    for (size_t s = 0; s < c->steps.n; s++)
-        time += (double)kvs_step_time_ns(c, s);
-    return time / 1e6 / (double)c->steps.n;
+    for (size_t s = 0; s < steps->n; s++)
+        time += (double)kvs_step_time_ns(steps, s);
+    return time / 1e6 / (double)steps->n;
 }
 
 /* the union of all GPU activity (any device), merged in place */
@@ -175,7 +175,7 @@ enum kvs_status kvs_host_blocking(struct kvs_ctx *c, struct kvs_finding_list *ou
         if (k == KVS_WAIT_NONE)
             continue;
         int64_t a, b;
-        int32_t s = kvs_clip_to_step(c, r->ts, r->dur, lo, hi, &a, &b);
+        int32_t s = kvs_clip_to_step(&c->steps, r->ts, r->dur, lo, hi, &a, &b);
         if (s < 0 || b <= a)
             continue;
         int64_t idle = (b - a) - kvs_ival_covered(u, pre, m, a, b);
@@ -202,13 +202,13 @@ enum kvs_status kvs_host_blocking(struct kvs_ctx *c, struct kvs_finding_list *ou
     for (int k = 1; k < KVS_WAIT_KIND_COUNT_; k++)
         if (kind_ns[k] > kind_ns[main_kind])
             main_kind = (enum kvs_wait_kind)k;
-    double per_step = sum / 1e6 / (double)nwin, step_ms = kvs_window_ms(c, lo, hi);
+    double per_step = sum / 1e6 / (double)nwin, step_ms = kvs_window_ms(&c->steps, lo, hi);
     if (step_ms <= 0 || per_step < MIN_BLOCKED_FRACTION * step_ms)
         return KVS_STATUS_OK;
     *blocked_ms_per_step = per_step;
     const struct kvs_rt_rec *r = &t->rts[best];
     const char *call = kvs_intern_str(&t->strings, r->name);
-    int32_t bs = c->steps.n ? kvs_step_at(c, r->ts) : -1;
+    int32_t bs = c->steps.n ? kvs_step_at(&c->steps, r->ts) : -1;
     struct kvs_finding fd = {0};
     fd.id = "host_blocking";
     fd.group = -1;

@@ -39,10 +39,10 @@ void kvs_ival_prefix(const struct kvs_ival *u, size_t m, int64_t *pre);
 int64_t kvs_ival_covered(const struct kvs_ival *u, const int64_t *pre, size_t m, int64_t a, int64_t b);
 /* [ts, ts + dur) clipped to the step that holds ts (to [lo, hi) without
  * steps) into [*a, *b); the step's index (0 without steps), -1 outside every step */
-int32_t kvs_clip_to_step(const struct kvs_ctx *c, int64_t ts, int64_t dur, int64_t lo, int64_t hi,
-                         int64_t *a, int64_t *b);
+int32_t kvs_clip_to_step(const struct kvs_step_table *steps, int64_t ts, int64_t dur, int64_t lo,
+                         int64_t hi, int64_t *a, int64_t *b);
 /* the mean step time in ms (hi - lo without steps) */
-double kvs_window_ms(const struct kvs_ctx *c, int64_t lo, int64_t hi);
+double kvs_window_ms(const struct kvs_step_table *steps, int64_t lo, int64_t hi);
 
 /* Needs steps measured. Appends the finding to *out (KVS_STATUS_OK, or
  * KVS_STATUS_NO_MEMORY); *blocked_ms_per_step = the host-wait time it found

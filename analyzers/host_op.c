@@ -29,7 +29,7 @@ static bool op_piece(const struct kvs_ctx *c, size_t i, int64_t lo, int64_t hi, 
     const struct kvs_op_rec *o = &t->ops[i];
     if (o->dur <= 0 || o->captured)
         return false;
-    *step = kvs_clip_to_step(c, o->ts, o->dur, lo, hi, a, b);
+    *step = kvs_clip_to_step(&c->steps, o->ts, o->dur, lo, hi, a, b);
     return *step >= 0 && *b > *a && kvs_op_name(t, o) < t->strings.n;
 }
 
@@ -205,7 +205,7 @@ enum kvs_status kvs_host_op_bound(struct kvs_ctx *c, struct kvs_finding_list *ou
     for (size_t i = 0; best != SIZE_MAX && i < nacc; i++)
         if ((double)acc[i].idle >= INNER_SHARE * (double)acc[best].idle && acc[i].dur < acc[best].dur)
             best = i;
-    double step_ms = kvs_window_ms(c, lo, hi);
+    double step_ms = kvs_window_ms(&c->steps, lo, hi);
     if (best == SIZE_MAX || step_ms <= 0) {
         free(acc);
         return KVS_STATUS_OK;

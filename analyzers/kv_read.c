@@ -169,7 +169,7 @@ static enum kvs_status measure(struct kvs_ctx *c, struct attn *at, const uint32_
     for (size_t i = 0; i < ntop && rc == KVS_STATUS_OK; i++) {
         struct attn *a = &at[calls[i].attn];
         a->calls++;
-        int32_t step = c->steps.n ? kvs_step_at(c, calls[i].ts) : -1;
+        int32_t step = c->steps.n ? kvs_step_at(&c->steps, calls[i].ts) : -1;
         if (step < 0)
             continue;
         a->calls_in_steps++;
@@ -424,7 +424,7 @@ static enum kvs_status copy_readers(struct kvs_ctx *c, int64_t capacity, const s
         if (!copies_buffer(c, g, capacity, at, nat))
             continue;
         struct kvs_group_figs f;
-        kvs_group_figures(c, g, &f);
+        kvs_group_figures(&c->steps, &c->dev, g, &f);
         if (f.calls_per_step < 1)
             continue;
         g->full_read = true; /* low_bandwidth_efficiency's fix says so */
@@ -434,7 +434,7 @@ static enum kvs_status copy_readers(struct kvs_ctx *c, int64_t capacity, const s
         else
             rs->any_expand = true;
         struct reader one = {
-            .desc = kvs_findings_group_desc(c, g),
+            .desc = kvs_findings_group_desc(&c->arena, &c->t.strings, g),
             .op = kvs_intern_str(&c->t.strings, g->op_name),
             .calls_per_step = f.calls_per_step,
             .bytes_per_step = (double)g->bytes_per_call * f.calls_per_step,
@@ -547,7 +547,7 @@ static enum kvs_status one_finding(struct kvs_ctx *c, int64_t capacity, const st
         .readers = fr,
         .nreaders = nr,
         .capacity = capacity,
-        .busy_ms = kvs_findings_step_busy_ms(c),
+        .busy_ms = kvs_findings_step_busy_ms(&c->steps),
         .capacity_given = c->opt->kv_capacity > 0,
         .steps = c->steps.n,
         .any_repeat = rs.any_repeat,
@@ -571,7 +571,7 @@ static enum kvs_status one_finding(struct kvs_ctx *c, int64_t capacity, const st
     }
     struct kvs_finding fd = {0};
     fd.id = "kv_full_buffer_read";
-    fd.gpus = kvs_gpus_of(c, devices);
+    fd.gpus = kvs_gpus_of(&c->gpus, devices);
     /* as kv_full_buffer_cast's: high at 10% of the step's GPU time recoverable
      * or 20% of it in these ops */
     double busy = fig.busy_ms, ms = fig.gpu_ms_per_step;

@@ -230,7 +230,7 @@ static int count_layers(const struct matching *m)
             if (verdict[nm] == 1)
                 distinct++;
         }
-        if (verdict[nm] == 1 && m->steps->n && kvs_step_table_at(m->steps, t->ranges[i].ts) >= 0)
+        if (verdict[nm] == 1 && m->steps->n && kvs_step_at(m->steps, t->ranges[i].ts) >= 0)
             hits++;
     }
     free(verdict);

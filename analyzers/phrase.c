@@ -37,26 +37,28 @@ const char *kvs_findings_human_bytes(char *buf, size_t n, double b)
 
 /* a group's name in a sentence: its op, or for an activity no op launched
  * the kernel's short name (a C++ name runs to hundreds of characters) */
-const char *kvs_findings_group_name(struct kvs_ctx *c, const struct kvs_group_acc *g)
+const char *kvs_findings_group_name(struct kvs_arena *ar, const struct kvs_intern *strings,
+                                    const struct kvs_group_acc *g)
 {
-    const char *op = kvs_intern_str(&c->t.strings, g->op_name);
+    const char *op = kvs_intern_str(strings, g->op_name);
     if (!g->bare)
         return op;
     char buf[KVS_EVIDENCE_KERNEL_WIDTH + 1];
     kvs_short_kernel(buf, sizeof buf, op, KVS_EVIDENCE_KERNEL_WIDTH);
-    const char *r = kvs_arena_strdup(&c->arena, buf);
+    const char *r = kvs_arena_strdup(ar, buf);
     return r ? r : op;
 }
 
-const char *kvs_findings_group_desc(struct kvs_ctx *c, const struct kvs_group_acc *g)
+const char *kvs_findings_group_desc(struct kvs_arena *ar, const struct kvs_intern *strings,
+                                    const struct kvs_group_acc *g)
 {
-    const char *op = kvs_findings_group_name(c, g);
+    const char *op = kvs_findings_group_name(ar, strings, g);
     const struct kvs_shape *s = &g->shape_info;
     if (g->launch_sized && s->n > 0) {
         size_t a, b;
         const char *x = kvs_dtype_short(s->dtype[0], s->dtype_len[0], &a);
         const char *y = kvs_dtype_short(s->dtype[1], s->dtype_len[1], &b);
-        return kvs_arena_printf(&c->arena, "%s [%lld x %lld elements, from grid x block] %.*s<-%.*s", op,
+        return kvs_arena_printf(ar, "%s [%lld x %lld elements, from grid x block] %.*s<-%.*s", op,
                                 (long long)s->dims[0][0], (long long)s->dims[0][1], (int)a, x,
                                 b ? (int)b : 1, b ? y : "?");
     }
@@ -79,7 +81,7 @@ const char *kvs_findings_group_desc(struct kvs_ctx *c, const struct kvs_group_ac
         const char *d = kvs_dtype_short(s->dtype[k], s->dtype_len[k], &l);
         m += (size_t)snprintf(types + m, sizeof types - m, "%s%.*s", k ? "<-" : "", (int)(l > 32 ? 32 : l), d);
     }
-    return kvs_arena_printf(&c->arena, "%s [%s] %s", op, dims, types);
+    return kvs_arena_printf(ar, "%s [%s] %s", op, dims, types);
 }
 
 // ----------------------------------------------------------------------------

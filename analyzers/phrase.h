@@ -187,9 +187,11 @@ const char *kvs_phrase_match_label(struct kvs_arena *ar, enum kvs_token_dim toke
 /* "1.23 GB" into buf */
 const char *kvs_findings_human_bytes(char *buf, size_t n, double b);
 /* a group's op with its dims and dtypes */
-const char *kvs_findings_group_desc(struct kvs_ctx *c, const struct kvs_group_acc *g);
+const char *kvs_findings_group_desc(struct kvs_arena *ar, const struct kvs_intern *strings,
+                                    const struct kvs_group_acc *g);
 /* a group's name in a sentence: its op, or for an activity no op launched
  * the kernel's short name (in the arena) */
-const char *kvs_findings_group_name(struct kvs_ctx *c, const struct kvs_group_acc *g);
+const char *kvs_findings_group_name(struct kvs_arena *ar, const struct kvs_intern *strings,
+                                    const struct kvs_group_acc *g);
 
 #endif

@@ -35,7 +35,7 @@ static void copy_bytes(const struct kvs_stage_in *in, const struct kvs_u64map *b
     o->cost.bytes = (double)g->bytes_per_call;
     o->sized_from = g->sized_from;
     struct kvs_group_figs f;
-    kvs_group_figures_of(in->steps, in->dev, g, &f);
+    kvs_group_figures(in->steps, in->dev, g, &f);
     *host_link = f.host_link;
 }
 

@@ -303,14 +303,14 @@ enum kvs_status kvs_steps_find(const struct kvs_trace_data *t, struct kvs_step_m
     return KVS_STATUS_OK;
 }
 
-int64_t kvs_step_table_time_ns(const struct kvs_step_table *steps, size_t k)
+int64_t kvs_step_time_ns(const struct kvs_step_table *steps, size_t k)
 {
     int64_t wall = steps->v[k].end - steps->v[k].start;
     int64_t span = steps->gpu_last[k] > steps->gpu_first[k] ? steps->gpu_last[k] - steps->gpu_first[k] : 0;
     return span > wall ? span : wall;
 }
 
-int32_t kvs_step_table_at(const struct kvs_step_table *steps, int64_t ts)
+int32_t kvs_step_at(const struct kvs_step_table *steps, int64_t ts)
 {
     size_t lo = 0, hi = steps->n; /* first step with start > ts */
     while (lo < hi) {
@@ -333,16 +333,6 @@ struct ival {
     int64_t start, end;
     int32_t device;
 };
-
-int64_t kvs_step_time_ns(const struct kvs_ctx *c, size_t k)
-{
-    return kvs_step_table_time_ns(&c->steps, k);
-}
-
-int32_t kvs_step_at(const struct kvs_ctx *c, int64_t ts)
-{
-    return kvs_step_table_at(&c->steps, ts);
-}
 
 static int cmp_ival(const void *a, const void *b)
 {
@@ -418,7 +408,7 @@ enum kvs_status kvs_steps_measure(const struct kvs_trace_data *t, struct kvs_act
     size_t nkv = 0;
     for (size_t i = 0; i < t->ngpus; i++) {
         const struct kvs_gpu_rec *g = &t->gpus[i];
-        int32_t k = steps->n ? kvs_step_table_at(steps, act->v[i].launch) : -1;
+        int32_t k = steps->n ? kvs_step_at(steps, act->v[i].launch) : -1;
         act->v[i].step = k;
         iv[i] = (struct ival){g->ts, g->ts + g->dur, g->device};
         int cat = act->v[i].cat;

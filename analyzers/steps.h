@@ -1,7 +1,6 @@
 /* steps.h — find the steps of a trace and measure each one.
  *
- * defines: kvs_step_name_parse, kvs_step_table_time_ns, kvs_step_table_at,
- *          kvs_step_time_ns, kvs_step_at, struct kvs_step_matcher, kvs_step_matcher_init,
+ * defines: kvs_step_name_parse, kvs_step_time_ns, kvs_step_at, struct kvs_step_matcher, kvs_step_matcher_init,
  *          kvs_step_matcher_free, kvs_step_matcher_is_op_step, kvs_steps_find, kvs_steps_measure,
  *          struct kvs_keyed_ival, kvs_busy_by_key
  *
@@ -52,7 +51,7 @@ enum kvs_status kvs_steps_find(const struct kvs_trace_data *t, struct kvs_step_m
                                const struct kvs_logger *lg, struct kvs_step_table *steps);
 
 /* needs the activities' launch and cat; fills their step and the rest of
- * the step table ctx->steps: busy_ns, cat_ns, gpu_first/last,
+ * the step table: busy_ns, cat_ns, gpu_first/last,
  * trace_busy_ns, trace_cat_ns, and the busy time of communication and of
  * the rest (comm_ns, compute_ns, trace_comm_ns, trace_compute_ns) */
 enum kvs_status kvs_steps_measure(const struct kvs_trace_data *t, struct kvs_activity_table *act,
@@ -60,12 +59,9 @@ enum kvs_status kvs_steps_measure(const struct kvs_trace_data *t, struct kvs_act
 
 /* step k's time (after kvs_steps_measure): the larger of its CPU range and
  * the span of the GPU work it launched */
-int64_t kvs_step_table_time_ns(const struct kvs_step_table *steps, size_t k);
+int64_t kvs_step_time_ns(const struct kvs_step_table *steps, size_t k);
 /* the step containing time ts (ns), or -1 */
-int32_t kvs_step_table_at(const struct kvs_step_table *steps, int64_t ts);
-/* the same, of ctx->steps */
-int64_t kvs_step_time_ns(const struct kvs_ctx *c, size_t k);
-int32_t kvs_step_at(const struct kvs_ctx *c, int64_t ts);
+int32_t kvs_step_at(const struct kvs_step_table *steps, int64_t ts);
 
 /* A GPU activity's interval, tagged with what it belongs to (a group, a
  * kernel name). */

@@ -26,10 +26,13 @@
                                   framework op ~10-50 us (the MLA traces: 24 us) */
 #define MEMORY_BOUND_BYTES ((int64_t)32 << 20) /* per call: big enough to stream at full rate */
 
-static enum kvs_status full_buffer(struct kvs_ctx *c, size_t gi, struct kvs_finding_list *out)
+/* kv_full_buffer_cast of group gi; reads the groups, steps, device, model
+ * facts and the step's GPUs */
+static enum kvs_status full_buffer(const struct kvs_stage_in *in, size_t gi, struct kvs_arena *ar,
+                                   struct kvs_finding_list *out)
 {
-    const struct kvs_group_acc *g = &c->groups.v[gi];
-    const char *opname = kvs_intern_str(&c->t.strings, g->op_name);
+    const struct kvs_group_acc *g = &in->groups->v[gi];
+    const char *opname = kvs_intern_str(&in->t->strings, g->op_name);
     /* an indexed write touches the rows its index names, not the buffer; a
      * copy that keeps the dtype reads the buffer as an attention over it
      * does: kv_full_buffer_read's (kv_read.c), with the ops reading it */
@@ -37,17 +40,17 @@ static enum kvs_status full_buffer(struct kvs_ctx *c, size_t gi, struct kvs_find
         !kvs_op_is_copy(opname) || kvs_op_is_indexed_write(opname) || kvs_findings_keeps_dtype(g))
         return KVS_STATUS_OK;
     struct kvs_group_figs f;
-    kvs_group_figures(&c->steps, &c->dev, g, &f);
+    kvs_group_figures(in->steps, in->dev, g, &f);
     if (f.calls_per_step < 1 || f.gpu_ms_per_step <= 0)
         return KVS_STATUS_OK;
     double tokens = (double)g->match.capacity_tokens;
     double bytes_step = (double)g->bytes_per_call * f.calls_per_step;
     double needed = g->active_tokens > 0 ? bytes_step * (double)g->active_tokens / tokens : 0;
     double saving = needed > 0 ? f.gpu_ms_per_step * (1.0 - needed / bytes_step) : f.gpu_ms_per_step;
-    double busy = kvs_findings_step_busy_ms(&c->steps);
+    double busy = kvs_findings_step_busy_ms(in->steps);
     struct kvs_finding fd = {0};
     fd.id = "kv_full_buffer_cast";
-    fd.gpus = kvs_gpus_of(&c->gpus, g->devices);
+    fd.gpus = kvs_gpus_of(in->gpus, g->devices);
     fd.severity = (busy > 0 && saving >= HIGH_SAVING_SHARE * busy) || f.gpu_fraction >= 0.2 ? KVS_SEV_HIGH : KVS_SEV_WARN;
     fd.gpu_ms_per_step = saving;
     fd.bytes_per_step = bytes_step;
@@ -55,20 +58,20 @@ static enum kvs_status full_buffer(struct kvs_ctx *c, size_t gi, struct kvs_find
     fd.group = (int)gi;
     fd.capacity_tokens = g->match.capacity_tokens;
     fd.active_tokens = g->active_tokens;
-    const char **ops = kvs_arena_alloc(&c->arena, sizeof *ops);
-    if (ops && (ops[0] = kvs_findings_group_desc(&c->arena, &c->t.strings, g)) != NULL) {
+    const char **ops = kvs_arena_alloc(ar, sizeof *ops);
+    if (ops && (ops[0] = kvs_findings_group_desc(ar, &in->t->strings, g)) != NULL) {
         fd.ops = ops;
         fd.nops = 1;
     }
     struct kvs_fig_full_buffer fig = {
-        .op = kvs_findings_group_name(&c->arena, &c->t.strings, g),
-        .group = kvs_findings_group_desc(&c->arena, &c->t.strings, g),
+        .op = kvs_findings_group_name(ar, &in->t->strings, g),
+        .group = kvs_findings_group_desc(ar, &in->t->strings, g),
         .label = g->match.label,
         .cast = kvs_findings_is_cast(&g->shape_info),
         .at_least = g->bytes_bound < 0,
         .per_layer = g->match.per_layer,
-        .layers = c->mf.layers,
-        .layers_inferred = c->mf.layers_inferred,
+        .layers = in->mf->layers,
+        .layers_inferred = in->mf->layers_inferred,
         .tokens = tokens,
         .calls_per_step = f.calls_per_step,
         .bytes_per_step = bytes_step,
@@ -86,20 +89,23 @@ static enum kvs_status full_buffer(struct kvs_ctx *c, size_t gi, struct kvs_find
     };
     if (g->shape_info.n > 1 && g->shape_info.dtype_len[1] > 0)
         fig.src = kvs_dtype_short(g->shape_info.dtype[1], g->shape_info.dtype_len[1], &fig.src_len);
-    KVS_TRY(kvs_phrase_full_buffer(&c->arena, &fig, &fd));
+    KVS_TRY(kvs_phrase_full_buffer(ar, &fig, &fd));
     return kvs_finding_push(out, &fd);
 }
 
-static enum kvs_status low_efficiency(struct kvs_ctx *c, size_t gi, struct kvs_finding_list *out)
+/* low_bandwidth_efficiency of group gi; reads the groups, steps, device
+ * and the step's GPUs */
+static enum kvs_status low_efficiency(const struct kvs_stage_in *in, size_t gi, struct kvs_arena *ar,
+                                      struct kvs_finding_list *out)
 {
-    const struct kvs_group_acc *g = &c->groups.v[gi];
-    if (c->dev.peak_gbps <= 0 || g->bytes_per_call < MEMORY_BOUND_BYTES)
+    const struct kvs_group_acc *g = &in->groups->v[gi];
+    if (in->dev->peak_gbps <= 0 || g->bytes_per_call < MEMORY_BOUND_BYTES)
         return KVS_STATUS_OK; /* small copies are bound by launch latency, not bandwidth */
     if (g->bytes_bound < 0)
         return KVS_STATUS_OK; /* bytes only known from below: so is the rate, which proves nothing low */
     struct kvs_group_figs f;
-    kvs_group_figures(&c->steps, &c->dev, g, &f);
-    double busy = kvs_findings_step_busy_ms(&c->steps);
+    kvs_group_figures(in->steps, in->dev, g, &f);
+    double busy = kvs_findings_step_busy_ms(in->steps);
     if (f.efficiency <= 0 || f.efficiency >= LOW_EFFICIENCY)
         return KVS_STATUS_OK;
     if (f.gpu_ms_per_step < 0.02 || (busy > 0 && f.gpu_ms_per_step < 0.01 * busy))
@@ -107,7 +113,7 @@ static enum kvs_status low_efficiency(struct kvs_ctx *c, size_t gi, struct kvs_f
     double saving = f.gpu_ms_per_step * (1.0 - f.efficiency / GOOD_EFFICIENCY);
     struct kvs_finding fd = {0};
     fd.id = "low_bandwidth_efficiency";
-    fd.gpus = kvs_gpus_of(&c->gpus, g->devices);
+    fd.gpus = kvs_gpus_of(in->gpus, g->devices);
     fd.severity = busy > 0 && saving >= HIGH_SAVING_SHARE * busy ? KVS_SEV_HIGH : KVS_SEV_WARN;
     fd.gpu_ms_per_step = saving;
     fd.bytes_per_step = (double)g->bytes_per_call * f.calls_per_step;
@@ -117,14 +123,14 @@ static enum kvs_status low_efficiency(struct kvs_ctx *c, size_t gi, struct kvs_f
         for (size_t i = 0; i + 6 <= g->shape_info.dtype_len[k] && !fp8; i++)
             fp8 = !memcmp(g->shape_info.dtype[k] + i, "Float8", 6);
     struct kvs_fig_low_efficiency fig = {
-        .op = kvs_findings_group_name(&c->arena, &c->t.strings, g),
-        .group = kvs_findings_group_desc(&c->arena, &c->t.strings, g),
-        .kernel = g->top_kernel ? kvs_intern_str(&c->t.strings, g->top_kernel) : NULL,
-        .device = c->dev.name,
+        .op = kvs_findings_group_name(ar, &in->t->strings, g),
+        .group = kvs_findings_group_desc(ar, &in->t->strings, g),
+        .kernel = g->top_kernel ? kvs_intern_str(&in->t->strings, g->top_kernel) : NULL,
+        .device = in->dev->name,
         .achieved_gbps = f.achieved_gbps,
         .efficiency = f.efficiency,
-        .peak_gbps = c->dev.peak_gbps,
-        .copy_gbps = c->dev.copy_gbps > 0 ? c->dev.copy_gbps : 0,
+        .peak_gbps = in->dev->peak_gbps,
+        .copy_gbps = in->dev->copy_gbps > 0 ? in->dev->copy_gbps : 0,
         .gpu_ms_per_step = f.gpu_ms_per_step,
         .saving_ms = saving,
         .good_efficiency = GOOD_EFFICIENCY,
@@ -136,7 +142,7 @@ static enum kvs_status low_efficiency(struct kvs_ctx *c, size_t gi, struct kvs_f
         .fp8 = fp8,
         .cast = kvs_findings_is_cast(&g->shape_info),
     };
-    KVS_TRY(kvs_phrase_low_efficiency(&c->arena, &fig, &fd));
+    KVS_TRY(kvs_phrase_low_efficiency(ar, &fig, &fd));
     return kvs_finding_push(out, &fd);
 }
 
@@ -188,50 +194,52 @@ static double gpu_span_ms(const struct kvs_trace_data *t)
 }
 
 /* the mean step time and GPU busy time (ms), over the traced span without steps */
-static void step_times(const struct kvs_ctx *c, double *wall_ms, double *busy_ms)
+static void step_times(const struct kvs_stage_in *in, double *wall_ms, double *busy_ms)
 {
-    if (c->steps.n) {
+    if (in->steps->n) {
         double w = 0;
-        for (size_t i = 0; i < c->steps.n; i++) /* the GPU work's span when it outlasts the CPU range */
-            w += (double)kvs_step_time_ns(&c->steps, i);
-        *wall_ms = w / 1e6 / (double)c->steps.n;
-        *busy_ms = kvs_findings_step_busy_ms(&c->steps);
+        for (size_t i = 0; i < in->steps->n; i++) /* the GPU work's span when it outlasts the CPU range */
+            w += (double)kvs_step_time_ns(in->steps, i);
+        *wall_ms = w / 1e6 / (double)in->steps->n;
+        *busy_ms = kvs_findings_step_busy_ms(in->steps);
     } else {
-        *wall_ms = gpu_span_ms(&c->t);
-        *busy_ms = c->steps.trace_busy_ns / 1e6;
+        *wall_ms = gpu_span_ms(in->t);
+        *busy_ms = in->steps->trace_busy_ns / 1e6;
     }
 }
 
 /* the GPU activities the idle time is spread over: how many (in steps), how
  * many a graph launch started, their median length */
-static enum kvs_status launches(const struct kvs_ctx *c, size_t *acts, size_t *graphed, double *median_us)
+static enum kvs_status launches(const struct kvs_stage_in *in, size_t *acts, size_t *graphed, double *median_us)
 {
-    const struct kvs_trace_data *t = &c->t;
+    const struct kvs_trace_data *t = in->t;
     int64_t *durs = malloc(t->ngpus * sizeof *durs);
     if (!durs)
         return KVS_STATUS_NO_MEMORY;
     *acts = *graphed = 0;
     for (size_t i = 0; i < t->ngpus; i++)
-        if (!c->steps.n || c->act.v[i].step >= 0) {
+        if (!in->steps->n || in->act->v[i].step >= 0) {
             durs[(*acts)++] = t->gpus[i].dur;
-            *graphed += c->act.v[i].graph ? 1 : 0;
+            *graphed += in->act->v[i].graph ? 1 : 0;
         }
     *median_us = *acts ? (double)kth_smallest(durs, *acts, *acts / 2) / 1e3 : 0;
     free(durs);
     return KVS_STATUS_OK;
 }
 
-static enum kvs_status gpu_idle(struct kvs_ctx *c, struct kvs_finding_list *out,
-                                double blocked_ms, double in_op_ms)
+/* gpu_idle, less the host-wait and in-op time the host findings took;
+ * reads the records, activities, steps and the step's GPUs */
+static enum kvs_status gpu_idle(const struct kvs_stage_in *in, double blocked_ms, double in_op_ms,
+                                struct kvs_arena *ar, struct kvs_finding_list *out)
 {
-    const struct kvs_trace_data *t = &c->t;
+    const struct kvs_trace_data *t = in->t;
     if (!t->ngpus)
         return KVS_STATUS_OK;
     double wall_ms, busy_ms;
-    step_times(c, &wall_ms, &busy_ms);
+    step_times(in, &wall_ms, &busy_ms);
     /* busy is summed over the devices: of devices x the step (a model split
      * over 2 GPUs, each busy 90%, is 180% of the step, and idle neither) */
-    const int nd = c->gpus.n; /* at least 1 (count_devices) */
+    const int nd = in->gpus->n; /* at least 1 (count_devices) */
     /* a graph capture (SGLang's and vLLM's capture traces): the captured
      * kernels are not run, so an idle GPU says nothing about launches */
     if (kvs_trace_has_capture(t))
@@ -246,8 +254,8 @@ static enum kvs_status gpu_idle(struct kvs_ctx *c, struct kvs_finding_list *out,
         return KVS_STATUS_OK;
     size_t acts, graphed; /* of those, started by a CUDA/HIP graph launch */
     double median_us;
-    KVS_TRY(launches(c, &acts, &graphed, &median_us));
-    double per_step = c->steps.n ? (double)acts / (double)c->steps.n : (double)acts;
+    KVS_TRY(launches(in, &acts, &graphed, &median_us));
+    double per_step = in->steps->n ? (double)acts / (double)in->steps->n : (double)acts;
     double frac = busy_ms / cap_ms, idle_ms = cap_ms - busy_ms;
     wall_ms -= blocked_ms; /* the step less its host-wait, from here on */
     struct kvs_finding fd = {0};
@@ -262,10 +270,10 @@ static enum kvs_status gpu_idle(struct kvs_ctx *c, struct kvs_finding_list *out,
     double idle_us_per_launch = per_step > 0 ? idle_ms * 1e3 / per_step : 0.0;
     struct kvs_fig_gpu_idle fig = {
         .gpus = nd,
-        .steps = c->steps.n > 0,
+        .steps = in->steps->n > 0,
         .sparse = per_step <= 0 || idle_us_per_launch > SPARSE_LAUNCH_US,
         .graphs = acts && 2 * graphed >= acts, /* already graph-launched: no graph advice */
-        .with_stack = c->t.with_stack,
+        .with_stack = in->t->with_stack,
         .busy_fraction = frac,
         .busy_ms = busy_ms,
         .wall_ms = wall_ms,
@@ -280,7 +288,7 @@ static enum kvs_status gpu_idle(struct kvs_ctx *c, struct kvs_finding_list *out,
         .activities = acts,
         .trace_activities = t->ngpus,
     };
-    KVS_TRY(kvs_phrase_gpu_idle(&c->arena, &fig, &fd));
+    KVS_TRY(kvs_phrase_gpu_idle(ar, &fig, &fd));
     return kvs_finding_push(out, &fd);
 }
 
@@ -289,29 +297,30 @@ static enum kvs_status gpu_idle(struct kvs_ctx *c, struct kvs_finding_list *out,
  * run while no other GPU work does — busy less the union of the rest, per
  * step. Worth a finding when it is KVS_EXPOSED_COMM_SHARE or more of the
  * step: the rank waits in (or for) its collectives. */
-static enum kvs_status exposed_comm(struct kvs_ctx *c, struct kvs_finding_list *out)
+static enum kvs_status exposed_comm(const struct kvs_stage_in *in, struct kvs_arena *ar,
+                                    struct kvs_finding_list *out)
 {
-    const struct kvs_trace_data *t = &c->t;
+    const struct kvs_trace_data *t = in->t;
     if (!t->ngpus)
         return KVS_STATUS_OK;
     double comm_ms = 0, exposed_ms = 0, wall_ms = 0;
-    if (c->steps.n) {
-        for (size_t i = 0; i < c->steps.n; i++) {
-            double e = c->steps.busy_ns[i] - c->steps.compute_ns[i];
+    if (in->steps->n) {
+        for (size_t i = 0; i < in->steps->n; i++) {
+            double e = in->steps->busy_ns[i] - in->steps->compute_ns[i];
             exposed_ms += e > 0 ? e : 0;
-            comm_ms += c->steps.comm_ns[i];
-            wall_ms += (double)kvs_step_time_ns(&c->steps, i);
+            comm_ms += in->steps->comm_ns[i];
+            wall_ms += (double)kvs_step_time_ns(in->steps, i);
         }
-        exposed_ms /= 1e6 * (double)c->steps.n;
-        comm_ms /= 1e6 * (double)c->steps.n;
-        wall_ms /= 1e6 * (double)c->steps.n;
+        exposed_ms /= 1e6 * (double)in->steps->n;
+        comm_ms /= 1e6 * (double)in->steps->n;
+        wall_ms /= 1e6 * (double)in->steps->n;
     } else {
         wall_ms = gpu_span_ms(t);
-        double e = c->steps.trace_busy_ns - c->steps.trace_compute_ns;
+        double e = in->steps->trace_busy_ns - in->steps->trace_compute_ns;
         exposed_ms = e > 0 ? e / 1e6 : 0;
-        comm_ms = c->steps.trace_comm_ns / 1e6;
+        comm_ms = in->steps->trace_comm_ns / 1e6;
     }
-    const int nd = c->gpus.n;
+    const int nd = in->gpus->n;
     if (comm_ms <= 0 || wall_ms <= 0 || exposed_ms < KVS_EXPOSED_COMM_SHARE * wall_ms * nd)
         return KVS_STATUS_OK;
     struct kvs_finding fd = {0};
@@ -320,8 +329,8 @@ static enum kvs_status exposed_comm(struct kvs_ctx *c, struct kvs_finding_list *
     fd.severity = exposed_ms >= 0.5 * wall_ms * nd ? KVS_SEV_HIGH : KVS_SEV_WARN;
     fd.gpu_ms_per_step = exposed_ms;
     fd.group = -1;
-    struct kvs_fig_exposed_comm fig = {nd, c->steps.n > 0, exposed_ms, comm_ms, wall_ms};
-    KVS_TRY(kvs_phrase_exposed_comm(&c->arena, &fig, &fd));
+    struct kvs_fig_exposed_comm fig = {nd, in->steps->n > 0, exposed_ms, comm_ms, wall_ms};
+    KVS_TRY(kvs_phrase_exposed_comm(ar, &fig, &fd));
     return kvs_finding_push(out, &fd);
 }
 
@@ -338,16 +347,16 @@ static int cmp_finding(const void *a, const void *b)
  * is divided by their number, and no figure exceeds the mean step time (the
  * traced span without steps) — a recoverable time longer than the step it
  * is recovered from would be a sum, not a saving. The message says so. */
-static enum kvs_status per_gpu(struct kvs_ctx *c, struct kvs_finding *v, size_t n)
+static enum kvs_status per_gpu(const struct kvs_stage_in *in, struct kvs_arena *ar, struct kvs_finding *v, size_t n)
 {
     double step_ms;
-    if (c->steps.n) {
+    if (in->steps->n) {
         double w = 0;
-        for (size_t i = 0; i < c->steps.n; i++)
-            w += (double)kvs_step_time_ns(&c->steps, i);
-        step_ms = w / 1e6 / (double)c->steps.n;
+        for (size_t i = 0; i < in->steps->n; i++)
+            w += (double)kvs_step_time_ns(in->steps, i);
+        step_ms = w / 1e6 / (double)in->steps->n;
     } else {
-        step_ms = gpu_span_ms(&c->t);
+        step_ms = gpu_span_ms(in->t);
     }
     for (size_t i = 0; i < n; i++) {
         struct kvs_finding *f = &v[i];
@@ -358,37 +367,39 @@ static enum kvs_status per_gpu(struct kvs_ctx *c, struct kvs_finding *v, size_t 
         if (f->gpus == 1 && !capped)
             continue;
         f->gpu_ms_per_step = capped ? step_ms : per;
-        KVS_TRY(kvs_phrase_per_gpu(&c->arena, c->steps.n > 0, capped, f));
+        KVS_TRY(kvs_phrase_per_gpu(ar, in->steps->n > 0, capped, f));
     }
     return KVS_STATUS_OK;
 }
 
 enum kvs_status kvs_findings_build(struct kvs_ctx *c, struct kvs_finding **out, size_t *nout)
 {
+    const struct kvs_stage_in view = kvs_stage_in_of(c), *in = &view;
+    struct kvs_arena *ar = &c->arena;
     struct kvs_finding_list l = {0};
     double blocked = 0, in_op = 0;
     enum kvs_status st = KVS_STATUS_OK;
-    for (size_t gi = 0; gi < c->groups.n && st == KVS_STATUS_OK; gi++)
-        st = full_buffer(c, gi, &l);
+    for (size_t gi = 0; gi < in->groups->n && st == KVS_STATUS_OK; gi++)
+        st = full_buffer(in, gi, ar, &l);
     if (st == KVS_STATUS_OK)
         st = kvs_kv_full_reads(c, &l);
-    for (size_t gi = 0; gi < c->groups.n && st == KVS_STATUS_OK; gi++)
-        st = low_efficiency(c, gi, &l);
+    for (size_t gi = 0; gi < in->groups->n && st == KVS_STATUS_OK; gi++)
+        st = low_efficiency(in, gi, ar, &l);
     if (st == KVS_STATUS_OK)
         st = kvs_host_blocking(c, &l, &blocked);
     if (st == KVS_STATUS_OK)
         st = kvs_host_op_bound(c, &l, &in_op);
     if (st == KVS_STATUS_OK)
-        st = gpu_idle(c, &l, blocked, in_op);
+        st = gpu_idle(in, blocked, in_op, ar, &l);
     if (st == KVS_STATUS_OK)
-        st = exposed_comm(c, &l);
+        st = exposed_comm(in, ar, &l);
     if (st == KVS_STATUS_OK)
         st = kvs_gemm_bound(c, &l);
     if (st == KVS_STATUS_OK)
-        st = per_gpu(c, l.v, l.n);
+        st = per_gpu(in, ar, l.v, l.n);
     if (st == KVS_STATUS_OK && l.n) {
         qsort(l.v, l.n, sizeof *l.v, cmp_finding);
-        struct kvs_finding *v = kvs_arena_alloc(&c->arena, l.n * sizeof *l.v);
+        struct kvs_finding *v = kvs_arena_alloc(ar, l.n * sizeof *l.v);
         if (v)
             memcpy(v, l.v, l.n * sizeof *l.v);
         st = v ? KVS_STATUS_OK : KVS_STATUS_NO_MEMORY;

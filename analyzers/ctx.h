@@ -80,7 +80,6 @@ struct kvs_group_acc {
     int64_t active_tokens;       /* tokens actually in use, when inferable; 0 unknown */
     const char *row_meaning;     /* the model's name for the rows ("kv_lora_rank 512 + ..."), or NULL */
     const char *role;            /* in the arena */
-    bool full_read;              /* it copies a whole KV buffer: a kv_full_buffer_read reader */
 };
 
 /* one op group of the roofline table (roofline.c): every op name + shape
@@ -121,7 +120,7 @@ struct kvs_step_table {
 };
 
 /* The copy/cast groups (groups.c), sorted by GPU time; match.c adds each
- * one's match and role, kv_read.c marks the full reads. */
+ * one's match and role. */
 struct kvs_group_table {
     struct kvs_group_acc *v;
     size_t n;

@@ -94,9 +94,10 @@ static enum kvs_status full_buffer(const struct kvs_stage_in *in, size_t gi, str
 }
 
 /* low_bandwidth_efficiency of group gi; reads the groups, steps, device
- * and the step's GPUs */
-static enum kvs_status low_efficiency(const struct kvs_stage_in *in, size_t gi, struct kvs_arena *ar,
-                                      struct kvs_finding_list *out)
+ * and the step's GPUs, and whether kv_full_buffer_read counted the group
+ * as a copy of a whole buffer */
+static enum kvs_status low_efficiency(const struct kvs_stage_in *in, size_t gi, bool full_read,
+                                      struct kvs_arena *ar, struct kvs_finding_list *out)
 {
     const struct kvs_group_acc *g = &in->groups->v[gi];
     if (in->dev->peak_gbps <= 0 || g->bytes_per_call < MEMORY_BOUND_BYTES)
@@ -137,7 +138,7 @@ static enum kvs_status low_efficiency(const struct kvs_stage_in *in, size_t gi, 
         .ms_per_call = g->gpu_calls ? (double)g->gpu_ns / 1e6 / (double)g->gpu_calls : 0.0,
         .gpu_calls = g->gpu_calls,
         .bytes_per_call = g->bytes_per_call,
-        .full_read = g->full_read,
+        .full_read = full_read,
         .repeat_kv = g->shape_info.rank[0] == 5 && g->shape_info.dims[0][2] > 1, /* [B,Hkv,n_rep,S,D] */
         .fp8 = fp8,
         .cast = kvs_findings_is_cast(&g->shape_info),
@@ -381,10 +382,14 @@ enum kvs_status kvs_findings_build(struct kvs_ctx *c, struct kvs_finding **out, 
     enum kvs_status st = KVS_STATUS_OK;
     for (size_t gi = 0; gi < in->groups->n && st == KVS_STATUS_OK; gi++)
         st = full_buffer(in, gi, ar, &l);
+    bool *full_read = calloc(in->groups->n ? in->groups->n : 1, sizeof *full_read);
+    if (!full_read)
+        st = KVS_STATUS_NO_MEMORY;
     if (st == KVS_STATUS_OK)
-        st = kvs_kv_full_reads(c, &l);
+        st = kvs_kv_full_reads(in, ar, &l, full_read);
     for (size_t gi = 0; gi < in->groups->n && st == KVS_STATUS_OK; gi++)
-        st = low_efficiency(in, gi, ar, &l);
+        st = low_efficiency(in, gi, full_read[gi], ar, &l);
+    free(full_read);
     if (st == KVS_STATUS_OK)
         st = kvs_host_blocking(c, &l, &blocked);
     if (st == KVS_STATUS_OK)

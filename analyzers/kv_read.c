@@ -117,9 +117,9 @@ static const struct call *enclosing(const struct call *top, size_t n, const stru
     return k->thread == o->thread && k->ts <= o->ts && o->ts + o->dur <= k->end ? k : NULL;
 }
 
-static enum kvs_status measure(struct kvs_ctx *c, struct attn *at, const uint32_t *attn_of_key)
+static enum kvs_status measure(const struct kvs_stage_in *in, struct attn *at, const uint32_t *attn_of_key)
 {
-    const struct kvs_trace_data *t = &c->t;
+    const struct kvs_trace_data *t = in->t;
     struct call *calls = NULL;
     size_t ncalls = 0, cap = 0;
     /* ops a graph replay's kernels were given from the capture (graph_capture.c):
@@ -133,8 +133,8 @@ static enum kvs_status measure(struct kvs_ctx *c, struct attn *at, const uint32_
     if (!graphed || !call_of_op)
         goto out;
     for (size_t i = 0; i < t->ngpus; i++)
-        if (c->act.v[i].graph && c->act.v[i].op != KVS_NO_OP)
-            graphed[c->act.v[i].op / 8] |= (uint8_t)(1u << (c->act.v[i].op % 8));
+        if (in->act->v[i].graph && in->act->v[i].op != KVS_NO_OP)
+            graphed[in->act->v[i].op / 8] |= (uint8_t)(1u << (in->act->v[i].op % 8));
     for (size_t k = 0; k < t->nops; k++) {
         uint32_t a = attn_of_key[t->ops[k].key];
         if (!a)
@@ -169,7 +169,7 @@ static enum kvs_status measure(struct kvs_ctx *c, struct attn *at, const uint32_
     for (size_t i = 0; i < ntop && rc == KVS_STATUS_OK; i++) {
         struct attn *a = &at[calls[i].attn];
         a->calls++;
-        int32_t step = c->steps.n ? kvs_step_at(&c->steps, calls[i].ts) : -1;
+        int32_t step = in->steps->n ? kvs_step_at(in->steps, calls[i].ts) : -1;
         if (step < 0)
             continue;
         a->calls_in_steps++;
@@ -183,11 +183,11 @@ static enum kvs_status measure(struct kvs_ctx *c, struct attn *at, const uint32_
     if (!counted)
         rc = KVS_STATUS_NO_MEMORY;
     for (size_t i = 0; i < t->ngpus && rc == KVS_STATUS_OK; i++) {
-        uint32_t op = c->act.v[i].op;
+        uint32_t op = in->act->v[i].op;
         if (op == KVS_NO_OP)
             continue;
         const struct call *k = call_of_op[op] ? &calls[call_of_op[op] - 1] : NULL;
-        if (!k && !c->act.v[i].graph) {
+        if (!k && !in->act->v[i].graph) {
             k = enclosing(calls, ntop, &t->ops[op]);
             if (k && (graphed[k->op / 8] & (1u << (k->op % 8))))
                 k = NULL;
@@ -197,7 +197,7 @@ static enum kvs_status measure(struct kvs_ctx *c, struct attn *at, const uint32_
         struct attn *a = &at[k->attn];
         a->gpu_ns += t->gpus[i].dur;
         a->devices |= kvs_device_bit(t->gpus[i].device);
-        if (c->act.v[i].step >= 0)
+        if (in->act->v[i].step >= 0)
             a->gpu_ns_in_steps += t->gpus[i].dur;
         size_t ci = (size_t)(k - calls);
         if (!(counted[ci / 8] & (1u << (ci % 8)))) {
@@ -237,9 +237,9 @@ static bool grows(const struct attn *at, size_t nat, const struct kvs_trace_data
  * dim (a prefill's new keys [1,16,512,192] written into a [1,16,8192,192]
  * cache), or the same in the [B,S,H,D] order of the attention's backend.
  * 0 when none. */
-static int64_t seen_active(const struct kvs_ctx *c, const struct attn *a)
+static int64_t seen_active(const struct kvs_stage_in *in, const struct attn *a)
 {
-    const struct kvs_trace_data *t = &c->t;
+    const struct kvs_trace_data *t = in->t;
     int64_t best = 0;
     for (size_t k = 0; k < t->nopkeys; k++) {
         uint32_t sh = t->opkeys[k].shape;
@@ -267,36 +267,36 @@ static int64_t seen_active(const struct kvs_ctx *c, const struct attn *a)
 }
 
 /* the tokens in use by what the user or the trace's engine says, else 0 */
-static int64_t given_active(const struct kvs_ctx *c, const char **from)
+static int64_t given_active(const struct kvs_stage_in *in, const char **from)
 {
-    if (c->opt->context > 0) {
+    if (in->opt->context > 0) {
         *from = "--context";
-        return c->opt->context;
+        return in->opt->context;
     }
-    if (c->t.engine.present && c->t.engine.context > 0) {
+    if (in->t->engine.present && in->t->engine.context > 0) {
         *from = "the trace's kvscope.engine context";
-        return c->t.engine.context;
+        return in->t->engine.context;
     }
     return 0;
 }
 
 /* capacity and active tokens of one attention key; false: it is no full read */
-static bool judge(const struct kvs_ctx *c, const struct attn *at, size_t nat, struct attn *a)
+static bool judge(const struct kvs_stage_in *in, const struct attn *at, size_t nat, struct attn *a)
 {
     /* in most steps: a trace that holds the prefill step too has the decode
      * attention in all the others */
-    double cps = c->steps.n ? (double)a->calls_in_steps / (double)c->steps.n : (double)a->calls;
-    bool steady = !c->steps.n || 2 * a->steps_with_calls > (int64_t)c->steps.n;
-    if (a->calls == 0 || !steady || a->lq > a->S / READ_RATIO || (!c->steps.n && cps < 1))
+    double cps = in->steps->n ? (double)a->calls_in_steps / (double)in->steps->n : (double)a->calls;
+    bool steady = !in->steps->n || 2 * a->steps_with_calls > (int64_t)in->steps->n;
+    if (a->calls == 0 || !steady || a->lq > a->S / READ_RATIO || (!in->steps->n && cps < 1))
         return false;
     const char *from = NULL;
-    int64_t active = given_active(c, &from);
-    if (active <= 0 && (active = seen_active(c, a)) > 0)
+    int64_t active = given_active(in, &from);
+    if (active <= 0 && (active = seen_active(in, a)) > 0)
         from = "the largest token count seen along the keys' sequence dim";
-    if (c->opt->kv_capacity > 0) {
-        if (a->S != c->opt->kv_capacity)
+    if (in->opt->kv_capacity > 0) {
+        if (a->S != in->opt->kv_capacity)
             return false;
-    } else if (c->mf.backward || a->S < READ_MIN_TOKENS || grows(at, nat, &c->t, a)) {
+    } else if (in->mf->backward || a->S < READ_MIN_TOKENS || grows(at, nat, in->t, a)) {
         return false;
     } else if (active > 0 ? a->S / READ_RATIO < active : a->steps_with_calls < 2) {
         /* with no active count: the keys' length held over two decode steps
@@ -339,15 +339,15 @@ static int cmp_reader(const void *x, const void *y)
  * changing its dtype: matched to it by match.c, or a tensor of the
  * attention's batch with the capacity among its other dims, 64 or more
  * elements a token, and no larger than the attention's keys or values */
-static bool copies_buffer(const struct kvs_ctx *c, const struct kvs_group_acc *g, int64_t capacity,
+static bool copies_buffer(const struct kvs_stage_in *in, const struct kvs_group_acc *g, int64_t capacity,
                           const struct attn *at, size_t nat)
 {
-    const char *op = kvs_intern_str(&c->t.strings, g->op_name);
+    const char *op = kvs_intern_str(&in->t->strings, g->op_name);
     const struct kvs_shape *s = &g->shape_info;
     if (g->bare || s->n == 0 || g->bytes_per_call <= 0 || !kvs_op_is_copy(op) ||
         kvs_op_is_indexed_write(op) || !kvs_findings_keeps_dtype(g))
         return false;
-    if (c->steps.n && g->steps_with_calls != (int64_t)c->steps.n)
+    if (in->steps->n && g->steps_with_calls != (int64_t)in->steps->n)
         return false;
     if (g->has_match && g->match.capacity_tokens == capacity)
         return true;
@@ -381,18 +381,18 @@ static enum kvs_status add_reader(struct readers *rs, const struct reader *one)
     return KVS_VEC_PUSH(rs->v, rs->n, rs->cap, *one) < 0 ? KVS_STATUS_NO_MEMORY : KVS_STATUS_OK;
 }
 
-static enum kvs_status attention_readers(struct kvs_ctx *c, int64_t capacity, const struct attn *at,
-                                         size_t nat, struct readers *rs)
+static enum kvs_status attention_readers(const struct kvs_stage_in *in, struct kvs_arena *ar, int64_t capacity,
+                                         const struct attn *at, size_t nat, struct readers *rs)
 {
     for (size_t i = 0; i < nat; i++) {
         const struct attn *a = &at[i];
         if (a->capacity != capacity)
             continue;
-        double cps = c->steps.n ? (double)a->calls_in_steps / (double)c->steps.n : (double)a->calls;
-        double ms = c->steps.n ? (double)a->gpu_ns_in_steps / 1e6 / (double)c->steps.n : (double)a->gpu_ns / 1e6;
-        const char *name = kvs_intern_str(&c->t.strings, c->t.opkeys[a->key].name);
+        double cps = in->steps->n ? (double)a->calls_in_steps / (double)in->steps->n : (double)a->calls;
+        double ms = in->steps->n ? (double)a->gpu_ns_in_steps / 1e6 / (double)in->steps->n : (double)a->gpu_ns / 1e6;
+        const char *name = kvs_intern_str(&in->t->strings, in->t->opkeys[a->key].name);
         struct reader one = {
-            .desc = kvs_phrase_attention_desc(&c->arena, name, a->s.dims[1], a->s.dims[2], a->lq),
+            .desc = kvs_phrase_attention_desc(ar, name, a->s.dims[1], a->s.dims[2], a->lq),
             .op = name,
             .calls_per_step = cps,
             .bytes_per_step = a->bytes * cps,
@@ -414,28 +414,29 @@ static enum kvs_status attention_readers(struct kvs_ctx *c, int64_t capacity, co
     return KVS_STATUS_OK;
 }
 
-static enum kvs_status copy_readers(struct kvs_ctx *c, int64_t capacity, const struct attn *at, size_t nat,
-                                    struct readers *rs)
+/* full_read[gi]: group gi copies the buffer (low_bandwidth_efficiency's fix says so) */
+static enum kvs_status copy_readers(const struct kvs_stage_in *in, struct kvs_arena *ar, int64_t capacity,
+                                    const struct attn *at, size_t nat, struct readers *rs, bool *full_read)
 {
     const char *given_from = NULL;
-    int64_t given = given_active(c, &given_from);
-    for (size_t gi = 0; gi < c->groups.n; gi++) {
-        struct kvs_group_acc *g = &c->groups.v[gi];
-        if (!copies_buffer(c, g, capacity, at, nat))
+    int64_t given = given_active(in, &given_from);
+    for (size_t gi = 0; gi < in->groups->n; gi++) {
+        const struct kvs_group_acc *g = &in->groups->v[gi];
+        if (!copies_buffer(in, g, capacity, at, nat))
             continue;
         struct kvs_group_figs f;
-        kvs_group_figures(&c->steps, &c->dev, g, &f);
+        kvs_group_figures(in->steps, in->dev, g, &f);
         if (f.calls_per_step < 1)
             continue;
-        g->full_read = true; /* low_bandwidth_efficiency's fix says so */
+        full_read[gi] = true;
         /* [B, Hkv, n_rep, S, D]: HF's repeat_kv expanding the KV heads */
         if (g->shape_info.rank[0] == 5 && g->shape_info.dims[0][2] > 1)
             rs->any_repeat = true;
         else
             rs->any_expand = true;
         struct reader one = {
-            .desc = kvs_findings_group_desc(&c->arena, &c->t.strings, g),
-            .op = kvs_intern_str(&c->t.strings, g->op_name),
+            .desc = kvs_findings_group_desc(ar, &in->t->strings, g),
+            .op = kvs_intern_str(&in->t->strings, g->op_name),
             .calls_per_step = f.calls_per_step,
             .bytes_per_step = (double)g->bytes_per_call * f.calls_per_step,
             .gpu_ms_per_step = f.gpu_ms_per_step,
@@ -462,27 +463,28 @@ static enum kvs_status copy_readers(struct kvs_ctx *c, int64_t capacity, const s
  * whole latent cache ([8192,512] x [512,4096] in HF's DeepseekV3 with a
  * StaticCache), an activation whose rows are the capacity, against a
  * weight, in every step; its weight bytes do not scale with the tokens */
-static enum kvs_status gemm_readers(struct kvs_ctx *c, int64_t capacity, struct readers *rs)
+static enum kvs_status gemm_readers(const struct kvs_stage_in *in, struct kvs_arena *ar, int64_t capacity,
+                                    struct readers *rs)
 {
     const char *given_from = NULL;
-    int64_t given = given_active(c, &given_from);
-    for (size_t k = 0; k < c->ops.n && rs->n; k++) {
-        const struct kvs_op_acc *o = &c->ops.v[k];
+    int64_t given = given_active(in, &given_from);
+    for (size_t k = 0; k < in->ops->n && rs->n; k++) {
+        const struct kvs_op_acc *o = &in->ops->v[k];
         if (o->bare || o->cost.family != KVS_OPF_MATMUL || o->cost.rows != (double)capacity ||
             o->cost.bytes <= 0 || o->cost.weight_bytes < 0 || o->shape_info.n == 0 ||
             o->shape_info.dims[0][0] != capacity)
             continue;
-        double cps = c->steps.n ? (double)o->calls_in_steps / (double)c->steps.n : (double)o->calls;
+        double cps = in->steps->n ? (double)o->calls_in_steps / (double)in->steps->n : (double)o->calls;
         if (cps < 1)
             continue;
-        const char *name = kvs_intern_str(&c->t.strings, o->op_name);
+        const char *name = kvs_intern_str(&in->t->strings, o->op_name);
         struct reader one = {
-            .desc = kvs_phrase_gemm_desc(&c->arena, name, &o->shape_info),
+            .desc = kvs_phrase_gemm_desc(ar, name, &o->shape_info),
             .op = name,
             .calls_per_step = cps,
             .bytes_per_step = o->cost.bytes * cps,
             .fixed_bytes_per_step = o->cost.weight_bytes * cps,
-            .gpu_ms_per_step = c->steps.n ? (double)o->gpu_ns_in_steps / 1e6 / (double)c->steps.n
+            .gpu_ms_per_step = in->steps->n ? (double)o->gpu_ns_in_steps / 1e6 / (double)in->steps->n
                                          : (double)o->gpu_ns / 1e6,
             .ms_per_call = o->calls ? (double)o->gpu_ns / 1e6 / (double)o->calls : 0,
             .gbps = isfinite(o->achieved_gbps) ? o->achieved_gbps : 0,
@@ -526,15 +528,16 @@ static void sum_readers(const struct reader *r, size_t nr, int64_t capacity, str
     }
 }
 
-static enum kvs_status one_finding(struct kvs_ctx *c, int64_t capacity, const struct attn *at,
-                                   size_t nat, struct kvs_finding_list *out)
+static enum kvs_status one_finding(const struct kvs_stage_in *in, struct kvs_arena *ar, int64_t capacity,
+                                   const struct attn *at, size_t nat, struct kvs_finding_list *out,
+                                   bool *full_read)
 {
     struct readers rs = {0};
-    enum kvs_status st = attention_readers(c, capacity, at, nat, &rs);
+    enum kvs_status st = attention_readers(in, ar, capacity, at, nat, &rs);
     if (st == KVS_STATUS_OK)
-        st = copy_readers(c, capacity, at, nat, &rs);
+        st = copy_readers(in, ar, capacity, at, nat, &rs, full_read);
     if (st == KVS_STATUS_OK)
-        st = gemm_readers(c, capacity, &rs);
+        st = gemm_readers(in, ar, capacity, &rs);
     const size_t nr = rs.n;
     struct reader *r = rs.v;
     struct kvs_fig_reader *fr = st == KVS_STATUS_OK && nr ? malloc(nr * sizeof *fr) : NULL;
@@ -547,9 +550,9 @@ static enum kvs_status one_finding(struct kvs_ctx *c, int64_t capacity, const st
         .readers = fr,
         .nreaders = nr,
         .capacity = capacity,
-        .busy_ms = kvs_findings_step_busy_ms(&c->steps),
-        .capacity_given = c->opt->kv_capacity > 0,
-        .steps = c->steps.n,
+        .busy_ms = kvs_findings_step_busy_ms(in->steps),
+        .capacity_given = in->opt->kv_capacity > 0,
+        .steps = in->steps->n,
         .any_repeat = rs.any_repeat,
         .any_expand = rs.any_expand,
     };
@@ -560,7 +563,7 @@ static enum kvs_status one_finding(struct kvs_ctx *c, int64_t capacity, const st
             fig.capacity_steps = at[i].steps_with_calls;
         }
     /* the ops, most GPU time first */
-    const char **ops = kvs_arena_alloc(&c->arena, nr * sizeof *ops);
+    const char **ops = kvs_arena_alloc(ar, nr * sizeof *ops);
     uint64_t devices = 0;
     for (size_t i = 0; i < nr; i++) {
         if (ops)
@@ -571,7 +574,7 @@ static enum kvs_status one_finding(struct kvs_ctx *c, int64_t capacity, const st
     }
     struct kvs_finding fd = {0};
     fd.id = "kv_full_buffer_read";
-    fd.gpus = kvs_gpus_of(&c->gpus, devices);
+    fd.gpus = kvs_gpus_of(in->gpus, devices);
     /* as kv_full_buffer_cast's: high at 10% of the step's GPU time recoverable
      * or 20% of it in these ops */
     double busy = fig.busy_ms, ms = fig.gpu_ms_per_step;
@@ -584,15 +587,16 @@ static enum kvs_status one_finding(struct kvs_ctx *c, int64_t capacity, const st
     fd.active_tokens = fig.active;
     fd.ops = ops;
     fd.nops = ops ? nr : 0;
-    st = kvs_phrase_full_read(&c->arena, &fig, &fd);
+    st = kvs_phrase_full_read(ar, &fig, &fd);
     free(fr);
     free(r);
     return st == KVS_STATUS_OK ? kvs_finding_push(out, &fd) : st;
 }
 
-enum kvs_status kvs_kv_full_reads(struct kvs_ctx *c, struct kvs_finding_list *out)
+enum kvs_status kvs_kv_full_reads(const struct kvs_stage_in *in, struct kvs_arena *ar, struct kvs_finding_list *out,
+                                  bool *full_read)
 {
-    const struct kvs_trace_data *t = &c->t;
+    const struct kvs_trace_data *t = in->t;
     struct attn *at = NULL;
     size_t nat = 0, acap = 0;
     uint32_t *attn_of_key = calloc(t->nopkeys ? t->nopkeys : 1, sizeof *attn_of_key);
@@ -607,10 +611,10 @@ enum kvs_status kvs_kv_full_reads(struct kvs_ctx *c, struct kvs_finding_list *ou
             attn_of_key[k] = (uint32_t)nat;
     }
     if (rc == KVS_STATUS_OK && nat)
-        rc = measure(c, at, attn_of_key);
+        rc = measure(in, at, attn_of_key);
     /* capacities: the attention's, else a given one that copies match */
     for (size_t i = 0; i < nat && rc == KVS_STATUS_OK; i++)
-        if (!judge(c, at, nat, &at[i]))
+        if (!judge(in, at, nat, &at[i]))
             at[i].capacity = 0;
     int64_t done[16];
     size_t ndone = 0;
@@ -621,20 +625,21 @@ enum kvs_status kvs_kv_full_reads(struct kvs_ctx *c, struct kvs_finding_list *ou
         if (!at[i].capacity || seen || ndone == sizeof done / sizeof done[0])
             continue;
         done[ndone++] = at[i].capacity;
-        rc = one_finding(c, at[i].capacity, at, nat, out);
+        rc = one_finding(in, ar, at[i].capacity, at, nat, out, full_read);
     }
     /* copies of a buffer no attention here reads (an eager copy of a
      * buffer matched by match.c): the same finding, copies only */
-    for (size_t gi = 0; gi < c->groups.n && rc == KVS_STATUS_OK; gi++) {
-        const struct kvs_group_acc *g = &c->groups.v[gi];
+    for (size_t gi = 0; gi < in->groups->n && rc == KVS_STATUS_OK; gi++) {
+        const struct kvs_group_acc *g = &in->groups->v[gi];
         int64_t capacity = g->has_match ? g->match.capacity_tokens : 0;
         bool seen = false;
         for (size_t j = 0; j < ndone; j++)
             seen = seen || done[j] == capacity;
-        if (capacity <= 0 || seen || ndone == sizeof done / sizeof done[0] || !copies_buffer(c, g, capacity, at, nat))
+        if (capacity <= 0 || seen || ndone == sizeof done / sizeof done[0] ||
+            !copies_buffer(in, g, capacity, at, nat))
             continue;
         done[ndone++] = capacity;
-        rc = one_finding(c, capacity, at, nat, out);
+        rc = one_finding(in, ar, capacity, at, nat, out, full_read);
     }
     free(at);
     free(attn_of_key);

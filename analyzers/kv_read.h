@@ -23,7 +23,12 @@
 #include "ctx.h"
 #include "group_figs.h" /* struct kvs_finding_list */
 
-/* appends the findings to *out; KVS_STATUS_OK or KVS_STATUS_NO_MEMORY */
-enum kvs_status kvs_kv_full_reads(struct kvs_ctx *c, struct kvs_finding_list *out);
+/* Reads the records, the activities, steps, groups and ops, the options
+ * (--kv-capacity, --context), the model facts and the step's GPUs; appends
+ * the findings to *out, their words in ar; full_read[gi] (in->groups->n
+ * entries, the caller's) set for each copy/cast group counted as a copy of
+ * a whole buffer. KVS_STATUS_OK or KVS_STATUS_NO_MEMORY. */
+enum kvs_status kvs_kv_full_reads(const struct kvs_stage_in *in, struct kvs_arena *ar, struct kvs_finding_list *out,
+                                  bool *full_read);
 
 #endif

@@ -391,9 +391,9 @@ enum kvs_status kvs_findings_build(struct kvs_ctx *c, struct kvs_finding **out, 
         st = low_efficiency(in, gi, full_read[gi], ar, &l);
     free(full_read);
     if (st == KVS_STATUS_OK)
-        st = kvs_host_blocking(c, &l, &blocked);
+        st = kvs_host_blocking(in->t, in->steps, ar, &l, &blocked);
     if (st == KVS_STATUS_OK)
-        st = kvs_host_op_bound(c, &l, &in_op);
+        st = kvs_host_op_bound(in->t, in->steps, ar, &l, &in_op);
     if (st == KVS_STATUS_OK)
         st = gpu_idle(in, blocked, in_op, ar, &l);
     if (st == KVS_STATUS_OK)

@@ -134,14 +134,14 @@ static size_t gpu_union(const struct kvs_trace_data *t, struct kvs_ival *u)
     return kvs_ival_merge(u, t->ngpus);
 }
 
-enum kvs_status kvs_host_blocking(struct kvs_ctx *c, struct kvs_finding_list *out,
+enum kvs_status kvs_host_blocking(const struct kvs_trace_data *t, const struct kvs_step_table *steps,
+                                  struct kvs_arena *ar, struct kvs_finding_list *out,
                                   double *blocked_ms_per_step)
 {
-    const struct kvs_trace_data *t = &c->t;
     *blocked_ms_per_step = 0;
     if (!t->ngpus || !t->nrts)
         return KVS_STATUS_OK;
-    size_t nwin = c->steps.n ? c->steps.n : 1;
+    size_t nwin = steps->n ? steps->n : 1;
     struct kvs_ival *u = malloc(t->ngpus * sizeof *u);
     int64_t *pre = malloc((t->ngpus + 1) * sizeof *pre);
     int64_t *blocked = calloc(nwin, sizeof *blocked);
@@ -156,7 +156,7 @@ enum kvs_status kvs_host_blocking(struct kvs_ctx *c, struct kvs_finding_list *ou
     /* without steps, the window is the trace from the first to the last
      * GPU activity or runtime call */
     int64_t lo = u[0].a, hi = u[m - 1].b;
-    for (size_t i = 0; !c->steps.n && i < t->nrts; i++) {
+    for (size_t i = 0; !steps->n && i < t->nrts; i++) {
         if (t->rts[i].ts < lo)
             lo = t->rts[i].ts;
         if (t->rts[i].ts + t->rts[i].dur > hi)
@@ -175,7 +175,7 @@ enum kvs_status kvs_host_blocking(struct kvs_ctx *c, struct kvs_finding_list *ou
         if (k == KVS_WAIT_NONE)
             continue;
         int64_t a, b;
-        int32_t s = kvs_clip_to_step(&c->steps, r->ts, r->dur, lo, hi, &a, &b);
+        int32_t s = kvs_clip_to_step(steps, r->ts, r->dur, lo, hi, &a, &b);
         if (s < 0 || b <= a)
             continue;
         int64_t idle = (b - a) - kvs_ival_covered(u, pre, m, a, b);
@@ -202,34 +202,34 @@ enum kvs_status kvs_host_blocking(struct kvs_ctx *c, struct kvs_finding_list *ou
     for (int k = 1; k < KVS_WAIT_KIND_COUNT_; k++)
         if (kind_ns[k] > kind_ns[main_kind])
             main_kind = (enum kvs_wait_kind)k;
-    double per_step = sum / 1e6 / (double)nwin, step_ms = kvs_window_ms(&c->steps, lo, hi);
+    double per_step = sum / 1e6 / (double)nwin, step_ms = kvs_window_ms(steps, lo, hi);
     if (step_ms <= 0 || per_step < MIN_BLOCKED_FRACTION * step_ms)
         return KVS_STATUS_OK;
     *blocked_ms_per_step = per_step;
     const struct kvs_rt_rec *r = &t->rts[best];
     const char *call = kvs_intern_str(&t->strings, r->name);
-    int32_t bs = c->steps.n ? kvs_step_at(&c->steps, r->ts) : -1;
+    int32_t bs = steps->n ? kvs_step_at(steps, r->ts) : -1;
     struct kvs_finding fd = {0};
     fd.id = "host_blocking";
     fd.group = -1;
     fd.gpu_ms_per_step = per_step;
     fd.severity = per_step >= 0.3 * step_ms ? KVS_SEV_HIGH : KVS_SEV_WARN;
     struct kvs_fig_host_blocking fig = {
-        .steps = c->steps.n > 0,
+        .steps = steps->n > 0,
         .blocked_ms = per_step,
         .step_ms = step_ms,
         .call = call,
         .kind = best_kind,
         .main_kind = main_kind,
         .call_ms = (double)r->dur / 1e6,
-        .call_at_ms = (double)(r->ts - (bs >= 0 ? c->steps.v[bs].start : lo)) / 1e6,
+        .call_at_ms = (double)(r->ts - (bs >= 0 ? steps->v[bs].start : lo)) / 1e6,
         .call_idle_ms = (double)best_idle / 1e6,
-        .call_step = bs >= 0 ? c->steps.v[bs].index : -1,
+        .call_step = bs >= 0 ? steps->v[bs].index : -1,
         .corr = (long long)r->corr,
         .calls = ncalls,
         .windows_with = with,
         .windows = nwin,
     };
-    KVS_TRY(kvs_phrase_host_blocking(&c->arena, &fig, &fd));
+    KVS_TRY(kvs_phrase_host_blocking(ar, &fig, &fd));
     return kvs_finding_push(out, &fd);
 }

@@ -44,10 +44,13 @@ int32_t kvs_clip_to_step(const struct kvs_step_table *steps, int64_t ts, int64_t
 /* the mean step time in ms (hi - lo without steps) */
 double kvs_window_ms(const struct kvs_step_table *steps, int64_t lo, int64_t hi);
 
-/* Needs steps measured. Appends the finding to *out (KVS_STATUS_OK, or
- * KVS_STATUS_NO_MEMORY); *blocked_ms_per_step = the host-wait time it found
- * per step (0 when no finding), which gpu_idle then leaves out. */
-enum kvs_status kvs_host_blocking(struct kvs_ctx *c, struct kvs_finding_list *out,
+/* Reads the records' runtime calls and GPU activity and the step table
+ * (steps measured). Appends the finding to *out, its words in ar
+ * (KVS_STATUS_OK, or KVS_STATUS_NO_MEMORY); *blocked_ms_per_step = the
+ * host-wait time it found per step (0 when no finding), which gpu_idle then
+ * leaves out. */
+enum kvs_status kvs_host_blocking(const struct kvs_trace_data *t, const struct kvs_step_table *steps,
+                                  struct kvs_arena *ar, struct kvs_finding_list *out,
                                   double *blocked_ms_per_step);
 
 #endif

@@ -22,14 +22,13 @@
 
 /* The op calls host_op_bound counts: a positive duration, not captured, a
  * piece inside a step (or the trace's GPU span without steps) */
-static bool op_piece(const struct kvs_ctx *c, size_t i, int64_t lo, int64_t hi, int32_t *step,
-                     int64_t *a, int64_t *b)
+static bool op_piece(const struct kvs_trace_data *t, const struct kvs_step_table *steps, size_t i, int64_t lo,
+                     int64_t hi, int32_t *step, int64_t *a, int64_t *b)
 {
-    const struct kvs_trace_data *t = &c->t;
     const struct kvs_op_rec *o = &t->ops[i];
     if (o->dur <= 0 || o->captured)
         return false;
-    *step = kvs_clip_to_step(&c->steps, o->ts, o->dur, lo, hi, a, b);
+    *step = kvs_clip_to_step(steps, o->ts, o->dur, lo, hi, a, b);
     return *step >= 0 && *b > *a && kvs_op_name(t, o) < t->strings.n;
 }
 
@@ -94,20 +93,19 @@ static bool explained(const struct kvs_trace_data *t, const struct kvs_rt_rec *r
  * counting sort by name, then each name's calls by start, usually sorted
  * already: 4 bytes a call); their count. first[] (strings.n + 2 zeros) is
  * scratch. */
-static size_t calls_by_name(const struct kvs_ctx *c, int64_t lo, int64_t hi, uint32_t *ord,
-                            uint32_t *first)
+static size_t calls_by_name(const struct kvs_trace_data *t, const struct kvs_step_table *steps, int64_t lo,
+                            int64_t hi, uint32_t *ord, uint32_t *first)
 {
-    const struct kvs_trace_data *t = &c->t;
     int32_t s;
     int64_t a, e;
     for (size_t i = 0; i < t->nops; i++)
-        if (op_piece(c, i, lo, hi, &s, &a, &e))
+        if (op_piece(t, steps, i, lo, hi, &s, &a, &e))
             first[kvs_op_name(t, &t->ops[i]) + 1]++;
     for (size_t nm = 0; nm <= t->strings.n; nm++)
         first[nm + 1] += first[nm];
     size_t np = first[t->strings.n];
     for (size_t i = 0; i < t->nops; i++)
-        if (op_piece(c, i, lo, hi, &s, &a, &e))
+        if (op_piece(t, steps, i, lo, hi, &s, &a, &e))
             ord[first[kvs_op_name(t, &t->ops[i])]++] = (uint32_t)i;
     /* first[nm] is now where the next name's calls start */
     for (size_t nm = 0, at = 0; nm < t->strings.n; at = first[nm], nm++) {
@@ -121,14 +119,13 @@ static size_t calls_by_name(const struct kvs_ctx *c, int64_t lo, int64_t hi, uin
     return np;
 }
 
-enum kvs_status kvs_host_op_bound(struct kvs_ctx *c, struct kvs_finding_list *out,
-                                  double *ms_per_step)
+enum kvs_status kvs_host_op_bound(const struct kvs_trace_data *t, const struct kvs_step_table *steps,
+                                  struct kvs_arena *ar, struct kvs_finding_list *out, double *ms_per_step)
 {
-    const struct kvs_trace_data *t = &c->t;
     *ms_per_step = 0;
     if (!t->ngpus || !t->nops || kvs_trace_has_capture(t))
         return KVS_STATUS_OK;
-    size_t nwin = c->steps.n ? c->steps.n : 1;
+    size_t nwin = steps->n ? steps->n : 1;
     /* what explains idle host time already: GPU work, and blocking calls */
     size_t nu = t->ngpus;
     for (size_t i = 0; i < t->nrts; i++)
@@ -160,7 +157,7 @@ enum kvs_status kvs_host_op_bound(struct kvs_ctx *c, struct kvs_finding_list *ou
     int64_t lo = u[0].a, hi = u[m - 1].b; /* without steps: the trace's GPU span */
     for (size_t i = 0; i <= t->strings.n; i++)
         slot[i] = UINT32_MAX;
-    size_t np = calls_by_name(c, lo, hi, ord, first);
+    size_t np = calls_by_name(t, steps, lo, hi, ord, first);
     free(first);
     int32_t s;
     int64_t a, e;
@@ -171,7 +168,7 @@ enum kvs_status kvs_host_op_bound(struct kvs_ctx *c, struct kvs_finding_list *ou
     int64_t end = 0; /* of the current name's union so far */
     for (size_t i = 0; i < np; i++) {
         const struct kvs_op_rec *o = &t->ops[ord[i]];
-        op_piece(c, ord[i], lo, hi, &s, &a, &e);
+        op_piece(t, steps, ord[i], lo, hi, &s, &a, &e);
         uint32_t nm = kvs_op_name(t, o);
         if (slot[nm] == UINT32_MAX) {
             slot[nm] = (uint32_t)nacc;
@@ -205,7 +202,7 @@ enum kvs_status kvs_host_op_bound(struct kvs_ctx *c, struct kvs_finding_list *ou
     for (size_t i = 0; best != SIZE_MAX && i < nacc; i++)
         if ((double)acc[i].idle >= INNER_SHARE * (double)acc[best].idle && acc[i].dur < acc[best].dur)
             best = i;
-    double step_ms = kvs_window_ms(&c->steps, lo, hi);
+    double step_ms = kvs_window_ms(steps, lo, hi);
     if (best == SIZE_MAX || step_ms <= 0) {
         free(acc);
         return KVS_STATUS_OK;
@@ -224,7 +221,7 @@ enum kvs_status kvs_host_op_bound(struct kvs_ctx *c, struct kvs_finding_list *ou
     fd.gpu_ms_per_step = per_step;
     fd.severity = per_step >= 0.3 * step_ms ? KVS_SEV_HIGH : KVS_SEV_WARN;
     struct kvs_fig_host_op fig = {
-        .steps = c->steps.n > 0,
+        .steps = steps->n > 0,
         .op = op,
         .idle_ms = per_step,
         .step_ms = step_ms,
@@ -234,6 +231,6 @@ enum kvs_status kvs_host_op_bound(struct kvs_ctx *c, struct kvs_finding_list *ou
         .windows_with = b.steps_with,
         .windows = nwin,
     };
-    KVS_TRY(kvs_phrase_host_op(&c->arena, &fig, &fd));
+    KVS_TRY(kvs_phrase_host_op(ar, &fig, &fd));
     return kvs_finding_push(out, &fd);
 }

@@ -19,10 +19,11 @@
 #include "ctx.h"
 #include "group_figs.h" /* struct kvs_finding_list */
 
-/* Appends the finding to *out (KVS_STATUS_OK, or KVS_STATUS_NO_MEMORY);
- * *ms_per_step = the op's GPU-idle host time per step (0 when no finding),
- * which gpu_idle then leaves out. */
-enum kvs_status kvs_host_op_bound(struct kvs_ctx *c, struct kvs_finding_list *out,
-                                  double *ms_per_step);
+/* Reads the records' ops, runtime calls and GPU activity and the step
+ * table. Appends the finding to *out, its words in ar (KVS_STATUS_OK, or
+ * KVS_STATUS_NO_MEMORY); *ms_per_step = the op's GPU-idle host time per
+ * step (0 when no finding), which gpu_idle then leaves out. */
+enum kvs_status kvs_host_op_bound(const struct kvs_trace_data *t, const struct kvs_step_table *steps,
+                                  struct kvs_arena *ar, struct kvs_finding_list *out, double *ms_per_step);
 
 #endif

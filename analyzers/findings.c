@@ -399,7 +399,7 @@ enum kvs_status kvs_findings_build(struct kvs_ctx *c, struct kvs_finding **out, 
     if (st == KVS_STATUS_OK)
         st = exposed_comm(in, ar, &l);
     if (st == KVS_STATUS_OK)
-        st = kvs_gemm_bound(c, &l);
+        st = kvs_gemm_bound(in, ar, &l);
     if (st == KVS_STATUS_OK)
         st = per_gpu(in, ar, l.v, l.n);
     if (st == KVS_STATUS_OK && l.n) {

@@ -15,24 +15,24 @@ static bool small_m_memory_bound(const struct kvs_op_acc *o)
            !strcmp(o->bound, "memory");
 }
 
-static double per_step(const struct kvs_ctx *c, int64_t in_steps, int64_t all)
+static double per_step(const struct kvs_step_table *steps, int64_t in_steps, int64_t all)
 {
-    return c->steps.n ? (double)in_steps / (double)c->steps.n : (double)all;
+    return steps->n ? (double)in_steps / (double)steps->n : (double)all;
 }
 
-enum kvs_status kvs_gemm_bound(struct kvs_ctx *c, struct kvs_finding_list *out)
+enum kvs_status kvs_gemm_bound(const struct kvs_stage_in *in, struct kvs_arena *ar, struct kvs_finding_list *out)
 {
-    if (c->dev.peak_gbps <= 0 || !c->ops.n)
+    if (in->dev->peak_gbps <= 0 || !in->ops->n)
         return KVS_STATUS_OK;
     double ms = 0, bytes = 0, weights = 0, max_rows = 0, max_intensity = 0, ncalls = 0;
     size_t count = 0, top[3] = {0, 0, 0}, ntop = 0;
     uint64_t devices = 0;
-    for (size_t i = 0; i < c->ops.n; i++) { /* ops are by GPU time: the first are the largest */
-        const struct kvs_op_acc *o = &c->ops.v[i];
+    for (size_t i = 0; i < in->ops->n; i++) { /* ops are by GPU time: the first are the largest */
+        const struct kvs_op_acc *o = &in->ops->v[i];
         if (!small_m_memory_bound(o))
             continue;
-        double calls = per_step(c, o->calls_in_steps, o->calls);
-        ms += per_step(c, o->gpu_ns_in_steps, o->gpu_ns) / 1e6;
+        double calls = per_step(in->steps, o->calls_in_steps, o->calls);
+        ms += per_step(in->steps, o->gpu_ns_in_steps, o->gpu_ns) / 1e6;
         ncalls += calls;
         devices |= o->devices;
         bytes += o->cost.bytes * calls;
@@ -44,21 +44,21 @@ enum kvs_status kvs_gemm_bound(struct kvs_ctx *c, struct kvs_finding_list *out)
         count++;
     }
     double busy = 0;
-    if (c->steps.n) {
-        for (size_t i = 0; i < c->steps.n; i++)
-            busy += c->steps.busy_ns[i];
-        busy /= 1e6 * (double)c->steps.n;
+    if (in->steps->n) {
+        for (size_t i = 0; i < in->steps->n; i++)
+            busy += in->steps->busy_ns[i];
+        busy /= 1e6 * (double)in->steps->n;
     } else {
-        busy = c->steps.trace_busy_ns / 1e6;
+        busy = in->steps->trace_busy_ns / 1e6;
     }
     if (!count || ms < 0.02 || (busy > 0 && ms < 0.1 * busy))
         return KVS_STATUS_OK;
-    const struct kvs_op_acc *big = &c->ops.v[top[0]];
+    const struct kvs_op_acc *big = &in->ops->v[top[0]];
     double gbps = ms > 0 ? bytes / (ms * 1e6) : 0;
-    double ridge = big->peak_tflops > 0 ? big->peak_tflops * 1e3 / c->dev.peak_gbps : 0;
+    double ridge = big->peak_tflops > 0 ? big->peak_tflops * 1e3 / in->dev->peak_gbps : 0;
     struct kvs_finding fd = {0};
     fd.id = "gemm_memory_bound";
-    fd.gpus = kvs_gpus_of(&c->gpus, devices);
+    fd.gpus = kvs_gpus_of(in->gpus, devices);
     fd.severity = busy > 0 && ms >= 0.5 * busy ? KVS_SEV_HIGH : busy > 0 && ms >= 0.2 * busy ? KVS_SEV_WARN
                                                                                           : KVS_SEV_INFO;
     /* half the weight bytes, moved at the rate they move now */
@@ -74,26 +74,26 @@ enum kvs_status kvs_gemm_bound(struct kvs_ctx *c, struct kvs_finding_list *out)
         .busy_ms = busy,
         .weight_bytes = weights,
         .achieved_gbps = gbps,
-        .peak_gbps = c->dev.peak_gbps,
+        .peak_gbps = in->dev->peak_gbps,
         .max_intensity = max_intensity,
         .ridge = ridge,
         .saving_ms = saving,
-        .device = c->dev.name,
+        .device = in->dev->name,
         .precision = big->cost.precision,
         .ntop = ntop,
     };
     for (size_t k = 0; k < ntop; k++) {
-        const struct kvs_op_acc *o = &c->ops.v[top[k]];
+        const struct kvs_op_acc *o = &in->ops->v[top[k]];
         fig.top[k] = (struct kvs_fig_gemm_op){
-            .op = kvs_intern_str(&c->t.strings, o->op_name),
+            .op = kvs_intern_str(&in->t->strings, o->op_name),
             .rows = o->cost.rows,
             .weight_bytes = o->cost.weight_bytes,
-            .calls_per_step = per_step(c, o->calls_in_steps, o->calls),
-            .ms_per_step = per_step(c, o->gpu_ns_in_steps, o->gpu_ns) / 1e6,
+            .calls_per_step = per_step(in->steps, o->calls_in_steps, o->calls),
+            .ms_per_step = per_step(in->steps, o->gpu_ns_in_steps, o->gpu_ns) / 1e6,
             .achieved_gbps = o->achieved_gbps,
             .roof_fraction = o->roof_fraction,
         };
     }
-    KVS_TRY(kvs_phrase_gemm_bound(&c->arena, &fig, &fd));
+    KVS_TRY(kvs_phrase_gemm_bound(ar, &fig, &fd));
     return kvs_finding_push(out, &fd);
 }

@@ -21,8 +21,9 @@
 
 #define KVS_GEMM_SMALL_M 64
 
-/* Needs the op table ctx->ops. Appends the finding to *out; KVS_STATUS_OK or
- * KVS_STATUS_NO_MEMORY. */
-enum kvs_status kvs_gemm_bound(struct kvs_ctx *c, struct kvs_finding_list *out);
+/* Reads the op table, the step table, the device's peaks and the step's
+ * GPUs of the view. Appends the finding to *out, its words in ar;
+ * KVS_STATUS_OK or KVS_STATUS_NO_MEMORY. */
+enum kvs_status kvs_gemm_bound(const struct kvs_stage_in *in, struct kvs_arena *ar, struct kvs_finding_list *out);
 
 #endif

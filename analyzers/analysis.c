@@ -954,15 +954,16 @@ static enum kvs_status read_input(struct kvs_ctx *c, const struct kvs_analyze_in
 
 /* --graph-capture: the capture's records read (no progress of their own)
  * and given to the replay's kernels */
-static enum kvs_status merge_capture(struct kvs_ctx *c, const struct kvs_read_opts *ro)
+static enum kvs_status merge_capture(const char *path, const struct kvs_read_opts *ro, struct kvs_trace_data *t,
+                                     struct kvs_activity_table *act)
 {
     struct kvs_trace_data cap;
     memset(&cap, 0, sizeof cap);
     struct kvs_read_opts cro = *ro;
     cro.progress = NULL;
-    enum kvs_status st = kvs_read_trace(c->opt->graph_capture, &cro, &cap);
+    enum kvs_status st = kvs_read_trace(path, &cro, &cap);
     if (st == KVS_STATUS_OK || st == KVS_STATUS_TRUNCATED)
-        st = kvs_graph_capture_merge(c, &cap, c->opt->graph_capture);
+        st = kvs_graph_capture_merge(t, &cap, path, ro->log, act);
     kvs_trace_data_free(&cap);
     return st;
 }
@@ -1037,7 +1038,7 @@ static enum kvs_status run_stages(struct kvs_ctx *c, struct kvs_step_matcher *sm
                                         c->opt->kv_capacity, c->opt->kv_dtype};
     KVS_TRY(kvs_link(&c->t, c->log, &c->act));
     if (c->opt->graph_capture)
-        KVS_TRY(merge_capture(c, ro));
+        KVS_TRY(merge_capture(c->opt->graph_capture, ro, &c->t, &c->act));
     KVS_TRY(kvs_families_bundled(&c->families, &c->arena, c->log));
     KVS_TRY(kvs_categorize(&c->t, &c->families, &c->act));
     KVS_TRY(kvs_steps_find(&c->t, sm, c->log, &c->steps));

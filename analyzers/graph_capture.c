@@ -26,9 +26,8 @@ static int cmp_idx_ts(const void *a, const void *b)
 }
 
 /* does the pair say it is wrong? 1 agree, 0 disagree, -1 nothing to check */
-static int check_pair(const struct kvs_ctx *c, const struct kvs_trace_data *cap, uint32_t gi, uint32_t op)
+static int check_pair(const struct kvs_trace_data *t, const struct kvs_trace_data *cap, uint32_t gi, uint32_t op)
 {
-    const struct kvs_trace_data *t = &c->t;
     const struct kvs_gpu_rec *g = &t->gpus[gi];
     const char *kname = kvs_intern_str(&t->strings, g->name);
     const char *oname = kvs_intern_str(&cap->strings, cap->opkeys[cap->ops[op].key].name);
@@ -203,8 +202,9 @@ struct alignment {
     uint64_t checked, disagree;
 };
 
-static enum kvs_status align(const struct kvs_ctx *c, const struct kvs_trace_data *cap, const char *name,
-                             const struct captured *k, const struct replays *p, struct alignment *al)
+static enum kvs_status align(const struct kvs_trace_data *t, const struct kvs_trace_data *cap, const char *name,
+                             const struct kvs_logger *log, const struct captured *k, const struct replays *p,
+                             struct alignment *al)
 {
     for (size_t r = 0; r < p->n; r++) {
         size_t n = p->kstart[r + 1] - p->kstart[r];
@@ -217,13 +217,13 @@ static enum kvs_status align(const struct kvs_ctx *c, const struct kvs_trace_dat
             uint32_t *op = kvs_u64map_get(&k->ext_op, (uint64_t)cap->rts[k->launches[j].i].ext);
             if (!op)
                 continue;
-            int v = check_pair(c, cap, p->kern[p->kstart[r] + j].i, *op - 1);
+            int v = check_pair(t, cap, p->kern[p->kstart[r] + j].i, *op - 1);
             al->checked += v >= 0;
             al->disagree += v == 0;
         }
     }
     if (!al->aligned) {
-        kvs_log(c->log, KVS_LOG_ERROR,
+        kvs_log(log, KVS_LOG_ERROR,
                 "--graph-capture %s: its %zu captured kernel launches line up with none of the "
                 "trace's %zu graph replays (their kernel counts differ): not the capture of "
                 "this graph, so no ops are given to its kernels",
@@ -231,7 +231,7 @@ static enum kvs_status align(const struct kvs_ctx *c, const struct kvs_trace_dat
         return KVS_STATUS_INVALID_ARGUMENT;
     }
     if (al->checked && (double)al->disagree > MAX_DISAGREE * (double)al->checked) {
-        kvs_log(c->log, KVS_LOG_ERROR,
+        kvs_log(log, KVS_LOG_ERROR,
                 "--graph-capture %s: aligned in order, %llu of %llu checked pairs disagree (a "
                 "copy kernel under a non-copy op, or an element count the kernel's launch "
                 "cannot hold): refused rather than guessed",
@@ -243,10 +243,9 @@ static enum kvs_status align(const struct kvs_ctx *c, const struct kvs_trace_dat
 
 /* merge: each aligned kernel gets a copy of its op at the graph launch;
  * *given counts them */
-static enum kvs_status give_ops(struct kvs_ctx *c, const struct kvs_trace_data *cap, const struct captured *k,
-                                const struct replays *p, uint64_t *given)
+static enum kvs_status give_ops(struct kvs_trace_data *t, const struct kvs_trace_data *cap, const struct captured *k,
+                                const struct replays *p, struct kvs_activity_table *act, uint64_t *given)
 {
-    struct kvs_trace_data *t = &c->t;
     uint32_t *key_of = calloc(cap->nopkeys ? cap->nopkeys : 1, sizeof *key_of); /* replay key + 1 */
     if (!key_of)
         return KVS_STATUS_NO_MEMORY;
@@ -268,7 +267,7 @@ static enum kvs_status give_ops(struct kvs_ctx *c, const struct kvs_trace_data *
                 return KVS_STATUS_NO_MEMORY;
             }
             key_of[co->key] = key + 1;
-            c->act.v[p->kern[p->kstart[r] + j].i].op = (uint32_t)(t->nops - 1);
+            act->v[p->kern[p->kstart[r] + j].i].op = (uint32_t)(t->nops - 1);
             (*given)++;
         }
     }
@@ -276,7 +275,8 @@ static enum kvs_status give_ops(struct kvs_ctx *c, const struct kvs_trace_data *
     return KVS_STATUS_OK;
 }
 
-enum kvs_status kvs_graph_capture_merge(struct kvs_ctx *c, const struct kvs_trace_data *cap, const char *name)
+enum kvs_status kvs_graph_capture_merge(struct kvs_trace_data *t, const struct kvs_trace_data *cap, const char *name,
+                                        const struct kvs_logger *log, struct kvs_activity_table *act)
 {
     struct captured k = {0};
     struct replays p = {0};
@@ -284,17 +284,17 @@ enum kvs_status kvs_graph_capture_merge(struct kvs_ctx *c, const struct kvs_trac
     uint64_t given = 0;
     enum kvs_status st = captured_launches(cap, &k);
     if (st == KVS_STATUS_OK)
-        st = replay_kernels(&c->t, &p);
+        st = replay_kernels(t, &p);
     if (st == KVS_STATUS_OK)
-        st = align(c, cap, name, &k, &p, &al);
+        st = align(t, cap, name, log, &k, &p, &al);
     if (st == KVS_STATUS_OK)
-        st = give_ops(c, cap, &k, &p, &given);
+        st = give_ops(t, cap, &k, &p, act, &given);
     if (st == KVS_STATUS_OK) {
-        c->act.unlinked = 0;
-        for (size_t i = 0; i < c->t.ngpus; i++)
-            c->act.unlinked += c->act.v[i].op == KVS_NO_OP;
-        c->act.capture_aligned = given;
-        kvs_log(c->log, KVS_LOG_INFO,
+        act->unlinked = 0;
+        for (size_t i = 0; i < t->ngpus; i++)
+            act->unlinked += act->v[i].op == KVS_NO_OP;
+        act->capture_aligned = given;
+        kvs_log(log, KVS_LOG_INFO,
                 "--graph-capture %s: %zu kernel launches captured; %zu of %zu graph replays aligned "
                 "launch by launch (%llu kernels given their captured op; %llu pairs checked by kernel "
                 "kind and element count, %llu disagree)%s",

@@ -27,9 +27,12 @@
 #include "ctx.h"
 #include "kvscope/reader.h"
 
-/* cap: the capture's records; name: its path, for messages.
- * KVS_STATUS_INVALID_ARGUMENT (logged) when the capture does not align. */
-enum kvs_status kvs_graph_capture_merge(struct kvs_ctx *c, const struct kvs_trace_data *cap,
-                                        const char *name);
+/* t: the replay's records, to which the aligned kernels' ops are added;
+ * cap: the capture's records; name: its path, for messages; act: link's
+ * activity table, whose aligned kernels get those ops (and its unlinked
+ * and capture_aligned counts redone). KVS_STATUS_INVALID_ARGUMENT (logged)
+ * when the capture does not align. */
+enum kvs_status kvs_graph_capture_merge(struct kvs_trace_data *t, const struct kvs_trace_data *cap, const char *name,
+                                        const struct kvs_logger *log, struct kvs_activity_table *act);
 
 #endif

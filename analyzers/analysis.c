@@ -31,6 +31,41 @@
 #include "steps.h"
 
 
+/* The records and the stages' tables of one analysis, held here while the
+ * stages run (run_stages): each stage is called with const pointers to what
+ * it reads and a pointer to the table it fills, so no stage sees this
+ * struct; the result is laid out from it (build_result), then it is freed.
+ * The arena holds the analysis' strings and lists and moves to the result. */
+struct tables {
+    struct kvs_trace_data t;
+    const struct kvs_analysis_options *opt;
+
+    /* link (op, launch, graph), classify (cat, family, kfamily), steps (step) */
+    struct kvs_activity_table act;
+    struct kvs_families families; /* classify */
+
+    /* steps (steps.c); the step's GPUs (count_devices) */
+    struct kvs_step_table steps;
+    struct kvs_gpu_set gpus;
+
+    /* groups (groups.c, then match.c's roles and matches) */
+    struct kvs_group_table groups;
+
+    /* the roofline table of every op group (roofline.c), by GPU time */
+    struct kvs_op_table ops;
+
+    /* the model (given), and what the trace says of it (match.c) */
+    bool have_model;
+    struct kvs_model model;      /* valid when have_model */
+    struct kvs_model_facts mf;
+
+    /* the device's peaks (pick_device) */
+    struct kvs_peaks dev;
+
+    /* the result being built */
+    struct kvs_arena arena;
+};
+
 void kvs_analysis_options_init(struct kvs_analysis_options *opt)
 {
     memset(opt, 0, sizeof *opt);
@@ -47,7 +82,7 @@ void kvs_analysis_free(struct kvs_analysis *a)
     free(impl);
 }
 
-static void ctx_free(struct kvs_ctx *c)
+static void ctx_free(struct tables *c)
 {
     kvs_trace_data_free(&c->t);
     free(c->act.v);
@@ -66,9 +101,8 @@ static void ctx_free(struct kvs_ctx *c)
 // ----------------------------------------------------------------------------
 // device
 
-static const char *trace_device(const struct kvs_ctx *c)
+static const char *trace_device(const struct kvs_trace_data *t)
 {
-    const struct kvs_trace_data *t = &c->t;
     double ns[KVS_MAX_DEVICES] = {0};
     for (size_t i = 0; i < t->ngpus; i++)
         if (t->gpus[i].device >= 0 && t->gpus[i].device < KVS_MAX_DEVICES)
@@ -80,41 +114,42 @@ static const char *trace_device(const struct kvs_ctx *c)
     return best >= 0 ? t->device_names[best] : NULL;
 }
 
-static enum kvs_status pick_device(struct kvs_ctx *c)
+static enum kvs_status pick_device(const struct kvs_trace_data *t, const struct kvs_analysis_options *o,
+                                   struct kvs_arena *ar, struct kvs_peaks *dev)
 {
-    const struct kvs_analysis_options *o = c->opt;
-    const char *name = o->device ? o->device : trace_device(c);
-    c->dev.name = name ? kvs_arena_strdup(&c->arena, name) : NULL;
-    c->dev.source = "unknown";
+    const struct kvs_logger *log = &o->log;
+    const char *name = o->device ? o->device : trace_device(t);
+    dev->name = name ? kvs_arena_strdup(ar, name) : NULL;
+    dev->source = "unknown";
     if (name) {
         struct kvs_device_info info;
         bool found;
-        enum kvs_status st = kvs_device_lookup(name, c->log, &info, &found);
+        enum kvs_status st = kvs_device_lookup(name, log, &info, &found);
         if (st != KVS_STATUS_OK)
             return st;
         if (found) {
-            c->dev.peak_gbps = info.peak_gbps;
-            c->dev.copy_gbps = info.copy_gbps;
-            c->dev.bf16_tflops = info.bf16_tflops;
-            c->dev.fp8_tflops = info.fp8_tflops;
-            c->dev.source = "device table";
+            dev->peak_gbps = info.peak_gbps;
+            dev->copy_gbps = info.copy_gbps;
+            dev->bf16_tflops = info.bf16_tflops;
+            dev->fp8_tflops = info.fp8_tflops;
+            dev->source = "device table";
             if (o->device)
-                c->dev.name = kvs_arena_strdup(&c->arena, info.name);
+                dev->name = kvs_arena_strdup(ar, info.name);
         } else if (o->peak_gbps <= 0) {
             char names[600];
             kvs_device_names(names, sizeof names);
-            kvs_log(c->log, KVS_LOG_WARN,
+            kvs_log(log, KVS_LOG_WARN,
                     "device \"%s\" is not in the device table (%s): efficiency is not computed; "
                     "give the peak with --peak-gbps",
                     name, names);
         }
-    } else if (o->peak_gbps <= 0 && c->t.ngpus) {
-        kvs_log(c->log, KVS_LOG_WARN,
+    } else if (o->peak_gbps <= 0 && t->ngpus) {
+        kvs_log(log, KVS_LOG_WARN,
                 "the trace names no device: efficiency is not computed; give --device or --peak-gbps");
     }
     if (o->peak_gbps > 0) {
-        c->dev.peak_gbps = o->peak_gbps;
-        c->dev.source = "--peak-gbps";
+        dev->peak_gbps = o->peak_gbps;
+        dev->source = "--peak-gbps";
     }
     return KVS_STATUS_OK;
 }
@@ -195,7 +230,7 @@ static bool layout_tensors(struct kvs_arena *ar, const struct kvs_shape *s,
 }
 
 /* the roofline table (roofline.c) as the result keeps it */
-static enum kvs_status build_ops(struct kvs_ctx *c, struct kvs_analysis_impl *impl)
+static enum kvs_status build_ops(struct tables *c, struct kvs_analysis_impl *impl)
 {
     struct kvs_arena *ar = &impl->arena;
     struct kvs_op_roofline *out = kvs_arena_alloc(ar, (c->ops.n ? c->ops.n : 1) * sizeof *out);
@@ -233,7 +268,7 @@ static enum kvs_status build_ops(struct kvs_ctx *c, struct kvs_analysis_impl *im
     return KVS_STATUS_OK;
 }
 
-static enum kvs_status build_groups(struct kvs_ctx *c, struct kvs_analysis_impl *impl)
+static enum kvs_status build_groups(struct tables *c, struct kvs_analysis_impl *impl)
 {
     struct kvs_analysis *a = &impl->pub;
     struct kvs_arena *ar = &impl->arena;
@@ -293,7 +328,7 @@ static int cmp_kstat(const void *x, const void *y)
     return a->name < b->name ? -1 : a->name > b->name;
 }
 
-static enum kvs_status build_kernels(struct kvs_ctx *c, struct kvs_analysis_impl *impl)
+static enum kvs_status build_kernels(struct tables *c, struct kvs_analysis_impl *impl)
 {
     const struct kvs_trace_data *t = &c->t;
     uint32_t nstr = kvs_intern_count(&impl->strings); /* the names moved to the result */
@@ -405,7 +440,7 @@ static double busy_share(double busy_ms, double time_ms, int devices)
     return f < 1.0 ? f : 1.0;
 }
 
-static enum kvs_status build_kinds(struct kvs_ctx *c, struct kvs_analysis_impl *impl)
+static enum kvs_status build_kinds(struct tables *c, struct kvs_analysis_impl *impl)
 {
     struct kvs_analysis *a = &impl->pub;
     struct kvs_step_kind_stat acc[KVS_STEP_KIND_COUNT_];
@@ -463,7 +498,7 @@ static enum kvs_status build_kinds(struct kvs_ctx *c, struct kvs_analysis_impl *
     return KVS_STATUS_OK;
 }
 
-static enum kvs_status build_steps(struct kvs_ctx *c, struct kvs_analysis_impl *impl)
+static enum kvs_status build_steps(struct tables *c, struct kvs_analysis_impl *impl)
 {
     struct kvs_analysis *a = &impl->pub;
     struct kvs_step *st = kvs_arena_alloc(&impl->arena, (c->steps.n ? c->steps.n : 1) * sizeof *st);
@@ -561,7 +596,7 @@ static int cmp_collective(const void *x, const void *y)
 /* The communication kernels each step launched, by step then start: what
  * kvs_multirank() matches across ranks (the k-th collective of a step on
  * every rank) to see which rank arrives last. None without steps. */
-static enum kvs_status build_collectives(struct kvs_ctx *c, struct kvs_analysis_impl *impl)
+static enum kvs_status build_collectives(struct tables *c, struct kvs_analysis_impl *impl)
 {
     const struct kvs_trace_data *t = &c->t;
     size_t n = 0;
@@ -611,7 +646,7 @@ static int cmp_family(const void *x, const void *y)
 
 /* GPU time by kernel family, of the work the steps launched (the whole
  * trace without steps) */
-static enum kvs_status build_families(struct kvs_ctx *c, struct kvs_analysis_impl *impl)
+static enum kvs_status build_families(struct tables *c, struct kvs_analysis_impl *impl)
 {
     const struct kvs_families *fs = &c->families;
     struct kvs_family_stat acc[KVS_MAX_FAMILIES];
@@ -643,7 +678,18 @@ static enum kvs_status build_families(struct kvs_ctx *c, struct kvs_analysis_imp
     return KVS_STATUS_OK;
 }
 
-static enum kvs_status build_result(struct kvs_ctx *c, const char *path, struct kvs_analysis **out)
+/* the result's tables, one from each of the stages' */
+static enum kvs_status build_tables(struct tables *c, struct kvs_analysis_impl *impl)
+{
+    KVS_TRY(build_steps(c, impl));
+    KVS_TRY(build_groups(c, impl));
+    KVS_TRY(build_kernels(c, impl));
+    KVS_TRY(build_families(c, impl));
+    KVS_TRY(build_ops(c, impl));
+    return build_collectives(c, impl);
+}
+
+static enum kvs_status build_result(struct tables *c, const char *path, struct kvs_analysis **out)
 {
     struct kvs_analysis_impl *impl = calloc(1, sizeof *impl);
     if (!impl)
@@ -689,9 +735,7 @@ static enum kvs_status build_result(struct kvs_ctx *c, const char *path, struct 
     a->num_layers = c->have_model ? c->model.layers : 0;
     if (!ti->path)
         goto fail;
-    if ((st = build_steps(c, impl)) != KVS_STATUS_OK || (st = build_groups(c, impl)) != KVS_STATUS_OK ||
-        (st = build_kernels(c, impl)) != KVS_STATUS_OK || (st = build_families(c, impl)) != KVS_STATUS_OK ||
-        (st = build_ops(c, impl)) != KVS_STATUS_OK || (st = build_collectives(c, impl)) != KVS_STATUS_OK)
+    if ((st = build_tables(c, impl)) != KVS_STATUS_OK)
         goto fail;
     if (!copy_engine(impl, &t->engine)) {
         st = KVS_STATUS_NO_MEMORY;
@@ -768,12 +812,13 @@ static void stray_words(char *what, size_t size, size_t *wl, const struct dev_st
         *wl = size - 1;
 }
 
-/* The step's GPUs (c->gpus), the strays said. */
-static enum kvs_status count_devices(struct kvs_ctx *c, const char *path)
+/* The step's GPUs into *gpus, the strays said. */
+static enum kvs_status count_devices(const struct kvs_trace_data *t, const struct kvs_activity_table *act,
+                                     const struct kvs_step_table *steps, const struct kvs_logger *log,
+                                     const char *path, struct kvs_gpu_set *gpus)
 {
-    const struct kvs_trace_data *t = &c->t;
-    c->gpus.bits = 0;
-    c->gpus.n = 1;
+    gpus->bits = 0;
+    gpus->n = 1;
     if (!t->ngpus)
         return KVS_STATUS_OK;
     /* more device ids than this (a hostile trace): the rest count as strays */
@@ -799,8 +844,8 @@ static enum kvs_status count_devices(struct kvs_ctx *c, const char *path)
         if (g->kind == KVS_GPU_KERNEL) {
             e->kernels++;
             e->kernel_ns += g->dur;
-            if (c->steps.n && c->act.v[i].step >= 0)
-                ks[nks++] = (struct dev_step){g->device, c->act.v[i].step};
+            if (steps->n && act->v[i].step >= 0)
+                ks[nks++] = (struct dev_step){g->device, act->v[i].step};
         } else if (g->kind == KVS_GPU_MEMCPY) {
             e->copies++;
         } else {
@@ -825,7 +870,7 @@ static enum kvs_status count_devices(struct kvs_ctx *c, const char *path)
     int counted = 0, stray = 0;
     for (size_t i = 0; i < nd; i++) {
         bool counts = d[i].kernels > 0 && (double)d[i].kernel_ns >= KVS_DEVICE_MIN_SHARE * (double)top &&
-                      (!c->steps.n || 2 * d[i].kernel_steps > (int64_t)c->steps.n);
+                      (!steps->n || 2 * d[i].kernel_steps > (int64_t)steps->n);
         d[i].kernel_steps = counts ? -1 : d[i].kernel_steps >= 0 ? d[i].kernel_steps : 0; /* -1: counted */
         counted += counts;
     }
@@ -838,22 +883,22 @@ static enum kvs_status count_devices(struct kvs_ctx *c, const char *path)
     size_t wl = 0;
     for (size_t i = 0; i < nd; i++) {
         if (d[i].kernel_steps < 0) {
-            c->gpus.bits |= kvs_device_bit(d[i].device);
+            gpus->bits |= kvs_device_bit(d[i].device);
             continue;
         }
         stray_ns += d[i].ns;
         if (stray++ < 3)
-            stray_words(what, sizeof what, &wl, &d[i], c->steps.n);
+            stray_words(what, sizeof what, &wl, &d[i], steps->n);
     }
     if (stray > 0)
-        kvs_log(c->log, KVS_LOG_WARN,
+        kvs_log(log, KVS_LOG_WARN,
                 "%s: %d stray device id%s, not counted as GPUs of the step (busy fraction, idle "
                 "time, per-GPU figures): %s%s; a GPU of the step runs kernels %sfor at least %.0f%% "
                 "of the busiest device's kernel time; their work (%.3f ms) stays in the GPU time",
                 path, stray, stray > 1 ? "s" : "", what, stray > 3 ? "; ..." : "",
-                c->steps.n ? "in most steps and " : "", 100.0 * KVS_DEVICE_MIN_SHARE, (double)stray_ns / 1e6);
+                steps->n ? "in most steps and " : "", 100.0 * KVS_DEVICE_MIN_SHARE, (double)stray_ns / 1e6);
     free(d);
-    c->gpus.n = counted;
+    gpus->n = counted;
     return KVS_STATUS_OK;
 }
 
@@ -895,18 +940,18 @@ enum kvs_status kvs_analysis_options_check(const struct kvs_analysis_options *op
 }
 
 /* The step matcher and the model, before any input is read. */
-static enum kvs_status setup(struct kvs_ctx *c, const struct kvs_analyze_input *in,
+static enum kvs_status setup(struct tables *c, const struct kvs_analyze_input *in,
                              struct kvs_step_matcher *sm)
 {
     const struct kvs_analysis_options *opt = c->opt;
-    KVS_TRY(kvs_step_matcher_init(sm, opt->step_regex, c->log));
+    KVS_TRY(kvs_step_matcher_init(sm, opt->step_regex, &c->opt->log));
     if (in->model) {
         c->model = *in->model;
         c->have_model = true;
     } else if (opt->model_config || opt->model) {
         enum kvs_status st = opt->model_config
-                                 ? kvs_model_from_config(opt->model_config, opt->model, c->log, &c->model)
-                                 : kvs_model_load(opt->model, c->log, &c->model);
+                                 ? kvs_model_from_config(opt->model_config, opt->model, &c->opt->log, &c->model)
+                                 : kvs_model_load(opt->model, &c->opt->log, &c->model);
         if (st != KVS_STATUS_OK) {
             kvs_step_matcher_free(sm);
             return st;
@@ -917,7 +962,7 @@ static enum kvs_status setup(struct kvs_ctx *c, const struct kvs_analyze_input *
 }
 
 /* Why an input that read gave no events (KVS_STATUS_EMPTY, said). */
-static enum kvs_status say_empty(const struct kvs_ctx *c, const struct kvs_analyze_input *in,
+static enum kvs_status say_empty(const struct tables *c, const struct kvs_analyze_input *in,
                                  enum kvs_status read_st)
 {
     const char *path = in->path;
@@ -925,14 +970,14 @@ static enum kvs_status say_empty(const struct kvs_ctx *c, const struct kvs_analy
         return KVS_STATUS_EMPTY;
     char schema[64] = "";
     if (!in->in_memory && kvs_kvscope_doc_sniff(path, schema, sizeof schema) == KVS_STATUS_OK && schema[0]) {
-        kvs_log(c->log, KVS_LOG_ERROR,
+        kvs_log(&c->opt->log, KVS_LOG_ERROR,
                 "%s: a kvscope JSON document (%s), not a trace: kvscope report reads a rank's "
                 "report (kvscope.report/1) as that rank's summary, for the view across ranks; "
                 "everything else needs the trace",
                 path, schema);
         return KVS_STATUS_EMPTY;
     }
-    kvs_log(c->log, KVS_LOG_ERROR,
+    kvs_log(&c->opt->log, KVS_LOG_ERROR,
             c->t.bytes == 0 ? "%s: the file is empty: no trace to analyse"
             : read_st == KVS_STATUS_TRUNCATED
                 ? "%s: the trace ended before its first complete event: nothing to analyse"
@@ -942,7 +987,7 @@ static enum kvs_status say_empty(const struct kvs_ctx *c, const struct kvs_analy
 }
 
 /* The records of the input into c->t; *read_st: OK or TRUNCATED. */
-static enum kvs_status read_input(struct kvs_ctx *c, const struct kvs_analyze_input *in,
+static enum kvs_status read_input(struct tables *c, const struct kvs_analyze_input *in,
                                   const struct kvs_read_opts *ro, enum kvs_status *read_st)
 {
     struct kvs_read_input ri = {in->path, in->data, in->len, in->in_memory};
@@ -970,57 +1015,57 @@ static enum kvs_status merge_capture(const char *path, const struct kvs_read_opt
 
 /* What the trace lacks that a reader of the report should know: steps,
  * shapes of graph-launched work, the GPU side. */
-static void say_gaps(const struct kvs_ctx *c, const char *path)
+static void say_gaps(const struct kvs_stage_in *in, const struct kvs_logger *log, const char *path)
 {
-    const struct kvs_analysis_options *opt = c->opt;
-    if (!c->steps.n)
-        kvs_log(c->log, KVS_LOG_INFO,
+    const struct kvs_analysis_options *opt = in->opt;
+    if (!in->steps->n)
+        kvs_log(log, KVS_LOG_INFO,
                 "%s: no step markers (vLLM/SGLang step ranges, ProfilerStep#N or step ranges%s): figures are trace totals", path,
                 opt->step_regex ? ", or --step-regex matches" : "");
-    if (c->act.graph_launched) {
+    if (in->act->graph_launched) {
         size_t sized = 0;
-        for (size_t i = 0; i < c->groups.n; i++)
-            sized += c->groups.v[i].launch_sized;
-        if (c->act.graph_node_ops && !c->act.capture_aligned)
-            kvs_log(c->log, KVS_LOG_INFO,
+        for (size_t i = 0; i < in->groups->n; i++)
+            sized += in->groups->v[i].launch_sized;
+        if (in->act->graph_node_ops && !in->act->capture_aligned)
+            kvs_log(log, KVS_LOG_INFO,
                     "%s: %llu of %zu GPU activities were launched from CUDA graphs; %llu of them "
                     "carry the op (shapes, dtypes) their graph node was captured under",
-                    path, (unsigned long long)c->act.graph_launched, c->t.ngpus,
-                    (unsigned long long)c->act.graph_node_ops);
-        else if (c->act.capture_aligned)
-            kvs_log(c->log, KVS_LOG_INFO,
+                    path, (unsigned long long)in->act->graph_launched, in->t->ngpus,
+                    (unsigned long long)in->act->graph_node_ops);
+        else if (in->act->capture_aligned)
+            kvs_log(log, KVS_LOG_INFO,
                     "%s: %llu of %zu GPU activities were launched from CUDA graphs; %llu of them "
                     "have the ops (shapes, dtypes, External ids) they were captured under",
-                    path, (unsigned long long)c->act.graph_launched, c->t.ngpus,
-                    (unsigned long long)c->act.capture_aligned);
+                    path, (unsigned long long)in->act->graph_launched, in->t->ngpus,
+                    (unsigned long long)in->act->capture_aligned);
         else if (sized)
-            kvs_log(c->log, KVS_LOG_WARN,
+            kvs_log(log, KVS_LOG_WARN,
                     "%s: %llu of %zu GPU activities were launched from CUDA graphs: PyTorch records "
                     "no op shapes for a graph's kernels; %zu copy/cast groups were sized from their "
                     "launches instead (grid x block and the kernel's name; docs/analysis.md says "
                     "the bounds)",
-                    path, (unsigned long long)c->act.graph_launched, c->t.ngpus, sized);
+                    path, (unsigned long long)in->act->graph_launched, in->t->ngpus, sized);
         else
-            kvs_log(c->log, KVS_LOG_WARN,
+            kvs_log(log, KVS_LOG_WARN,
                     "%s: %llu of %zu GPU activities were launched from CUDA graphs: PyTorch records "
                     "no op shapes for a graph's kernels, so their copies and casts are neither sized "
                     "nor matched to the KV cache (profile an eager step for that, e.g. vLLM "
                     "--enforce-eager)",
-                    path, (unsigned long long)c->act.graph_launched, c->t.ngpus);
+                    path, (unsigned long long)in->act->graph_launched, in->t->ngpus);
     }
-    if (!c->steps.n && opt->batch > 0) /* asked for, and not silently left out */
-        kvs_log(c->log, KVS_LOG_WARN,
+    if (!in->steps->n && opt->batch > 0) /* asked for, and not silently left out */
+        kvs_log(log, KVS_LOG_WARN,
                 "%s: --batch %d gives no tokens/s without step markers (ProfilerStep#N, step "
                 "ranges or --step-regex)",
                 path, opt->batch);
-    if (c->t.ngpus == 0 && c->t.n_runtime > 0) /* launches, but no GPU side: a profiler set-up slip */
-        kvs_log(c->log, KVS_LOG_WARN,
+    if (in->t->ngpus == 0 && in->t->n_runtime > 0) /* launches, but no GPU side: a profiler set-up slip */
+        kvs_log(log, KVS_LOG_WARN,
                 "%s: no GPU activity (kernels, copies, memsets) although the trace has %llu "
                 "CUDA/HIP runtime calls: the profiler did not record the GPU side (torch.profiler: "
                 "add ProfilerActivity.CUDA to activities), so nothing on the GPU can be judged",
-                path, (unsigned long long)c->t.n_runtime);
-    else if (c->t.ngpus == 0)
-        kvs_log(c->log, KVS_LOG_INFO,
+                path, (unsigned long long)in->t->n_runtime);
+    else if (in->t->ngpus == 0)
+        kvs_log(log, KVS_LOG_INFO,
                 "%s: no CUDA/ROCm GPU activity in the trace: a CPU-only trace, or another "
                 "accelerator's (MTIA) whose device events kvscope does not analyse",
                 path);
@@ -1029,32 +1074,33 @@ static void say_gaps(const struct kvs_ctx *c, const char *path)
 /* The stages in order, from the records to the ranked findings: each
  * reads what the ones before it filled (docs/conventions.md, "The analysis'
  * stages"). */
-static enum kvs_status run_stages(struct kvs_ctx *c, struct kvs_step_matcher *sm,
+static enum kvs_status run_stages(struct tables *c, struct kvs_step_matcher *sm,
                                   const struct kvs_read_opts *ro, const char *path,
                                   struct kvs_finding **findings, size_t *nfind)
 {
-    const struct kvs_stage_in in = kvs_stage_in_of(c); /* the tables as they fill */
-    const struct kvs_launch_facts lf = {&c->t.strings, c->have_model ? &c->model : NULL,
-                                        c->opt->kv_capacity, c->opt->kv_dtype};
-    KVS_TRY(kvs_link(&c->t, c->log, &c->act));
+    /* what the stages read, read-only; each table filled once its stage ran */
+    const struct kvs_stage_in in = {&c->t, c->opt, &c->act, &c->steps, &c->groups, &c->dev, &c->mf, &c->gpus, &c->ops};
+    const struct kvs_model *model = c->have_model ? &c->model : NULL;
+    const struct kvs_launch_facts lf = {&c->t.strings, model, c->opt->kv_capacity, c->opt->kv_dtype};
+    const struct kvs_logger *log = &c->opt->log;
+    KVS_TRY(kvs_link(&c->t, log, &c->act));
     if (c->opt->graph_capture)
         KVS_TRY(merge_capture(c->opt->graph_capture, ro, &c->t, &c->act));
-    KVS_TRY(kvs_families_bundled(&c->families, &c->arena, c->log));
+    KVS_TRY(kvs_families_bundled(&c->families, &c->arena, log));
     KVS_TRY(kvs_categorize(&c->t, &c->families, &c->act));
-    KVS_TRY(kvs_steps_find(&c->t, sm, c->log, &c->steps));
+    KVS_TRY(kvs_steps_find(&c->t, sm, log, &c->steps));
     KVS_TRY(kvs_steps_measure(&c->t, &c->act, &c->steps));
     KVS_TRY(kvs_groups_build(&in, &lf, &c->groups));
-    KVS_TRY(pick_device(c));
-    KVS_TRY(kvs_match_groups(&in, c->have_model ? &c->model : NULL, c->opt->kv_capacity, &c->arena,
-                             &c->groups, &c->mf));
-    say_gaps(c, path);
-    KVS_TRY(count_devices(c, path));
+    KVS_TRY(pick_device(&c->t, c->opt, &c->arena, &c->dev));
+    KVS_TRY(kvs_match_groups(&in, model, c->opt->kv_capacity, &c->arena, &c->groups, &c->mf));
+    say_gaps(&in, log, path);
+    KVS_TRY(count_devices(&c->t, &c->act, &c->steps, log, path, &c->gpus));
     KVS_TRY(kvs_roofline_build(&in, &c->ops));
-    return kvs_findings_build(c, findings, nfind);
+    return kvs_findings_build(&in, &c->arena, findings, nfind);
 }
 
 /* The result from the stages' state, with the findings. */
-static enum kvs_status finish(struct kvs_ctx *c, const char *path, struct kvs_finding *findings, size_t nfind,
+static enum kvs_status finish(struct tables *c, const char *path, struct kvs_finding *findings, size_t nfind,
                               struct kvs_analysis **out)
 {
     KVS_TRY(build_result(c, path, out));
@@ -1087,14 +1133,13 @@ enum kvs_status kvs_analyze_input(const struct kvs_analyze_input *in,
         return KVS_STATUS_INVALID_ARGUMENT;
     }
     KVS_TRY(options_check(opt));
-    struct kvs_ctx c;
+    struct tables c;
     memset(&c, 0, sizeof c);
     c.opt = opt;
-    c.log = &opt->log;
     struct kvs_step_matcher sm;
     KVS_TRY(setup(&c, in, &sm));
     struct kvs_read_opts ro = {0};
-    ro.log = c.log;
+    ro.log = &opt->log;
     ro.progress = opt->progress;
     ro.progress_user = opt->progress_user;
     ro.is_step_name = kvs_step_matcher_is_op_step;

@@ -1,20 +1,23 @@
-/* ctx.h — one analysis' records and the tables its stages build from them
- * (docs/conventions.md, "The analysis' stages").
+/* ctx.h — the tables the analysis' stages build from the records, and the
+ * read-only view of them a stage reads (docs/conventions.md, "The
+ * analysis' stages and their tables").
  *
- * defines: struct kvs_ctx, struct kvs_activity, struct kvs_activity_table,
+ * defines: struct kvs_activity, struct kvs_activity_table,
  *          struct kvs_step_table, struct kvs_group_table, struct kvs_op_table,
- *          struct kvs_peaks, struct kvs_model_facts, struct kvs_gpu_set, struct kvs_stage_in, kvs_stage_in_of,
+ *          struct kvs_peaks, struct kvs_model_facts, struct kvs_gpu_set, struct kvs_stage_in,
  *          struct kvs_step_desc, struct kvs_step_win, struct kvs_group_acc,
  *          struct kvs_op_acc, struct kvs_family, struct kvs_families, KVS_NO_OP,
  *          kvs_device_bit, kvs_gpus_of
  *
- * The stages run in order in analysis.c (run_stages), each filling its own
- * table of struct kvs_ctx: link and classify the activity table (act),
- * steps the step table (steps), groups and match the group table (groups),
- * roofline the op table (ops); the device, the model and the step's GPUs
- * sit beside them. A stage reads only the tables of stages before it, and
- * its header says which. Per-activity entries are indexed like the
- * records' t.gpus. Private to analyzers/.
+ * The stages run in order in analysis.c (run_stages), each a function of
+ * the tables it reads (const pointers, or the view struct kvs_stage_in)
+ * filling the one it makes: link and classify the activity table, steps
+ * the step table, groups and match the group table (and the model facts),
+ * the device its peaks, the step's GPUs their set, roofline the op table;
+ * the detectors read them all and make the findings. A stage reads only
+ * the tables of stages before it, and its header says which. analysis.c
+ * alone holds the tables while the stages run. Per-activity entries are
+ * indexed like the records' t.gpus. Private to analyzers/.
  */
 #ifndef KVS_ANALYZERS_CTX_H
 #define KVS_ANALYZERS_CTX_H
@@ -197,8 +200,9 @@ struct kvs_activity_table {
                                   * graph node was captured under (kvscope's capture; link.c) */
 };
 
-/* What a later stage reads of the earlier ones, read-only (kvs_stage_in_of
- * takes it from a ctx): the records and the tables so far. */
+/* What a later stage reads of the earlier ones, read-only: the records,
+ * the options and the tables so far (analysis.c points it at its tables
+ * before the first stage; a table is filled once its stage has run). */
 struct kvs_stage_in {
     const struct kvs_trace_data *t;
     const struct kvs_analysis_options *opt;
@@ -210,43 +214,6 @@ struct kvs_stage_in {
     const struct kvs_gpu_set *gpus;
     const struct kvs_op_table *ops;
 };
-
-struct kvs_ctx {
-    struct kvs_trace_data t;
-    const struct kvs_analysis_options *opt;
-    const struct kvs_logger *log;
-
-    /* link (op, launch, graph), classify (cat, family, kfamily), steps (step) */
-    struct kvs_activity_table act;
-    struct kvs_families families; /* classify */
-
-    /* steps (steps.c); the step's GPUs (analysis.c's count_devices) */
-    struct kvs_step_table steps;
-    struct kvs_gpu_set gpus;
-
-    /* groups (groups.c, then match.c's roles and matches) */
-    struct kvs_group_table groups;
-
-    /* the roofline table of every op group (roofline.c), by GPU time */
-    struct kvs_op_table ops;
-
-    /* the model (given), and what the trace says of it (match.c) */
-    bool have_model;
-    struct kvs_model model;      /* valid when have_model */
-    struct kvs_model_facts mf;
-
-    /* the device's peaks (analysis.c's pick_device) */
-    struct kvs_peaks dev;
-
-    /* the result being built */
-    struct kvs_arena arena;
-};
-
-static inline struct kvs_stage_in kvs_stage_in_of(const struct kvs_ctx *c)
-{
-    struct kvs_stage_in in = {&c->t, c->opt, &c->act, &c->steps, &c->groups, &c->dev, &c->mf, &c->gpus, &c->ops};
-    return in;
-}
 
 /* How many of the step's GPUs a culprit's work ran on (its
  * kvs_device_bit()s), at least 1: the findings' figures are per GPU. */

@@ -373,46 +373,46 @@ static enum kvs_status per_gpu(const struct kvs_stage_in *in, struct kvs_arena *
     return KVS_STATUS_OK;
 }
 
-enum kvs_status kvs_findings_build(struct kvs_ctx *c, struct kvs_finding **out, size_t *nout)
+/* The detectors in order: host_blocking's and host_op_bound's time is left
+ * out of gpu_idle's, kv_full_buffer_read's copies are named in
+ * low_bandwidth_efficiency's fix. */
+static enum kvs_status detect(const struct kvs_stage_in *in, struct kvs_arena *ar, bool *full_read,
+                              struct kvs_finding_list *l)
 {
-    const struct kvs_stage_in view = kvs_stage_in_of(c), *in = &view;
-    struct kvs_arena *ar = &c->arena;
-    struct kvs_finding_list l = {0};
     double blocked = 0, in_op = 0;
-    enum kvs_status st = KVS_STATUS_OK;
-    for (size_t gi = 0; gi < in->groups->n && st == KVS_STATUS_OK; gi++)
-        st = full_buffer(in, gi, ar, &l);
+    for (size_t gi = 0; gi < in->groups->n; gi++)
+        KVS_TRY(full_buffer(in, gi, ar, l));
+    KVS_TRY(kvs_kv_full_reads(in, ar, l, full_read));
+    for (size_t gi = 0; gi < in->groups->n; gi++)
+        KVS_TRY(low_efficiency(in, gi, full_read[gi], ar, l));
+    KVS_TRY(kvs_host_blocking(in->t, in->steps, ar, l, &blocked));
+    KVS_TRY(kvs_host_op_bound(in->t, in->steps, ar, l, &in_op));
+    KVS_TRY(gpu_idle(in, blocked, in_op, ar, l));
+    KVS_TRY(exposed_comm(in, ar, l));
+    KVS_TRY(kvs_gemm_bound(in, ar, l));
+    return per_gpu(in, ar, l->v, l->n);
+}
+
+enum kvs_status kvs_findings_build(const struct kvs_stage_in *in, struct kvs_arena *ar, struct kvs_finding **out,
+                                   size_t *nout)
+{
+    struct kvs_finding_list l = {0};
+    *out = NULL;
+    *nout = 0;
     bool *full_read = calloc(in->groups->n ? in->groups->n : 1, sizeof *full_read);
-    if (!full_read)
-        st = KVS_STATUS_NO_MEMORY;
-    if (st == KVS_STATUS_OK)
-        st = kvs_kv_full_reads(in, ar, &l, full_read);
-    for (size_t gi = 0; gi < in->groups->n && st == KVS_STATUS_OK; gi++)
-        st = low_efficiency(in, gi, full_read[gi], ar, &l);
+    enum kvs_status st = full_read ? detect(in, ar, full_read, &l) : KVS_STATUS_NO_MEMORY;
     free(full_read);
-    if (st == KVS_STATUS_OK)
-        st = kvs_host_blocking(in->t, in->steps, ar, &l, &blocked);
-    if (st == KVS_STATUS_OK)
-        st = kvs_host_op_bound(in->t, in->steps, ar, &l, &in_op);
-    if (st == KVS_STATUS_OK)
-        st = gpu_idle(in, blocked, in_op, ar, &l);
-    if (st == KVS_STATUS_OK)
-        st = exposed_comm(in, ar, &l);
-    if (st == KVS_STATUS_OK)
-        st = kvs_gemm_bound(in, ar, &l);
-    if (st == KVS_STATUS_OK)
-        st = per_gpu(in, ar, l.v, l.n);
     if (st == KVS_STATUS_OK && l.n) {
         qsort(l.v, l.n, sizeof *l.v, cmp_finding);
         struct kvs_finding *v = kvs_arena_alloc(ar, l.n * sizeof *l.v);
-        if (v)
+        if (v) {
             memcpy(v, l.v, l.n * sizeof *l.v);
-        st = v ? KVS_STATUS_OK : KVS_STATUS_NO_MEMORY;
-        *out = v;
+            *out = v;
+            *nout = l.n;
+        } else {
+            st = KVS_STATUS_NO_MEMORY;
+        }
     }
-    if (st == KVS_STATUS_OK && !l.n)
-        *out = NULL;
-    *nout = st == KVS_STATUS_OK ? l.n : 0;
     free(l.v);
     return st;
 }

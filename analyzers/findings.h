@@ -21,7 +21,11 @@
 #include "ctx.h"
 #include "group_figs.h" /* kvs_group_figures and the words findings share */
 
-/* *out: arena-allocated, ranked */
-enum kvs_status kvs_findings_build(struct kvs_ctx *c, struct kvs_finding **out, size_t *n);
+/* Every detector over the view of the records and the tables (all of
+ * them: the activities, steps, groups, ops, the device, the model facts,
+ * the step's GPUs, the options); *out: the ranked findings, their words
+ * and lists in ar (NULL, 0 when none). */
+enum kvs_status kvs_findings_build(const struct kvs_stage_in *in, struct kvs_arena *ar, struct kvs_finding **out,
+                                   size_t *n);
 
 #endif

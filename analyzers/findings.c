@@ -15,6 +15,7 @@
 #include "host_op.h"
 #include "kv_read.h"
 #include "match.h"
+#include "figures.h"
 #include "phrase.h"
 #include "steps.h"
 
@@ -89,6 +90,7 @@ static enum kvs_status full_buffer(const struct kvs_stage_in *in, size_t gi, str
     };
     if (g->shape_info.n > 1 && g->shape_info.dtype_len[1] > 0)
         fig.src = kvs_dtype_short(g->shape_info.dtype[1], g->shape_info.dtype_len[1], &fig.src_len);
+    KVS_TRY(kvs_figures_full_buffer(ar, &fig, &fd));
     KVS_TRY(kvs_phrase_full_buffer(ar, &fig, &fd));
     return kvs_finding_push(out, &fd);
 }
@@ -143,6 +145,7 @@ static enum kvs_status low_efficiency(const struct kvs_stage_in *in, size_t gi, 
         .fp8 = fp8,
         .cast = kvs_findings_is_cast(&g->shape_info),
     };
+    KVS_TRY(kvs_figures_low_efficiency(ar, &fig, &fd));
     KVS_TRY(kvs_phrase_low_efficiency(ar, &fig, &fd));
     return kvs_finding_push(out, &fd);
 }
@@ -289,6 +292,7 @@ static enum kvs_status gpu_idle(const struct kvs_stage_in *in, double blocked_ms
         .activities = acts,
         .trace_activities = t->ngpus,
     };
+    KVS_TRY(kvs_figures_gpu_idle(ar, &fig, &fd));
     KVS_TRY(kvs_phrase_gpu_idle(ar, &fig, &fd));
     return kvs_finding_push(out, &fd);
 }
@@ -331,6 +335,7 @@ static enum kvs_status exposed_comm(const struct kvs_stage_in *in, struct kvs_ar
     fd.gpu_ms_per_step = exposed_ms;
     fd.group = -1;
     struct kvs_fig_exposed_comm fig = {nd, in->steps->n > 0, exposed_ms, comm_ms, wall_ms};
+    KVS_TRY(kvs_figures_exposed_comm(ar, &fig, &fd));
     KVS_TRY(kvs_phrase_exposed_comm(ar, &fig, &fd));
     return kvs_finding_push(out, &fd);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kvscope/check.h"
+#include "figures.h"
 #include "phrase.h"
 
 /* a decode GEMM the bandwidth roof bounds */
@@ -94,6 +95,7 @@ enum kvs_status kvs_gemm_bound(const struct kvs_stage_in *in, struct kvs_arena *
             .roof_fraction = o->roof_fraction,
         };
     }
+    KVS_TRY(kvs_figures_gemm_bound(ar, &fig, &fd));
     KVS_TRY(kvs_phrase_gemm_bound(ar, &fig, &fd));
     return kvs_finding_push(out, &fd);
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kvscope/check.h"
+#include "figures.h"
 #include "phrase.h"
 #include "steps.h"
 
@@ -230,6 +231,7 @@ enum kvs_status kvs_host_blocking(const struct kvs_trace_data *t, const struct k
         .windows_with = with,
         .windows = nwin,
     };
+    KVS_TRY(kvs_figures_host_blocking(ar, &fig, &fd));
     KVS_TRY(kvs_phrase_host_blocking(ar, &fig, &fd));
     return kvs_finding_push(out, &fd);
 }

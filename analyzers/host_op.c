@@ -12,6 +12,7 @@
 
 #include "host_blocking.h"
 #include "kvscope/check.h"
+#include "figures.h"
 #include "phrase.h"
 #include "steps.h"
 
@@ -231,6 +232,7 @@ enum kvs_status kvs_host_op_bound(const struct kvs_trace_data *t, const struct k
         .windows_with = b.steps_with,
         .windows = nwin,
     };
+    KVS_TRY(kvs_figures_host_op(ar, &fig, &fd));
     KVS_TRY(kvs_phrase_host_op(ar, &fig, &fd));
     return kvs_finding_push(out, &fd);
 }

@@ -10,6 +10,7 @@
 #include "kvscope/check.h"
 #include "match.h"
 #include "opcost.h"
+#include "figures.h"
 #include "phrase.h"
 #include "steps.h"
 #include "kvscope/reader.h"
@@ -587,7 +588,9 @@ static enum kvs_status one_finding(const struct kvs_stage_in *in, struct kvs_are
     fd.active_tokens = fig.active;
     fd.ops = ops;
     fd.nops = ops ? nr : 0;
-    st = kvs_phrase_full_read(ar, &fig, &fd);
+    st = kvs_figures_full_read(ar, &fig, &fd);
+    if (st == KVS_STATUS_OK)
+        st = kvs_phrase_full_read(ar, &fig, &fd);
     free(fr);
     free(r);
     return st == KVS_STATUS_OK ? kvs_finding_push(out, &fd) : st;

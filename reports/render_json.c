@@ -383,6 +383,37 @@ static void write_kernels(struct kvs_jw *w, const struct kvs_analysis *a)
 
 }
 
+/* a finding's figures as one object, by name (a list: an array of objects) */
+static void write_figures(struct kvs_jw *w, const struct kvs_figures *fs)
+{
+    kvs_jw_obj(w);
+    for (size_t i = 0; fs->v && i < fs->n; i++) {
+        const struct kvs_figure *f = &fs->v[i];
+        kvs_jw_key(w, f->name);
+        switch (f->kind) {
+        case KVS_FIGURE_NUMBER:
+            kvs_jw_num(w, f->number);
+            break;
+        case KVS_FIGURE_INTEGER:
+            kvs_jw_int(w, f->integer);
+            break;
+        case KVS_FIGURE_BOOL:
+            kvs_jw_bool(w, f->integer != 0);
+            break;
+        case KVS_FIGURE_STRING:
+            kvs_jw_str(w, f->string);
+            break;
+        case KVS_FIGURE_LIST:
+            kvs_jw_arr(w);
+            for (size_t k = 0; f->list && k < f->nlist; k++)
+                write_figures(w, &f->list[k]);
+            kvs_jw_arr_end(w);
+            break;
+        }
+    }
+    kvs_jw_obj_end(w);
+}
+
 /* the findings, ranked */
 static void write_findings(struct kvs_jw *w, const struct kvs_analysis *a)
 {
@@ -416,6 +447,8 @@ static void write_findings(struct kvs_jw *w, const struct kvs_analysis *a)
         }
         kvs_jw_key(w, "gpus");
         kvs_jw_int(w, f->gpus > 0 ? f->gpus : 1);
+        kvs_jw_key(w, "figures");
+        write_figures(w, &f->figures);
         kvs_jw_obj_end(w);
     }
     kvs_jw_arr_end(w);

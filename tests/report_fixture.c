@@ -224,12 +224,12 @@ void kvs_fixture_unfixed(struct kvs_fixture *fx)
         "layer: 61 calls/step, 13.7 ms/step, 13.8 GB/step.",
         "dims [[131072,1,576],[131072,1,576]] match the KV capacity; 61 calls per step",
         "gather the active tokens first, then cast them; or use an attention kernel that reads FP8",
-        13.6, 61.0 * 131072 * 576 * 3, 61.0 * 1024 * 576 * 3, 0, 131072, 1024, 0, NULL, 1};
+        13.6, 61.0 * 131072 * 576 * 3, 61.0 * 1024 * 576 * 3, 0, 131072, 1024, 0, NULL, 1, {0, NULL}};
     f[1] = (struct kvs_finding){"gpu_idle", KVS_SEV_WARN,
                                 "The GPU is busy 43.8% of the step: the step is launch-bound.",
                                 "union of GPU activity per step vs step wall time",
                                 "capture the step in a CUDA graph; fuse small kernels",
-                                0, 0, 0, -1, 0, 0, 0, NULL, 1};
+                                0, 0, 0, -1, 0, 0, 0, NULL, 1, {0, NULL}};
     a->nfinding = 2;
 }
 
@@ -249,10 +249,10 @@ void kvs_fixture_fixed(struct kvs_fixture *fx)
                                 "The GPU is busy 21.9% of the step: the step is launch-bound.",
                                 "union of GPU activity per step vs step wall time",
                                 "capture the step in a CUDA graph; fuse small kernels",
-                                0, 0, 0, -1, 0, 0, 0, NULL, 1};
+                                0, 0, 0, -1, 0, 0, 0, NULL, 1, {0, NULL}};
     f[1] = (struct kvs_finding){"low_bandwidth_efficiency", KVS_SEV_INFO,
                                 "aten::copy_ [1024,1,576] reaches 9.2% of peak.",
                                 "442 GB/s vs 4800 GB/s", "larger batches of work per launch",
-                                0.1, 61.0 * 1024 * 576 * 3, 0, 0, 0, 0, 0, NULL, 1};
+                                0.1, 61.0 * 1024 * 576 * 3, 0, 0, 0, 0, 0, NULL, 1, {0, NULL}};
     a->nfinding = 2;
 }

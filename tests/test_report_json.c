@@ -98,11 +98,12 @@ static void test_schema_and_values(void)
     static const char *const kernel[] = {"name", "calls", "gpu_ms", "gpu_fraction", "category",
                                          "family", NULL};
     static const char *const finding[] = {"id", "severity", "message", "gpu_ms_per_step",
-                                          "bytes_per_step", "evidence", "fix", "gpus", NULL};
+                                          "bytes_per_step", "evidence", "fix", "gpus", "figures", NULL};
     /* the full-buffer findings' own figures */
     static const char *const finding_full[] = {"id", "severity", "message", "gpu_ms_per_step",
                                                "bytes_per_step", "evidence", "fix", "capacity_tokens",
-                                               "active_tokens", "needed_bytes_per_step", "ops", "gpus", NULL};
+                                               "active_tokens", "needed_bytes_per_step", "ops", "gpus", "figures",
+                                               NULL};
     KVS_CHECK(keys_are(root, top));
     KVS_CHECK_EQ_STR(str(root, "schema"), "kvscope.report/1");
     const cJSON *t = cJSON_GetObjectItem(root, "trace");

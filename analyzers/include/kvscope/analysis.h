@@ -6,7 +6,7 @@
  *          kvs_analysis_free,
  *          kvs_category_name, KVS_LAUNCH_BOUND_BUSY, enum kvs_step_kind,
  *          struct kvs_engine_info, struct kvs_step_roofline, struct kvs_op_roofline,
- *          struct kvs_collective
+ *          struct kvs_collective, enum kvs_figure_kind, struct kvs_figure, struct kvs_figures
  *
  * kvs_analyze_file() streams a Chrome-trace JSON file (PyTorch/Kineto's or
  * kvscope's own; plain, .gz, or "-" for stdin), links GPU activity to the ops
@@ -352,6 +352,31 @@ struct kvs_collective {
 
 enum kvs_severity { KVS_SEV_INFO = 0, KVS_SEV_WARN, KVS_SEV_HIGH };
 
+/* One figure of a finding: a number (not finite: unknown), an integer, a
+ * yes/no, a string (NULL: none), or a list of objects each a list of
+ * figures (kv_full_buffer_read's readers). */
+enum kvs_figure_kind {
+    KVS_FIGURE_NUMBER = 0,
+    KVS_FIGURE_INTEGER,
+    KVS_FIGURE_BOOL,
+    KVS_FIGURE_STRING,
+    KVS_FIGURE_LIST
+};
+struct kvs_figure;
+struct kvs_figures {
+    size_t n;
+    const struct kvs_figure *v;
+};
+struct kvs_figure {
+    const char *name;
+    enum kvs_figure_kind kind;
+    double number;               /* KVS_FIGURE_NUMBER */
+    int64_t integer;             /* KVS_FIGURE_INTEGER; KVS_FIGURE_BOOL: 0 or 1 */
+    const char *string;          /* KVS_FIGURE_STRING */
+    size_t nlist;                /* KVS_FIGURE_LIST: nlist objects */
+    const struct kvs_figures *list;
+};
+
 struct kvs_finding {
     const char *id;              /* "kv_full_buffer_cast", "low_bandwidth_efficiency", "gpu_idle", ... */
     enum kvs_severity severity;
@@ -375,6 +400,11 @@ struct kvs_finding {
      * this; 1 otherwise (host-side findings: the CPU's time). The figure is
      * never over the mean step time (docs/analysis.md). */
     int gpus;
+    /* The figures the finding's detector computed, by name: what its
+     * message, evidence and fix are written from (docs/report-json.md,
+     * findings[].figures, lists them per id) — before the per-GPU division
+     * and the cap above, which gpu_ms_per_step and gpus say. */
+    struct kvs_figures figures;
 };
 
 struct kvs_analysis {

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "classify.h"
-#include "ctx.h"
+#include "tables.h"
 #include "devices.h"
 #include "dtypes.h"
 #include "analysis_impl.h"

@@ -10,7 +10,7 @@
 #ifndef KVS_ANALYZERS_ANALYSIS_IMPL_H
 #define KVS_ANALYZERS_ANALYSIS_IMPL_H
 
-#include "ctx.h"
+#include "tables.h"
 #include "kvscope/reader.h" /* struct kvs_intern, struct kvs_arena */
 #include "kvscope/analysis.h"
 

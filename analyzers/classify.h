@@ -14,7 +14,7 @@
 
 #include <stdbool.h>
 
-#include "ctx.h"
+#include "tables.h"
 
 /* aten::copy_, aten::_to_copy, aten::to, aten::clone, aten::contiguous,
  * aten::_copy_from..., and any op whose name says copy or cast (not

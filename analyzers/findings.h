@@ -18,7 +18,7 @@
 #ifndef KVS_ANALYZERS_FINDINGS_H
 #define KVS_ANALYZERS_FINDINGS_H
 
-#include "ctx.h"
+#include "tables.h"
 #include "group_figs.h" /* kvs_group_figures and the words findings share */
 
 /* Every detector over the view of the records and the tables (all of

@@ -16,7 +16,7 @@
 #ifndef KVS_ANALYZERS_GEMM_BOUND_H
 #define KVS_ANALYZERS_GEMM_BOUND_H
 
-#include "ctx.h"
+#include "tables.h"
 #include "group_figs.h" /* struct kvs_finding_list */
 
 #define KVS_GEMM_SMALL_M 64

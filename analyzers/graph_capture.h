@@ -24,7 +24,7 @@
 #ifndef KVS_ANALYZERS_GRAPH_CAPTURE_H
 #define KVS_ANALYZERS_GRAPH_CAPTURE_H
 
-#include "ctx.h"
+#include "tables.h"
 #include "kvscope/reader.h"
 
 /* t: the replay's records, to which the aligned kernels' ops are added;

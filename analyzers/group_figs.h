@@ -14,7 +14,7 @@
 #ifndef KVS_ANALYZERS_GROUP_FIGS_H
 #define KVS_ANALYZERS_GROUP_FIGS_H
 
-#include "ctx.h"
+#include "tables.h"
 #include "phrase.h" /* the words of a group: kvs_findings_group_desc, ... */
 
 /* per-group figures both findings and the result use */

@@ -14,7 +14,7 @@
 #ifndef KVS_ANALYZERS_GROUPS_H
 #define KVS_ANALYZERS_GROUPS_H
 
-#include "ctx.h"
+#include "tables.h"
 
 /* Reads the records, the activities and the steps (in), and what sizing
  * from launches knows (lf); fills *out. */

@@ -15,7 +15,7 @@
 #ifndef KVS_ANALYZERS_HOST_BLOCKING_H
 #define KVS_ANALYZERS_HOST_BLOCKING_H
 
-#include "ctx.h"
+#include "tables.h"
 #include "group_figs.h" /* struct kvs_finding_list */
 
 /* whether a runtime call of this name and duration blocks the host (the

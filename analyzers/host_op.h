@@ -16,7 +16,7 @@
 #ifndef KVS_ANALYZERS_HOST_OP_H
 #define KVS_ANALYZERS_HOST_OP_H
 
-#include "ctx.h"
+#include "tables.h"
 #include "group_figs.h" /* struct kvs_finding_list */
 
 /* Reads the records' ops, runtime calls and GPU activity and the step

@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-#include "ctx.h"
+#include "tables.h"
 
 uint32_t *kvs_key_slot(const struct kvs_trace_data *t, uint32_t op, const struct kvs_gpu_rec *g,
                        uint32_t *of_key, struct kvs_u64map *bare, bool *added, uint32_t *name,

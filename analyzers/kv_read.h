@@ -20,7 +20,7 @@
 #ifndef KVS_ANALYZERS_KV_READ_H
 #define KVS_ANALYZERS_KV_READ_H
 
-#include "ctx.h"
+#include "tables.h"
 #include "group_figs.h" /* struct kvs_finding_list */
 
 /* Reads the records, the activities, steps, groups and ops, the options

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "ctx.h"
+#include "tables.h"
 #include "dtypes.h"
 #include "kvscope/reader.h"
 

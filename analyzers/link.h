@@ -13,7 +13,7 @@
 #ifndef KVS_ANALYZERS_LINK_H
 #define KVS_ANALYZERS_LINK_H
 
-#include "ctx.h"
+#include "tables.h"
 
 /* t: the records (the ops of graph nodes captured elsewhere are appended);
  * warnings (shared External or correlation ids) go to lg. */

@@ -18,7 +18,7 @@
 #ifndef KVS_ANALYZERS_MATCH_H
 #define KVS_ANALYZERS_MATCH_H
 
-#include "ctx.h"
+#include "tables.h"
 
 /* Reads the records and the steps (in), the model (NULL: none) and
  * --kv-capacity (0: none); adds each group's match, role and active tokens

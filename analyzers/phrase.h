@@ -24,7 +24,7 @@
 #ifndef KVS_ANALYZERS_PHRASE_H
 #define KVS_ANALYZERS_PHRASE_H
 
-#include "ctx.h"
+#include "tables.h"
 
 /* ---- kv_full_buffer_cast (findings.c) */
 struct kvs_fig_full_buffer {

@@ -15,7 +15,7 @@
 #ifndef KVS_ANALYZERS_ROOFLINE_H
 #define KVS_ANALYZERS_ROOFLINE_H
 
-#include "ctx.h"
+#include "tables.h"
 
 enum kvs_status kvs_roofline_build(const struct kvs_stage_in *in, struct kvs_op_table *out);
 

@@ -22,7 +22,7 @@
 #include <regex.h>
 #include <stdbool.h>
 
-#include "ctx.h"
+#include "tables.h"
 
 /* true when name is a vLLM or SGLang step range; *d then says what it holds */
 bool kvs_step_name_parse(const char *name, struct kvs_step_desc *d);

@@ -3,7 +3,7 @@
 the source can check, checked on the source itself:
 
 1. comments name files that exist: every repository path a comment cites
-   (a word beginning with a top-level folder, such as analyzers/ctx.h or
+   (a word beginning with a top-level folder, such as analyzers/tables.h or
    tests/golden/report_digests.txt) is a file or folder of the tree;
 2. no function in analyzers/, reports/ or cli/ is over 120 lines (from the
    first line of its definition to its closing brace);

@@ -1,4 +1,4 @@
-/* ctx.h — the tables the analysis' stages build from the records, and the
+/* tables.h — the tables the analysis' stages build from the records, and the
  * read-only view of them a stage reads (docs/conventions.md, "The
  * analysis' stages and their tables").
  *
@@ -19,8 +19,8 @@
  * alone holds the tables while the stages run. Per-activity entries are
  * indexed like the records' t.gpus. Private to analyzers/.
  */
-#ifndef KVS_ANALYZERS_CTX_H
-#define KVS_ANALYZERS_CTX_H
+#ifndef KVS_ANALYZERS_TABLES_H
+#define KVS_ANALYZERS_TABLES_H
 
 #include "kvscope/analysis.h"
 #include "kvscope/reader.h" /* the records, interning, maps, the arena */

@@ -77,6 +77,13 @@ static const char *wait_kind_name(enum kvs_wait_kind k)
     return (unsigned)k < KVS_WAIT_KIND_COUNT_ ? names[k] : "none";
 }
 
+static const char *active_from_name(enum kvs_active_from k)
+{
+    static const char *const names[KVS_ACTIVE_FROM_COUNT_] = {NULL, "context_option", "engine_context",
+                                                              "seen_keys", "seen_rows"};
+    return (unsigned)k < KVS_ACTIVE_FROM_COUNT_ ? names[k] : NULL;
+}
+
 // ----------------------------------------------------------------------------
 // one per finding
 
@@ -268,7 +275,7 @@ enum kvs_status kvs_figures_full_read(struct kvs_arena *ar, const struct kvs_fig
     integer(&b, "capacity", f->capacity);
     integer(&b, "active", f->active);
     flag(&b, "mixed", f->mixed);
-    str(&b, "active_from", f->active_from);
+    str(&b, "active_from", active_from_name(f->active_from));
     num(&b, "bytes_per_step", f->bytes_per_step);
     num(&b, "needed_bytes_per_step", f->needed_bytes_per_step);
     num(&b, "gpu_ms_per_step", f->gpu_ms_per_step);

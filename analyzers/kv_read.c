@@ -48,7 +48,7 @@ struct attn {
     struct kvs_shape s;
     /* the verdict */
     int64_t capacity, active;
-    const char *active_from;
+    enum kvs_active_from active_from;
 };
 
 static bool attn_parse(const struct kvs_trace_data *t, uint32_t key, struct attn *a)
@@ -268,14 +268,14 @@ static int64_t seen_active(const struct kvs_stage_in *in, const struct attn *a)
 }
 
 /* the tokens in use by what the user or the trace's engine says, else 0 */
-static int64_t given_active(const struct kvs_stage_in *in, const char **from)
+static int64_t given_active(const struct kvs_stage_in *in, enum kvs_active_from *from)
 {
     if (in->opt->context > 0) {
-        *from = "--context";
+        *from = KVS_ACTIVE_CONTEXT_OPTION;
         return in->opt->context;
     }
     if (in->t->engine.present && in->t->engine.context > 0) {
-        *from = "the trace's kvscope.engine context";
+        *from = KVS_ACTIVE_ENGINE_CONTEXT;
         return in->t->engine.context;
     }
     return 0;
@@ -290,10 +290,10 @@ static bool judge(const struct kvs_stage_in *in, const struct attn *at, size_t n
     bool steady = !in->steps->n || 2 * a->steps_with_calls > (int64_t)in->steps->n;
     if (a->calls == 0 || !steady || a->lq > a->S / READ_RATIO || (!in->steps->n && cps < 1))
         return false;
-    const char *from = NULL;
+    enum kvs_active_from from = KVS_ACTIVE_UNKNOWN;
     int64_t active = given_active(in, &from);
     if (active <= 0 && (active = seen_active(in, a)) > 0)
-        from = "the largest token count seen along the keys' sequence dim";
+        from = KVS_ACTIVE_SEEN_KEYS;
     if (in->opt->kv_capacity > 0) {
         if (a->S != in->opt->kv_capacity)
             return false;
@@ -323,7 +323,7 @@ struct reader {
     double calls_per_step, bytes_per_step, gpu_ms_per_step, ms_per_call, gbps;
     double fixed_bytes_per_step; /* of those, what the active count does not scale (queries, output) */
     int64_t active;        /* tokens in use for it, 0 unknown */
-    const char *active_from;
+    enum kvs_active_from active_from;
     bool attention;
     uint64_t devices;      /* kvs_device_bit()s of its GPU work */
 };
@@ -373,7 +373,7 @@ struct readers {
     struct reader *v;
     size_t n, cap;
     int64_t attn_active;        /* the attention's active tokens, for copies of its buffer */
-    const char *attn_from;
+    enum kvs_active_from attn_from;
     bool any_repeat, any_expand; /* kinds of copy, for the fix */
 };
 
@@ -419,7 +419,7 @@ static enum kvs_status attention_readers(const struct kvs_stage_in *in, struct k
 static enum kvs_status copy_readers(const struct kvs_stage_in *in, struct kvs_arena *ar, int64_t capacity,
                                     const struct attn *at, size_t nat, struct readers *rs, bool *full_read)
 {
-    const char *given_from = NULL;
+    enum kvs_active_from given_from = KVS_ACTIVE_UNKNOWN;
     int64_t given = given_active(in, &given_from);
     for (size_t gi = 0; gi < in->groups->n; gi++) {
         const struct kvs_group_acc *g = &in->groups->v[gi];
@@ -450,7 +450,7 @@ static enum kvs_status copy_readers(const struct kvs_stage_in *in, struct kvs_ar
             one.active_from = given_from;
         } else if (g->active_tokens > 0 && g->active_tokens < capacity) {
             one.active = g->active_tokens;
-            one.active_from = "the largest token count seen with the same rows";
+            one.active_from = KVS_ACTIVE_SEEN_ROWS;
         } else {
             one.active = rs->attn_active;
             one.active_from = rs->attn_from;
@@ -467,7 +467,7 @@ static enum kvs_status copy_readers(const struct kvs_stage_in *in, struct kvs_ar
 static enum kvs_status gemm_readers(const struct kvs_stage_in *in, struct kvs_arena *ar, int64_t capacity,
                                     struct readers *rs)
 {
-    const char *given_from = NULL;
+    enum kvs_active_from given_from = KVS_ACTIVE_UNKNOWN;
     int64_t given = given_active(in, &given_from);
     for (size_t k = 0; k < in->ops->n && rs->n; k++) {
         const struct kvs_op_acc *o = &in->ops->v[k];

@@ -510,6 +510,15 @@ const char *kvs_phrase_gemm_desc(struct kvs_arena *ar, const char *op, const str
 }
 
 /* where the capacity comes from, for the evidence */
+const char *kvs_phrase_active_from(enum kvs_active_from from)
+{
+    static const char *const words[KVS_ACTIVE_FROM_COUNT_] = {
+        NULL, "--context", "the trace's kvscope.engine context",
+        "the largest token count seen along the keys' sequence dim",
+        "the largest token count seen with the same rows"};
+    return (unsigned)from < KVS_ACTIVE_FROM_COUNT_ ? words[from] : NULL;
+}
+
 static const char *capacity_from(struct kvs_arena *ar, const struct kvs_fig_full_read *f)
 {
     double share = f->active > 0 ? (double)f->active / (double)f->capacity : 0;
@@ -584,7 +593,8 @@ static const char *full_read_evidence(struct kvs_arena *ar, const struct kvs_fig
         ar, "%s; active tokens %s%s%s; bytes are an attention's tensors and output (the keys' and "
         "values' scale with the tokens) and a copy's read + written; %.1f%% of the step's GPU busy time",
         capacity_from(ar, f), active > 0 ? kvs_arena_printf(ar, "%lld from ", (long long)active) : "unknown",
-        active > 0 && f->active_from ? f->active_from : "", kvs_arena_printf(ar, "; %s", evid),
+        active > 0 && kvs_phrase_active_from(f->active_from) ? kvs_phrase_active_from(f->active_from) : "",
+        kvs_arena_printf(ar, "; %s", evid),
         f->busy_ms > 0 ? 100.0 * f->gpu_ms_per_step / f->busy_ms : 0.0);
 }
 

@@ -13,7 +13,7 @@
  *          struct kvs_fig_reader, struct kvs_fig_full_read, kvs_phrase_full_buffer,
  *          kvs_phrase_low_efficiency, kvs_phrase_gpu_idle, kvs_phrase_exposed_comm,
  *          kvs_phrase_host_blocking, kvs_phrase_host_op, kvs_phrase_gemm_bound,
- *          kvs_phrase_full_read, kvs_phrase_per_gpu, kvs_phrase_attention_desc,
+ *          kvs_phrase_full_read, kvs_phrase_active_from, enum kvs_active_from, kvs_phrase_per_gpu, kvs_phrase_attention_desc,
  *          kvs_phrase_gemm_desc, kvs_phrase_role, kvs_phrase_match_label,
  *          kvs_findings_human_bytes, kvs_findings_group_desc, kvs_findings_group_name
  *
@@ -138,6 +138,15 @@ enum kvs_status kvs_phrase_gemm_bound(struct kvs_arena *ar, const struct kvs_fig
                                       struct kvs_finding *fd);
 
 /* ---- kv_full_buffer_read (kv_read.c) */
+/* where a reader's count of the tokens in use comes from */
+enum kvs_active_from {
+    KVS_ACTIVE_UNKNOWN = 0,
+    KVS_ACTIVE_CONTEXT_OPTION,  /* --context */
+    KVS_ACTIVE_ENGINE_CONTEXT,  /* the trace's kvscope.engine context */
+    KVS_ACTIVE_SEEN_KEYS,       /* the largest token count along the keys' sequence dim */
+    KVS_ACTIVE_SEEN_ROWS,       /* the largest token count seen with the same rows */
+    KVS_ACTIVE_FROM_COUNT_
+};
 struct kvs_fig_reader {
     const char *desc;         /* the op with its dims */
     const char *op;           /* its name */
@@ -148,7 +157,7 @@ struct kvs_fig_full_read {
     size_t nreaders;
     int64_t capacity, active; /* active 0: unknown */
     bool mixed;               /* the readers' active counts differ: "up to" */
-    const char *active_from;  /* where the active count comes from, or NULL */
+    enum kvs_active_from active_from; /* where the active count comes from */
     double bytes_per_step, needed_bytes_per_step, gpu_ms_per_step, saving_ms, busy_ms;
     bool capacity_given;      /* --kv-capacity */
     bool capacity_attention;  /* an attention's keys set it ... */
@@ -158,6 +167,9 @@ struct kvs_fig_full_read {
 };
 enum kvs_status kvs_phrase_full_read(struct kvs_arena *ar, const struct kvs_fig_full_read *f,
                                      struct kvs_finding *fd);
+/* the words for where an active count comes from ("--context", ...); NULL
+ * for KVS_ACTIVE_UNKNOWN */
+const char *kvs_phrase_active_from(enum kvs_active_from from);
 /* a reader's desc: "sdpa (keys [1,8,8192,64], values [...], queries 1)" */
 const char *kvs_phrase_attention_desc(struct kvs_arena *ar, const char *op, const int64_t *keys,
                                       const int64_t *values, int64_t queries);

@@ -240,37 +240,24 @@ static int count_layers(const struct matching *m)
     return (int)distinct;
 }
 
-/* what a row of `row` elements is, by the model's dimensions */
-static bool row_meaning(const struct kvs_model *m, const int64_t *dims, int rank, char *buf, size_t size)
+/* what a row of `row` elements is, by the model's dimensions (phrase.c
+ * names it) */
+static enum kvs_row_kind row_kind(const struct kvs_model *m, const int64_t *dims, int rank)
 {
     int64_t row = row_of(dims, rank);
-    if (m->mla && m->qk_rope_head_dim && row == m->kv_lora_rank + m->qk_rope_head_dim) {
-        snprintf(buf, size, "kv_lora_rank %lld + qk_rope_head_dim %lld", (long long)m->kv_lora_rank,
-                 (long long)m->qk_rope_head_dim);
-        return true;
-    }
-    if (m->mla && row == m->kv_lora_rank) {
-        snprintf(buf, size, "kv_lora_rank %lld", (long long)m->kv_lora_rank);
-        return true;
-    }
-    if (m->index_head_dim && row == m->index_head_dim) {
-        snprintf(buf, size, "index_head_dim %lld (sparse-attention indexer keys)",
-                 (long long)m->index_head_dim);
-        return true;
-    }
+    if (m->mla && m->qk_rope_head_dim && row == m->kv_lora_rank + m->qk_rope_head_dim)
+        return KVS_ROW_LATENT_ROPE;
+    if (m->mla && row == m->kv_lora_rank)
+        return KVS_ROW_LATENT;
+    if (m->index_head_dim && row == m->index_head_dim)
+        return KVS_ROW_INDEXER;
     if (!m->mla && m->kv_heads && m->head_dim) {
-        if (row == m->kv_heads * m->head_dim) {
-            snprintf(buf, size, "num_key_value_heads %lld x head_dim %lld", (long long)m->kv_heads,
-                     (long long)m->head_dim);
-            return true;
-        }
-        if (row == 2 * m->kv_heads * m->head_dim) {
-            snprintf(buf, size, "K and V x num_key_value_heads %lld x head_dim %lld",
-                     (long long)m->kv_heads, (long long)m->head_dim);
-            return true;
-        }
+        if (row == m->kv_heads * m->head_dim)
+            return KVS_ROW_KV_HEADS;
+        if (row == 2 * m->kv_heads * m->head_dim)
+            return KVS_ROW_K_AND_V;
     }
-    return false;
+    return KVS_ROW_NONE;
 }
 
 /* What a group does, independent of its name and token count, so that
@@ -314,15 +301,15 @@ static void match_one(const struct matching *m, struct kvs_group_acc *g, const s
     int64_t tokens = dims[0];
     int64_t row = row_of(dims, rank);
     double cps = calls_per_step(m->steps, g);
-    char row_label[160] = "";
-    bool row_ok = (m->model != NULL) && row_meaning(m->model, dims, rank, row_label, sizeof row_label);
+    enum kvs_row_kind rk = m->model != NULL ? row_kind(m->model, dims, rank) : KVS_ROW_NONE;
+    bool row_ok = rk != KVS_ROW_NONE;
     /* paged layouts: [blocks, block_size, ...row] */
     if ((m->model != NULL) && !row_ok && rank >= 3) {
         int64_t sub[KVS_SHAPE_MAX_RANK];
         sub[0] = mul_dims(dims[0], dims[1]);
         for (int i = 2; i < rank; i++)
             sub[i - 1] = dims[i];
-        if (sub[0] >= 0 && row_meaning(m->model, sub, rank - 1, row_label, sizeof row_label)) {
+        if (sub[0] >= 0 && (rk = row_kind(m->model, sub, rank - 1)) != KVS_ROW_NONE) {
             row_ok = true;
             tokens = sub[0];
             row = row_of(sub, rank - 1);
@@ -355,13 +342,13 @@ static void match_one(const struct matching *m, struct kvs_group_acc *g, const s
     if (!row_ok && !capacity && !inferred)
         return;
     if (row_ok)
-        g->row_meaning = kvs_arena_strdup(m->ar, row_label);
+        g->row_meaning = kvs_phrase_row_meaning(m->ar, rk, m->model);
     g->has_match = true;
     g->match.label = kvs_phrase_match_label(m->ar,
                                             capacity   ? KVS_TOKENS_CAPACITY
                                             : inferred ? KVS_TOKENS_INFERRED
                                                        : KVS_TOKENS_PLAIN,
-                                            row_ok ? row_label : NULL, row);
+                                            row_ok ? g->row_meaning : NULL, row);
     g->match.capacity_tokens = capacity || inferred ? tokens : 0;
     g->match.row_dim = row;
     g->match.per_layer = per_layer;

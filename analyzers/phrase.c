@@ -696,6 +696,29 @@ const char *kvs_phrase_role(struct kvs_arena *ar, const char *kind, const struct
     return kvs_arena_printf(ar, "%s %s %s", kind, chain ? chain : "", pat);
 }
 
+const char *kvs_phrase_row_meaning(struct kvs_arena *ar, enum kvs_row_kind k, const struct kvs_model *m)
+{
+    switch (k) {
+    case KVS_ROW_LATENT_ROPE:
+        return kvs_arena_printf(ar, "kv_lora_rank %lld + qk_rope_head_dim %lld", (long long)m->kv_lora_rank,
+                                (long long)m->qk_rope_head_dim);
+    case KVS_ROW_LATENT:
+        return kvs_arena_printf(ar, "kv_lora_rank %lld", (long long)m->kv_lora_rank);
+    case KVS_ROW_INDEXER:
+        return kvs_arena_printf(ar, "index_head_dim %lld (sparse-attention indexer keys)",
+                                (long long)m->index_head_dim);
+    case KVS_ROW_KV_HEADS:
+        return kvs_arena_printf(ar, "num_key_value_heads %lld x head_dim %lld", (long long)m->kv_heads,
+                                (long long)m->head_dim);
+    case KVS_ROW_K_AND_V:
+        return kvs_arena_printf(ar, "K and V x num_key_value_heads %lld x head_dim %lld",
+                                (long long)m->kv_heads, (long long)m->head_dim);
+    case KVS_ROW_NONE:
+        break;
+    }
+    return NULL;
+}
+
 const char *kvs_phrase_match_label(struct kvs_arena *ar, enum kvs_token_dim tokens,
                                    const char *row_meaning, int64_t row)
 {

@@ -14,7 +14,7 @@
  *          kvs_phrase_low_efficiency, kvs_phrase_gpu_idle, kvs_phrase_exposed_comm,
  *          kvs_phrase_host_blocking, kvs_phrase_host_op, kvs_phrase_gemm_bound,
  *          kvs_phrase_full_read, kvs_phrase_active_from, enum kvs_active_from, kvs_phrase_per_gpu, kvs_phrase_attention_desc,
- *          kvs_phrase_gemm_desc, kvs_phrase_role, kvs_phrase_match_label,
+ *          kvs_phrase_gemm_desc, enum kvs_row_kind, kvs_phrase_row_meaning, kvs_phrase_role, kvs_phrase_match_label,
  *          kvs_findings_human_bytes, kvs_findings_group_desc, kvs_findings_group_name
  *
  * Each kvs_phrase_<finding> sets fd->message, fd->evidence and fd->fix (in
@@ -183,6 +183,18 @@ enum kvs_status kvs_phrase_per_gpu(struct kvs_arena *ar, bool steps, bool capped
                                    struct kvs_finding *fd);
 
 /* ---- names of copy/cast groups (match.c) */
+/* what a row of a KV buffer is by the model's dimensions (match.c decides) */
+enum kvs_row_kind {
+    KVS_ROW_NONE = 0,
+    KVS_ROW_LATENT_ROPE,      /* kv_lora_rank + qk_rope_head_dim: MLA's latent with its rope part */
+    KVS_ROW_LATENT,           /* kv_lora_rank */
+    KVS_ROW_INDEXER,          /* index_head_dim: the sparse-attention indexer's keys */
+    KVS_ROW_KV_HEADS,         /* num_key_value_heads x head_dim */
+    KVS_ROW_K_AND_V           /* K and V together: 2 x num_key_value_heads x head_dim */
+};
+/* the model's name for such a row ("kv_lora_rank 512 + qk_rope_head_dim
+ * 64"), in the arena; NULL for KVS_ROW_NONE or out of memory */
+const char *kvs_phrase_row_meaning(struct kvs_arena *ar, enum kvs_row_kind k, const struct kvs_model *m);
 /* a group's role: "cast BFloat16<-Float8_e4m3fn rows of kv_lora_rank 512 + ..."
  * (rows: the model's name for them, else the first tensor's dims with the
  * token dim as '*'), NULL when out of memory */

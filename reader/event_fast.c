@@ -25,6 +25,7 @@
  */
 #include <string.h>
 
+#include "digits.h"
 #include "reader_impl.h"
 
 /* deeper than this, the general path skips (it allows KVS_SCAN_MAX_DEPTH) */
@@ -35,9 +36,13 @@ static inline bool is_digit(char c)
     return (unsigned)(c - '0') <= 9;
 }
 
+/* one of 0-9 - + . e E: a bit of a 64-bit set, from '+' (0x2B) to 'e' (0x65) */
 static inline bool is_num_char(char c)
 {
-    return is_digit(c) || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+    const uint64_t set = (1ull << ('+' - '+')) | (1ull << ('-' - '+')) | (1ull << ('.' - '+')) |
+                         (0x3FFull << ('0' - '+')) | (1ull << ('E' - '+')) | (1ull << ('e' - '+'));
+    unsigned d = (unsigned)(unsigned char)c - '+';
+    return d < 64 && ((set >> d) & 1);
 }
 
 static inline bool is_ws(char c)
@@ -50,9 +55,9 @@ static inline bool is_ws(char c)
  * read into the buffer's padding; the NUL sentinel at end stops the run). */
 static inline const char *ws(const char *p)
 {
-    if (!is_ws(*p))
+    if ((unsigned char)*p > ' ' || !is_ws(*p)) /* every whitespace byte is <= ' ' */
         return p;
-    if (!is_ws(p[1]))
+    if ((unsigned char)p[1] > ' ' || !is_ws(p[1]))
         return p + 1;
 #if defined(__SSE2__)
     const __m128i sp = _mm_set1_epi8(' '), nl = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r'),
@@ -76,6 +81,17 @@ static inline const char *ws(const char *p)
 /* At a '"': the closing quote of a string without a backslash, or NULL. */
 static inline const char *plain_string_end(const char *p, const char *end)
 {
+#if defined(__SSE2__)
+    /* keys and most kept strings are shorter than 16 bytes: their end is in
+     * the first block (which may read into the buffer's padding) */
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + 1));
+    unsigned m = (unsigned)_mm_movemask_epi8(
+        _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
+    if (m) {
+        const char *q = p + 1 + __builtin_ctz(m);
+        return q < end && *q == '"' ? q : NULL;
+    }
+#endif
     const char *q = kvs_find_quote_or_backslash(p + 1, end);
     if (q >= end || *q != '"' || (size_t)(q - (p + 1)) > KVS_SCAN_MAX_STRING)
         return NULL;
@@ -98,54 +114,36 @@ static inline const char *skip_string(const char *p, const char *end)
     }
 }
 
-/* Whether q[0..8) are all digits (the 8-byte load may run into the buffer's
- * padding: a window across the end holds the NUL sentinel, no digit); then
- * their value in *v (simdjson's eight-digit parse, little-endian). */
-static inline bool eight_digits(const char *q, uint64_t *v)
+/* Past a run of digits at q that kvs_digit_run found to be k long (16: it may
+ * go on). */
+static inline const char *past_digits(const char *q, unsigned k)
 {
-    uint64_t x;
-    memcpy(&x, q, 8);
-    if (((x & 0xF0F0F0F0F0F0F0F0ull) | (((x + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) >> 4)) !=
-        0x3333333333333333ull)
-        return false;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    x -= 0x3030303030303030ull;
-    x = (x * 10) + (x >> 8);
-    x = (((x & 0x000000FF000000FFull) * (100 + (1000000ull << 32))) +
-         (((x >> 16) & 0x000000FF000000FFull) * (1 + (10000ull << 32)))) >> 32;
-    *v = (uint32_t)x;
-#else
-    uint64_t r = 0;
-    for (int i = 0; i < 8; i++)
-        r = r * 10 + (uint64_t)(q[i] - '0');
-    *v = r;
-#endif
-    return true;
+    q += k;
+    if (k == 16)
+        while (is_digit(*q))
+            q++;
+    return q;
 }
 
 /* At a number's first byte: past it when it is one by JSON's grammar and the
  * next byte cannot continue it (kvs_scan_number reads the longest run of
- * number characters, and rejects "01", "1.2.3", "1-2"), else NULL. */
+ * number characters, and rejects "01", "1.2.3", "1-2"), else NULL. Digit runs
+ * are found 16 bytes at a time (digits.h). */
 static inline const char *skip_number(const char *p, const char *end)
 {
     const char *q = p + (*p == '-');
-    uint64_t v8;
-    if (*q == '0') {
-        q++;
-    } else if (*q >= '1' && *q <= '9') {
-        while (eight_digits(q, &v8))
-            q += 8;
-        while (is_digit(*q))
-            q++;
-    } else {
+    unsigned k = kvs_digit_run(q);
+    if (k == 0)
         return NULL;
-    }
+    /* a leading 0 is the whole integer part: a digit after it ends the
+     * check below (is_num_char) */
+    q = *q == '0' ? q + 1 : past_digits(q, k);
     if (*q == '.') {
         q++;
-        if (!is_digit(*q))
+        unsigned f = kvs_digit_run(q);
+        if (f == 0)
             return NULL;
-        while (is_digit(*q))
-            q++;
+        q = past_digits(q, f);
     }
     if (*q == 'e' || *q == 'E') {
         q++;
@@ -175,16 +173,15 @@ static inline const char *read_number(const char *p, const char *end, struct fnu
     const char *q = p;
     n->neg = *q == '-';
     q += n->neg;
-    if (!is_digit(*q) || (*q == '0' && is_digit(q[1])))
+    unsigned k = kvs_digit_run(q);
+    if (k == 0 || (*q == '0' && k > 1))
         return NULL;
-    uint64_t v = 0, v8;
     const char *d0 = q;
-    while (eight_digits(q, &v8)) { /* wraps past 19 digits: refused below */
-        v = v * 100000000u + v8;
-        q += 8;
-    }
-    while (is_digit(*q))
-        v = v * 10 + (uint64_t)(*q++ - '0');
+    uint64_t v = kvs_digits_value16(q, k);
+    q += k;
+    if (k == 16)
+        while (is_digit(*q)) /* wraps past 19 digits: refused below */
+            v = v * 10 + (uint64_t)(*q++ - '0');
     if (q - d0 > 18)
         return NULL;
     n->ip = v;
@@ -192,15 +189,13 @@ static inline const char *read_number(const char *p, const char *end, struct fnu
     n->fd = 0;
     if (*q == '.') {
         q++;
-        if (!is_digit(*q))
+        unsigned f = kvs_digit_run(q);
+        if (f == 0)
             return NULL;
-        while (is_digit(*q)) {
-            if (n->fd < 9) {
-                n->frac = n->frac * 10 + (uint64_t)(*q - '0');
-                n->fd++;
-            }
-            q++;
-        }
+        /* the first 9 fraction digits, as kvs_scan_number keeps them */
+        n->fd = f < 9 ? (int)f : 9;
+        n->frac = f <= 8 ? kvs_digits_value8(q, f) : kvs_digits_value8(q, 8) * 10 + (uint64_t)(q[8] - '0');
+        q = past_digits(q, f);
     }
     if (q >= end || is_num_char(*q) || q - p > KVS_SCAN_MAX_NUMBER)
         return NULL;
@@ -271,26 +266,27 @@ static const char *skip_container(const char *p, const char *end)
         for (;;) {
             if (depth == 0)
                 return p;
-            p = ws(p);
             char top = stack[depth - 1];
-            if (*p == ',') {
+            if (p[0] == ',' && p[1] == ' ' && (unsigned char)p[2] > ' ') {
+                p += 2; /* Kineto's ", " */
+            } else if (*(p = ws(p)) == ',') {
                 p = ws(p + 1);
-                if (top == '{') {
-                    if (*p != '"' || !(p = skip_string(p, end)))
-                        return NULL;
-                    p = ws(p);
-                    if (*p != ':')
-                        return NULL;
-                    p = ws(p + 1);
-                }
-                break;
-            }
-            if (*p == (top == '{' ? '}' : ']')) {
+            } else if (*p == (top == '{' ? '}' : ']')) {
                 p++;
                 depth--;
                 continue;
+            } else {
+                return NULL;
             }
-            return NULL;
+            if (top == '{') {
+                if (*p != '"' || !(p = skip_string(p, end)))
+                    return NULL;
+                p = ws(p);
+                if (*p != ':')
+                    return NULL;
+                p = ws(p + 1);
+            }
+            break;
         }
     }
 }
@@ -451,7 +447,7 @@ static const char *args_value(const char *p, const char *end, struct kvs_ev *e)
                 kvs_launch_dims_of(v, (size_t)(p - v), which == 8 ? &e->grid_blocks : &e->block_threads);
             break;
         case 10: p = int_value(p, end, &e->graph_node, NULL); break;
-        default: p = skip_value(p, end); break;
+        default: p = *p == '-' || is_digit(*p) ? skip_number(p, end) : skip_value(p, end); break;
         }
         if (!p)
             return NULL;

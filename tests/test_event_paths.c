@@ -92,8 +92,10 @@ static const char *differ(const struct kvs_trace_data *a, const struct kvs_trace
     return NULL;
 }
 
-/* Read data both ways; false (with a message) when they differ. */
-static bool both_paths(const void *data, size_t n, const char *name)
+/* Read data both ways through a scanner buffer of bufsize bytes and reads
+ * of chunk bytes (0: the defaults); false (with a message) when they differ. */
+static bool both_paths_sized(const void *data, size_t n, const char *name, size_t bufsize,
+                             size_t chunk)
 {
     struct kvs_trace_data t[2];
     struct capture cap[2];
@@ -105,6 +107,8 @@ static bool both_paths(const void *data, size_t n, const char *name)
         memset(&o, 0, sizeof o);
         o.log = &lg;
         o.general_path_only = k == 1;
+        o.bufsize = bufsize;
+        o.source_chunk = chunk;
         memset(&t[k], 0, sizeof t[k]);
         st[k] = kvs_read_trace_memory(data, n, name, &o, &t[k]);
     }
@@ -116,6 +120,11 @@ static bool both_paths(const void *data, size_t n, const char *name)
     kvs_trace_data_free(&t[0]);
     kvs_trace_data_free(&t[1]);
     return d == NULL;
+}
+
+static bool both_paths(const void *data, size_t n, const char *name)
+{
+    return both_paths_sized(data, n, name, 0, 0);
 }
 
 static char *slurp(const char *path, size_t *n)
@@ -435,12 +444,91 @@ static void test_mutations(void)
         free(generated[i]);
 }
 
+/* Numbers of every length (the one-pass path finds digit runs 16 bytes at a
+ * time: reader/digits.h) at every offset of a 64-byte block and at every
+ * distance from the scanner buffer's end (small buffers, small reads): both
+ * paths keep the same, and the timestamps are the ones written. */
+static void test_numbers_at_refills(void)
+{
+    size_t cap = 1 << 20, len = 0;
+    char *doc = malloc(cap);
+    int64_t *want = malloc(4096 * sizeof *want);
+    KVS_REQUIRE(doc && want);
+    len += (size_t)snprintf(doc, cap, "{\"traceEvents\": [");
+    int nev = 0;
+    for (int idigits = 1; idigits <= 15; idigits++)
+        for (int fdigits = 0; fdigits <= 12; fdigits++) /* 0: no fraction */
+            for (int pad = 0; pad < 3; pad++) {
+                char ip[32], fr[32], skip[64];
+                for (int i = 0; i < idigits; i++)
+                    ip[i] = (char)((i == 0 ? '1' : '0') + next_rand() % (i == 0 ? 9 : 10));
+                ip[idigits] = '\0';
+                for (int i = 0; i < fdigits; i++)
+                    fr[i] = (char)('0' + next_rand() % 10);
+                fr[fdigits] = '\0';
+                /* a skipped number of 1..25 digits, a fraction now and then */
+                int sd = 1 + (int)(next_rand() % 25);
+                for (int i = 0; i < sd; i++)
+                    skip[i] = (char)((i == 0 ? '1' : '0') + next_rand() % (i == 0 ? 9 : 10));
+                skip[sd] = '\0';
+                if (next_rand() % 3 == 0)
+                    strcat(skip, ".125");
+                len += (size_t)snprintf(
+                    doc + len, cap - len,
+                    "%s\n%*s{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k%d\", \"pid\": %d, "
+                    "\"tid\": %u, \"ts\": %s%s%s, \"dur\": %u.%u, \"args\": {\"External id\": %u, "
+                    "\"Ev Idx\": %s, \"device\": 0, \"stream\": 7, \"correlation\": %u}}",
+                    nev ? "," : "", pad + (int)(next_rand() % 40), "", nev % 7, 1 + nev % 3,
+                    next_rand() % 100000, ip, fdigits > 0 ? "." : "", fr, next_rand() % 1000,
+                    next_rand() % 1000, next_rand(), skip, next_rand() % 100000000);
+                /* the ns the reader keeps for "ip.fr" us (fractions of up to 3 digits exact) */
+                int64_t ns = (int64_t)strtoll(ip, NULL, 10) * 1000;
+                if (fdigits > 0 && fdigits <= 3) {
+                    int64_t f = strtoll(fr, NULL, 10);
+                    for (int i = fdigits; i < 3; i++)
+                        f *= 10;
+                    ns += f;
+                }
+                want[nev++] = fdigits > 3 ? INT64_MIN : ns;
+            }
+    len += (size_t)snprintf(doc + len, cap - len, "\n]}\n");
+    KVS_REQUIRE(len < cap - 1);
+    static const size_t bufsizes[] = {0, 64, 100, 191, 256, 333, 1000, 4096};
+    static const size_t chunks[] = {0, 1, 7, 61, 509};
+    int reads = 0;
+    for (size_t b = 0; b < sizeof bufsizes / sizeof *bufsizes; b++)
+        for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++) {
+            char name[64];
+            snprintf(name, sizeof name, "numbers, buffer %zu, reads of %zu", bufsizes[b], chunks[c]);
+            both_paths_sized(doc, len, name, bufsizes[b], chunks[c]);
+            reads++;
+        }
+    /* the one-pass path's timestamps against the ones written */
+    struct kvs_trace_data t;
+    memset(&t, 0, sizeof t);
+    struct kvs_read_opts o;
+    memset(&o, 0, sizeof o);
+    KVS_CHECK_EQ_INT(kvs_read_trace_memory(doc, len, "numbers", &o, &t), KVS_STATUS_OK);
+    KVS_CHECK_EQ_INT(t.ngpus, nev);
+    int checked = 0;
+    for (size_t i = 0; i < t.ngpus && i < (size_t)nev; i++)
+        if (want[i] != INT64_MIN) {
+            KVS_CHECK_EQ_INT(t.gpus[i].ts, want[i]);
+            checked++;
+        }
+    kvs_trace_data_free(&t);
+    printf("%d events of numbers read both ways %d times; %d timestamps checked\n", nev, reads, checked);
+    free(doc);
+    free(want);
+}
+
 int main(int argc, char **argv)
 {
     static const struct kvs_test tests[] = {
         {"repository_traces", test_repository_traces},
         {"shared_traces", test_shared_traces},
         {"mutations", test_mutations},
+        {"numbers_at_refills", test_numbers_at_refills},
         {0},
     };
     return kvs_test_main(argc, argv, tests);

@@ -26,6 +26,11 @@ bool kvs_reader_limit_at(struct kvs_scan *s, uint64_t off, const char *fmt, ...)
 // ----------------------------------------------------------------------------
 // keeping
 
+/* the records' sizes, which set the reader's memory per event kept */
+_Static_assert(sizeof(struct kvs_op_rec) == 32, "struct kvs_op_rec is 32 bytes");
+_Static_assert(sizeof(struct kvs_rt_rec) == 40, "struct kvs_rt_rec is 40 bytes");
+_Static_assert(sizeof(struct kvs_gpu_rec) == 64, "struct kvs_gpu_rec is 64 bytes");
+
 static bool oom(struct kvs_reader *r)
 {
     return kvs_scan_fail(&r->scan, KVS_STATUS_NO_MEMORY, "out of memory keeping trace records");
@@ -76,6 +81,8 @@ static bool thread_of(struct kvs_reader *r, const struct kvs_ev *e, uint32_t *id
     *id = kvs_intern_id(&r->t->threads, key, n);
     if (*id == KVS_INTERN_NONE)
         return oom(r);
+    if (*id >= KVS_READ_MAX_THREADS)
+        return kvs_reader_limit_at(&r->scan, r->ev_off, "more than 2^30 threads (pid, tid pairs)");
     memcpy(r->last_tkey, key, n);
     r->last_tkey_len = n;
     r->last_thread = *id;
@@ -235,17 +242,21 @@ static bool emit(struct kvs_reader *r, const struct kvs_dec_event *d)
             t->n_memcpys++;
         else
             t->n_memsets++;
-        struct kvs_gpu_rec g = {d->ts,   d->dur,    d->ext,    d->corr,          d->bytes,
-                                d->name, d->device, d->stream, kind, d->graph_node,
-                                d->block_threads, d->grid_blocks};
+        if (d->name >= KVS_READ_MAX_GPU_NAME)
+            return kvs_reader_limit_at(&r->scan, r->ev_off, "more than 2^29 distinct names and shapes");
+        struct kvs_gpu_rec g = {.ts = d->ts, .dur = d->dur, .ext = d->ext, .corr = d->corr,
+                                .bytes = d->bytes, .grid_blocks = d->grid_blocks, .name = d->name,
+                                .kind = kind, .graph_node = d->graph_node, .device = d->device,
+                                .stream = d->stream, .block_threads = d->block_threads};
         return KVS_VEC_PUSH(t->gpus, t->ngpus, t->gpus_cap, g) == 0 || oom(r);
     }
     case KVS_EV_RUNTIME: {
         t->n_runtime++;
         if (d->corr == 0 && d->ext == 0)
             return true;
-        struct kvs_rt_rec rt = {d->ts,     d->dur,          d->corr,          d->ext,
-                                d->thread, d->name, d->graph_launch, d->kernel_launch};
+        struct kvs_rt_rec rt = {.ts = d->ts, .dur = d->dur, .corr = d->corr, .ext = d->ext,
+                                .name = d->name, .thread = d->thread,
+                                .graph_launch = d->graph_launch, .kernel_launch = d->kernel_launch};
         return KVS_VEC_PUSH(t->rts, t->nrts, t->rts_cap, rt) == 0 || oom(r);
     }
     default:

@@ -169,7 +169,13 @@ static enum kvs_status thread_of(struct kvs_nsys *n, int64_t gtid, bool has, uin
     int len = has ? snprintf(key, sizeof key, "%lld\x1f%lld", (long long)pid_of(gtid), (long long)(gtid & 0xFFFFFF))
                   : snprintf(key, sizeof key, "\x1f");
     *id = kvs_intern_id(&n->t->threads, key, (size_t)len);
-    return *id == KVS_INTERN_NONE ? KVS_STATUS_NO_MEMORY : KVS_STATUS_OK;
+    if (*id == KVS_INTERN_NONE)
+        return KVS_STATUS_NO_MEMORY;
+    if (*id >= KVS_READ_MAX_THREADS) {
+        kvs_log(n->opt->log, KVS_LOG_ERROR, "%s: more than 2^30 threads (see docs/reliability.md)", n->path);
+        return KVS_STATUS_LIMIT;
+    }
+    return KVS_STATUS_OK;
 }
 
 static enum kvs_status keep_bytes(struct kvs_nsys *n, const struct stream *s, int64_t bytes)
@@ -241,13 +247,14 @@ static enum kvs_status gpu_row(struct kvs_nsys *n, const struct stream *s)
     g.device = device >= 0 && device <= INT32_MAX ? (int32_t)device : -1;
     g.stream = stream >= INT32_MIN && stream <= INT32_MAX ? (int32_t)stream : -1;
     char name[96];
+    uint32_t nm = 0; /* g.name once it is known to fit (KVS_READ_MAX_GPU_NAME) */
     if (s->table == KVS_NSYS_KERNEL) {
         g.kind = KVS_GPU_KERNEL;
-        for (int i = 0; i < 3 && !g.name; i++) /* demangled, short, mangled */
-            if (hv[i] && (st = kvs_nsys_string(n, v[i], &g.name)) != KVS_STATUS_OK)
+        for (int i = 0; i < 3 && !nm; i++) /* demangled, short, mangled */
+            if (hv[i] && (st = kvs_nsys_string(n, v[i], &nm)) != KVS_STATUS_OK)
                 return st;
-        if (!g.name)
-            g.name = kvs_intern_id(&t->strings, "(unnamed kernel)", 16);
+        if (!nm)
+            nm = kvs_intern_id(&t->strings, "(unnamed kernel)", 16);
         n->graph_nodes += hv[3];
         g.grid_blocks = launch_product(v + 4, hv + 4);
         g.block_threads = (int32_t)launch_product(v + 7, hv + 7);
@@ -268,11 +275,16 @@ static enum kvs_status gpu_row(struct kvs_nsys *n, const struct stream *s)
             n->graph_nodes += hv[2];
             t->n_memsets++;
         }
-        if ((g.name = kvs_intern_id(&t->strings, name, (size_t)len)) == KVS_INTERN_NONE)
+        if ((nm = kvs_intern_id(&t->strings, name, (size_t)len)) == KVS_INTERN_NONE)
             return KVS_STATUS_NO_MEMORY;
     }
-    if (g.name == KVS_INTERN_NONE)
+    if (nm == KVS_INTERN_NONE)
         return KVS_STATUS_NO_MEMORY;
+    if (nm >= KVS_READ_MAX_GPU_NAME) {
+        kvs_log(n->opt->log, KVS_LOG_ERROR, "%s: more than 2^29 distinct names (see docs/reliability.md)", n->path);
+        return KVS_STATUS_LIMIT;
+    }
+    g.name = nm;
     if (g.device >= 0 && g.device < 64)
         n->used_devices |= (uint64_t)1 << g.device;
     return KVS_VEC_PUSH(t->gpus, t->ngpus, t->gpus_cap, g) == 0 ? KVS_STATUS_OK : KVS_STATUS_NO_MEMORY;
@@ -340,11 +352,12 @@ static enum kvs_status runtime_row(struct kvs_nsys *n, const struct stream *s)
     if (!corr)
         return KVS_STATUS_OK;
     struct kvs_rt_rec rt = {0};
-    uint32_t kind = 0;
+    uint32_t kind = 0, thread;
     if (has_name && (st = api_of(n, sid, &rt.name, &kind)) != KVS_STATUS_OK)
         return st;
-    if ((st = thread_of(n, gtid, has_tid, &rt.thread)) != KVS_STATUS_OK)
+    if ((st = thread_of(n, gtid, has_tid, &thread)) != KVS_STATUS_OK)
         return st;
+    rt.thread = thread;
     rt.ts = s->start;
     rt.dur = dur;
     rt.corr = qualified_corr(corr, has_tid ? pid_of(gtid) : 0);

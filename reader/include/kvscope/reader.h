@@ -235,34 +235,41 @@ struct kvs_op_rec {
                             * replays, each given a copy of it (link.c); not a call itself */
 };
 
-/* A CUDA/HIP runtime or driver call: the CPU side of a launch. */
+/* Bounds on ids the records hold in fewer than 32 bits (docs/reliability.md):
+ * dense thread ids (kvs_trace_data.threads), and the interned name of a GPU
+ * record (kvs_trace_data.strings). A trace past either is refused
+ * (KVS_STATUS_LIMIT): the intern tables alone would hold over 10 GiB first. */
+#define KVS_READ_MAX_THREADS ((uint32_t)1 << 30)
+#define KVS_READ_MAX_GPU_NAME ((uint32_t)1 << 29)
+
+/* A CUDA/HIP runtime or driver call: the CPU side of a launch. 40 bytes. */
 struct kvs_rt_rec {
     int64_t ts;
     int64_t dur;           /* how long the CPU spent in the call (a blocking call's wait) */
     int64_t corr;          /* correlation id */
     int64_t ext;           /* External id when the call carries one, else 0 */
-    uint32_t thread;
     uint32_t name;         /* interned call name ("cudaStreamSynchronize", ...) */
+    uint32_t thread : 30;  /* dense thread id, below KVS_READ_MAX_THREADS */
     uint32_t graph_launch : 1;  /* cudaGraphLaunch / cuGraphLaunch / hipGraphLaunch */
     uint32_t kernel_launch : 1; /* cudaLaunchKernel[ExC], cuLaunchKernel[Ex], hipLaunchKernel, ... */
 };
 
 enum kvs_gpu_kind { KVS_GPU_KERNEL = 0, KVS_GPU_MEMCPY, KVS_GPU_MEMSET };
 
-/* A kernel, memcpy or memset that ran on a device. */
+/* A kernel, memcpy or memset that ran on a device. 64 bytes. */
 struct kvs_gpu_rec {
     int64_t ts, dur;
     int64_t ext;           /* 0 when none */
     int64_t corr;          /* 0 when none */
     int64_t bytes;         /* memcpy/memset bytes, else 0 */
-    uint32_t name;
+    int64_t grid_blocks;   /* kernels: grid x*y*z from args "grid", 0 when not recorded */
+    uint32_t name : 29;    /* interned name, below KVS_READ_MAX_GPU_NAME */
+    uint32_t kind : 2;     /* enum kvs_gpu_kind */
+    uint32_t graph_node : 1; /* 1: args "graph node id" (kvscope's and Kineto's traces): a
+                              * CUDA graph replayed it */
     int32_t device;
     int32_t stream;
-    uint8_t kind;          /* enum kvs_gpu_kind */
-    uint8_t graph_node;    /* 1: args "graph node id" (kvscope's and Kineto's traces): a
-                            * CUDA graph replayed it */
     int32_t block_threads; /* kernels: block x*y*z from args "block", 0 when not recorded */
-    int64_t grid_blocks;   /* kernels: grid x*y*z from args "grid", 0 when not recorded */
 };
 
 /* A CPU-side range that may delimit steps: user_annotation (NVTX) events,

@@ -360,9 +360,6 @@ static enum kvs_status enable_kinds(struct kvs_trace *t)
         t->kinds_on |= KVS_TRACE_NVTX;
         kvs_annot_set_hooks(&t->hooks);
     }
-    if (atomic_load(&t->watch_profiler))
-        cuptiEnableCallback(1, t->sub, CUPTI_CB_DOMAIN_DRIVER_API,
-                            CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
     t->kinds_recorded |= t->kinds_on;
     atomic_store(&t->running, 1);
     kvs_capture_torch_update();
@@ -374,7 +371,6 @@ static void disable_kinds(struct kvs_trace *t)
 {
     atomic_store(&t->running, 0);
     kvs_capture_torch_update();
-    cuptiEnableCallback(0, t->sub, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
     if (t->kinds_on & KVS_TRACE_NVTX)
         kvs_annot_set_hooks(NULL); /* waits for annotating threads to leave */
     for (size_t i = 0; i < sizeof k_kinds / sizeof k_kinds[0]; i++)
@@ -383,8 +379,15 @@ static void disable_kinds(struct kvs_trace *t)
     for (int d = 0; d < 2; d++) { /* the chosen calls (every call is in k_kinds' bits) */
         if (!(t->kinds_on & k_apis[d].bit) || (t->kinds_on & k_apis[d].all_bit))
             continue;
+        /* the calls' callbacks stay enabled, returning at once (api_on):
+         * CUPTI gives a thread's calls the correlation id of a call whose
+         * entry it called back and whose exit it did not, so turning a
+         * callback off while its call runs (cuProfilerStop's own, here; any
+         * recorded call in flight on another thread) gave every later call
+         * of that thread that one id (H200, CUPTI 13.0: a second window's
+         * 9 calls and 6 kernels all correlation 11, cuProfilerStop's) */
         if (t->api_by_callback[d])
-            kvs_capture_api_enable(t, d, 0);
+            atomic_store(&t->api_on[d], 0);
         else
             cuptiActivityDisable(k_apis[d].kind);
     }
@@ -628,14 +631,18 @@ void kvs_capture_on_context(struct kvs_trace *t, void (*fn)(void *), void *user)
     t->on_context = fn;
 }
 
-/* Outside the window the capture waits on one call: the driver's
- * cuProfilerStart (cudaProfilerStart makes it). cuProfilerStop gets its
- * callback while the window is open (enable_kinds, disable_kinds). */
+/* Outside the window the capture waits on the driver's cuProfilerStart
+ * (cudaProfilerStart makes it); cuProfilerStop's callback is on from the
+ * start too and never turned off: turning it off inside its own entry left
+ * CUPTI inside that call for good (disable_kinds says how). Both are rare
+ * calls: no cost a launch. */
 enum kvs_status kvs_capture_follow_profiler_api(struct kvs_trace *t, const char *window_name)
 {
     t->window = window_name;
     KVS_CUPTI_TRY(&t->lg, cuptiEnableCallback(1, t->sub, CUPTI_CB_DOMAIN_DRIVER_API,
                                               CUPTI_DRIVER_TRACE_CBID_cuProfilerStart));
+    KVS_CUPTI_TRY(&t->lg, cuptiEnableCallback(1, t->sub, CUPTI_CB_DOMAIN_DRIVER_API,
+                                              CUPTI_DRIVER_TRACE_CBID_cuProfilerStop));
     atomic_store(&t->watch_profiler, 1);
     return KVS_STATUS_OK;
 }

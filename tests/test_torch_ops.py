@@ -326,6 +326,34 @@ def tests(kvscope, sink, tdir, work):
                                                 "aten::div_": 30},
           "a window closed, opened, closed, opened: only the ops inside it (%s), same output" % count)
 
+    # torch.autograd.profiler._is_profiler_enabled follows the window (as
+    # Inductor reads it: its Triton launches become ranges only while true)
+    # and keeps what torch.profiler writes into the module; 1.13 has no such
+    # attribute, so the test forces it (KVS_TORCH_OPS_FLAG_TEST)
+    flagp = os.path.join(work, "flag.py")
+    with open(flagp, "w") as f:
+        f.write("import ctypes, os, torch\n"
+                "import torch.autograd.profiler as ap\n"
+                "sink = ctypes.CDLL(os.environ['CUDA_INJECTION64_PATH'])\n"
+                "r = []\n"
+                "sink.kvs_sink_set_running(0); r.append(ap._is_profiler_enabled)\n"
+                "sink.kvs_sink_set_running(1); r.append(ap._is_profiler_enabled)\n"
+                "sink.kvs_sink_set_running(0); r.append(ap._is_profiler_enabled)\n"
+                "ap.__dict__['_is_profiler_enabled'] = True; r.append(ap._is_profiler_enabled)\n"
+                "ap.__dict__['_is_profiler_enabled'] = False; r.append(ap._is_profiler_enabled)\n"
+                "ap._is_profiler_enabled = True; r.append(ap.__dict__['_is_profiler_enabled'])\n"
+                "print(r)\n")
+    rc, out, err = run([PY, flagp], dict(hook, KVS_CAPTURE_OUTPUT=os.path.join(work, "flag.json"),
+                                         KVS_TORCH_OPS_FLAG_TEST="1"), work)
+    check(rc == 0 and out.strip() == "[False, True, False, True, False, True]",
+          "_is_profiler_enabled true while the window is open and while the profiler sets it "
+          "(%r %s)" % (out.strip(), err.strip()[-200:]))
+    rc, out, err = run([PY, "-c", "import torch.autograd.profiler as ap; "
+                        "print(type(ap).__name__, '_is_profiler_enabled' in vars(ap))"],
+                       dict(hook, KVS_CAPTURE_OUTPUT=os.path.join(work, "flag2.json")), work)
+    check(rc == 0 and out.strip() == "module False",
+          "torch without _is_profiler_enabled (1.13): the module left as it is (%r)" % out.strip())
+
     # a sitecustomize the hook's folder shadows still runs
     user = os.path.join(work, "user")
     os.makedirs(user)

@@ -185,12 +185,25 @@ void on_end(const at::RecordFunction &fn, at::ObserverContext *)
         g_ops->op_end();
 }
 
+} // namespace
+
+// 1 while the capture can record ops (the switch below sets it), read by the
+// hook's Python half (sitecustomize.py) through ctypes: PyTorch's Inductor
+// and Dynamo record their kernel launches and compiled regions as
+// RecordFunction ranges only while torch.autograd.profiler's
+// _is_profiler_enabled reads true, which sitecustomize makes it do while
+// this is 1 (a plain int: ctypes reads it without the GIL's help).
+extern "C" __attribute__((visibility("default"))) int kvs_torch_ops_recording_flag = 0;
+
+namespace {
+
 // The capture's switch (kvs_torch_ops.set_switch): the observer on while ops
 // can be recorded, off between windows, so that PyTorch then boxes no
 // inputs and calls nothing for it. Ops open across a change pair up as
 // RecordFunction pairs them: an op's end runs the observers its start ran.
 void on_switch(int on)
 {
+    __atomic_store_n(&kvs_torch_ops_recording_flag, on ? 1 : 0, __ATOMIC_RELAXED);
     try {
         if (on)
             at::reenableCallback(g_handle);

@@ -181,6 +181,50 @@ def _install(torch):
         _say("%s; the capture goes on without torch ops" % e)
         return
     _debug("hook loaded for torch %s (%s)" % (ver, so))
+    _profiler_flag(torch, hook)
+
+
+def _profiler_flag(torch, hook):
+    """torch.autograd.profiler._is_profiler_enabled reads true while the
+    capture records (the hook's kvs_torch_ops_recording_flag) as well as
+    while torch.profiler runs: Inductor records each Triton kernel launch
+    (its name and arguments' shapes, what torch.profiler's trace shows as
+    the kernel's op) and Dynamo its compiled regions as RecordFunction ranges
+    only while that module attribute is true. torch.profiler's own setting
+    (a write to the module's globals) is kept and read as before; torch
+    without the attribute (before 2.1) is left alone, unless
+    KVS_TORCH_OPS_FLAG_TEST=1 (the CPU test's torch 1.13)."""
+    import ctypes
+    import types
+
+    mod = getattr(getattr(torch, "autograd", None), "profiler", None)
+    if not isinstance(mod, types.ModuleType) or type(mod) is not types.ModuleType:
+        return  # not the plain module this expects: left as it is
+    if "_is_profiler_enabled" not in mod.__dict__ and os.environ.get("KVS_TORCH_OPS_FLAG_TEST") != "1":
+        return
+    try:
+        flag = ctypes.c_int.in_dll(hook, "kvs_torch_ops_recording_flag")
+    except (ValueError, AttributeError):
+        return
+    g = mod.__dict__
+    g.setdefault("_is_profiler_enabled", False)
+
+    class _ProfilerModule(types.ModuleType):
+        # a data descriptor on the module's type: read before the module's
+        # dict, which keeps torch.profiler's own value
+        @property
+        def _is_profiler_enabled(self):
+            return bool(g["_is_profiler_enabled"]) or flag.value != 0
+
+        @_is_profiler_enabled.setter
+        def _is_profiler_enabled(self, v):
+            g["_is_profiler_enabled"] = v
+
+    try:
+        mod.__class__ = _ProfilerModule
+    except TypeError:
+        return
+    _debug("torch.autograd.profiler._is_profiler_enabled follows the capture's window")
 
 
 class _TorchFinder(object):

@@ -15,7 +15,10 @@ caches and steps), recorded either way the GPU test of kvscope's torch ops
                    profiler's names over the span its steps cover
 
 The same work either way: prefill (512 tokens), compile/capture warm-ups,
-2 warm-up steps, 4 recorded steps. Prints one line of what ran.
+2 warm-up steps, a synchronize, 4 recorded steps (without the synchronize
+the profiler's trace held the last warm-up step's GPU work, still running
+as its recording began: 162 kernels outside its steps in the graph
+variant). Prints one line of what ran.
 """
 import argparse
 import gzip
@@ -49,6 +52,8 @@ class Profiler:
         pass  # ProfilerStep#i began at the previous prof.step()
 
     def end(self, i):
+        if i == mt.WARM - 1:  # as Kvscope.begin(WARM): the recorded steps start on an idle GPU
+            torch.cuda.synchronize()
         self.prof.step()
 
     def __exit__(self, *a):

@@ -12,7 +12,8 @@
  *   sections: copy cast gather mla moe gemm fp8w (default: all; fp8w:
  *   bench_fp8w.cuh, FP8-weight GEMV and experts vs BF16); mla32k [B C] runs
  *   only batch 1 x 32K (or B x C) once per KV type, untimed, for a profiler
- *   (ncu -k regex:mla)
+ *   (ncu -k regex:mla); mlawgv: the FP8 wgmma kernel's variants
+ *   (KVS_MLA_WGV) against each other in one process, checked then timed
  */
 #include <cuda_runtime.h>
 
@@ -344,6 +345,119 @@ static void bench_gemm(void)
     kvs_gemm_free(g);
 }
 
+/* `mlawgv`: the FP8 64-head wgmma kernel's variants (kvs_kernel_opts
+ * mla_wgv, docs/kernels.md "MLA decode") against each other in one
+ * process, on the same data: at each size every variant's output is
+ * checked against BF16 attention on the cast data (<= 1e-2) before
+ * anything is timed, then the variants are timed in turn, `rounds` times
+ * (medians of CUDA-event timed calls; inputs rotate as in bench_mla). The
+ * variants: KVS_BENCH_WGV (default "0,1,2,4,5,6"); the other options come
+ * from the environment as usual (bench_opts), with the wgmma kernel forced
+ * on (the planner picks it at these sizes anyway). */
+static void bench_mla_wgv(void)
+{
+    const int H = 64, rounds = 3;
+    const int sizes[][2] = {{1, 32768}, {1, 131072}, {8, 131072}, {64, 16384}, {64, 131072}};
+    std::vector<int> vars;
+    {
+        const char *e = getenv("KVS_BENCH_WGV");
+        const char *t = e && *e ? e : "0,1,2,4,5,6";
+        for (const char *q = t; *q;) {
+            vars.push_back(atoi(q));
+            while (*q && *q != ',')
+                q++;
+            if (*q == ',')
+                q++;
+        }
+    }
+    const size_t prow = (size_t)64 * 131072;
+    kvs_fp8 *kv8 = (kvs_fp8 *)dmalloc(prow * KVS_MLA_ROW);
+    kvs_bf16 *kv16 = (kvs_bf16 *)dmalloc(prow * KVS_MLA_ROW * 2);
+    dfill_fp8(kv8, prow * KVS_MLA_ROW, 4, 0xbf); /* |x| < 2, no NaN */
+    ST(kvs_cuda_cast_fp8_to_bf16(KVS_CAST_VECTOR, kv8, kv16, prow * KVS_MLA_ROW, NULL));
+    kvs_bf16 *ql = (kvs_bf16 *)dmalloc((size_t)64 * H * KVS_MLA_LATENT * 2);
+    kvs_bf16 *qr = (kvs_bf16 *)dmalloc((size_t)64 * H * KVS_MLA_ROPE * 2);
+    dfill_bf16(ql, (size_t)64 * H * KVS_MLA_LATENT, 5, 1.f);
+    dfill_bf16(qr, (size_t)64 * H * KVS_MLA_ROPE, 6, 1.f);
+    kvs_bf16 *out = (kvs_bf16 *)dmalloc((size_t)64 * H * KVS_MLA_LATENT * 2);
+    float *lse = (float *)dmalloc((size_t)64 * H * 4);
+    struct kvs_kernel_opts base = *bench_opts();
+    base.mla_wgmma = 1;
+    size_t wsb = 0;
+    for (auto &sz : sizes)
+        wsb = std::max(wsb, kvs_cuda_mla_decode_workspace(sz[0], H, sz[1], &base));
+    void *ws = dmalloc(wsb ? wsb : 16);
+    const int slots_max = 64;
+    int32_t *seqs = (int32_t *)dmalloc((size_t)slots_max * 65 * 4);
+
+    printf("\n## MLA decode, FP8, wgmma kernel variants (KVS_MLA_WGV) in one process\n");
+    printf("us: medians of CUDA-event timed calls, one per round (%d rounds, variants in turn); "
+           "vs v0: best against best; check: fp8 vs bf16 on the cast data\n\n", rounds);
+    printf("| B | ctx | variant | us per round | best us | vs v0 | TFLOP/s | check |\n"
+           "|---|---|---|---|---|---|---|---|\n");
+    for (auto &sz : sizes) {
+        const int B = sz[0], C = sz[1];
+        const size_t rows = (size_t)B * C;
+        const int slots = (int)std::min<size_t>(slots_max, std::max<size_t>(1, prow / rows));
+        std::vector<int32_t> h((size_t)slots * (B + 1));
+        for (int sl = 0; sl < slots; sl++)
+            for (int b = 0; b <= B; b++)
+                h[(size_t)sl * (B + 1) + b] = (int32_t)(sl * rows + (size_t)b * C);
+        CK(cudaMemcpy(seqs, h.data(), h.size() * 4, cudaMemcpyHostToDevice));
+        struct kvs_mla_args a = {};
+        a.batch = B, a.heads = H, a.q_latent = ql, a.q_rope = qr, a.tokens = NULL;
+        a.scale = 0.0625f, a.lse = lse, a.out = out, a.seq_start = seqs;
+        const size_t nout = (size_t)B * H * KVS_MLA_LATENT;
+        a.kv_dtype = KVS_KV_BF16, a.kv = kv16;
+        CK(cudaMemset(out, 0xff, nout * 2));
+        ST(kvs_cuda_mla_decode(&a, C, ws, wsb, &base, NULL));
+        const std::vector<kvs_bf16> o16 = download<kvs_bf16>(out, nout);
+        a.kv_dtype = KVS_KV_FP8, a.kv = kv8;
+        std::vector<double> chk(vars.size());
+        for (size_t v = 0; v < vars.size(); v++) {
+            struct kvs_kernel_opts o = base;
+            o.mla_wgv = vars[v];
+            CK(cudaMemset(out, 0xff, nout * 2));
+            ST(kvs_cuda_mla_decode(&a, C, ws, wsb, &o, NULL));
+            const std::vector<kvs_bf16> o8 = download<kvs_bf16>(out, nout);
+            chk[v] = kt_norm_err_bf16(o8.data(), o16.data(), nout);
+            require(chk[v] <= 1e-2, "MLA wgmma variant: fp8-direct vs bf16 on cast data");
+        }
+        std::vector<std::vector<double>> us(vars.size());
+        const int reps = rows >= (size_t)1 << 22 ? 10 : 30;
+        for (int r = 0; r < rounds; r++)
+            for (size_t v = 0; v < vars.size(); v++) {
+                struct kvs_kernel_opts o = base;
+                o.mla_wgv = vars[v];
+                us[v].push_back(time_us(
+                    [&](int i) {
+                        a.seq_start = seqs + (size_t)(i % slots) * (B + 1);
+                        ST(kvs_cuda_mla_decode(&a, C, ws, wsb, &o, NULL));
+                    },
+                    3, reps));
+            }
+        const double best0 = *std::min_element(us[0].begin(), us[0].end());
+        for (size_t v = 0; v < vars.size(); v++) {
+            const double best = *std::min_element(us[v].begin(), us[v].end());
+            char rs[96] = "";
+            for (int r = 0; r < rounds; r++)
+                snprintf(rs + strlen(rs), sizeof rs - strlen(rs), "%s%.1f", r ? " / " : "", us[v][r]);
+            const double tf = (double)rows * H * (576 + 512) * 2 / best * 1e-6;
+            printf("| %d | %d | %d | %s | %.1f | %+.1f%% | %.0f | fp8~bf16 %.1e |\n", B, C, vars[v], rs,
+                   best, 100.0 * (best - best0) / best0, tf, chk[v]);
+        }
+        fflush(stdout);
+    }
+    CK(cudaFree(kv8));
+    CK(cudaFree(kv16));
+    CK(cudaFree(ql));
+    CK(cudaFree(qr));
+    CK(cudaFree(out));
+    CK(cudaFree(lse));
+    CK(cudaFree(ws));
+    CK(cudaFree(seqs));
+}
+
 /* for a profiler: one decode per KV type at batch B (1), context C (32K),
  * nothing timed */
 static void run_mla32k(int B, int C)
@@ -383,6 +497,11 @@ int main(int argc, char **argv)
 {
     print_device("bench_kernels");
     auto want = [&](const char *what) { return wanted(argc, argv, what); };
+    if (argc >= 2 && !strcmp(argv[1], "mlawgv")) {
+        bench_copy();
+        bench_mla_wgv();
+        return 0;
+    }
     if (argc >= 2 && !strcmp(argv[1], "mla32k")) {
         run_mla32k(argc >= 4 ? atoi(argv[2]) : 1, argc >= 4 ? atoi(argv[3]) : 32768);
         return 0;

@@ -25,30 +25,39 @@ enum kvs_status kvs_kernel_opts_parse(struct kvs_kernel_opts *o, char *(*lookup)
         return KVS_STATUS_INVALID_ARGUMENT;
     static const struct {
         const char *name, *want;
-        const char *words[2];
-        int vals[2];
+        const char *words[6];
+        int vals[6];
+        int n;
         size_t field;
     } vars[] = {
-        {"KVS_PDL", "0 or 1", {"0", "1"}, {1, 0}, offsetof(struct kvs_kernel_opts, no_pdl)},
+        {"KVS_PDL", "0 or 1", {"0", "1"}, {1, 0}, 2, offsetof(struct kvs_kernel_opts, no_pdl)},
         {"KVS_MLA_HG",
          "32 or 64",
          {"32", "64"},
          {32, 64},
+         2,
          offsetof(struct kvs_kernel_opts, mla_head_group)},
         {"KVS_MLA_WAVES",
          "1 or 2",
          {"1", "2"},
          {1, 2},
+         2,
          offsetof(struct kvs_kernel_opts, mla_waves)},
-        {"KVS_MLA_WG", "1 or 0", {"1", "0"}, {1, -1}, offsetof(struct kvs_kernel_opts, mla_wgmma)},
-        {"KVS_MLA_LAZY", "1 or 0", {"1", "0"}, {1, -1}, offsetof(struct kvs_kernel_opts, mla_lazy)},
+        {"KVS_MLA_WG", "1 or 0", {"1", "0"}, {1, -1}, 2, offsetof(struct kvs_kernel_opts, mla_wgmma)},
+        {"KVS_MLA_LAZY", "1 or 0", {"1", "0"}, {1, -1}, 2, offsetof(struct kvs_kernel_opts, mla_lazy)},
+        {"KVS_MLA_WGV",
+         "0, 1, 2, 4, 5 or 6",
+         {"0", "1", "2", "4", "5", "6"},
+         {0, 1, 2, 4, 5, 6},
+         6,
+         offsetof(struct kvs_kernel_opts, mla_wgv)},
     };
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
         const char *text = lookup(vars[i].name);
         if (!text)
             continue;
         int v;
-        if (!pick(text, vars[i].words, vars[i].vals, 2, &v)) {
+        if (!pick(text, vars[i].words, vars[i].vals, vars[i].n, &v)) {
             kvs_log(lg, KVS_LOG_ERROR, "%s is %s, not '%s'", vars[i].name, vars[i].want, text);
             return KVS_STATUS_INVALID_ARGUMENT;
         }

@@ -42,11 +42,20 @@ constexpr float kLazyLog2 = 8.f;
  * (main's PTX): on the H200 (2026-12-02) the lazy loop, with a run-time
  * on/off flag, cost blocks of a single tile 400-560 cycles (B8 x 1K, B1 x
  * 1K and 4K BF16), where the lazy path is never taken (docs/kernels.md). */
-template <bool FP8, int HG, bool WG = false, bool AHEAD = FP8, bool LAZY = false>
+template <bool FP8, int HG, bool WG = false, bool AHEAD = FP8, bool LAZY = false, int WGV = 0>
 __global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel(const MlaParams p)
 {
     static_assert(!WG || (FP8 && HG == 64), "wgmma: FP8 KV, 64-head groups");
+    static_assert(WG || WGV == 0, "variants of the wgmma kernel only");
+    /* WGV (the wgmma kernel's variants, kvs_kernel_opts mla_wgv; 0 = the
+     * kernel as landed): bit 0, S8: S^T on e4m3 wgmmas, K unconverted, Q
+     * split in hi + lo e4m3 (mla_wgmma.cuh); bit 1, K3: K's ALU conversion
+     * in 3 instructions a pair (same bits); bit 2, VA: V converted on the
+     * integer ALU (value * 2^-8, scaled back in the epilogue) instead of the
+     * cvt unit */
+    constexpr bool S8 = (WGV & 1) != 0, K3 = (WGV & 2) != 0, VA = (WGV & 4) != 0;
     using C = Cfg<FP8, HG>;
+    static_assert(!S8 || kWgQ8Inv + 4 * 64 <= C::Q_BYTES, "S8: Q hi, lo and 1 / c in Q's room");
     extern __shared__ __align__(16) unsigned char smem[];
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
     const int split = blockIdx.x, b = blockIdx.y, hg = blockIdx.z;
@@ -112,7 +121,9 @@ __global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel
         if constexpr (FP8)
             fetch_q<HG, WG>(p, qv, b, hg);
     });
-    if constexpr (WG)
+    if constexpr (S8)
+        store_q_fp8_wg8(p, sq, qv);
+    else if constexpr (WG)
         store_q_fp8_wg(p, sq, qv);
     else if constexpr (FP8)
         store_q_fp8<HG>(p, sq, qv);
@@ -157,8 +168,10 @@ __global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel
 #pragma unroll
             for (int nt = 0; nt < C::NH8; nt++)
                 s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
-        if constexpr (WG)
-            s_phase_wg(s, st, sqa, tg, ks, lane);
+        if constexpr (S8)
+            s_phase_wg8(s, st, sqa, tg, ks, lane);
+        else if constexpr (WG)
+            s_phase_wg<K3>(s, st, sqa, tg, ks, lane);
         else if constexpr (HG == 32)
             s_phase_fp8_h32(s, st, sqa, tg, ks, lane);
         else if constexpr (FP8)
@@ -193,13 +206,19 @@ __global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel
 
         /* scores in log2 units, masked */
 #pragma unroll
-        for (int i = 0; i < C::NTW; i++)
+        for (int i = 0; i < C::NTW; i++) {
+            float2 qi = make_float2(256.f, 256.f); /* S8: 1 / c of the two heads */
+            if constexpr (S8)
+                qi = *(const float2 *)(smem + kWgQ8Inv + 4 * (8 * (ks * C::NTW + i) + 2 * t));
 #pragma unroll
             for (int r = 0; r < 4; r++) {
                 int tau = FP8 ? 16 * tg + 2 * g + (r >> 1) : 16 * tg + g + 8 * (r >> 1);
-                float v = FP8 ? sc[i][r] * 256.f : sc[i][r] * p.scale_log2;
+                float v = S8    ? sc[i][r] * (r & 1 ? qi.y : qi.x)
+                          : FP8 ? sc[i][r] * 256.f
+                                : sc[i][r] * p.scale_log2;
                 sc[i][r] = tile_start + tau < t_end ? v : -INFINITY;
             }
+        }
         /* P of head h0 + e (i, e as below) for this warp's two tokens */
         auto put_p = [&](int i, int e, float p0, float p1) {
             int k0, k1; /* P column (logical k within the group) of tokens for rows g, g+8 */
@@ -331,7 +350,7 @@ __global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel
             }
         }
         if constexpr (WG)
-            pv_phase_wg(o, st, spa, w, lane);
+            pv_phase_wg<VA>(o, st, spa, w, lane);
         else
             pv_phase<FP8, HG>(o, st, spa, w, lane);
     }
@@ -363,7 +382,7 @@ __global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel
                 l += red_l[q * HG + h];
             if (hh >= p.heads)
                 continue;
-            const float inv = 1.f / l;
+            const float inv = VA ? 256.f / l : 1.f / l; /* VA: V was read times 2^-8 */
             const float lse2 = sm_m[h] + log2f(l);
             const size_t orow = direct ? ((size_t)b * p.heads + hh) * 512 : (part + h) * 512;
             if (FP8) {
@@ -417,12 +436,12 @@ __global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel
 // ----------------------------------------------------------------------------
 // host side
 
-template <bool FP8, int HG, bool WG = false, bool AHEAD = FP8, bool LAZY = false>
+template <bool FP8, int HG, bool WG = false, bool AHEAD = FP8, bool LAZY = false, int WGV = 0>
 cudaError_t launch(const MlaParams &p, const kvs_mla::Plan &pl, int batch, cudaStream_t s,
                    const struct kvs_kernel_opts *o)
 {
     using C = Cfg<FP8, HG>;
-    const auto kernel = mla_decode_kernel<FP8, HG, WG, AHEAD, LAZY>;
+    const auto kernel = mla_decode_kernel<FP8, HG, WG, AHEAD, LAZY, WGV>;
     const int smem = C::SMEM + (AHEAD ? C::IDX_BYTES : 0);
     cudaError_t e =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);

@@ -14,6 +14,20 @@ namespace kvs_mla {
 cudaError_t launch_wgmma(const Params &p, const Plan &pl, int batch, cudaStream_t s,
                          const struct kvs_kernel_opts *o)
 {
+    /* the variants (mla_wgv, KVS_MLA_WGV; mla_kernel.cuh WGV) exist only
+     * as lazy kernels: they run wherever the options leave lazy rescaling
+     * on (a block of one tile takes the slow path, correct but slower) */
+    const int v = o ? o->mla_wgv : 0;
+    if (v > 0 && !(o && o->mla_lazy == -1)) {
+        switch (v) {
+        case 1: return launch<true, 64, true, true, true, 1>(p, pl, batch, s, o);
+        case 2: return launch<true, 64, true, true, true, 2>(p, pl, batch, s, o);
+        case 4: return launch<true, 64, true, true, true, 4>(p, pl, batch, s, o);
+        case 5: return launch<true, 64, true, true, true, 5>(p, pl, batch, s, o);
+        case 6: return launch<true, 64, true, true, true, 6>(p, pl, batch, s, o);
+        default: break;
+        }
+    }
     return lazy_for(pl, o) ? launch<true, 64, true, true, true>(p, pl, batch, s, o)
                            : launch<true, 64, true>(p, pl, batch, s, o);
 }

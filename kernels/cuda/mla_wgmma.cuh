@@ -21,8 +21,9 @@
  * memory as in the mma.sync kernel); O^T for 256 of the 512 dims each
  * (4 x m64n64k16 per 16 tokens); the same 128 f32 accumulators per thread.
  *
- * defines: kvs_wgmma_* wrappers, wg_q_off, wg_p_off, wg_p_base,
- *          store_q_fp8_wg, s_phase_wg, pv_phase_wg
+ * defines: kvs_wgmma_* wrappers, kvs_e4m3x2_to_f16_alu3, wg_q_off, wg_p_off,
+ *          wg_p_base, store_q_fp8_wg, s_phase_wg, pv_phase_wg; the S8
+ *          variant's kWgQ8*, wg_q8_off, store_q_fp8_wg8, s_phase_wg8
  */
 #ifndef KVSCOPE_MLA_WGMMA_CUH
 #define KVSCOPE_MLA_WGMMA_CUH
@@ -100,6 +101,46 @@ static __device__ __forceinline__ void kvs_wgmma_m64n64k16_rs(float (&d)[8][4],
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate));
 }
 
+/* d (64 x 64 f32, this warp's 16 rows) += a . B, e4m3 operands, K = 32
+ * (the ISA's .e4m3 form: no transpose flags); A as mma.sync m16n8k32's A
+ * fragment for the warp's rows (CUTLASS ALayout_64x32): a0 row g, k 4t..4t+3,
+ * a1 row g+8, a2 row g, k 16+4t.., a3 row g+8; each register 4 codes, lowest
+ * k in the low byte. Not accumulating overwrites d. */
+static __device__ __forceinline__ void kvs_wgmma_m64n64k32_e4m3_rs(float (&d)[8][4],
+                                                                  const uint32_t (&a)[4],
+                                                                  uint64_t desc, int accumulate)
+{
+    KVS_WG_ASM("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %37, 0;\n\t"
+               "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+               "{%32, %33, %34, %35}, %36, p, 1, 1;\n\t}"
+               : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]),
+                 "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]),
+                 "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]),
+                 "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]),
+                 "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]),
+                 "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]),
+                 "+f"(d[7][2]), "+f"(d[7][3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate));
+}
+
+/* The integer-ALU e4m3 -> f16 conversion (value * 2^-8) in three
+ * instructions a pair instead of four: PRMT puts each code in the low byte
+ * of its 16-bit lane with the code's sign replicated into the high byte
+ * (selector nibbles 8 + i), the shift by 7 puts the magnitude bits at 13..7
+ * and a copy of the sign at 15, and the mask drops bit 14 (the code's own
+ * sign bit) and what the shift carried over from the lane below. The same
+ * bits as kvs_e4m3x4_to_f16_alu (NaN codes too: +-480 * 2^-8). sel: the
+ * PRMT selector of the two codes, e.g. 0x9180 for bytes 0 and 1 of x. */
+static __device__ __forceinline__ uint32_t kvs_e4m3x2_to_f16_alu3(uint32_t x, uint32_t y,
+                                                                 uint32_t sel)
+{
+    uint32_t r; /* prmt itself: __byte_perm ignores a selector's sign bit */
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(x), "r"(y), "r"(sel));
+    return (r << 7) & 0xbf80bf80u;
+}
+
 namespace {
 
 constexpr uint32_t kWgQSbo = 72 * 128; /* Q: 8 heads x 576 dims */
@@ -147,6 +188,7 @@ __device__ __forceinline__ void store_q_fp8_wg(const MlaParams &p, unsigned char
  * (overwritten). A fragments as in s_phase_fp8; wgmma groups of up to 4
  * k-steps, one group in flight while the next one's K is converted (each
  * group's fresh A registers are fenced, wgmma.fence, before it reads them). */
+template <bool K3 = false>
 __device__ __forceinline__ void s_phase_wg(float (&s)[8][4], const unsigned char *st, uint32_t sq,
                                            int tg, int ks, int lane)
 {
@@ -157,8 +199,15 @@ __device__ __forceinline__ void s_phase_wg(float (&s)[8][4], const unsigned char
     const uint64_t qd = kvs_wg_desc(sq, 128, kWgQSbo);
     /* a k-step's A from word w0 of row 2g and w1 of row 2g+1 */
     auto frag = [](uint32_t (&a)[4], uint32_t w0, uint32_t w1) {
-        kvs_e4m3x4_to_f16_alu(w0, a[0], a[2]);
-        kvs_e4m3x4_to_f16_alu(w1, a[1], a[3]);
+        if constexpr (K3) { /* the same bits in 3 instructions a pair, not 4 */
+            a[0] = kvs_e4m3x2_to_f16_alu3(w0, 0u, 0x9180u);
+            a[2] = kvs_e4m3x2_to_f16_alu3(w0, 0u, 0xB3A2u);
+            a[1] = kvs_e4m3x2_to_f16_alu3(w1, 0u, 0x9180u);
+            a[3] = kvs_e4m3x2_to_f16_alu3(w1, 0u, 0xB3A2u);
+        } else {
+            kvs_e4m3x4_to_f16_alu(w0, a[0], a[2]);
+            kvs_e4m3x4_to_f16_alu(w1, a[1], a[3]);
+        }
     };
     /* registers written since the last wgmmas are fenced before these read them */
     auto mma = [&](const uint32_t (&a)[4], int j, int acc) {
@@ -200,6 +249,7 @@ __device__ __forceinline__ void s_phase_wg(float (&s)[8][4], const unsigned char
  * tokens of the tile. Returns with every wgmma complete (o readable, P free):
  * leaving the last group running into the next tile was 10% slower at
  * batch 64 x 128K (docs/kernels.md). */
+template <bool VA = false>
 __device__ __forceinline__ void pv_phase_wg(float (&o)[4][8][4], const unsigned char *st,
                                             uint32_t sp, int w, int lane)
 {
@@ -218,12 +268,23 @@ __device__ __forceinline__ void pv_phase_wg(float (&o)[4][8][4], const unsigned 
             uint32_t w0 = *(const uint32_t *)vb, w1 = *(const uint32_t *)(vb + 4 * ROWB);
             uint32_t w2 = *(const uint32_t *)(vb + 8 * ROWB);
             uint32_t w3 = *(const uint32_t *)(vb + 12 * ROWB);
-            kvs_e4m3x4_to_f16_cvt(__byte_perm(w0, w1, 0x5140u), a[2 * blk][0], a[2 * blk][1]);
-            kvs_e4m3x4_to_f16_cvt(__byte_perm(w0, w1, 0x7362u), a[2 * blk + 1][0],
-                                  a[2 * blk + 1][1]);
-            kvs_e4m3x4_to_f16_cvt(__byte_perm(w2, w3, 0x5140u), a[2 * blk][2], a[2 * blk][3]);
-            kvs_e4m3x4_to_f16_cvt(__byte_perm(w2, w3, 0x7362u), a[2 * blk + 1][2],
-                                  a[2 * blk + 1][3]);
+            if constexpr (VA) { /* integer ALU, value * 2^-8 (the epilogue scales back) */
+                a[2 * blk][0] = kvs_e4m3x2_to_f16_alu3(w0, w1, 0xC480u);
+                a[2 * blk][1] = kvs_e4m3x2_to_f16_alu3(w0, w1, 0xD591u);
+                a[2 * blk + 1][0] = kvs_e4m3x2_to_f16_alu3(w0, w1, 0xE6A2u);
+                a[2 * blk + 1][1] = kvs_e4m3x2_to_f16_alu3(w0, w1, 0xF7B3u);
+                a[2 * blk][2] = kvs_e4m3x2_to_f16_alu3(w2, w3, 0xC480u);
+                a[2 * blk][3] = kvs_e4m3x2_to_f16_alu3(w2, w3, 0xD591u);
+                a[2 * blk + 1][2] = kvs_e4m3x2_to_f16_alu3(w2, w3, 0xE6A2u);
+                a[2 * blk + 1][3] = kvs_e4m3x2_to_f16_alu3(w2, w3, 0xF7B3u);
+            } else {
+                kvs_e4m3x4_to_f16_cvt(__byte_perm(w0, w1, 0x5140u), a[2 * blk][0], a[2 * blk][1]);
+                kvs_e4m3x4_to_f16_cvt(__byte_perm(w0, w1, 0x7362u), a[2 * blk + 1][0],
+                                      a[2 * blk + 1][1]);
+                kvs_e4m3x4_to_f16_cvt(__byte_perm(w2, w3, 0x5140u), a[2 * blk][2], a[2 * blk][3]);
+                kvs_e4m3x4_to_f16_cvt(__byte_perm(w2, w3, 0x7362u), a[2 * blk + 1][2],
+                                      a[2 * blk + 1][3]);
+            }
         }
         kvs_wgmma_fence(); /* the new A, and (kk == 0) the rescaled o */
 #pragma unroll
@@ -236,6 +297,172 @@ __device__ __forceinline__ void pv_phase_wg(float (&o)[4][8][4], const unsigned 
 #pragma unroll
     for (int mt = 0; mt < 4; mt++)
         kvs_wg_reg_fence(o[mt]);
+}
+
+// ----------------------------------------------------------------------------
+// S^T on FP8 tensor cores (the S8 variant, mla_kernel.cuh WGV & 1)
+//
+// K stays e4m3 (raw codes: no conversion) and is A (m64n64k32 e4m3, RS);
+// Q is B, split per head into two e4m3 parts, hi = e4m3(x) and lo =
+// e4m3(x - hi) with x = q * scale * log2(e) * c_h, c_h a power of two
+// that puts the head's largest |x| in (224, 448]: hi + lo keeps ~8 bits of
+// each x (f16: 11), and s += K hi + K lo costs two k32 wgmmas where the
+// f16 path runs two k16 ones, the same tensor time. Scores come out times
+// c_h (the kernel multiplies by 1/c_h, kept per head in shared memory).
+// Precision (a C model of the tensor core's 13-bit truncating accumulation
+// on the gpu test's inputs, before any GPU run): normalized error of out
+// <= 4e-3, lse <= 7.4e-4 relative, with the k32 steps alternating between
+// two accumulators that are summed in f32 at the end (one accumulator:
+// lse 3.0e-3 on the planted-spike case, over the 1e-3 check).
+// Q8 layout (per part, 36,864 B; lo at +kWgQ8Part): K-major core matrices
+// of 8 heads x 16 bytes (16 k), LBO 128, SBO 4608; byte
+// (h/8) 4608 + (p/16) 128 + (h%8) 16 + p%16, k-step J at +256 J.
+// Position of dim d = 64c + 16t + 8e + 4u + i (i < 4): p = 32 (2c + e) +
+// 16u + 4t + i, so thread t's 16-byte K load at 64c + 16t of a row holds
+// its A words of k-steps 2c (words 0, 1) and 2c + 1 (words 2, 3).
+
+constexpr uint32_t kWgQ8Sbo = 36 * 128;  /* 8 heads x 576 codes */
+constexpr uint32_t kWgQ8Part = 64 * 576; /* hi, then lo */
+constexpr uint32_t kWgQ8Inv = 2 * kWgQ8Part; /* 64 floats: 1 / c_h */
+
+__device__ __forceinline__ uint32_t wg_q8_off(int h, int p)
+{
+    return (uint32_t)((h >> 3) * kWgQ8Sbo + (p >> 4) * 128 + (h & 7) * 16 + (p & 15));
+}
+
+/* four f32 -> four e4m3 codes (round to nearest even, saturating), x0 lowest */
+__device__ __forceinline__ uint32_t kvs_f32x4_to_e4m3(float x0, float x1, float x2, float x3)
+{
+    uint32_t r; /* cvt's first source goes to the upper byte */
+    asm("{\n\t.reg .b16 l, h;\n\t"
+        "cvt.rn.satfinite.e4m3x2.f32 l, %2, %1;\n\t"
+        "cvt.rn.satfinite.e4m3x2.f32 h, %4, %3;\n\t"
+        "mov.b32 %0, {l, h};\n\t}"
+        : "=r"(r)
+        : "f"(x0), "f"(x1), "f"(x2), "f"(x3));
+    return r;
+}
+
+/* four e4m3 codes -> four f32 (exact) */
+__device__ __forceinline__ void kvs_e4m3x4_to_f32(uint32_t w, float (&f)[4])
+{
+    uint32_t lo, hi;
+    kvs_e4m3x4_to_f16_cvt(w, lo, hi);
+    const float2 a = __half22float2(*(const __half2 *)&lo), b = __half22float2(*(const __half2 *)&hi);
+    f[0] = a.x, f[1] = a.y, f[2] = b.x, f[3] = b.y;
+}
+
+/* Q of this thread's chunks (fetch_q<64, true>: warp w heads 8w.., lane l
+ * head 8w + (l & 7), chunks 4r + (l >> 3)) into the Q8 layout, hi and lo,
+ * and 1 / c_h; ends with the proxy fence. The head's largest |q| is over
+ * its 72 chunks, held by lanes l, l ^ 8, l ^ 16, l ^ 24. */
+__device__ __forceinline__ void store_q_fp8_wg8(const MlaParams &p, unsigned char *sq,
+                                                const uint4 (&v)[kQChunks<64>])
+{
+    float mx = 0.f;
+#pragma unroll
+    for (int r = 0; r < kQChunks<64>; r++) {
+        const uint32_t wv[4] = {v[r].x, v[r].y, v[r].z, v[r].w};
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            mx = fmaxf(mx, fmaxf(fabsf(bf16_bits_to_float(wv[k] & 0xffffu)),
+                                 fabsf(bf16_bits_to_float(wv[k] >> 16))));
+    }
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
+    const float a = mx * fabsf(p.scale_log2);
+    /* c_h = the power of two at or below 448 / a (1 for a zero head) */
+    const float c = a > 0.f ? __uint_as_float(__float_as_uint(fminf(448.f / a, 0x1p100f)) & 0x7f800000u)
+                            : 1.f;
+    const float mul = p.scale_log2 * c;
+    int h0, c0;
+    q_chunk<64, true>(0, h0, c0);
+    if ((threadIdx.x & 31) < 8)
+        *(float *)(sq + kWgQ8Inv + 4 * h0) = 1.f / c;
+#pragma unroll
+    for (int r = 0; r < kQChunks<64>; r++) {
+        int h, ch;
+        q_chunk<64, true>(r, h, ch);
+        const uint32_t wv[4] = {v[r].x, v[r].y, v[r].z, v[r].w};
+        float x[8];
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            x[2 * k] = bf16_bits_to_float(wv[k] & 0xffffu) * mul;
+            x[2 * k + 1] = bf16_bits_to_float(wv[k] >> 16) * mul;
+        }
+        /* dims 8 ch .. + 7 = 64 cb + 16 t + 8 e + (0..7) */
+        const int cb = ch >> 3, t = (ch >> 1) & 3, e = ch & 1;
+        const int p0 = 32 * (2 * cb + e) + 4 * t;
+#pragma unroll
+        for (int u = 0; u < 2; u++) {
+            const float *xu = x + 4 * u;
+            const uint32_t hi = kvs_f32x4_to_e4m3(xu[0], xu[1], xu[2], xu[3]);
+            float hf[4];
+            kvs_e4m3x4_to_f32(hi, hf);
+            const uint32_t lo = kvs_f32x4_to_e4m3(xu[0] - hf[0], xu[1] - hf[1], xu[2] - hf[2],
+                                                  xu[3] - hf[3]);
+            *(uint32_t *)(sq + wg_q8_off(h, p0 + 16 * u)) = hi;
+            *(uint32_t *)(sq + kWgQ8Part + wg_q8_off(h, p0 + 16 * u)) = lo;
+        }
+    }
+    kvs_fence_proxy_async();
+}
+
+/* S^T for this warpgroup's k-slice ks (the same 288 dims as s_phase_wg's
+ * slice ks: 4 blocks of 64 and half of block 4) on e4m3 wgmmas, this
+ * warp's 16 tokens (group tg; m-row g token 2g, g + 8 token 2g + 1) of all
+ * 64 heads, into s (overwritten), in units of c_h. The nine k32 steps
+ * alternate between s and a second accumulator (less truncation: the
+ * header above), each step K hi then K lo with the same A registers; the
+ * K words go straight from shared memory to the wgmmas (no conversion).
+ * One commit group a k-step, one in flight while the next one's words load
+ * (the registers a group reads stay untouched until its wait), then s +=
+ * the second accumulator. */
+__device__ __forceinline__ void s_phase_wg8(float (&s)[8][4], const unsigned char *st, uint32_t sq,
+                                            int tg, int ks, int lane)
+{
+    constexpr int ROWB = Cfg<true, 64>::ROWB;
+    const int g = lane >> 2, t = lane & 3;
+    const unsigned char *r0 = st + (16 * tg + 2 * g) * ROWB + 16 * t;
+    const unsigned char *r1 = r0 + ROWB;
+    const uint64_t qh = kvs_wg_desc(sq, 128, kWgQ8Sbo);
+    const uint64_t ql = kvs_wg_desc(sq + kWgQ8Part, 128, kWgQ8Sbo);
+    float s2[8][4];
+    /* k-step n of the nine (n even into s, odd into s2), position block J */
+    auto step = [&](int n, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, int J) {
+        const uint32_t a[4] = {a0, a1, a2, a3};
+        const uint64_t off = (uint64_t)(16 * J); /* +256 J bytes */
+        if (n % 2 == 0) {
+            kvs_wgmma_m64n64k32_e4m3_rs(s, a, qh + off, n > 0);
+            kvs_wgmma_m64n64k32_e4m3_rs(s, a, ql + off, 1);
+        } else {
+            kvs_wgmma_m64n64k32_e4m3_rs(s2, a, qh + off, n > 1);
+            kvs_wgmma_m64n64k32_e4m3_rs(s2, a, ql + off, 1);
+        }
+    };
+    /* k-step n: 8 bytes at byte b of rows 2g and 2g + 1 (words 0, 1 or 2, 3
+     * of a 16-byte column), positions 32 J..; one commit group a step, at
+     * most two in flight, so only two steps' words are live */
+    const int hoff = ks == 0 ? 256 : 264, hj = ks == 0 ? 8 : 9, c0 = ks == 0 ? 0 : 5;
+#pragma unroll
+    for (int n = 0; n < 9; n++) {
+        const int b = n == 0 ? hoff : 64 * (c0 + (n - 1) / 2) + 8 * ((n - 1) % 2);
+        const int J = n == 0 ? hj : 2 * (c0 + (n - 1) / 2) + (n - 1) % 2;
+        const uint2 x = *(const uint2 *)(r0 + b), y = *(const uint2 *)(r1 + b);
+        kvs_wgmma_fence();
+        step(n, x.x, y.x, x.y, y.y, J);
+        kvs_wgmma_commit();
+        if (n > 0)
+            kvs_wgmma_wait<1>();
+    }
+    kvs_wgmma_wait<0>();
+    kvs_wg_reg_fence(s);
+    kvs_wg_reg_fence(s2);
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+#pragma unroll
+        for (int r = 0; r < 4; r++)
+            s[i][r] += s2[i][r];
 }
 
 } // namespace

@@ -297,10 +297,11 @@ static void test_kernel_opts_parse(void)
     struct kvs_kernel_opts o = {0};
     g_env = NULL;
     KVS_CHECK_EQ_INT(kvs_kernel_opts_parse(&o, fake_getenv, &quiet), KVS_STATUS_OK);
-    KVS_CHECK(!o.no_pdl && !o.mla_head_group && !o.mla_waves && !o.mla_wgmma && !o.mla_lazy);
+    KVS_CHECK(!o.no_pdl && !o.mla_head_group && !o.mla_waves && !o.mla_wgmma && !o.mla_lazy &&
+              !o.mla_wgv);
     static const char *const all[] = {"KVS_PDL",      "0", "KVS_MLA_HG",   "32",
                                       "KVS_MLA_WAVES", "2", "KVS_MLA_WG",   "0",
-                                      "KVS_MLA_LAZY",  "0", NULL};
+                                      "KVS_MLA_LAZY",  "0", "KVS_MLA_WGV", "5", NULL};
     g_env = all;
     KVS_CHECK_EQ_INT(kvs_kernel_opts_parse(&o, fake_getenv, &quiet), KVS_STATUS_OK);
     KVS_CHECK_EQ_INT(o.no_pdl, 1);
@@ -308,6 +309,7 @@ static void test_kernel_opts_parse(void)
     KVS_CHECK_EQ_INT(o.mla_waves, 2);
     KVS_CHECK_EQ_INT(o.mla_wgmma, -1);
     KVS_CHECK_EQ_INT(o.mla_lazy, -1);
+    KVS_CHECK_EQ_INT(o.mla_wgv, 5);
     static const char *const on[] = {"KVS_PDL", "1", "KVS_MLA_HG", "64", "KVS_MLA_WG", "1",
                                      "KVS_MLA_LAZY", "1", NULL};
     g_env = on;
@@ -320,7 +322,8 @@ static void test_kernel_opts_parse(void)
     static const char *const bad[][2] = {{"KVS_PDL", "off"},     {"KVS_PDL", ""},
                                          {"KVS_MLA_HG", "48"},   {"KVS_MLA_HG", "32x"},
                                          {"KVS_MLA_WAVES", "3"}, {"KVS_MLA_WG", "2"},
-                                         {"KVS_MLA_LAZY", "on"}};
+                                         {"KVS_MLA_LAZY", "on"}, {"KVS_MLA_WGV", "3"},
+                                         {"KVS_MLA_WGV", "7"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const char *const one[] = {bad[i][0], bad[i][1], NULL};
         g_env = one;

@@ -8,7 +8,8 @@
  * token lists and contiguous rows, fewer than 64 heads, and a batch too
  * large to split. Outputs and the workspace's partials are poisoned with
  * NaN first. FP8-direct must also equal BF16 attention on the cast data.
- * Tolerances: docs/kernels.md.
+ * Tolerances: docs/kernels.md. KVS_TEST_MLA_WGVS lists wgmma kernel
+ * variants to run every FP8 case through (parse_wgvs).
  *
  *   meson test -C build --suite gpu test_kernels_mla
  */
@@ -33,6 +34,25 @@ struct mla_spikes {
 };
 
 static uint64_t g_seed;
+
+/* KVS_TEST_MLA_WGVS="0,1,..": every FP8 case runs once per listed variant
+ * of the wgmma kernel (kvs_kernel_opts mla_wgv) on the same inputs, each
+ * checked against the one CPU reference (the reference is most of a run's
+ * time); unset: one run with the options as given. */
+#define MAX_WGV 8
+static int g_wgv[MAX_WGV], g_nwgv;
+
+static void parse_wgvs(void)
+{
+    const char *e = getenv("KVS_TEST_MLA_WGVS");
+    for (const char *q = e; q && *q && g_nwgv < MAX_WGV;) {
+        g_wgv[g_nwgv++] = atoi(q);
+        while (*q && *q != ',')
+            q++;
+        if (*q == ',')
+            q++;
+    }
+}
 
 /* On a failure, where: the largest differences of sequence b, and how the
  * error spreads over heads and dims (an index bug shows a pattern). */
@@ -128,8 +148,6 @@ static kvs_bf16 *run_case(const struct mla_case *c, const struct mla_spikes *sp,
         seq_c[b] = seq[b] + 5;
     kt_up(d_seq, c->use_tokens ? seq : seq_c, (B + 1) * sizeof *seq);
     kt_up(d_tok, tok, (total + 1) * sizeof *tok);
-    KVS_TEST_CUDA(cudaMemset(d_out, 0xFF, nq * KVS_MLA_LATENT * 2));
-    KVS_TEST_CUDA(cudaMemset(d_lse, 0xFF, nq * sizeof(float)));
 
     struct kvs_mla_args a = {
         .batch = B, .heads = H, .q_latent = d_ql, .q_rope = d_qr, .kv_dtype = dt, .kv = d_kv,
@@ -140,19 +158,33 @@ static kvs_bf16 *run_case(const struct mla_case *c, const struct mla_spikes *sp,
     int bound = max_ctx + (c->use_tokens ? 3 : 0);
     size_t wsb = kvs_cuda_mla_decode_workspace(B, H, bound, kvs_test_opts());
     void *ws = kt_dev(wsb);
-    /* NaN in every partial: a split that writes none (past its sequence's
-     * end) must never reach the combine's sums */
-    if (wsb)
-        KVS_TEST_CUDA(cudaMemset(ws, 0xFF, wsb));
-    KVS_CHECK_EQ_INT(kvs_cuda_mla_decode(&a, bound, ws, wsb, kvs_test_opts(), NULL), KVS_STATUS_OK);
-    kvs_bf16 *out = malloc(nq * KVS_MLA_LATENT * 2);
-    float *lse = malloc(nq * sizeof(float));
-    kt_down(out, d_out, nq * KVS_MLA_LATENT * 2);
-    kt_down(lse, d_lse, nq * sizeof(float));
+    /* one run per listed variant (FP8; BF16 and no list: one run as given) */
+    const int nv = dt == KVS_KV_FP8 && g_nwgv > 0 ? g_nwgv : 1;
+    kvs_bf16 *outs[MAX_WGV];
+    float *lses[MAX_WGV];
+    for (int v = 0; v < nv; v++) {
+        struct kvs_kernel_opts o = *kvs_test_opts();
+        if (nv > 1 || g_nwgv > 0)
+            o.mla_wgv = dt == KVS_KV_FP8 ? g_wgv[v] : 0;
+        KVS_TEST_CUDA(cudaMemset(d_out, 0xFF, nq * KVS_MLA_LATENT * 2));
+        KVS_TEST_CUDA(cudaMemset(d_lse, 0xFF, nq * sizeof(float)));
+        /* NaN in every partial: a split that writes none (past its sequence's
+         * end) must never reach the combine's sums */
+        if (wsb)
+            KVS_TEST_CUDA(cudaMemset(ws, 0xFF, wsb));
+        KVS_CHECK_EQ_INT(kvs_cuda_mla_decode(&a, bound, ws, wsb, &o, NULL), KVS_STATUS_OK);
+        outs[v] = malloc(nq * KVS_MLA_LATENT * 2);
+        lses[v] = malloc(nq * sizeof(float));
+        kt_down(outs[v], d_out, nq * KVS_MLA_LATENT * 2);
+        kt_down(lses[v], d_lse, nq * sizeof(float));
+    }
+    kvs_bf16 *out = outs[0];
 
+    kvs_bf16 *ref = NULL;
+    float *ref_lse = NULL;
     if (against_cpu) {
-        kvs_bf16 *ref = malloc(nq * KVS_MLA_LATENT * 2);
-        float *ref_lse = malloc(nq * sizeof(float));
+        ref = malloc(nq * KVS_MLA_LATENT * 2);
+        ref_lse = malloc(nq * sizeof(float));
         struct kvs_mla_args r = a;
         r.q_latent = ql;
         r.q_rope = qr;
@@ -163,40 +195,57 @@ static kvs_bf16 *run_case(const struct mla_case *c, const struct mla_spikes *sp,
         r.lse = ref_lse;
         /* contiguous rows start at 5 and end by total + 5 <= rows */
         kvs_cpu_mla_decode(&r);
-        double emax = 0.0;
+    }
+    for (int v = 0; against_cpu && v < nv; v++) {
+        const kvs_bf16 *ov = outs[v];
+        const float *lv = lses[v];
+        char vn[16] = "";
+        if (nv > 1 || g_nwgv > 0)
+            snprintf(vn, sizeof vn, " wgv%d", dt == KVS_KV_FP8 ? g_wgv[v] : 0);
+        double emax = 0.0, lmax = 0.0;
         for (int b = 0; b < B; b++) {
-            double e = kt_norm_err_bf16(out + (size_t)b * H * KVS_MLA_LATENT,
+            double e = kt_norm_err_bf16(ov + (size_t)b * H * KVS_MLA_LATENT,
                                         ref + (size_t)b * H * KVS_MLA_LATENT,
                                         (size_t)H * KVS_MLA_LATENT);
             if (c->ctx[b] == 0) {
                 int nz = 0;
                 for (size_t i = 0; i < (size_t)H * KVS_MLA_LATENT; i++)
-                    nz += out[(size_t)b * H * KVS_MLA_LATENT + i] != 0;
+                    nz += ov[(size_t)b * H * KVS_MLA_LATENT + i] != 0;
                 KVS_CHECK_MSG(nz == 0, "%s %s b=%d: empty sequence, %d non-zero outputs", c->name,
                               dt == KVS_KV_FP8 ? "fp8" : "bf16", b, nz);
             } else {
                 if (!(e <= TOL_OUT))
-                    explain(out + (size_t)b * H * KVS_MLA_LATENT, ref + (size_t)b * H * KVS_MLA_LATENT, H);
-                KVS_CHECK_MSG(e <= TOL_OUT, "%s %s b=%d ctx=%d: normalized error %.3g > %.3g",
-                              c->name, dt == KVS_KV_FP8 ? "fp8" : "bf16", b, c->ctx[b], e,
+                    explain(ov + (size_t)b * H * KVS_MLA_LATENT, ref + (size_t)b * H * KVS_MLA_LATENT, H);
+                KVS_CHECK_MSG(e <= TOL_OUT, "%s %s%s b=%d ctx=%d: normalized error %.3g > %.3g",
+                              c->name, dt == KVS_KV_FP8 ? "fp8" : "bf16", vn, b, c->ctx[b], e,
                               TOL_OUT);
                 if (!(e <= emax))
                     emax = e;
             }
             for (int h = 0; h < H; h++) {
-                float g = lse[b * H + h], w = ref_lse[b * H + h];
+                float g = lv[b * H + h], w = ref_lse[b * H + h];
                 int ok = c->ctx[b] == 0 ? (isinf(g) && g < 0) : fabsf(g - w) <= TOL_LSE * fmaxf(1.f, fabsf(w));
+                if (c->ctx[b] != 0 && !(fabsf(g - w) / fmaxf(1.f, fabsf(w)) <= lmax))
+                    lmax = fabsf(g - w) / fmaxf(1.f, fabsf(w));
                 if (!ok) {
-                    KVS_CHECK_MSG(ok, "%s b=%d h=%d lse %.6g, reference %.6g", c->name, b, h, g, w);
+                    KVS_CHECK_MSG(ok, "%s%s b=%d h=%d lse %.6g, reference %.6g", c->name, vn, b, h,
+                                  g, w);
                     break;
                 }
             }
         }
-        fprintf(stderr, "  %-24s %-4s vs cpu: max normalized error %.3g\n", c->name,
-                dt == KVS_KV_FP8 ? "fp8" : "bf16", emax);
-        free(ref);
-        free(ref_lse);
+        fprintf(stderr, "  %-24s %-4s%s vs cpu: max normalized error %.3g, lse %.3g (relative)\n",
+                c->name, dt == KVS_KV_FP8 ? "fp8" : "bf16", vn, emax, lmax);
     }
+    free(ref);
+    free(ref_lse);
+    for (int v = 1; v < nv; v++) { /* the variants against the first (the cross-check uses it) */
+        double e = kt_norm_err_bf16(outs[v], outs[0], nq * KVS_MLA_LATENT);
+        KVS_CHECK_MSG(e <= TOL_OUT, "%s wgv%d vs wgv%d: %.3g", c->name, g_wgv[v], g_wgv[0], e);
+        free(outs[v]);
+        free(lses[v]);
+    }
+    free(lses[0]);
     free(seq);
     free(seq_c);
     free(tok);
@@ -204,7 +253,6 @@ static kvs_bf16 *run_case(const struct mla_case *c, const struct mla_spikes *sp,
     free(qr);
     free(kv8);
     free(kv16);
-    free(lse);
     cudaFree(d_ql);
     cudaFree(d_qr);
     cudaFree(d_kv);
@@ -311,6 +359,7 @@ int main(int argc, char **argv)
 {
     kvs_test_require_gpu();
     g_seed = kt_seed("mla");
+    parse_wgvs();
     static const struct kvs_test tests[] = {
         {"batch1_contexts", test_batch1_contexts},
         {"batch1_long", test_batch1_long},

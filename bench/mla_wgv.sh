@@ -7,8 +7,10 @@
 # Builds this tree from a fresh folder under /tmp (the kernels, their gpu
 # tests, bench_kernels, bench_decode), runs test_kernels_wgmma (the e4m3
 # product's layout) and test_kernels_mla_wgv (every FP8 case through each
-# variant, against one CPU reference) and times nothing unless both pass;
-# then `bench_kernels mlawgv` twice (every variant in turn in one process:
+# variant, against one CPU reference); a failure is logged and the timing
+# runs anyway (a variant lands only if its tests pass; the timing of one that
+# fails goes to "Tried and measured"; mlawgv times no variant whose output
+# fails its own check against BF16): `bench_kernels mlawgv` twice (every variant in turn in one process:
 # B1 x 32K, B1 x 128K, B8 x 128K, B64 x 16K, B64 x 128K; checked against BF16
 # first), `bench_decode mlaprof` once per variant of WGVS_PROF (phase
 # stamps, batch 1..8), one ncu of the B64 x 128K decode per variant of

@@ -10,20 +10,22 @@
 # variant, against one CPU reference); a failure is logged and the timing
 # runs anyway (a variant lands only if its tests pass; the timing of one that
 # fails goes to "Tried and measured"; mlawgv times no variant whose output
-# fails its own check against BF16): `bench_kernels mlawgv` twice (every variant in turn in one process:
+# fails its own check against BF16): `bench_kernels mlawgv` twice per group (every variant in turn in one process:
 # B1 x 32K, B1 x 128K, B8 x 128K, B64 x 16K, B64 x 128K; checked against BF16
-# first), `bench_decode mlaprof` once per variant of WGVS_PROF (phase
-# stamps, batch 1..8), one ncu of the B64 x 128K decode per variant of
-# WGVS_NCU, and per-kernel SASS instruction counts. Every step under its own
+# first), one ncu of the B64 x 128K decode per variant of WGVS_NCU,
+# `bench_decode mlaprof` once per variant of WGVS_PROF (phase stamps, batch
+# 1..8), and per-kernel SASS instruction counts. Every step under its own
 # timeout; each step's exit code in steps.log; everything under OUT_DIR.
-# Environment: WGVS (default 0,1,2,4,5,6), WGVS_PROF (0,1,5,6), WGVS_NCU
-# (0,1,6), MLA_WGV_JOBS (16).
+# Environment: WGVS (default 0,2,4,6: the exact variants) and WGVS2
+# (0,1,5,8,12: S on FP8 tensor cores), each group tested and timed in its own
+# processes; WGVS_PROF (0,1,6,8,12), WGVS_NCU (0,1,6,8), MLA_WGV_JOBS (16).
 set -u
 out=${1:?usage: bench/mla_wgv.sh OUT_DIR}
 mkdir -p "$out" && out=$(cd "$out" && pwd)
-WGVS=${WGVS:-0,1,2,4,5,6}
-WGVS_PROF=${WGVS_PROF:-0,1,5,6}
-WGVS_NCU=${WGVS_NCU:-0,1,6}
+WGVS=${WGVS:-0,2,4,6}
+WGVS2=${WGVS2:-0,1,5,8,12}
+WGVS_PROF=${WGVS_PROF:-0,1,6,8,12}
+WGVS_NCU=${WGVS_NCU:-0,1,6,8}
 jobs=${MLA_WGV_JOBS:-16}
 [ -d /usr/local/cuda/bin ] && PATH=$PATH:/usr/local/cuda/bin
 T0=$SECONDS
@@ -40,40 +42,6 @@ timeout 200 ninja -C "$B" -j"$jobs" kernels/bench_kernels kernels/bench_decode \
 rc=$?
 log "build rc=$rc"
 [ $rc -eq 0 ] || { tail -40 "$out/build.log"; exit 1; }
-
-timeout 60 "$B/tests/test_kernels_wgmma" >"$out/test_wgmma.log" 2>&1
-rc1=$?
-log "test_kernels_wgmma rc=$rc1"
-KVS_MLA_HG=64 KVS_MLA_WG=1 KVS_TEST_MLA_WGVS=$WGVS timeout 150 "$B/tests/test_kernels_mla" \
-    >"$out/test_mla_wgv.log" 2>&1
-rc2=$?
-log "test_kernels_mla (KVS_TEST_MLA_WGVS=$WGVS) rc=$rc2"
-grep -E "wgv|FAIL|fail|error" "$out/test_mla_wgv.log" | head -80 >"$out/test_mla_wgv.summary"
-if [ $rc1 -ne 0 ] || [ $rc2 -ne 0 ]; then
-    tail -30 "$out/test_wgmma.log" "$out/test_mla_wgv.log"
-    log "a test failed: the benches run anyway, each variant checked against BF16 before it is timed"
-fi
-
-for rep in 1 2; do
-    KVS_BENCH_WGV=$WGVS timeout 90 "$B/kernels/bench_kernels" mlawgv >"$out/bench_wgv_$rep.log" 2>&1
-    log "bench_kernels mlawgv rep $rep rc=$?"
-done
-
-for v in ${WGVS_PROF//,/ }; do
-    echo "### mlaprof KVS_MLA_WGV=$v" >>"$out/mlaprof.log"
-    KVS_MLA_WGV=$v timeout 40 "$B/kernels/bench_decode" mlaprof >>"$out/mlaprof.log" 2>&1
-    log "mlaprof wgv $v rc=$?"
-done
-
-for v in ${WGVS_NCU//,/ }; do
-    KVS_MLA_WGV=$v timeout 60 ncu --clock-control none -k regex:mla_decode_kernel --launch-skip 2 \
-        --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
-        --section WarpStateStats --section SchedulerStats --section InstructionStats \
-        --section MemoryWorkloadAnalysis \
-        --metrics "regex:sm__inst_executed_pipe_.*\.sum$,regex:sm__pipe_.*cycles_active\.avg\.pct_of_peak_sustained_active$" \
-        "$B/kernels/bench_kernels" mla32k 64 131072 >"$out/ncu_wgv$v.txt" 2>&1
-    log "ncu wgv $v rc=$?"
-done
 
 # SASS instruction classes per wgmma kernel (the object holds each variant)
 timeout 30 cuobjdump -sass "$B/kernels/mla_wgmma_sm90a.o" 2>/dev/null | python3 -c '
@@ -94,6 +62,49 @@ for line in sys.stdin:
 emit()
 ' >"$out/sass_counts.txt" 2>&1
 log "sass counts rc=$?"
+
+timeout 60 "$B/tests/test_kernels_wgmma" >"$out/test_wgmma.log" 2>&1
+rc1=$?
+log "test_kernels_wgmma rc=$rc1"
+# two groups of variants, each in its own process (a fault in one cannot
+# take the other's results with it): the exact ones, then the FP8-S ones
+rc2=0
+for grp in $WGVS $WGVS2; do
+    KVS_MLA_HG=64 KVS_MLA_WG=1 KVS_TEST_MLA_WGVS=$grp timeout 150 "$B/tests/test_kernels_mla" \
+        >>"$out/test_mla_wgv.log" 2>&1
+    r=$?
+    [ $r -eq 0 ] || rc2=$r
+    log "test_kernels_mla (KVS_TEST_MLA_WGVS=$grp) rc=$r"
+done
+if [ $rc1 -ne 0 ] || [ $rc2 -ne 0 ]; then
+    tail -30 "$out/test_wgmma.log" "$out/test_mla_wgv.log"
+    log "a test failed: the benches run anyway, each variant checked against BF16 before it is timed"
+fi
+
+for rep in 1 2; do
+    for grp in $WGVS $WGVS2; do
+        echo "### group $grp" >>"$out/bench_wgv_$rep.log"
+        KVS_BENCH_WGV=$grp timeout 90 "$B/kernels/bench_kernels" mlawgv >>"$out/bench_wgv_$rep.log" 2>&1
+        log "bench_kernels mlawgv rep $rep ($grp) rc=$?"
+    done
+done
+
+for v in ${WGVS_NCU//,/ }; do
+    KVS_MLA_WGV=$v timeout 60 ncu --clock-control none -k regex:mla_decode_kernel --launch-skip 2 \
+        --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
+        --section WarpStateStats --section SchedulerStats --section InstructionStats \
+        --section MemoryWorkloadAnalysis \
+        --metrics "regex:sm__inst_executed_pipe_.*\.sum$,regex:sm__pipe_.*cycles_active\.avg\.pct_of_peak_sustained_active$" \
+        "$B/kernels/bench_kernels" mla32k 64 131072 >"$out/ncu_wgv$v.txt" 2>&1
+    log "ncu wgv $v rc=$?"
+done
+
+for v in ${WGVS_PROF//,/ }; do
+    echo "### mlaprof KVS_MLA_WGV=$v" >>"$out/mlaprof.log"
+    KVS_MLA_WGV=$v timeout 40 "$B/kernels/bench_decode" mlaprof >>"$out/mlaprof.log" 2>&1
+    log "mlaprof wgv $v rc=$?"
+done
+
 cat "$out/steps.log"
 echo "--- test summary"
 tail -5 "$out/test_wgmma.log"

@@ -52,8 +52,10 @@ __global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel
      * split in hi + lo e4m3 (mla_wgmma.cuh); bit 1, K3: K's ALU conversion
      * in 3 instructions a pair (same bits); bit 2, VA: V converted on the
      * integer ALU (value * 2^-8, scaled back in the epilogue) instead of the
-     * cvt unit */
-    constexpr bool S8 = (WGV & 1) != 0, K3 = (WGV & 2) != 0, VA = (WGV & 4) != 0;
+     * cvt unit; bit 3, S8H: S8 with S^T split between the warpgroups by
+     * heads (no exchange of partial sums) */
+    constexpr bool S8H = (WGV & 8) != 0; /* bit 3: S8 with S split by heads (s_phase_wg8h) */
+    constexpr bool S8 = (WGV & 1) != 0 || S8H, K3 = (WGV & 2) != 0, VA = (WGV & 4) != 0;
     using C = Cfg<FP8, HG>;
     static_assert(!S8 || kWgQ8Inv + 4 * 64 <= C::Q_BYTES, "S8: Q hi, lo and 1 / c in Q's room");
     extern __shared__ __align__(16) unsigned char smem[];
@@ -162,13 +164,16 @@ __global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel
         }
         const unsigned char *st = smem + C::OFF_STAGE + (tile & 1) * C::STAGE_BYTES;
 
-        /* S^T slice, then the exchange: keep n-tiles ks*NTW.., send the rest */
+        /* S^T slice, then the exchange: keep n-tiles ks*NTW.., send the rest
+         * (S8H: each warpgroup computes its own heads whole, no exchange) */
         float s[C::NH8][4];
         if constexpr (!WG) /* the wgmma path overwrites s */
 #pragma unroll
             for (int nt = 0; nt < C::NH8; nt++)
                 s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
-        if constexpr (S8)
+        if constexpr (S8H)
+            ; /* below, into sc */
+        else if constexpr (S8)
             s_phase_wg8(s, st, sqa, tg, ks, lane);
         else if constexpr (WG)
             s_phase_wg<K3>(s, st, sqa, tg, ks, lane);
@@ -178,29 +183,34 @@ __global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel
             s_phase_fp8(s, st, sqa, tg, ks, lane);
         else
             s_phase_bf16(s, st, sqa, tg, ks, lane);
+        if constexpr (!S8H)
 #pragma unroll
-        for (int nt = 0; nt < C::NH8; nt++)
-            if (nt / C::NTW != ks)
-                xb[(w * C::NH8 + nt) * 32 + lane] =
-                    make_float4(s[nt][0], s[nt][1], s[nt][2], s[nt][3]);
+            for (int nt = 0; nt < C::NH8; nt++)
+                if (nt / C::NTW != ks)
+                    xb[(w * C::NH8 + nt) * 32 + lane] =
+                        make_float4(s[nt][0], s[nt][1], s[nt][2], s[nt][3]);
         float sc[C::NTW][4];
+        if constexpr (S8H) {
+            s_phase_wg8h(sc, st, sqa, tg, ks, lane);
+        } else {
 #pragma unroll
-        for (int k2 = 0; k2 < C::KS; k2++)
-            if (k2 == ks)
+            for (int k2 = 0; k2 < C::KS; k2++)
+                if (k2 == ks)
 #pragma unroll
-                for (int i = 0; i < C::NTW; i++)
+                    for (int i = 0; i < C::NTW; i++)
 #pragma unroll
-                    for (int r = 0; r < 4; r++)
-                        sc[i][r] = s[k2 * C::NTW + i][r];
-        __syncthreads();
+                        for (int r = 0; r < 4; r++)
+                            sc[i][r] = s[k2 * C::NTW + i][r];
+            __syncthreads();
 #pragma unroll
-        for (int k2 = 0; k2 < C::KS; k2++) {
-            if (k2 == ks)
-                continue;
+            for (int k2 = 0; k2 < C::KS; k2++) {
+                if (k2 == ks)
+                    continue;
 #pragma unroll
-            for (int i = 0; i < C::NTW; i++) {
-                float4 v = xb[((k2 * C::TG + tg) * C::NH8 + ks * C::NTW + i) * 32 + lane];
-                sc[i][0] += v.x, sc[i][1] += v.y, sc[i][2] += v.z, sc[i][3] += v.w;
+                for (int i = 0; i < C::NTW; i++) {
+                    float4 v = xb[((k2 * C::TG + tg) * C::NH8 + ks * C::NTW + i) * 32 + lane];
+                    sc[i][0] += v.x, sc[i][1] += v.y, sc[i][2] += v.z, sc[i][3] += v.w;
+                }
             }
         }
 

@@ -25,6 +25,8 @@ cudaError_t launch_wgmma(const Params &p, const Plan &pl, int batch, cudaStream_
         case 4: return launch<true, 64, true, true, true, 4>(p, pl, batch, s, o);
         case 5: return launch<true, 64, true, true, true, 5>(p, pl, batch, s, o);
         case 6: return launch<true, 64, true, true, true, 6>(p, pl, batch, s, o);
+        case 8: return launch<true, 64, true, true, true, 8>(p, pl, batch, s, o);
+        case 12: return launch<true, 64, true, true, true, 12>(p, pl, batch, s, o);
         default: break;
         }
     }

@@ -23,7 +23,8 @@
  *
  * defines: kvs_wgmma_* wrappers, kvs_e4m3x2_to_f16_alu3, wg_q_off, wg_p_off,
  *          wg_p_base, store_q_fp8_wg, s_phase_wg, pv_phase_wg; the S8
- *          variant's kWgQ8*, wg_q8_off, store_q_fp8_wg8, s_phase_wg8
+ *          variant's kWgQ8*, wg_q8_off, store_q_fp8_wg8, s_phase_wg8, and
+ *          S8H's s_phase_wg8h
  */
 #ifndef KVSCOPE_MLA_WGMMA_CUH
 #define KVSCOPE_MLA_WGMMA_CUH
@@ -68,6 +69,15 @@ static __device__ __forceinline__ void kvs_wg_reg_fence(float (&d)[8][4])
 {
 #pragma unroll
     for (int i = 0; i < 8; i++)
+#pragma unroll
+        for (int r = 0; r < 4; r++)
+            asm volatile("" : "+f"(d[i][r])::"memory");
+}
+
+static __device__ __forceinline__ void kvs_wg_reg_fence4(float (&d)[4][4])
+{
+#pragma unroll
+    for (int i = 0; i < 4; i++)
 #pragma unroll
         for (int r = 0; r < 4; r++)
             asm volatile("" : "+f"(d[i][r])::"memory");
@@ -122,6 +132,23 @@ static __device__ __forceinline__ void kvs_wgmma_m64n64k32_e4m3_rs(float (&d)[8]
                  "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]),
                  "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]),
                  "+f"(d[7][2]), "+f"(d[7][3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate));
+}
+
+/* d (64 x 32 f32, this warp's 16 rows) += a . B, e4m3, K = 32: as
+ * kvs_wgmma_m64n64k32_e4m3_rs with N = 32 (the S8H variant's heads) */
+static __device__ __forceinline__ void kvs_wgmma_m64n32k32_e4m3_rs(float (&d)[4][4],
+                                                                  const uint32_t (&a)[4],
+                                                                  uint64_t desc, int accumulate)
+{
+    KVS_WG_ASM("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %21, 0;\n\t"
+               "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 "
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+               "{%16, %17, %18, %19}, %20, p, 1, 1;\n\t}"
+               : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]),
+                 "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]),
+                 "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]),
+                 "+f"(d[3][3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate));
 }
 
@@ -463,6 +490,49 @@ __device__ __forceinline__ void s_phase_wg8(float (&s)[8][4], const unsigned cha
 #pragma unroll
         for (int r = 0; r < 4; r++)
             s[i][r] += s2[i][r];
+}
+
+/* S8H (WGV bit 3): S^T split between the warpgroups by heads, not by dims:
+ * warpgroup ks computes this warp's 16 tokens x heads 32 ks .. 32 ks + 31
+ * over all 576 dims (18 k32 steps, each K hi then K lo, m64n32k32), so each
+ * thread ends with exactly the 16 scores the softmax takes (sc: n-tile i =
+ * heads 32 ks + 8 i ..) and the exchange of partial sums through shared
+ * memory, and its barrier, are gone; the price is each warpgroup loading
+ * all of K's words (twice s_phase_wg8's) and twice the wgmma instructions
+ * at half the N. The 18 steps rotate over four accumulators (4.5 steps
+ * each: the truncation of s_phase_wg8's two-by-two split), summed in f32. */
+__device__ __forceinline__ void s_phase_wg8h(float (&sc)[4][4], const unsigned char *st,
+                                             uint32_t sq, int tg, int ks, int lane)
+{
+    constexpr int ROWB = Cfg<true, 64>::ROWB;
+    const int g = lane >> 2, t = lane & 3;
+    const unsigned char *r0 = st + (16 * tg + 2 * g) * ROWB + 16 * t;
+    const unsigned char *r1 = r0 + ROWB;
+    const uint32_t qb = sq + (uint32_t)ks * 4 * kWgQ8Sbo; /* heads 32 ks.. */
+    const uint64_t qh = kvs_wg_desc(qb, 128, kWgQ8Sbo);
+    const uint64_t ql = kvs_wg_desc(qb + kWgQ8Part, 128, kWgQ8Sbo);
+    float acc[4][4][4];
+#pragma unroll
+    for (int J = 0; J < 18; J++) {
+        const int b = 64 * (J >> 1) + 8 * (J & 1); /* k-step J: dims 64 (J/2) + 16 t + 8 (J%2).. */
+        const uint2 x = *(const uint2 *)(r0 + b), y = *(const uint2 *)(r1 + b);
+        const uint32_t a[4] = {x.x, y.x, x.y, y.y};
+        kvs_wgmma_fence();
+        kvs_wgmma_m64n32k32_e4m3_rs(acc[J & 3], a, qh + (uint64_t)(16 * J), J >= 4);
+        kvs_wgmma_m64n32k32_e4m3_rs(acc[J & 3], a, ql + (uint64_t)(16 * J), 1);
+        kvs_wgmma_commit();
+        if (J > 0)
+            kvs_wgmma_wait<1>();
+    }
+    kvs_wgmma_wait<0>();
+#pragma unroll
+    for (int q = 0; q < 4; q++)
+        kvs_wg_reg_fence4(acc[q]);
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int r = 0; r < 4; r++)
+            sc[i][r] = (acc[0][i][r] + acc[1][i][r]) + (acc[2][i][r] + acc[3][i][r]);
 }
 
 } // namespace

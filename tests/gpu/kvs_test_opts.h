@@ -1,7 +1,6 @@
 /* tests/gpu/kvs_test_opts.h — the kernels' launch options for a gpu test,
  * from the environment (KVS_PDL, KVS_MLA_HG, KVS_MLA_WAVES, KVS_MLA_WG, KVS_MLA_LAZY,
- * KVS_MLA_WGV:
- * kvs_kernel_opts_parse), so that a test runs the variant its meson entry
+ * KVS_MLA_WGV: kvs_kernel_opts_parse), so that a test runs the variant its meson entry
  * (test_kernels_mla_hg32, ...) or bench/verify_session.sh (KVS_PDL=0) asks
  * for. The kernels themselves never read the environment.
  *

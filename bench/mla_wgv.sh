@@ -12,7 +12,8 @@
 # fails goes to "Tried and measured"; mlawgv times no variant whose output
 # fails its own check against BF16): `bench_kernels mlawgv` twice per group (every variant in turn in one process:
 # B1 x 32K, B1 x 128K, B8 x 128K, B64 x 16K, B64 x 128K; checked against BF16
-# first), one ncu of the B64 x 128K decode per variant of WGVS_NCU,
+# first), one ncu of the B64 x 32K decode (the steady state of B64 x 128K in
+# a quarter of the memory ncu saves and restores) per variant of WGVS_NCU,
 # `bench_decode mlaprof` once per variant of WGVS_PROF (phase stamps, batch
 # 1..8), and per-kernel SASS instruction counts. Every step under its own
 # timeout; each step's exit code in steps.log; everything under OUT_DIR.
@@ -95,7 +96,7 @@ for v in ${WGVS_NCU//,/ }; do
         --section WarpStateStats --section SchedulerStats --section InstructionStats \
         --section MemoryWorkloadAnalysis \
         --metrics "regex:sm__inst_executed_pipe_.*\.sum$,regex:sm__pipe_.*cycles_active\.avg\.pct_of_peak_sustained_active$" \
-        "$B/kernels/bench_kernels" mla32k 64 131072 >"$out/ncu_wgv$v.txt" 2>&1
+        "$B/kernels/bench_kernels" mla32k 64 32768 >"$out/ncu_wgv$v.txt" 2>&1
     log "ncu wgv $v rc=$?"
 done
 

@@ -17,14 +17,14 @@
 # `bench_decode mlaprof` once per variant of WGVS_PROF (phase stamps, batch
 # 1..8), and per-kernel SASS instruction counts. Every step under its own
 # timeout; each step's exit code in steps.log; everything under OUT_DIR.
-# Environment: WGVS (default 0,2,4,6: the exact variants) and WGVS2
-# (0,1,5,8,12: S on FP8 tensor cores), each group tested and timed in its own
+# Environment: WGVS (default 0,2,4,6,18: the exact variants) and WGVS2
+# (0,1,5,8,12,24: S on FP8 tensor cores), each group tested and timed in its own
 # processes; WGVS_PROF (0,1,6,8,12), WGVS_NCU (0,1,6,8), MLA_WGV_JOBS (16).
 set -u
 out=${1:?usage: bench/mla_wgv.sh OUT_DIR}
 mkdir -p "$out" && out=$(cd "$out" && pwd)
-WGVS=${WGVS:-0,2,4,6}
-WGVS2=${WGVS2:-0,1,5,8,12}
+WGVS=${WGVS:-0,2,4,6,18}
+WGVS2=${WGVS2:-0,1,5,8,12,24}
 WGVS_PROF=${WGVS_PROF:-0,1,6,8,12}
 WGVS_NCU=${WGVS_NCU:-0,1,6,8}
 jobs=${MLA_WGV_JOBS:-16}

@@ -25,8 +25,8 @@ enum kvs_status kvs_kernel_opts_parse(struct kvs_kernel_opts *o, char *(*lookup)
         return KVS_STATUS_INVALID_ARGUMENT;
     static const struct {
         const char *name, *want;
-        const char *words[8];
-        int vals[8];
+        const char *words[10];
+        int vals[10];
         int n;
         size_t field;
     } vars[] = {
@@ -46,10 +46,10 @@ enum kvs_status kvs_kernel_opts_parse(struct kvs_kernel_opts *o, char *(*lookup)
         {"KVS_MLA_WG", "1 or 0", {"1", "0"}, {1, -1}, 2, offsetof(struct kvs_kernel_opts, mla_wgmma)},
         {"KVS_MLA_LAZY", "1 or 0", {"1", "0"}, {1, -1}, 2, offsetof(struct kvs_kernel_opts, mla_lazy)},
         {"KVS_MLA_WGV",
-         "0, 1, 2, 4, 5, 6, 8 or 12",
-         {"0", "1", "2", "4", "5", "6", "8", "12"},
-         {0, 1, 2, 4, 5, 6, 8, 12},
-         8,
+         "0, 1, 2, 4, 5, 6, 8, 12, 18 or 24",
+         {"0", "1", "2", "4", "5", "6", "8", "12", "18", "24"},
+         {0, 1, 2, 4, 5, 6, 8, 12, 18, 24},
+         10,
          offsetof(struct kvs_kernel_opts, mla_wgv)},
     };
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {

@@ -53,9 +53,11 @@ __global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel
      * in 3 instructions a pair (same bits); bit 2, VA: V converted on the
      * integer ALU (value * 2^-8, scaled back in the epilogue) instead of the
      * cvt unit; bit 3, S8H: S8 with S^T split between the warpgroups by
-     * heads (no exchange of partial sums) */
+     * heads (no exchange of partial sums); bit 4, VH: VA for half of V
+     * (each warp's dims 32..63), the cvt unit for the rest */
     constexpr bool S8H = (WGV & 8) != 0; /* bit 3: S8 with S split by heads (s_phase_wg8h) */
     constexpr bool S8 = (WGV & 1) != 0 || S8H, K3 = (WGV & 2) != 0, VA = (WGV & 4) != 0;
+    constexpr bool VH = (WGV & 16) != 0 && !VA; /* bit 4: VA for dims 32..63 of each warp's 64 only */
     using C = Cfg<FP8, HG>;
     static_assert(!S8 || kWgQ8Inv + 4 * 64 <= C::Q_BYTES, "S8: Q hi, lo and 1 / c in Q's room");
     extern __shared__ __align__(16) unsigned char smem[];
@@ -360,7 +362,7 @@ __global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel
             }
         }
         if constexpr (WG)
-            pv_phase_wg<VA>(o, st, spa, w, lane);
+            pv_phase_wg<VA ? 1 : VH ? 2 : 0>(o, st, spa, w, lane);
         else
             pv_phase<FP8, HG>(o, st, spa, w, lane);
     }
@@ -399,8 +401,9 @@ __global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel
                 /* m-tiles 2blk, 2blk+1 rows g, g+8 are dims 4g + 0..3 of block blk */
 #pragma unroll
                 for (int blk = 0; blk < 2; blk++) {
-                    float r0 = o[2 * blk][nt][e] * inv, r1 = o[2 * blk][nt][e + 2] * inv;
-                    float r2 = o[2 * blk + 1][nt][e] * inv, r3 = o[2 * blk + 1][nt][e + 2] * inv;
+                    const float ib = VH && blk == 1 ? inv * 256.f : inv; /* VH: blk 1 read * 2^-8 */
+                    float r0 = o[2 * blk][nt][e] * ib, r1 = o[2 * blk][nt][e + 2] * ib;
+                    float r2 = o[2 * blk + 1][nt][e] * ib, r3 = o[2 * blk + 1][nt][e + 2] * ib;
                     int d = 64 * w + 32 * blk + 4 * g;
                     if (direct) {
                         __nv_bfloat162 lo = __floats2bfloat162_rn(r0, r1);

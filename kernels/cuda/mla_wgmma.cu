@@ -27,6 +27,8 @@ cudaError_t launch_wgmma(const Params &p, const Plan &pl, int batch, cudaStream_
         case 6: return launch<true, 64, true, true, true, 6>(p, pl, batch, s, o);
         case 8: return launch<true, 64, true, true, true, 8>(p, pl, batch, s, o);
         case 12: return launch<true, 64, true, true, true, 12>(p, pl, batch, s, o);
+        case 18: return launch<true, 64, true, true, true, 18>(p, pl, batch, s, o);
+        case 24: return launch<true, 64, true, true, true, 24>(p, pl, batch, s, o);
         default: break;
         }
     }

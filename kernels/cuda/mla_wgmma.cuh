@@ -276,7 +276,7 @@ __device__ __forceinline__ void s_phase_wg(float (&s)[8][4], const unsigned char
  * tokens of the tile. Returns with every wgmma complete (o readable, P free):
  * leaving the last group running into the next tile was 10% slower at
  * batch 64 x 128K (docs/kernels.md). */
-template <bool VA = false>
+template <int VA = 0> /* V's conversion: 0 cvt, 1 ALU (value * 2^-8), 2 ALU for blk 1 only */
 __device__ __forceinline__ void pv_phase_wg(float (&o)[4][8][4], const unsigned char *st,
                                             uint32_t sp, int w, int lane)
 {
@@ -295,7 +295,7 @@ __device__ __forceinline__ void pv_phase_wg(float (&o)[4][8][4], const unsigned 
             uint32_t w0 = *(const uint32_t *)vb, w1 = *(const uint32_t *)(vb + 4 * ROWB);
             uint32_t w2 = *(const uint32_t *)(vb + 8 * ROWB);
             uint32_t w3 = *(const uint32_t *)(vb + 12 * ROWB);
-            if constexpr (VA) { /* integer ALU, value * 2^-8 (the epilogue scales back) */
+            if (VA == 1 || (VA == 2 && blk == 1)) { /* integer ALU, value * 2^-8 (the epilogue scales back) */
                 a[2 * blk][0] = kvs_e4m3x2_to_f16_alu3(w0, w1, 0xC480u);
                 a[2 * blk][1] = kvs_e4m3x2_to_f16_alu3(w0, w1, 0xD591u);
                 a[2 * blk + 1][0] = kvs_e4m3x2_to_f16_alu3(w0, w1, 0xE6A2u);

@@ -39,7 +39,7 @@ static uint64_t g_seed;
  * of the wgmma kernel (kvs_kernel_opts mla_wgv) on the same inputs, each
  * checked against the one CPU reference (the reference is most of a run's
  * time); unset: one run with the options as given. */
-#define MAX_WGV 8
+#define MAX_WGV 12
 static int g_wgv[MAX_WGV], g_nwgv;
 
 static void parse_wgvs(void)

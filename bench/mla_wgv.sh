@@ -17,6 +17,8 @@
 # `bench_decode mlaprof` once per variant of WGVS_PROF (phase stamps, batch
 # 1..8), and per-kernel SASS instruction counts. Every step under its own
 # timeout; each step's exit code in steps.log; everything under OUT_DIR.
+# Without a usable GPU it stops after the build with exit 77 (as the gpu
+# tests do).
 # Environment: WGVS (default 0,2,4,6,18: the exact variants) and WGVS2
 # (0,1,5,8,12,24: S on FP8 tensor cores), each group tested and timed in its own
 # processes; WGVS_PROF (0,1,6,8,12), WGVS_NCU (0,1,6,8), MLA_WGV_JOBS (16).
@@ -67,6 +69,11 @@ log "sass counts rc=$?"
 timeout 60 "$B/tests/test_kernels_wgmma" >"$out/test_wgmma.log" 2>&1
 rc1=$?
 log "test_kernels_wgmma rc=$rc1"
+if [ $rc1 -eq 77 ]; then # the gpu tests' skip: no usable GPU here
+    tail -3 "$out/test_wgmma.log"
+    log "no usable GPU: built and stopped (exit 77)"
+    exit 77
+fi
 # two groups of variants, each in its own process (a fault in one cannot
 # take the other's results with it): the exact ones, then the FP8-S ones
 rc2=0

@@ -7,7 +7,7 @@
  * GPU run, whether the variants can pass the 1e-2 (out) and 1e-3 (lse)
  * checks, and how many accumulators they need.
  *
- *   build/kernels/mla_fp8s_model [ctx [scale [spikes]]]   (default: the table below)
+ *   build/kernels/mla_fp8s_model [ctx [scale [spikes [seed]]]]   (default: the table below)
  *
  * Modelled: hi = e4m3(x), lo = e4m3(x - hi), x = q * scale * log2(e) * c with
  * c the head's power of two (largest |x| in (224, 448]); each k32 wgmma adds
@@ -178,6 +178,8 @@ int main(int argc, char **argv)
 {
     printf("| ctx | scale | spikes | out normalized error / lse relative error, per scheme |\n"
            "|---|---|---|---|\n");
+    if (argc > 4)
+        g_st = strtoull(argv[4], NULL, 0);
     if (argc > 1) {
         run(atoi(argv[1]), argc > 2 ? (float)atof(argv[2]) : 0.0625f, argc > 3 ? atoi(argv[3]) : 0);
         return 0;

@@ -398,6 +398,41 @@ static inline const char *capture_text(const char *p, const char *end, struct kv
     return q;
 }
 
+/* At an object member's opening quote: its key (*k, *k_len, without the
+ * quotes; keys hold no escapes on this path) and, past the colon, its value's
+ * first byte; NULL on anything else. Kineto writes "key": value. */
+static inline const char *member_value(const char *p, const char *end, const char **k,
+                                       size_t *k_len)
+{
+    if (*p != '"')
+        return NULL;
+    const char *kq = plain_string_end(p, end);
+    if (!kq)
+        return NULL;
+    *k = p + 1;
+    *k_len = (size_t)(kq - *k);
+    if (kq[1] == ':' && kq[2] == ' ' && (unsigned char)kq[3] > ' ')
+        return kq + 3;
+    p = ws(kq + 1);
+    return *p == ':' ? ws(p + 1) : NULL;
+}
+
+/* Past a member's value: at the next member's quote (*more = 1) or past the
+ * object's '}' (*more = 0); NULL on anything else. Kineto writes ", " between
+ * members. */
+static inline const char *member_next(const char *p, int *more)
+{
+    *more = 1;
+    if (p[0] == ',' && p[1] == ' ' && p[2] == '"')
+        return p + 2;
+    p = ws(p);
+    if (*p == '}') {
+        *more = 0;
+        return p + 1;
+    }
+    return *p == ',' ? ws(p + 1) : NULL;
+}
+
 /* At args' first byte: past it, its fields in e (event.c's parse_args). */
 static const char *args_value(const char *p, const char *end, struct kvs_ev *e)
 {
@@ -406,23 +441,12 @@ static const char *args_value(const char *p, const char *end, struct kvs_ev *e)
     p = ws(p + 1);
     if (*p == '}')
         return p + 1;
-    for (;;) {
-        if (*p != '"')
+    for (int more = 1; more;) {
+        const char *k;
+        size_t k_len;
+        if (!(p = member_value(p, end, &k, &k_len)))
             return NULL;
-        const char *kq = plain_string_end(p, end);
-        if (!kq)
-            return NULL;
-        const char *k = p + 1;
-        size_t k_len = (size_t)(kq - k);
         int which = kvs_args_key(k, k_len);
-        if (kq[1] == ':' && kq[2] == ' ' && (unsigned char)kq[3] > ' ') {
-            p = kq + 3; /* Kineto's "key": value */
-        } else {
-            p = ws(kq + 1);
-            if (*p != ':')
-                return NULL;
-            p = ws(p + 1);
-        }
         const char *v = p;
         switch (which) {
         case 1: p = int_value(p, end, &e->bytes, NULL); break;
@@ -449,19 +473,10 @@ static const char *args_value(const char *p, const char *end, struct kvs_ev *e)
         case 10: p = int_value(p, end, &e->graph_node, NULL); break;
         default: p = *p == '-' || is_digit(*p) ? skip_number(p, end) : skip_value(p, end); break;
         }
-        if (!p)
+        if (!p || !(p = member_next(p, &more)))
             return NULL;
-        if (p[0] == ',' && p[1] == ' ' && p[2] == '"') {
-            p += 2; /* Kineto's ", " before the next key */
-            continue;
-        }
-        p = ws(p);
-        if (*p == '}')
-            return p + 1;
-        if (*p != ',')
-            return NULL;
-        p = ws(p + 1);
     }
+    return p;
 }
 
 bool kvs_event_fast(struct kvs_reader *r, struct kvs_ev *e)
@@ -476,23 +491,12 @@ bool kvs_event_fast(struct kvs_reader *r, struct kvs_ev *e)
         s->p = (char *)p + 1;
         return true;
     }
-    for (;;) {
-        if (*p != '"')
+    for (int more = 1; more;) {
+        const char *k;
+        size_t k_len;
+        if (!(p = member_value(p, end, &k, &k_len)))
             return false;
-        const char *kq = plain_string_end(p, end);
-        if (!kq)
-            return false;
-        const char *k = p + 1;
-        size_t k_len = (size_t)(kq - k);
         int which = kvs_event_key(k, k_len);
-        if (kq[1] == ':' && kq[2] == ' ' && (unsigned char)kq[3] > ' ') {
-            p = kq + 3; /* Kineto's "key": value */
-        } else {
-            p = ws(kq + 1);
-            if (*p != ':')
-                return false;
-            p = ws(p + 1);
-        }
         switch (which) {
         case 1:
             if (*p == '"') {
@@ -514,19 +518,9 @@ bool kvs_event_fast(struct kvs_reader *r, struct kvs_ev *e)
         case 8: p = args_value(p, end, e); break;
         default: p = skip_value(p, end); break;
         }
-        if (!p)
+        if (!p || !(p = member_next(p, &more)))
             return false;
-        if (p[0] == ',' && p[1] == ' ' && p[2] == '"') {
-            p += 2; /* Kineto's ", " before the next key */
-            continue;
-        }
-        p = ws(p);
-        if (*p == '}') {
-            s->p = (char *)p + 1;
-            return true;
-        }
-        if (*p != ',')
-            return false;
-        p = ws(p + 1);
     }
+    s->p = (char *)p;
+    return true;
 }

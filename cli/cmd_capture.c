@@ -97,6 +97,28 @@ static void usage(FILE *out)
 
 static int readable(const char *p) { return access(p, R_OK) == 0; }
 
+/* The first readable file of rel (paths from this kvscope's folder, each
+ * starting with "/"), resolved into out (PATH_MAX bytes): 0, or -1 when none
+ * is there or /proc/self/exe cannot say where kvscope lies. */
+static int beside_exe(const char *const *rel, size_t nrel, char *out)
+{
+    char exe[PATH_MAX];
+    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (k <= 0)
+        return -1;
+    exe[k] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = '\0';
+    for (size_t i = 0; i < nrel; i++) {
+        char cand[PATH_MAX + 64];
+        snprintf(cand, sizeof cand, "%s%s", exe, rel[i]);
+        if (readable(cand) && realpath(cand, out))
+            return 0;
+    }
+    return -1;
+}
+
 static int find_inject_lib(char *out, size_t n)
 {
     const char *env = getenv("KVS_INJECT_LIB");
@@ -105,24 +127,13 @@ static int find_inject_lib(char *out, size_t n)
             return -1;
         return 0;
     }
-    char exe[PATH_MAX];
-    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (k > 0) {
-        exe[k] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash)
-            *slash = '\0';
-        /* the build tree (build/cli/kvscope next to build/libtrace/), then an install */
-        const char *rel[] = {"/../libtrace/libkvscope-inject.so", "/../lib/kvscope/libkvscope-inject.so",
-                             "/../lib64/kvscope/libkvscope-inject.so",
-                             "/../lib/x86_64-linux-gnu/kvscope/libkvscope-inject.so"};
-        for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-            char cand[PATH_MAX + 64];
-            snprintf(cand, sizeof cand, "%s%s", exe, rel[i]);
-            if (readable(cand) && realpath(cand, out))
-                return 0;
-        }
-    }
+    /* the build tree (build/cli/kvscope next to build/libtrace/), then an install */
+    static const char *const rel[] = {"/../libtrace/libkvscope-inject.so",
+                                      "/../lib/kvscope/libkvscope-inject.so",
+                                      "/../lib64/kvscope/libkvscope-inject.so",
+                                      "/../lib/x86_64-linux-gnu/kvscope/libkvscope-inject.so"};
+    if (beside_exe(rel, sizeof rel / sizeof rel[0], out) == 0)
+        return 0;
     if (readable(KVS_INJECT_INSTALL_PATH)) {
         snprintf(out, n, "%s", KVS_INJECT_INSTALL_PATH);
         return 0;
@@ -138,22 +149,11 @@ static int find_inject_lib(char *out, size_t n)
  * share/kvscope/torch/. */
 static int find_torch_dir(char *out, size_t n)
 {
-    char exe[PATH_MAX];
-    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (k > 0) {
-        exe[k] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash)
-            *slash = '\0';
-        const char *rel[] = {"/../libtrace/torch", "/../share/kvscope/torch"};
-        for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-            char cand[PATH_MAX + 64];
-            snprintf(cand, sizeof cand, "%s%s/sitecustomize.py", exe, rel[i]);
-            if (readable(cand) && realpath(cand, out)) {
-                *strrchr(out, '/') = '\0';
-                return 0;
-            }
-        }
+    static const char *const rel[] = {"/../libtrace/torch/sitecustomize.py",
+                                      "/../share/kvscope/torch/sitecustomize.py"};
+    if (beside_exe(rel, sizeof rel / sizeof rel[0], out) == 0) {
+        *strrchr(out, '/') = '\0';
+        return 0;
     }
     char cand[PATH_MAX];
     snprintf(cand, sizeof cand, "%s/sitecustomize.py", KVS_TORCH_INSTALL_DIR);

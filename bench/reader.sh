@@ -17,7 +17,11 @@
 #         so that no run is long and many fit in half a minute
 # and times, each pinned to one core (taskset -c CPU):
 #   plain  kvscope report T --format json -o /dev/null --quiet
-#          beside python3 -c 'import json; json.load(open(P))'
+#          beside PY -c 'import json; json.load(open(P))', PY = the system's
+#          /usr/bin/python3 (Debian's, which ./run.sh installs), else python3
+#          on PATH, or KVS_BENCH_PYTHON: the json module's speed is the
+#          interpreter build's (a pyenv 3.11.7 here loads 2.5x slower than
+#          Debian's 3.11.2), so the recorded ratios hold for one of them
 #   gz     kvscope report T.gz --format json -o /dev/null --quiet
 #          beside zcat P.gz >/dev/null (P = T in the full form)
 # in rounds that alternate the four (load that comes and goes hits all of them).
@@ -52,6 +56,9 @@ build=${1:-build}
 kvs=$build/cli/kvscope
 [ -x "$kvs" ] || { echo "bench/reader.sh: no $kvs (build first: ninja -C $build cli/kvscope)" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "bench/reader.sh: needs python3" >&2; exit 2; }
+if [ -n "${KVS_BENCH_PYTHON:-}" ]; then basepy=$KVS_BENCH_PYTHON
+elif [ -x /usr/bin/python3 ]; then basepy=/usr/bin/python3
+else basepy=$(command -v python3); fi
 command -v taskset >/dev/null || { echo "bench/reader.sh: needs taskset (util-linux)" >&2; exit 2; }
 command -v zcat >/dev/null || { echo "bench/reader.sh: needs zcat (gzip)" >&2; exit 2; }
 
@@ -93,7 +100,7 @@ decoder=isal
 grep -q '"name": "libisal"' "$build/meson-info/intro-dependencies.json" 2>/dev/null || decoder=zlib
 cpu=${CPU:-$(( $(nproc) - 1 ))}
 if [ "$form" = ci ]; then rounds=${ROUNDS:-20}; else rounds=${ROUNDS:-3}; fi
-KVS_GZ_DECODER=$decoder exec python3 - "$form" "$check" "$kvs" "$trace" "$ptrace" "$cpu" "$rounds" \
+KVS_GZ_DECODER=$decoder KVS_BENCH_BASEPY=$basepy exec python3 - "$form" "$check" "$kvs" "$trace" "$ptrace" "$cpu" "$rounds" \
     "$here/reader_baseline.txt" "$src" "$copies" "$pcopies" <<'PY'
 import os, statistics, subprocess, sys, time
 
@@ -132,7 +139,8 @@ def run(cmd):
 report = lambda f: [kvs, "report", f, "--format", "json", "-o", "/dev/null", "--quiet"]
 tools = [  # key, label, command, the JSON it reads
     ("kvs_plain", "kvscope report T", report(trace), trace),
-    ("json_load", "python3 json.load P", ["python3", "-c", "import json,sys; json.load(open(sys.argv[1]))", ptrace], ptrace),
+    ("json_load", "python3 json.load P", [os.environ["KVS_BENCH_BASEPY"], "-c",
+                                          "import json,sys; json.load(open(sys.argv[1]))", ptrace], ptrace),
     ("kvs_gz", "kvscope report T.gz", report(gz), trace),
     ("zcat", "zcat %s.gz >/dev/null" % ("T" if ptrace == trace else "P"), ["zcat", ptrace + ".gz"], ptrace),
 ]
@@ -162,6 +170,10 @@ print("kvscope reader benchmark (%s form) — %s, %d CPUs (%s), %s" % (
 print("T = %s: %s x %s, %.1f MB JSON; T.gz %.1f MB (gzip -6)" % (
     trace, os.path.basename(src), copies, mb[trace], os.path.getsize(gz) / 1e6))
 print("P = %s (%.1f MB)" % ("T" if ptrace == trace else "%s: x %s" % (ptrace, pcopies), mb[ptrace]))
+print("json.load by %s (%s)" % (os.environ["KVS_BENCH_BASEPY"], sys.version.split()[0] if
+      os.path.realpath(os.environ["KVS_BENCH_BASEPY"]) == os.path.realpath(sys.executable) else
+      subprocess.run([os.environ["KVS_BENCH_BASEPY"], "-c", "import sys; print(sys.version.split()[0])"],
+                     stdout=subprocess.PIPE, universal_newlines=True).stdout.strip()))
 print("each run pinned to core %s (taskset); %d rounds of one run of each tool" % (cpu, rounds))
 print()
 print("%-22s %5s %9s %8s %8s %8s %11s %8s" % ("tool", "runs", "min CPU s", "CPU s", "wall s", "MB/s", "peak RSS MB", "ratio"))

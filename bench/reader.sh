@@ -40,8 +40,12 @@
 # commit whose change earns them. Exit 2: cannot run (no build, no trace, no tool).
 #
 # Environment: ROUNDS (default ci 20, full 3), CPU (the core, default the last
-# one), KVS_SHARED_DIR (default ../shared), TMPDIR.
+# one), KVS_SHARED_DIR (default ../shared), TMPDIR, KVS_BENCH_PYTHON (json.load's
+# interpreter). --help prints this.
 set -euo pipefail
+case ${1:-} in
+-h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+esac
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 

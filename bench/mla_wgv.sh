@@ -34,11 +34,13 @@ jobs=${MLA_WGV_JOBS:-16}
 T0=$SECONDS
 log() { echo "[$((SECONDS - T0))s] $*" | tee -a "$out/steps.log" >&2; }
 B=/tmp/mla_wgv_build
-rm -rf "$B"
+# MLA_WGV_REUSE=1: B was built just before by the same call (e.g. beside other
+# work on the other CPUs); ninja then only checks it
+[ "${MLA_WGV_REUSE:-0}" = 1 ] && [ -f "$B/build.ninja" ] || rm -rf "$B"
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,driver_version --format=csv >"$out/gpu.txt" 2>&1
 log "tree $(pwd), kernels/cuda md5 $(cat kernels/cuda/* | md5sum | cut -c1-12)"
-timeout 60 meson setup "$B" >"$out/setup.log" 2>&1
+[ -f "$B/build.ninja" ] || timeout 60 meson setup "$B" >"$out/setup.log" 2>&1
 log "setup rc=$?"
 timeout 200 ninja -C "$B" -j"$jobs" kernels/bench_kernels kernels/bench_decode \
     tests/test_kernels_mla tests/test_kernels_wgmma >"$out/build.log" 2>&1

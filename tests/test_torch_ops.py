@@ -354,6 +354,43 @@ def tests(kvscope, sink, tdir, work):
     check(rc == 0 and out.strip() == "module False",
           "torch without _is_profiler_enabled (1.13): the module left as it is (%r)" % out.strip())
 
+    # torch._C._profiler._RecordFunctionFast (Inductor's range around each
+    # Triton launch) records while the capture does, with the arguments
+    # torch.profiler keeps; 1.13 has no such class, so the test forces a
+    # stand-in over a no-op original (KVS_TORCH_OPS_FLAG_TEST)
+    fastp = os.path.join(work, "fast.py")
+    with open(fastp, "w") as f:
+        f.write("import ctypes, os, torch\n"
+                "sink = ctypes.CDLL(os.environ['CUDA_INJECTION64_PATH'])\n"
+                "R = torch._C._profiler._RecordFunctionFast\n"
+                "a = torch.ones(2, 3); b = torch.zeros(4, dtype=torch.int64)\n"
+                "sink.kvs_sink_set_running(1)\n"
+                "with R('triton_poi_fused_add_0', [a, b, 7, None, [1, 2], object()], {'grid': 'g'}):\n"
+                "    a.add_(1)\n"
+                "with R('a_range', None, {'scope': 'user_scope'}):\n"
+                "    pass\n"
+                "sink.kvs_sink_set_running(0)\n"
+                "with R('not_recorded', [a]):\n"
+                "    a.add_(1)\n"
+                "print(a.tolist(), R.__name__)\n")
+    tf = os.path.join(work, "fast.json")
+    rc, out, err = run([PY, fastp], dict(hook, KVS_CAPTURE_OUTPUT=tf, KVS_TORCH_OPS_FLAG_TEST="1"), work)
+    ev = events(tf)[1] if rc == 0 and os.path.exists(tf) else []
+    tri = [e for e in ev if e["name"] == "triton_poi_fused_add_0"]
+    add = [e for e in ev if e["name"] == "aten::add_"]
+    check(rc == 0 and out.strip() == "[[3.0, 3.0, 3.0], [3.0, 3.0, 3.0]] _RecordFunctionFast" and
+          len(tri) == 1 and tri[0]["cat"] == "cpu_op" and
+          tri[0]["args"].get("Input Dims") == [[2, 3], [4], [], [], []] and
+          tri[0]["args"].get("Input type") == ["float", "long int", "Scalar", "", "ScalarList"] and
+          len(add) == 1 and inside(add[0], tri[0]),
+          "_RecordFunctionFast while recording: the op with torch.profiler's inputs, its ops inside "
+          "(%r %s %s)" % (out.strip(), tri, err.strip()[-200:]))
+    rng = [e for e in ev if e["name"] == "a_range"]
+    check(len(rng) == 1 and rng[0]["cat"] == "user_annotation" and
+          not [e for e in ev if e["name"] == "not_recorded"],
+          "_RecordFunctionFast: scope user_scope a user_annotation; nothing while not recording "
+          "(%s)" % [e["name"] for e in ev])
+
     # a sitecustomize the hook's folder shadows still runs
     user = os.path.join(work, "user")
     os.makedirs(user)

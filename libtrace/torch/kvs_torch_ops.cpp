@@ -27,6 +27,7 @@
 
 #include <ATen/core/ivalue.h>
 #include <ATen/record_function.h>
+#include <c10/core/UndefinedTensorImpl.h>
 
 #include "kvs_torch_ops.h"
 
@@ -61,11 +62,11 @@ bool symbolic(const T *, long)
 
 // One tensor's sizes into dims, its dtype name into types; false when it
 // has none (undefined, nested, symbolic sizes).
-bool put_tensor(std::string &dims, std::string &types, const at::Tensor &t)
+bool put_impl(std::string &dims, std::string &types, const c10::TensorImpl *t)
 {
-    if (!t.defined() || t.is_nested() || symbolic(t.unsafeGetTensorImpl(), 0))
+    if (!t || t == c10::UndefinedTensorImpl::singleton() || t->is_nested() || symbolic(t, 0))
         return false;
-    const auto sizes = t.sizes();
+    const auto sizes = t->sizes();
     dims += '[';
     for (size_t i = 0; i < sizes.size(); i++) {
         if (i)
@@ -73,11 +74,16 @@ bool put_tensor(std::string &dims, std::string &types, const at::Tensor &t)
         put_int(dims, sizes[i]);
     }
     dims += ']';
-    const auto name = t.dtype().name();
+    const auto name = t->dtype().name();
     types += '"';
     types.append(name.data(), name.size());
     types += '"';
     return true;
+}
+
+bool put_tensor(std::string &dims, std::string &types, const at::Tensor &t)
+{
+    return t.defined() && put_impl(dims, types, t.unsafeGetTensorImpl());
 }
 
 void put_input(std::string &dims, std::string &types, const c10::IValue &v)
@@ -256,4 +262,68 @@ kvs_torch_ops_install(const char *lib, char *err, size_t errlen)
     }
     ops->set_switch(on_switch); // told the state now, then each change
     return 0;
+}
+
+// ----------------------------------------------------------------------------
+// ranges PyTorch opens only for its own profiler
+
+// torch._C._profiler._RecordFunctionFast, which Inductor wraps around each
+// Triton kernel launch (the kernel's name and its arguments, what
+// torch.profiler's trace shows as the kernel's op), starts a RecordFunction
+// only while torch.profiler's state exists, so the observer above never sees
+// one. sitecustomize.py's stand-in for that class calls these instead while
+// the capture records and torch.profiler does not: the same op, handed on
+// directly. vals: one per argument, as torch.profiler keeps them — a
+// TensorImpl* (a tensor's _cdata), KVS_PY_SCALAR, KVS_PY_SCALAR_LIST,
+// KVS_PY_OTHER ("" input), or 0 (an argument torch.profiler drops). Returns
+// 1 when the op was begun (kvs_torch_ops_py_end then ends it), 0 when not.
+enum : uintptr_t { KVS_PY_SKIP = 0, KVS_PY_SCALAR = 1, KVS_PY_SCALAR_LIST = 2, KVS_PY_OTHER = 3 };
+
+extern "C" __attribute__((visibility("default"))) int
+kvs_torch_ops_py_begin(const char *name, const uintptr_t *vals, int n, int kind)
+{
+    if (!g_ops || !name || !g_ops->recording())
+        return 0;
+    kvs_torch_op op{};
+    op.name = name;
+    op.sequence_nr = -1;
+    op.kind = kind == KVS_TORCH_OP_RANGE ? KVS_TORCH_OP_RANGE : KVS_TORCH_OP_OP;
+    if (op.kind == KVS_TORCH_OP_OP && vals && n >= 0) {
+        try {
+            t_dims.assign(1, '[');
+            t_types.assign(1, '[');
+            bool first = true;
+            for (int i = 0; i < n; i++) {
+                const uintptr_t v = vals[i];
+                if (v == KVS_PY_SKIP)
+                    continue;
+                if (!first) {
+                    t_dims += ", ";
+                    t_types += ", ";
+                }
+                first = false;
+                if (v > KVS_PY_OTHER &&
+                    put_impl(t_dims, t_types, reinterpret_cast<const c10::TensorImpl *>(v)))
+                    continue;
+                t_dims += "[]";
+                t_types += v == KVS_PY_SCALAR        ? "\"Scalar\""
+                           : v == KVS_PY_SCALAR_LIST ? "\"ScalarList\""
+                                                     : "\"\"";
+            }
+            t_dims += ']';
+            t_types += ']';
+            op.input_dims = t_dims.c_str();
+            op.input_types = t_types.c_str();
+        } catch (...) {
+            op.input_dims = op.input_types = nullptr;
+        }
+    }
+    g_ops->op_begin(&op);
+    return 1;
+}
+
+extern "C" __attribute__((visibility("default"))) void kvs_torch_ops_py_end(void)
+{
+    if (g_ops)
+        g_ops->op_end();
 }

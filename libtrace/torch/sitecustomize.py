@@ -182,6 +182,7 @@ def _install(torch):
         return
     _debug("hook loaded for torch %s (%s)" % (ver, so))
     _profiler_flag(torch, hook)
+    _record_function_fast(torch, hook)
 
 
 def _profiler_flag(torch, hook):
@@ -225,6 +226,111 @@ def _profiler_flag(torch, hook):
     except TypeError:
         return
     _debug("torch.autograd.profiler._is_profiler_enabled follows the capture's window")
+
+
+def _record_function_fast(torch, hook):
+    """torch._C._profiler._RecordFunctionFast, which Inductor opens around
+    each Triton kernel launch (named after the kernel, with its arguments),
+    starts a RecordFunction only while torch.profiler runs, so kvscope's
+    observer never sees those ops. A stand-in class of the same signature
+    takes its place: while torch.profiler runs, or while the capture does
+    not record, it is the original (the same object does the work); while
+    the capture records and torch.profiler does not, it hands the op to the
+    hook (kvs_torch_ops_py_begin/end) with the arguments torch.profiler
+    would keep: tensors' sizes and dtypes, scalars, "" for None and strings.
+    torch without the class is left alone, unless KVS_TORCH_OPS_FLAG_TEST=1
+    (the CPU test's torch 1.13: a stand-in over a no-op original)."""
+    import ctypes
+
+    prof = getattr(getattr(torch, "_C", None), "_profiler", None)
+    orig = getattr(prof, "_RecordFunctionFast", None)
+    if orig is None and prof is not None and os.environ.get("KVS_TORCH_OPS_FLAG_TEST") == "1":
+        class orig(object):  # noqa: N801 (the test's stand-in for torch's class)
+            def __init__(self, *args, **kwargs):
+                pass
+
+            def __enter__(self):
+                return None
+
+            def __exit__(self, *exc):
+                return None
+    if orig is None:
+        return
+    try:
+        flag = ctypes.c_int.in_dll(hook, "kvs_torch_ops_recording_flag")
+        begin = hook.kvs_torch_ops_py_begin
+        end = hook.kvs_torch_ops_py_end
+    except (ValueError, AttributeError):
+        return
+    begin.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_size_t), ctypes.c_int, ctypes.c_int]
+    begin.restype = ctypes.c_int
+    end.argtypes = []
+    end.restype = None
+    enabled = getattr(getattr(torch._C, "_autograd", None), "_profiler_enabled", None)
+    if enabled is None:
+        enabled = getattr(torch.autograd, "_profiler_enabled", lambda: False)
+    tensor = torch.Tensor
+    scalar = (bool, int, float)
+    # what kvs_torch_ops_py_begin reads for an argument that is not a tensor
+    SCALAR, SCALAR_LIST, OTHER = 1, 2, 3
+    arrays = {}
+
+    def kind_of(v):
+        if isinstance(v, scalar):
+            return SCALAR
+        if isinstance(v, list):  # torch.profiler's scalar list: at most 30
+            return SCALAR_LIST if len(v) <= 30 and all(isinstance(x, scalar) for x in v) else OTHER
+        return OTHER if v is None or isinstance(v, (str, tuple)) else 0
+
+    def begin_op(name, vals, kw):
+        user = isinstance(kw, dict) and kw.get("scope") == "user_scope"
+        if not isinstance(name, str):
+            return False
+        vals = vals if isinstance(vals, (list, tuple)) and not user else ()
+        n = len(vals)
+        arr_t = arrays.get(n)
+        if arr_t is None:
+            arr_t = arrays[n] = ctypes.c_size_t * n
+        arr = arr_t()
+        for i, v in enumerate(vals):
+            arr[i] = v._cdata if isinstance(v, tensor) else kind_of(v)
+        return begin(name.encode("utf-8", "replace"), arr, n, 1 if user else 0) == 1
+
+    class _RecordFunctionFast(object):
+        __slots__ = ("_inner", "_args", "_kwargs", "_mine")
+
+        def __init__(self, *args, **kwargs):
+            self._inner = orig(*args, **kwargs)  # its own checks of the arguments
+            self._args = args
+            self._kwargs = kwargs
+            self._mine = False
+
+        def __enter__(self):
+            if flag.value and not enabled():
+                a, k = self._args, self._kwargs
+                try:
+                    self._mine = begin_op(a[0] if a else k.get("name"),
+                                          a[1] if len(a) > 1 else k.get("input_values"),
+                                          a[2] if len(a) > 2 else k.get("keyword_values"))
+                except Exception:  # never into the program
+                    self._mine = False
+                return None
+            return self._inner.__enter__()
+
+        def __exit__(self, *exc):
+            if self._mine:
+                self._mine = False
+                end()
+                return None
+            return self._inner.__exit__(*exc)
+
+    _RecordFunctionFast.__module__ = getattr(orig, "__module__", __name__)
+    _RecordFunctionFast.__doc__ = getattr(orig, "__doc__", None)
+    try:
+        prof._RecordFunctionFast = _RecordFunctionFast
+    except (AttributeError, TypeError):
+        return
+    _debug("torch._C._profiler._RecordFunctionFast records while the capture does")
 
 
 class _TorchFinder(object):

@@ -27,6 +27,15 @@ tests/traces/h200/make_traces.py (tests/gpu/torch_decode.py runs them):
   gqa_dynamic_compile host_op_bound            gpu_idle
 
 (the first findings of the committed torch.profiler traces, tests/traces/h200/).
+Groups are (op, dims, dtypes) with their calls per step, as issue 33 words
+it (not the group's kernel label: see groups()). gpu_idle is a line on a
+process's own timing (GPU busy < 60% of the step): where both runs' busy
+fractions are within 10 points of it, the two reports may differ in gpu_idle
+alone, and the finding after it must then agree. gqa_static_compile
+(reduce-overhead: cudagraph trees capture in the warm-up) is held to
+kvscope's better view: kvscope recorded Inductor's Triton launches while the
+graph was captured, so its replayed kernels have triton_* ops where the
+profiler's trace has the compiled region or no op (see REGION).
 Also: kvscope's trace has torch ops (cpu_op with Input Dims) and every
 kernel of an eager step carries an op's External id; the whole-cache copy
 aten::copy_ [1,4,4,8192,64] bf16 is 8 calls a step in gqa_static_eager in
@@ -62,6 +71,7 @@ ALSO = {"gqa_static_eager": ("kv_full_buffer_read",), "mla_static_eager": ("kv_f
         "gqa_dynamic_sync": ("gpu_idle",), "gqa_dynamic_compile": ("gpu_idle",),
         "gqa_static_graph": ("kv_full_buffer_read",)}
 DECODE = os.path.join(HERE, "torch_decode.py")
+REFINES = ("gqa_static_compile",)
 
 
 def skip(why):
@@ -87,26 +97,95 @@ def report(kvs, trace, out, extra=()):
 
 
 def groups(d):
-    """(op, kernel, dims, dtypes) -> calls per step"""
+    """(op, dims, dtypes) -> calls per step. Not the group's kernel: a group
+    whose op ran two activities of near-equal time (aten::copy_ [[1],[1]] of
+    gqa_static_graph: an eager HtoD memcpy and a replayed DtoD one, ~1 us
+    each) is labelled with whichever ran longer, which differs between runs"""
     out = {}
     for g in d["groups"]:
-        k = (g["op"], g["kernel"], json.dumps(g["dims"]), json.dumps(g["dtypes"]))
+        k = (g["op"], json.dumps(g["dims"]), json.dumps(g["dtypes"]))
         out[k] = out.get(k, 0.0) + g["calls_per_step"]
     return out
 
 
+# Ops of torch.compile whose kernels are replayed from CUDA graphs that
+# cudagraph trees captured in the warm-up (mode="reduce-overhead"): kvscope's
+# capture recorded Inductor's Triton launches while the graph was captured
+# and gives each replayed kernel its op (triton_* with its shapes);
+# torch.profiler's session, which began after the capture, ties only a few
+# of them to the compiled region and the rest to no op (no group). So
+# kvscope's report has triton_* groups where the profiler's has the region.
+REGION = "Torch-Compiled Region"
+
+
+def refined(a, b):
+    """(GPU ms in a's compiled-region groups, in b's region and triton_*
+    groups that a lacks, b's GPU ms per step x steps, the keys to leave out
+    of the comparison), or None when b splits no region of a"""
+    ga, gb = groups(a), groups(b)
+    ra = [k for k in ga if k[0].startswith(REGION)]
+    tri = [k for k in gb if k not in ga and k[0].startswith("triton_")]
+    if not ra or not tri:
+        return None
+    rb = [k for k in gb if k[0].startswith(REGION)]
+    ms = lambda d, keys: sum(g["gpu_ms"] for g in d["groups"]  # noqa: E731
+                             if (g["op"], json.dumps(g["dims"]), json.dumps(g["dtypes"])) in keys)
+    busy = b["steps"]["gpu_ms_per_step"] * b["steps"]["count"]
+    return (ms(a, set(ra)), ms(b, set(rb + tri)), busy, set(ra + rb + tri))
+
+
 def compare_groups(v, a, b):
     ga, gb = groups(a), groups(b)
+    split = refined(a, b) if v in REFINES else None
+    check(v not in REFINES or split, "%s: kvscope gives the compiled region's kernels their "
+          "Triton ops" % v)
+    if split:
+        x, y, busy, keys = split
+        check(y >= 0.9 * x and y <= 1.01 * busy,
+              "%s: kvscope's Triton ops and region hold %.3f ms of GPU time, at least the "
+              "profiler's region (%.3f ms) and at most the GPU's busy time (%.3f ms)"
+              % (v, y, x, busy))
+        ga = {k: n for k, n in ga.items() if k not in keys}
+        gb = {k: n for k, n in gb.items() if k not in keys}
     only_a = sorted(set(ga) - set(gb))
     only_b = sorted(set(gb) - set(ga))
     off = [(k, ga[k], gb[k]) for k in set(ga) & set(gb)
            if abs(ga[k] - gb[k]) > 0.01 * max(ga[k], gb[k])]
-    short = lambda k: "%s %s %s" % (k[0][:40], k[2], k[3])  # noqa: E731
+    short = lambda k: "%s %s %s" % (k[0][:40], k[1], k[2])  # noqa: E731
     check(not only_a and not only_b and not off,
-          "%s: the same %d groups, calls per step within 1%% (only torch.profiler's: %s; only "
+          "%s: the same %d groups%s, calls per step within 1%% (only torch.profiler's: %s; only "
           "kvscope's: %s; calls differ: %s)" % (
-              v, len(ga), [short(k) for k in only_a][:4], [short(k) for k in only_b][:4],
+              v, len(ga), " besides the region" if split else "",
+              [short(k) for k in only_a][:4], [short(k) for k in only_b][:4],
               [(short(k), x, y) for k, x, y in off][:4]))
+
+
+# gpu_idle is said when the GPU is busy less than 60% of the step
+# (KVS_LAUNCH_BOUND_BUSY): a process's own timing, which two processes of
+# the same program (one under torch.profiler, one under kvscope) measure a
+# few percent apart. Near the line the two reports may differ in gpu_idle
+# alone: accepted when both busy fractions are within BUSY_NEAR of it.
+BUSY_LINE, BUSY_NEAR = 0.6, 0.1
+
+
+def first_findings(v, a, b):
+    fa = [f["id"] for f in a["findings"]]
+    fb = [f["id"] for f in b["findings"]]
+    ba, bb = a["steps"].get("gpu_busy_fraction"), b["steps"].get("gpu_busy_fraction")
+    near = all(x is not None and abs(x - BUSY_LINE) <= BUSY_NEAR for x in (ba, bb))
+    if fa[:1] != fb[:1] and near and ("gpu_idle" in fa) != ("gpu_idle" in fb):
+        ra = [f for f in fa if f != "gpu_idle"]
+        rb = [f for f in fb if f != "gpu_idle"]
+        check(ra[:1] == rb[:1] and ra[:1] and ra[0] in FIRST[v] and
+              (fa[0] if "gpu_idle" not in fa else fb[0]) in FIRST[v],
+              "%s: first finding %s (torch.profiler, GPU busy %.0f%%) and %s (kvscope, %.0f%%): "
+              "gpu_idle in one only, both near its %.0f%% line; the next the same, expected one "
+              "of %s" % (v, fa[:1], 100 * ba, fb[:1], 100 * bb, 100 * BUSY_LINE, FIRST[v]))
+        return fa, fb
+    check(fa[:1] == fb[:1] and fa[:1] and fa[0] in FIRST[v],
+          "%s: first finding %s (torch.profiler) and %s (kvscope), expected one of %s"
+          % (v, fa[:1], fb[:1], FIRST[v]))
+    return fa, fb
 
 
 def trace_ops(path):
@@ -176,11 +255,7 @@ def one(kvs, v, out):
         return
     check(a["steps"]["count"] == 4 and b["steps"]["count"] == 4,
           "%s: 4 steps each (%d, %d)" % (v, a["steps"]["count"], b["steps"]["count"]))
-    fa = [f["id"] for f in a["findings"]]
-    fb = [f["id"] for f in b["findings"]]
-    check(fa[:1] == fb[:1] and fa[:1] and fa[0] in FIRST[v],
-          "%s: first finding %s (torch.profiler) and %s (kvscope), expected one of %s"
-          % (v, fa[:1], fb[:1], FIRST[v]))
+    fa, fb = first_findings(v, a, b)
     for fid in ALSO.get(v, ()):
         check(fid in fa and fid in fb, "%s: %s in both (%s / %s)" % (v, fid, fa, fb))
     compare_groups(v, a, b)

@@ -19,16 +19,16 @@
 # timeout; each step's exit code in steps.log; everything under OUT_DIR.
 # Without a usable GPU it stops after the build with exit 77 (as the gpu
 # tests do).
-# Environment: WGVS (default 0,2,4,6,18: the exact variants) and WGVS2
+# Environment: WGVS (default 0,4,16: the exact variants) and WGVS2
 # (0,1,5,8,12,24: S on FP8 tensor cores), each group tested and timed in its own
-# processes; WGVS_PROF (0,1,6,8,12), WGVS_NCU (0,1,6,8), MLA_WGV_JOBS (16).
+# processes; WGVS_PROF (0,1,4,8,12), WGVS_NCU (0,1,4,8), MLA_WGV_JOBS (16).
 set -u
 out=${1:?usage: bench/mla_wgv.sh OUT_DIR}
 mkdir -p "$out" && out=$(cd "$out" && pwd)
-WGVS=${WGVS:-0,2,4,6,18}
+WGVS=${WGVS:-0,4,16}
 WGVS2=${WGVS2:-0,1,5,8,12,24}
-WGVS_PROF=${WGVS_PROF:-0,1,6,8,12}
-WGVS_NCU=${WGVS_NCU:-0,1,6,8}
+WGVS_PROF=${WGVS_PROF:-0,1,4,8,12}
+WGVS_NCU=${WGVS_NCU:-0,1,4,8}
 jobs=${MLA_WGV_JOBS:-16}
 [ -d /usr/local/cuda/bin ] && PATH=$PATH:/usr/local/cuda/bin
 T0=$SECONDS

@@ -352,7 +352,7 @@ static void bench_gemm(void)
  * anything is timed (a variant that fails is reported and not timed; the
  * bench ends if variant 0 fails), then the variants are timed in turn, `rounds` times
  * (medians of CUDA-event timed calls; inputs rotate as in bench_mla). The
- * variants: KVS_BENCH_WGV (default "0,1,2,4,5,6,8,12,18,24"); the other options come
+ * variants: KVS_BENCH_WGV (default "0,1,4,5,8,12,16,24"); the other options come
  * from the environment as usual (bench_opts), with the wgmma kernel forced
  * on (the planner picks it at these sizes anyway). */
 static void bench_mla_wgv(void)
@@ -362,7 +362,7 @@ static void bench_mla_wgv(void)
     std::vector<int> vars;
     {
         const char *e = getenv("KVS_BENCH_WGV");
-        const char *t = e && *e ? e : "0,1,2,4,5,6,8,12,18,24";
+        const char *t = e && *e ? e : "0,1,4,5,8,12,16,24";
         for (const char *q = t; *q;) {
             vars.push_back(atoi(q));
             while (*q && *q != ',')

@@ -49,14 +49,14 @@ __global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel
     static_assert(WG || WGV == 0, "variants of the wgmma kernel only");
     /* WGV (the wgmma kernel's variants, kvs_kernel_opts mla_wgv; 0 = the
      * kernel as landed): bit 0, S8: S^T on e4m3 wgmmas, K unconverted, Q
-     * split in hi + lo e4m3 (mla_wgmma.cuh); bit 1, K3: K's ALU conversion
-     * in 3 instructions a pair (same bits); bit 2, VA: V converted on the
+     * split in hi + lo e4m3 (mla_wgmma.cuh); bit 1 (K3, K's conversion in
+     * 3 instructions a pair) is every variant's since 2026-12-03; bit 2, VA: V converted on the
      * integer ALU (value * 2^-8, scaled back in the epilogue) instead of the
      * cvt unit; bit 3, S8H: S8 with S^T split between the warpgroups by
      * heads (no exchange of partial sums); bit 4, VH: VA for half of V
      * (each warp's dims 32..63), the cvt unit for the rest */
     constexpr bool S8H = (WGV & 8) != 0; /* bit 3: S8 with S split by heads (s_phase_wg8h) */
-    constexpr bool S8 = (WGV & 1) != 0 || S8H, K3 = (WGV & 2) != 0, VA = (WGV & 4) != 0;
+    constexpr bool S8 = (WGV & 1) != 0 || S8H, VA = (WGV & 4) != 0;
     constexpr bool VH = (WGV & 16) != 0 && !VA; /* bit 4: VA for dims 32..63 of each warp's 64 only */
     using C = Cfg<FP8, HG>;
     static_assert(!S8 || kWgQ8Inv + 4 * 64 <= C::Q_BYTES, "S8: Q hi, lo and 1 / c in Q's room");
@@ -178,7 +178,7 @@ __global__ void __launch_bounds__(kThreads, Cfg<FP8, HG>::BPS) mla_decode_kernel
         else if constexpr (S8)
             s_phase_wg8(s, st, sqa, tg, ks, lane);
         else if constexpr (WG)
-            s_phase_wg<K3>(s, st, sqa, tg, ks, lane);
+            s_phase_wg(s, st, sqa, tg, ks, lane);
         else if constexpr (HG == 32)
             s_phase_fp8_h32(s, st, sqa, tg, ks, lane);
         else if constexpr (FP8)

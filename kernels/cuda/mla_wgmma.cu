@@ -21,13 +21,11 @@ cudaError_t launch_wgmma(const Params &p, const Plan &pl, int batch, cudaStream_
     if (v > 0 && !(o && o->mla_lazy == -1)) {
         switch (v) {
         case 1: return launch<true, 64, true, true, true, 1>(p, pl, batch, s, o);
-        case 2: return launch<true, 64, true, true, true, 2>(p, pl, batch, s, o);
         case 4: return launch<true, 64, true, true, true, 4>(p, pl, batch, s, o);
         case 5: return launch<true, 64, true, true, true, 5>(p, pl, batch, s, o);
-        case 6: return launch<true, 64, true, true, true, 6>(p, pl, batch, s, o);
         case 8: return launch<true, 64, true, true, true, 8>(p, pl, batch, s, o);
         case 12: return launch<true, 64, true, true, true, 12>(p, pl, batch, s, o);
-        case 18: return launch<true, 64, true, true, true, 18>(p, pl, batch, s, o);
+        case 16: return launch<true, 64, true, true, true, 16>(p, pl, batch, s, o);
         case 24: return launch<true, 64, true, true, true, 24>(p, pl, batch, s, o);
         default: break;
         }

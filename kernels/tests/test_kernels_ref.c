@@ -323,7 +323,8 @@ static void test_kernel_opts_parse(void)
                                          {"KVS_MLA_HG", "48"},   {"KVS_MLA_HG", "32x"},
                                          {"KVS_MLA_WAVES", "3"}, {"KVS_MLA_WG", "2"},
                                          {"KVS_MLA_LAZY", "on"}, {"KVS_MLA_WGV", "3"},
-                                         {"KVS_MLA_WGV", "7"}, {"KVS_MLA_WGV", "9"}};
+                                         {"KVS_MLA_WGV", "7"}, {"KVS_MLA_WGV", "9"},
+                                         {"KVS_MLA_WGV", "2"}, {"KVS_MLA_WGV", "18"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const char *const one[] = {bad[i][0], bad[i][1], NULL};
         g_env = one;

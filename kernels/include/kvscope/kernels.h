@@ -67,17 +67,17 @@ struct kvs_kernel_opts {
     int mla_lazy;       /* MLA decode's lazy rescaling from a block's second tile: 0 auto (on),
                            1 on, -1 off (every tile takes its own max first, as before) */
     int mla_wgv;        /* FP8 64-head wgmma MLA kernel's variant, for A/B runs: 0 as landed;
-                           1 S on e4m3 wgmma (Q split hi + lo), 2 K's ALU conversion in 3
-                           instructions a pair, 4 V converted on the ALU (not cvt), 5 = 1 + 4,
-                           6 = 2 + 4, 8 = 1 with S split by heads (no exchange), 12 = 8 + 4,
-                           18 = 2 + V half on the ALU, 24 = 8 + V half on the ALU (lazy
-                           kernels only; docs/kernels.md) */
+                           1 S on e4m3 wgmma (Q split hi + lo), 4 V converted on the ALU (not
+                           cvt), 5 = 1 + 4, 8 = 1 with S split by heads (no exchange),
+                           12 = 8 + 4, 16 V half on the ALU, 24 = 8 + 16 (lazy kernels only;
+                           docs/kernels.md). K's conversion in 3 instructions a pair, once
+                           variant 2, is every variant's since 2026-12-03 */
 };
 
 /* Fills o from named values, as the environment gives them: lookup(name)
  * returns the text or NULL (pass getenv). KVS_PDL=0 sets no_pdl (1 or unset:
  * PDL on); KVS_MLA_HG=32|64, KVS_MLA_WAVES=1|2, KVS_MLA_WG=1|0, KVS_MLA_LAZY=1|0,
- * KVS_MLA_WGV=0|1|2|4|5|6|8|12|18|24. An unset name
+ * KVS_MLA_WGV=0|1|4|5|8|12|16|24. An unset name
  * leaves its field as it was; any other text is KVS_STATUS_INVALID_ARGUMENT
  * with the name and text logged (fields before it may have been set). */
 KVS_API enum kvs_status kvs_kernel_opts_parse(struct kvs_kernel_opts *o,

@@ -417,6 +417,83 @@ static inline const char *member_value(const char *p, const char *end, const cha
     return *p == ':' ? ws(p + 1) : NULL;
 }
 
+/* Whether p starts with the slot's text (reads 32 bytes: the buffer's
+ * padding; the NUL sentinel at end matches no slot). */
+static inline bool key_is(const char *p, const struct kvs_key_slot *ks)
+{
+#if defined(__SSE2__)
+    __m128i a = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(p + 16));
+    __m128i la = _mm_loadu_si128((const __m128i *)(const void *)ks->lit);
+    __m128i lb = _mm_loadu_si128((const __m128i *)(const void *)(ks->lit + 16));
+    uint32_t m = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(a, la)) |
+                 (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(b, lb)) << 16;
+    return (m & ks->mask) == ks->mask;
+#else
+    return !memcmp(p, ks->lit, ks->len);
+#endif
+}
+
+/* After a miss: the slot of the key just read at p ("key": then its value at
+ * v), learnt as the one after *state in class cls; KVS_KEY_LOST when its text
+ * is not "key": with one space, is over 32 bytes or the slots are full. */
+static unsigned key_learn(struct kvs_key_guess *kg, unsigned cls, unsigned state, const char *p,
+                          size_t k_len, const char *v, int which)
+{
+    size_t len = k_len + 4;
+    if (v != p + len || len > 32 || p[len - 2] != ':' || p[len - 1] != ' ')
+        return KVS_KEY_LOST;
+    unsigned s = 1;
+    while (s <= kg->n && (kg->slot[s].len != len || memcmp(kg->slot[s].lit, p, len)))
+        s++;
+    if (s > kg->n) {
+        if (kg->n == KVS_KEY_SLOTS)
+            return KVS_KEY_LOST;
+        s = ++kg->n;
+        struct kvs_key_slot *ks = &kg->slot[s];
+        memset(ks->lit, 0, sizeof ks->lit);
+        memcpy(ks->lit, p, len);
+        ks->len = (uint8_t)len;
+        ks->mask = len == 32 ? UINT32_MAX : ((uint32_t)1 << len) - 1;
+        ks->which = (int8_t)which;
+    }
+    if (state != KVS_KEY_LOST) {
+        uint8_t *nx = kg->next[cls][state];
+        if (nx[0] != s && nx[1] != s) {
+            nx[1] = nx[0];
+            nx[0] = (uint8_t)s;
+        }
+    }
+    return s;
+}
+
+/* At a member's opening quote: its value's first byte, *which its key's
+ * number (kvs_args_key's when args, else kvs_event_key's); NULL on anything
+ * member_value does not take. The guessed keys are tried first. */
+static inline const char *member_key(struct kvs_key_guess *kg, unsigned cls, unsigned *state,
+                                     const char *p, const char *end, int *which, bool args)
+{
+    const uint8_t *nx = kg->next[cls][*state];
+    unsigned s = nx[0];
+    if (!s || !key_is(p, &kg->slot[s])) {
+        s = nx[1];
+        if (!s || !key_is(p, &kg->slot[s])) {
+            const char *k;
+            size_t k_len;
+            const char *v = member_value(p, end, &k, &k_len);
+            if (!v)
+                return NULL;
+            *which = args ? kvs_args_key(k, k_len) : kvs_event_key(k, k_len);
+            *state = key_learn(kg, cls, *state, p, k_len, v, *which);
+            return v;
+        }
+    }
+    *state = s;
+    *which = kg->slot[s].which;
+    p += kg->slot[s].len;
+    return (unsigned char)*p > ' ' ? p : ws(p);
+}
+
 /* Past a member's value: at the next member's quote (*more = 1) or past the
  * object's '}' (*more = 0); NULL on anything else. Kineto writes ", " between
  * members. */
@@ -434,19 +511,23 @@ static inline const char *member_next(const char *p, int *more)
 }
 
 /* At args' first byte: past it, its fields in e (event.c's parse_args). */
-static const char *args_value(const char *p, const char *end, struct kvs_ev *e)
+static const char *args_value(struct kvs_reader *r, const char *p, const char *end, struct kvs_ev *e)
 {
     if (*p != '{')
         return skip_value(p, end);
     p = ws(p + 1);
     if (*p == '}')
         return p + 1;
+    /* the guesses' class: the event's cat, as far as its first and last
+     * bytes and length tell */
+    unsigned cls = 0, state = 0;
+    if (e->has_cat && e->cat.len)
+        cls = ((unsigned char)e->cat.p[0] + (unsigned char)e->cat.p[e->cat.len - 1] * 7u +
+               e->cat.len * 13u) % KVS_KEY_CLASSES;
     for (int more = 1; more;) {
-        const char *k;
-        size_t k_len;
-        if (!(p = member_value(p, end, &k, &k_len)))
+        int which;
+        if (!(p = member_key(&r->args_keys, cls, &state, p, end, &which, true)))
             return NULL;
-        int which = kvs_args_key(k, k_len);
         const char *v = p;
         switch (which) {
         case 1: p = int_value(p, end, &e->bytes, NULL); break;
@@ -491,12 +572,11 @@ bool kvs_event_fast(struct kvs_reader *r, struct kvs_ev *e)
         s->p = (char *)p + 1;
         return true;
     }
+    unsigned cls = 0, state = 0; /* the guesses' class: the event's ph */
     for (int more = 1; more;) {
-        const char *k;
-        size_t k_len;
-        if (!(p = member_value(p, end, &k, &k_len)))
+        int which;
+        if (!(p = member_key(&r->ev_keys, cls, &state, p, end, &which, false)))
             return false;
-        int which = kvs_event_key(k, k_len);
         switch (which) {
         case 1:
             if (*p == '"') {
@@ -504,6 +584,7 @@ bool kvs_event_fast(struct kvs_reader *r, struct kvs_ev *e)
                 if (!q)
                     return false;
                 e->ph = q > p + 1 ? p[1] : 0;
+                cls = (unsigned char)e->ph % KVS_KEY_CLASSES;
                 p = q + 1;
             } else {
                 p = skip_value(p, end);
@@ -515,7 +596,7 @@ bool kvs_event_fast(struct kvs_reader *r, struct kvs_ev *e)
         case 5: p = id_value(p, end, &e->pid, &e->has_pid); break;
         case 6: p = id_value(p, end, &e->tid, &e->has_tid); break;
         case 7: p = string_value(p, end, &e->name, &e->has_name); break;
-        case 8: p = args_value(p, end, e); break;
+        case 8: p = args_value(r, p, end, e); break;
         default: p = skip_value(p, end); break;
         }
         if (!p || !(p = member_next(p, &more)))

@@ -65,6 +65,28 @@ enum kvs_ev_field { KVS_F_CAT, KVS_F_NAME, KVS_F_PID, KVS_F_TID, KVS_F_DIMS, KVS
 
 struct kvs_ev;
 
+/* event_fast.c's guess of the next member: Kineto writes the members of one
+ * kind of event in one order, so after a key (in a class: the event's ph for
+ * its members, its cat for args) the key that followed it the last two times
+ * is checked first, as its whole text "key": with one 32-byte compare, before
+ * any search for the closing quote. A slot is a key's text as it was read;
+ * which is kvs_event_key's (or kvs_args_key's) number for it. Only a guess: a
+ * key that is not the one guessed is read as before (and learnt). */
+#define KVS_KEY_SLOTS 62
+#define KVS_KEY_LOST (KVS_KEY_SLOTS + 1) /* after a key not learnt: no guess */
+#define KVS_KEY_CLASSES 16
+struct kvs_key_slot {
+    char lit[32];    /* "key": — the quotes, the key, the colon and one space */
+    uint32_t mask;   /* the low len bits */
+    uint8_t len;
+    int8_t which;
+};
+struct kvs_key_guess {
+    uint8_t n; /* slots 1..n are used; 0 is the object's start */
+    uint8_t next[KVS_KEY_CLASSES][KVS_KEY_SLOTS + 2][2];
+    struct kvs_key_slot slot[KVS_KEY_SLOTS + 1];
+};
+
 struct kvs_reader {
     struct kvs_scan scan;
     struct kvs_textbuf fields[KVS_F_COUNT_]; /* the current event's kept fields, once copied */
@@ -91,6 +113,7 @@ struct kvs_reader {
     /* scratch for concatenating shape keys */
     char *scratch;
     size_t scratch_cap;
+    struct kvs_key_guess ev_keys, args_keys; /* event_fast.c's guesses of the next key */
     uint64_t total_bytes;          /* file size for progress, 0 if unknown */
     int64_t kept_ns, kept_bytes;   /* sums over kept records, for the limits above */
     struct kvs_source *src;

@@ -302,25 +302,15 @@ static void mutate_event(const char *ev, size_t n, char *out, size_t *out_n)
     }
 }
 
-static void test_mutations(void)
+/* The real events of tests/fixtures/kineto_small.json: each '{' at depth 3
+ * (inside traceEvents' '[') to its '}'; how many (at most max). */
+static size_t fixture_events(const char *doc, size_t n, const char **ev, size_t *evn, size_t max)
 {
-    const char *root = getenv("KVS_SOURCE_ROOT");
-    if (!root)
-        KVS_TEST_SKIP("KVS_SOURCE_ROOT is not set (meson test sets it)");
-    /* real Kineto events of three kinds, as PyTorch writes them */
-    char path[4096];
-    snprintf(path, sizeof path, "%s/tests/fixtures/kineto_small.json", root);
-    size_t n;
-    char *doc = slurp(path, &n);
-    if (!doc)
-        KVS_TEST_SETUP_FAILED("cannot read %s", path);
-    /* the events: each '{' at depth 2 (inside traceEvents' '[') to its '}' */
-    const char *ev[512];
-    size_t evn[512], nev = 0;
+    size_t nev = 0;
     int depth = 0;
     const char *start = NULL;
     bool in_str = false;
-    for (size_t i = 0; i < n && nev < 512; i++) {
+    for (size_t i = 0; i < n && nev < max; i++) {
         char c = doc[i];
         if (in_str) {
             if (c == '\\')
@@ -342,6 +332,24 @@ static void test_mutations(void)
             }
         }
     }
+    return nev;
+}
+
+static void test_mutations(void)
+{
+    const char *root = getenv("KVS_SOURCE_ROOT");
+    if (!root)
+        KVS_TEST_SKIP("KVS_SOURCE_ROOT is not set (meson test sets it)");
+    /* real Kineto events of three kinds, as PyTorch writes them */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tests/fixtures/kineto_small.json", root);
+    size_t n;
+    char *doc = slurp(path, &n);
+    if (!doc)
+        KVS_TEST_SETUP_FAILED("cannot read %s", path);
+    const char *ev[512];
+    size_t evn[512];
+    size_t nev = fixture_events(doc, n, ev, evn, 512);
     KVS_REQUIRE(nev >= 5);
     static const char head[] = "{\"traceEvents\": [\n  ";
     static const char tail[] = "\n]}";
@@ -444,6 +452,131 @@ static void test_mutations(void)
         free(generated[i]);
 }
 
+/* The one-pass path guesses each key from the ones before it in events of
+ * the same kind (reader/reader_impl.h, struct kvs_key_guess) and checks the
+ * guess with one compare of the text "key": . Here each real event is read
+ * four times (the guesses learnt), then once changed at one key -- a byte
+ * more or less in the key, one bit off in its last byte, other whitespace
+ * around its colon, an escape in it, the document cut just after it -- then
+ * once more as it was: both paths must agree on every one. And events with
+ * more distinct keys than there are slots, and keys just under and over the
+ * 32 bytes a slot holds. */
+static void test_guessed_keys(void)
+{
+    const char *root = getenv("KVS_SOURCE_ROOT");
+    if (!root)
+        KVS_TEST_SKIP("KVS_SOURCE_ROOT is not set (meson test sets it)");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tests/fixtures/kineto_small.json", root);
+    size_t n;
+    char *doc = slurp(path, &n);
+    if (!doc)
+        KVS_TEST_SETUP_FAILED("cannot read %s", path);
+    const char *ev[512];
+    size_t evn[512];
+    size_t nev = fixture_events(doc, n, ev, evn, 512);
+    KVS_REQUIRE(nev >= 5);
+    static const char head[] = "{\"traceEvents\": [\n  ";
+    static const char tail[] = "\n]}";
+    size_t cap = 1 << 20;
+    char *buf = malloc(cap), *var = malloc(1 << 16);
+    KVS_REQUIRE(buf && var);
+    int docs = 0, failures = 0;
+    for (size_t e = 0; e < nev && failures < 5; e++) {
+        if (evn[e] > 8000)
+            continue;
+        const char *x = ev[e];
+        bool q = false;
+        for (size_t i = 0; i < evn[e] && failures < 5; i++) {
+            if (q) {
+                if (x[i] == '\\')
+                    i++;
+                else if (x[i] == '"')
+                    q = false;
+                continue;
+            }
+            if (x[i] != '"') {
+                continue;
+            }
+            q = true;
+            /* a key: a string followed by ':' */
+            size_t j = i + 1;
+            while (j < evn[e] && x[j] != '"')
+                j += x[j] == '\\' ? 2 : 1;
+            if (j + 1 >= evn[e] || x[j + 1] != ':')
+                continue;
+            for (int how = 0; how < 9 && failures < 5; how++) {
+                size_t vn = 0;
+                bool cut = false;
+                /* the event up to the key's closing quote (i..j is "key") */
+                memcpy(var, x, j);
+                vn = j;
+                const char *rest = x + j; /* from the closing quote */
+                switch (how) {
+                case 0: var[vn++] = 'x'; break;                        /* "keyx": */
+                case 1: if (j - i > 2) vn--; break;                    /* "ke": */
+                case 2: var[vn - 1] ^= 1; break;                       /* one bit off */
+                case 3: memcpy(var + vn, "\":  ", 4); vn += 4; rest += 3; break; /* two spaces */
+                case 4: memcpy(var + vn, "\":\t", 3); vn += 3; rest += 3; break;
+                case 5: memcpy(var + vn, "\" : ", 4); vn += 4; rest += 3; break;
+                case 6: memcpy(var + vn, "\":", 2); vn += 2; rest += 3; break;  /* no space */
+                case 7: memcpy(var + vn, "\\u0041", 6); vn += 6; break;       /* an escape */
+                case 8: cut = true; memcpy(var + vn, "\": ", 3); vn += 3; break;
+                }
+                if (!cut) {
+                    size_t left = evn[e] - (size_t)(rest - x);
+                    memcpy(var + vn, rest, left);
+                    vn += left;
+                }
+                size_t len = 0;
+                memcpy(buf, head, sizeof head - 1);
+                len += sizeof head - 1;
+                for (int k = 0; k < 4; k++) {
+                    memcpy(buf + len, x, evn[e]);
+                    len += evn[e];
+                    memcpy(buf + len, ",\n  ", 4);
+                    len += 4;
+                }
+                memcpy(buf + len, var, vn);
+                len += vn;
+                if (!cut) {
+                    memcpy(buf + len, ",\n  ", 4);
+                    len += 4;
+                    memcpy(buf + len, x, evn[e]);
+                    len += evn[e];
+                    memcpy(buf + len, tail, sizeof tail - 1);
+                    len += sizeof tail - 1;
+                }
+                char name[96];
+                snprintf(name, sizeof name, "event %zu, key at %zu changed (%d)", e, i, how);
+                failures += !both_paths(buf, len, name);
+                docs++;
+            }
+        }
+    }
+    /* 100 distinct args keys (more than the slots), keys of 27 to 30 bytes
+     * (a slot holds "key": of up to 32), each event twice */
+    size_t len = 0;
+    len += (size_t)snprintf(buf + len, cap - len, "%s", head);
+    for (int round = 0; round < 2; round++)
+        for (int k = 0; k < 100; k++)
+            len += (size_t)snprintf(
+                buf + len, cap - len,
+                "%s{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k%d\", \"pid\": 0, "
+                "\"tid\": 7, \"ts\": %d.5, \"dur\": 1.0, \"args\": {\"key number %d\": %d, "
+                "\"%.*s\": 1, \"correlation\": %d, \"device\": 0, \"stream\": %d}}",
+                round || k ? ",\n  " : "", k, 1000 + k + round * 1000, k, k,
+                27 + k % 4, "abcdefghijklmnopqrstuvwxyz0123456789", k + 1, k % 3);
+    len += (size_t)snprintf(buf + len, cap - len, "%s", tail);
+    KVS_REQUIRE(len < cap - 1);
+    failures += !both_paths(buf, len, "100 args keys");
+    docs++;
+    fprintf(stderr, "%d documents with a guessed key changed read both ways\n", docs);
+    free(buf);
+    free(var);
+    free(doc);
+}
+
 /* Numbers of every length (the one-pass path finds digit runs 16 bytes at a
  * time: reader/digits.h) at every offset of a 64-byte block and at every
  * distance from the scanner buffer's end (small buffers, small reads): both
@@ -528,6 +661,7 @@ int main(int argc, char **argv)
         {"repository_traces", test_repository_traces},
         {"shared_traces", test_shared_traces},
         {"mutations", test_mutations},
+        {"guessed_keys", test_guessed_keys},
         {"numbers_at_refills", test_numbers_at_refills},
         {0},
     };

@@ -131,6 +131,13 @@ void kvs_jw_str(struct kvs_jw *w, const char *s)
         fputs("null", w->f);
 }
 
+void kvs_jw_obj_schema(struct kvs_jw *w, const char *schema)
+{
+    kvs_jw_obj(w);
+    kvs_jw_key(w, "schema");
+    kvs_jw_str(w, schema);
+}
+
 void kvs_fmt_double_exact(char *buf, size_t size, double v)
 {
     for (int prec = 15; prec <= 17; prec++) {

@@ -458,9 +458,7 @@ static void write_findings(struct kvs_jw *w, const struct kvs_analysis *a)
 void kvs_json_write_report(struct kvs_jw *w, const struct kvs_analysis *a)
 {
     bool have_peak = a->trace.peak_gbps > 0;
-    kvs_jw_obj(w);
-    kvs_jw_key(w, "schema");
-    kvs_jw_str(w, "kvscope.report/1");
+    kvs_jw_obj_schema(w, "kvscope.report/1");
 
     kvs_jw_key(w, "trace");
     write_trace(w, a);
@@ -549,9 +547,7 @@ static void write_cmp_side(struct kvs_jw *w, const struct kvs_cmp_side *s)
 
 static void write_compare(struct kvs_jw *w, const struct kvs_comparison *c)
 {
-    kvs_jw_obj(w);
-    kvs_jw_key(w, "schema");
-    kvs_jw_str(w, "kvscope.compare/1");
+    kvs_jw_obj_schema(w, "kvscope.compare/1");
     kvs_jw_key(w, "before");
     write_cmp_steps(w, &c->before);
     kvs_jw_key(w, "after");
@@ -611,9 +607,7 @@ enum kvs_status kvs_render_json_compare_summary(FILE *out, const struct kvs_comp
 {
     struct kvs_jw w;
     kvs_jw_init(&w, out);
-    kvs_jw_obj(&w);
-    kvs_jw_key(&w, "schema");
-    kvs_jw_str(&w, "kvscope.summary/1");
+    kvs_jw_obj_schema(&w, "kvscope.summary/1");
     kvs_jw_key(&w, "comparisons");
     kvs_jw_arr(&w);
     for (size_t i = 0; i < n; i++)

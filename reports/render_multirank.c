@@ -367,9 +367,7 @@ enum kvs_status kvs_render_json_multirank(FILE *out, const struct kvs_multirank 
     (void)opt;
     struct kvs_jw w;
     kvs_jw_init(&w, out);
-    kvs_jw_obj(&w);
-    kvs_jw_key(&w, "schema");
-    kvs_jw_str(&w, "kvscope.multirank/1");
+    kvs_jw_obj_schema(&w, "kvscope.multirank/1");
     kvs_jw_key(&w, "ranks");
     kvs_jw_obj(&w);
     kvs_jw_key(&w, "count");

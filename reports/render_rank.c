@@ -62,9 +62,7 @@ void kvs_json_write_rank(struct kvs_jw *w, const struct kvs_analysis *a)
 {
     const struct kvs_trace_info *t = &a->trace;
     const struct kvs_steps *s = &a->steps;
-    kvs_jw_obj(w);
-    kvs_jw_key(w, "schema");
-    kvs_jw_str(w, "kvscope.rank/1");
+    kvs_jw_obj_schema(w, "kvscope.rank/1");
     kvs_jw_key(w, "rank");
     kvs_jw_int_or_null(w, t->rank, t->rank >= 0);
     kvs_jw_key(w, "world_size");

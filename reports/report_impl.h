@@ -42,6 +42,8 @@ void kvs_jw_init(struct kvs_jw *w, FILE *f);
 void kvs_jw_sep(struct kvs_jw *w);
 void kvs_jw_obj(struct kvs_jw *w);
 void kvs_jw_obj_end(struct kvs_jw *w);
+/* An object whose first key is "schema": schema (every kvscope.<name>/1 object). */
+void kvs_jw_obj_schema(struct kvs_jw *w, const char *schema);
 void kvs_jw_arr(struct kvs_jw *w);
 void kvs_jw_arr_compact(struct kvs_jw *w); /* an array on one line: [1, 2, 3] */
 void kvs_jw_arr_end(struct kvs_jw *w);

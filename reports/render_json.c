@@ -53,8 +53,7 @@ static void write_match(struct kvs_jw *w, const struct kvs_group *g)
     kvs_jw_obj_end(w);
 }
 
-/* GPU ms by category: {"copy/cast": ms, "GEMM": ms, ...} */
-static void write_categories(struct kvs_jw *w, const double *ms)
+void kvs_json_write_categories(struct kvs_jw *w, const double *ms)
 {
     kvs_jw_obj(w);
     for (int c = 0; c < KVS_CAT_COUNT_; c++) {
@@ -62,6 +61,19 @@ static void write_categories(struct kvs_jw *w, const double *ms)
         kvs_jw_num(w, ms[c]);
     }
     kvs_jw_obj_end(w);
+}
+
+void kvs_json_write_step_figures(struct kvs_jw *w, int64_t count, double mean_ms,
+                                 double gpu_ms_per_step, double gpu_busy_fraction)
+{
+    kvs_jw_key(w, "count");
+    kvs_jw_int(w, count);
+    kvs_jw_key(w, "mean_ms");
+    kvs_jw_num(w, mean_ms);
+    kvs_jw_key(w, "gpu_ms_per_step");
+    kvs_jw_num(w, gpu_ms_per_step);
+    kvs_jw_key(w, "gpu_busy_fraction");
+    kvs_jw_num(w, gpu_busy_fraction);
 }
 
 static void write_kind(struct kvs_jw *w, const struct kvs_step_kind_stat *k)
@@ -117,7 +129,7 @@ static void write_step(struct kvs_jw *w, const struct kvs_step *s)
     kvs_jw_key(w, "outlier");
     kvs_jw_str(w, s->outlier);
     kvs_jw_key(w, "category_ms");
-    write_categories(w, s->category_ms);
+    kvs_json_write_categories(w, s->category_ms);
     kvs_jw_obj_end(w);
 }
 
@@ -321,14 +333,8 @@ static void write_trace(struct kvs_jw *w, const struct kvs_analysis *a)
 static void write_steps(struct kvs_jw *w, const struct kvs_analysis *a)
 {
     kvs_jw_obj(w);
-    kvs_jw_key(w, "count");
-    kvs_jw_int(w, a->steps.count);
-    kvs_jw_key(w, "mean_ms");
-    kvs_jw_num(w, a->steps.mean_ms);
-    kvs_jw_key(w, "gpu_ms_per_step");
-    kvs_jw_num(w, a->steps.gpu_ms_per_step);
-    kvs_jw_key(w, "gpu_busy_fraction");
-    kvs_jw_num(w, a->steps.gpu_busy_fraction);
+    kvs_json_write_step_figures(w, a->steps.count, a->steps.mean_ms, a->steps.gpu_ms_per_step,
+                                a->steps.gpu_busy_fraction);
     kvs_jw_key(w, "source");
     kvs_jw_str(w, a->steps.source);
     kvs_jw_key(w, "mean_time_ms");
@@ -336,7 +342,7 @@ static void write_steps(struct kvs_jw *w, const struct kvs_analysis *a)
     kvs_jw_key(w, "tokens_per_s");
     kvs_jw_num_or_null(w, a->steps.tokens_per_s, a->steps.tokens_per_s > 0);
     kvs_jw_key(w, "category_ms");
-    write_categories(w, a->category_ms);
+    kvs_json_write_categories(w, a->category_ms);
     kvs_jw_key(w, "by_kind");
     kvs_jw_arr(w);
     for (size_t i = 0; a->kinds && i < a->nkind; i++)
@@ -500,14 +506,7 @@ static void write_cmp_steps(struct kvs_jw *w, const struct kvs_cmp_steps *s)
     kvs_jw_obj(w);
     kvs_jw_key(w, "path");
     kvs_jw_str(w, s->path);
-    kvs_jw_key(w, "count");
-    kvs_jw_int(w, s->count);
-    kvs_jw_key(w, "mean_ms");
-    kvs_jw_num(w, s->mean_ms);
-    kvs_jw_key(w, "gpu_ms_per_step");
-    kvs_jw_num(w, s->gpu_ms_per_step);
-    kvs_jw_key(w, "gpu_busy_fraction");
-    kvs_jw_num(w, s->gpu_busy_fraction);
+    kvs_json_write_step_figures(w, s->count, s->mean_ms, s->gpu_ms_per_step, s->gpu_busy_fraction);
     kvs_jw_key(w, "tokens_per_s");
     kvs_jw_num_or_null(w, s->tokens_per_s, s->tokens_per_s > 0);
     kvs_jw_key(w, "wall_min_ms");

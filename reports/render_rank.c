@@ -35,12 +35,7 @@ static void write_items(struct kvs_jw *w, const struct kvs_analysis *a)
         kvs_jw_key(w, "exposed_comm_ms");
         kvs_jw_num(w, s->exposed_comm_ms);
         kvs_jw_key(w, "category_ms");
-        kvs_jw_obj(w);
-        for (int k = 0; k < KVS_CAT_COUNT_; k++) {
-            kvs_jw_key(w, kvs_cat_label(k));
-            kvs_jw_num(w, s->category_ms[k]);
-        }
-        kvs_jw_obj_end(w);
+        kvs_json_write_categories(w, s->category_ms);
         /* collectives are sorted by step: this step's are the next ones */
         kvs_jw_key(w, "collectives");
         kvs_jw_arr(w);
@@ -84,14 +79,7 @@ void kvs_json_write_rank(struct kvs_jw *w, const struct kvs_analysis *a)
     kvs_jw_obj_end(w);
     kvs_jw_key(w, "steps");
     kvs_jw_obj(w);
-    kvs_jw_key(w, "count");
-    kvs_jw_int(w, s->count);
-    kvs_jw_key(w, "mean_ms");
-    kvs_jw_num(w, s->mean_ms);
-    kvs_jw_key(w, "gpu_ms_per_step");
-    kvs_jw_num(w, s->gpu_ms_per_step);
-    kvs_jw_key(w, "gpu_busy_fraction");
-    kvs_jw_num(w, s->gpu_busy_fraction);
+    kvs_json_write_step_figures(w, s->count, s->mean_ms, s->gpu_ms_per_step, s->gpu_busy_fraction);
     kvs_jw_key(w, "total_gpu_ms");
     kvs_jw_num(w, s->total_gpu_ms);
     kvs_jw_key(w, "compute_ms_per_step");

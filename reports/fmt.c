@@ -123,7 +123,9 @@ size_t kvs_put_utf8(FILE *f, const char *s)
     return k;
 }
 
-void kvs_put_html(FILE *f, const char *s)
+/* s with each ASCII character through esc (its replacement, or NULL: the
+ * character itself) and the rest as whole UTF-8 sequences (kvs_put_utf8). */
+static void put_escaped(FILE *f, const char *s, const char *(*esc)(char c))
 {
     if (!s)
         return;
@@ -132,50 +134,50 @@ void kvs_put_html(FILE *f, const char *s)
             s += kvs_put_utf8(f, s) - 1;
             continue;
         }
-        switch (*s) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&#39;", f); break;
-        default:
-            /* control characters have no business in a page */
-            if ((unsigned char)*s < 0x20 && *s != '\n' && *s != '\t')
-                fputc(' ', f);
-            else
-                fputc(*s, f);
-        }
+        const char *r = esc(*s);
+        if (r)
+            fputs(r, f);
+        else
+            fputc(*s, f);
     }
 }
 
-void kvs_put_md(FILE *f, const char *s)
+static const char *html_escape(char c)
 {
-    if (!s)
-        return;
-    for (; *s; s++) {
-        if ((unsigned char)*s >= 0x80) {
-            s += kvs_put_utf8(f, s) - 1;
-            continue;
-        }
-        switch (*s) {
-        case '|': fputs("\\|", f); break;
-        case '\n':
-        case '\r': fputc(' ', f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '*':
-        case '_':
-        case '`':
-        case '[':
-        case ']':
-        case '\\':
-            fputc('\\', f);
-            fputc(*s, f);
-            break;
-        default: fputc(*s, f);
-        }
+    switch (c) {
+    case '&': return "&amp;";
+    case '<': return "&lt;";
+    case '>': return "&gt;";
+    case '"': return "&quot;";
+    case '\'': return "&#39;";
+    case '\n':
+    case '\t': return NULL;
     }
+    /* control characters have no business in a page */
+    return (unsigned char)c < 0x20 ? " " : NULL;
 }
+
+static const char *md_escape(char c)
+{
+    switch (c) {
+    case '|': return "\\|";
+    case '\n':
+    case '\r': return " ";
+    case '<': return "&lt;";
+    case '>': return "&gt;";
+    case '*': return "\\*";
+    case '_': return "\\_";
+    case '`': return "\\`";
+    case '[': return "\\[";
+    case ']': return "\\]";
+    case '\\': return "\\\\";
+    }
+    return NULL;
+}
+
+void kvs_put_html(FILE *f, const char *s) { put_escaped(f, s, html_escape); }
+
+void kvs_put_md(FILE *f, const char *s) { put_escaped(f, s, md_escape); }
 
 size_t kvs_text_width(const char *s)
 {

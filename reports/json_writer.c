@@ -195,6 +195,26 @@ void kvs_jw_int_or_null(struct kvs_jw *w, int64_t v, bool known)
         kvs_jw_null(w);
 }
 
+void kvs_jw_bool_or_null(struct kvs_jw *w, bool v, bool known)
+{
+    if (known)
+        kvs_jw_bool(w, v);
+    else
+        kvs_jw_null(w);
+}
+
+void kvs_jw_int_pair_or_null(struct kvs_jw *w, int64_t a, int64_t b, bool known)
+{
+    if (!known) {
+        kvs_jw_null(w);
+        return;
+    }
+    kvs_jw_arr_compact(w);
+    kvs_jw_int(w, a);
+    kvs_jw_int(w, b);
+    kvs_jw_arr_end(w);
+}
+
 void kvs_jw_strs(struct kvs_jw *w, char *const *v, size_t n, bool compact)
 {
     if (compact)

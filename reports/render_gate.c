@@ -133,10 +133,7 @@ static void json_check(struct kvs_jw *w, const struct kvs_gate_check *c)
     kvs_jw_key(w, "change_pct");
     kvs_jw_num(w, c->change_pct);
     kvs_jw_key(w, "significant");
-    if (c->significant < 0)
-        kvs_jw_null(w);
-    else
-        kvs_jw_bool(w, c->significant == 1);
+    kvs_jw_bool_or_null(w, c->significant == 1, c->significant >= 0);
     kvs_jw_key(w, "result");
     kvs_jw_str(w, kvs_gate_result_name(c->result));
     kvs_jw_key(w, "unit");
@@ -153,14 +150,7 @@ static void json_check(struct kvs_jw *w, const struct kvs_gate_check *c)
     kvs_jw_key(w, "confidence");
     kvs_jw_num(w, c->has_interval ? c->confidence : NAN);
     kvs_jw_key(w, "steps");
-    if (c->nbefore || c->nafter) {
-        kvs_jw_arr_compact(w);
-        kvs_jw_int(w, (int64_t)c->nbefore);
-        kvs_jw_int(w, (int64_t)c->nafter);
-        kvs_jw_arr_end(w);
-    } else {
-        kvs_jw_null(w);
-    }
+    kvs_jw_int_pair_or_null(w, (int64_t)c->nbefore, (int64_t)c->nafter, c->nbefore || c->nafter);
     kvs_jw_key(w, "message");
     kvs_jw_str(w, c->message);
     kvs_jw_obj_end(w);

@@ -159,14 +159,8 @@ static void write_group(struct kvs_jw *w, const struct kvs_group *g, bool have_p
     kvs_jw_key(w, "bytes_bound");
     kvs_jw_str(w, g->bytes_bound < 0 ? "at_least" : g->bytes_bound > 0 ? "at_most" : "exact");
     kvs_jw_key(w, "launch_elements");
-    if (g->launch_elements_max > 0) {
-        kvs_jw_arr_compact(w);
-        kvs_jw_int(w, g->launch_elements_min);
-        kvs_jw_int(w, g->launch_elements_max);
-        kvs_jw_arr_end(w);
-    } else {
-        kvs_jw_null(w);
-    }
+    kvs_jw_int_pair_or_null(w, g->launch_elements_min, g->launch_elements_max,
+                            g->launch_elements_max > 0);
     kvs_jw_key(w, "achieved_gbps");
     kvs_jw_num(w, g->achieved_gbps);
     kvs_jw_key(w, "efficiency");
@@ -257,10 +251,8 @@ static void write_engine(struct kvs_jw *w, const struct kvs_engine_info *e)
         kvs_jw_key(w, ints[i].key);
         if (strcmp(ints[i].key, "graph"))
             kvs_jw_int_or_null(w, ints[i].v, ints[i].v > 0);
-        else if (e->graph >= 0)
-            kvs_jw_bool(w, e->graph);
         else
-            kvs_jw_null(w);
+            kvs_jw_bool_or_null(w, e->graph, e->graph >= 0);
     }
     const struct {
         const char *key;

@@ -56,6 +56,9 @@ void kvs_jw_null(struct kvs_jw *w);
 /* v when known, else null (for values whose 0 means "unknown"). */
 void kvs_jw_num_or_null(struct kvs_jw *w, double v, bool known);
 void kvs_jw_int_or_null(struct kvs_jw *w, int64_t v, bool known);
+void kvs_jw_bool_or_null(struct kvs_jw *w, bool v, bool known);
+/* [a, b] on one line when known, else null. */
+void kvs_jw_int_pair_or_null(struct kvs_jw *w, int64_t a, int64_t b, bool known);
 /* An array of n strings; compact: on one line. */
 void kvs_jw_strs(struct kvs_jw *w, char *const *v, size_t n, bool compact);
 

@@ -418,7 +418,7 @@ static inline const char *member_value(const char *p, const char *end, const cha
 }
 
 /* Whether p starts with the slot's text (reads 32 bytes: the buffer's
- * padding; the NUL sentinel at end matches no slot). */
+ * padding; the NUL sentinel at end matches no slot, none holding a NUL). */
 static inline bool key_is(const char *p, const struct kvs_key_slot *ks)
 {
 #if defined(__SSE2__)
@@ -441,7 +441,9 @@ static unsigned key_learn(struct kvs_key_guess *kg, unsigned cls, unsigned state
                           size_t k_len, const char *v, int which)
 {
     size_t len = k_len + 4;
-    if (v != p + len || len > 32 || p[len - 2] != ':' || p[len - 1] != ' ')
+    /* a key with a NUL byte is not learnt: the NUL sentinel at the buffer's
+     * end, and the stale bytes after it, could then pass for it */
+    if (v != p + len || len > 32 || p[len - 2] != ':' || p[len - 1] != ' ' || memchr(p, 0, len))
         return KVS_KEY_LOST;
     unsigned s = 1;
     while (s <= kg->n && (kg->slot[s].len != len || memcmp(kg->slot[s].lit, p, len)))

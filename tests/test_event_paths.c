@@ -239,6 +239,22 @@ static const char *const members[] = {
     "\"x\" : 1 , ", "\"x\":\t\r\n1,", "\"x\": 1e+, ", "\"x\": [1,], ", "\"x\": {,}, ",
     "\"ts\": 1000000.0015678, ", "\"dur\": 0.0009999, ", "\"dur\": 7.12345, ", "\"ts\": 9223372036854775, ",
     "\"ts\": 999999999999999999, ", "\"args\": {\"bytes\": -12.9}, ", "\"tid\": 1.5e3, ",
+    /* arrays as args hold them, and near misses */
+    "\"args\": {\"Input Dims\": [[1,2],[3]], \"Input type\": [\"a\",\"b\"]}, ",
+    "\"args\": {\"Input Dims\": [ [1], [2] ]}, ", "\"args\": {\"Input Dims\": [[1, 2] ,[3]]}, ",
+    "\"args\": {\"Input Dims\": [[1,  2]]}, ", "\"args\": {\"Input Dims\": [[01]]}, ",
+    "\"args\": {\"Input Dims\": [[-0, 1.5, -2.25]]}, ", "\"args\": {\"Input Dims\": [[1.]]}, ",
+    "\"args\": {\"Input Dims\": [[1e5, 2]]}, ", "\"args\": {\"Input Dims\": [[1234567890123456]]}, ",
+    "\"args\": {\"Input Dims\": [[123456789012345, 0.123456789012345]]}, ",
+    "\"args\": {\"Input type\": [\"a\\\"b\", \"c\"]}, ", "\"args\": {\"Input Dims\": [[1,,2]]}, ",
+    "\"args\": {\"Input Dims\": [[1,]]}, ", "\"args\": {\"Input Dims\": [[,1]]}, ",
+    "\"args\": {\"Input Dims\": [[1 2]]}, ", "\"args\": {\"Input type\": [\"a\" \"b\"]}, ",
+    "\"args\": {\"Input type\": [\"a\"1]}, ", "\"args\": {\"Input Dims\": [[1\"a\"]]}, ",
+    "\"args\": {\"Input Dims\": [[1]]]}, ", "\"args\": {\"Input Dims\": [[-]]}, ",
+    "\"args\": {\"Input Dims\": [[1], {}]}, ", "\"args\": {\"Input Dims\": [true, [null]]}, ",
+    "\"x\": [1,2, 3,  4], ", "\"x\": [\"\", [[]], -1, 0.5], ", "\"x\": [\"]\", \"[\", \"\\\\\"], ",
+    "\"x\": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]], ",
+    "\"x\": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]], ",
 };
 /* members too long to write out: built once (generated_init) */
 static char *generated[6];
@@ -577,6 +593,46 @@ static void test_guessed_keys(void)
     free(doc);
 }
 
+/* Keys and values with raw NUL bytes in them (JSON forbids control bytes in
+ * strings; the reader does not check strings it does not decode), learnt as
+ * guesses, then met again across the scanner buffer's end: the NUL sentinel
+ * at the end must not pass for the NUL of a guess while the stale bytes
+ * after it (what an earlier fill left there) match the rest. Small buffers
+ * and reads of every size put every byte of them at the buffer's end. */
+static void test_guesses_at_refills(void)
+{
+    size_t cap = 1 << 16, len = 0;
+    char *doc = malloc(cap);
+    KVS_REQUIRE(doc);
+    len += (size_t)snprintf(doc, cap, "{\"traceEvents\": [");
+    for (int i = 0; i < 60; i++) {
+        static const char ev[] = "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, "
+                                 "\"tid\": 7, \"ts\": 1%03d.5, \"dur\": 1.0, \"args\": {\"a@b\": 1, "
+                                 "\"device\": 0, \"x\": \"v@w\", \"stream\": 7}}";
+        char one[256];
+        int k = snprintf(one, sizeof one, ev, i);
+        for (int j = 0; j < k; j++)
+            if (one[j] == '@')
+                one[j] = '\0';
+        len += (size_t)snprintf(doc + len, cap - len, "%s\n  ", i ? "," : "");
+        memcpy(doc + len, one, (size_t)k);
+        len += (size_t)k;
+    }
+    len += (size_t)snprintf(doc + len, cap - len, "\n]}\n");
+    int reads = 0;
+    for (size_t b = 64; b < 1100; b += 3)
+        for (size_t c = 0; c < 40; c += 3) {
+            char name[64];
+            snprintf(name, sizeof name, "NUL keys, buffer %zu, reads of %zu", b, c);
+            if (!both_paths_sized(doc, len, name, b, c))
+                goto out;
+            reads++;
+        }
+out:
+    printf("%d reads of keys and values with NUL bytes\n", reads);
+    free(doc);
+}
+
 /* Numbers of every length (the one-pass path finds digit runs 16 bytes at a
  * time: reader/digits.h) at every offset of a 64-byte block and at every
  * distance from the scanner buffer's end (small buffers, small reads): both
@@ -662,6 +718,7 @@ int main(int argc, char **argv)
         {"shared_traces", test_shared_traces},
         {"mutations", test_mutations},
         {"guessed_keys", test_guessed_keys},
+        {"guesses_at_refills", test_guesses_at_refills},
         {"numbers_at_refills", test_numbers_at_refills},
         {0},
     };

@@ -23,6 +23,7 @@
 
 #include "kvs_test.h"
 #include "kvscope/reader.h"
+#include "trace_same.h" // defines: kvs_test_trace_differ
 
 struct capture {
     char text[4096];
@@ -35,61 +36,6 @@ static void capture_log(void *user, enum kvs_log_level level, const char *msg)
     int k = snprintf(c->text + c->n, sizeof c->text - c->n, "%d:%s\n", (int)level, msg);
     if (k > 0)
         c->n += (size_t)k < sizeof c->text - c->n ? (size_t)k : sizeof c->text - c->n - 1;
-}
-
-static bool same_strings(const struct kvs_intern *a, const struct kvs_intern *b)
-{
-    if (kvs_intern_count(a) != kvs_intern_count(b))
-        return false;
-    for (uint32_t i = 0; i < kvs_intern_count(a); i++)
-        if (kvs_intern_len(a, i) != kvs_intern_len(b, i) ||
-            memcmp(kvs_intern_str(a, i), kvs_intern_str(b, i), kvs_intern_len(a, i)))
-            return false;
-    return true;
-}
-
-/* NULL when a and b kept the same, else what differs */
-static const char *differ(const struct kvs_trace_data *a, const struct kvs_trace_data *b)
-{
-    if (a->events != b->events || a->n_ops != b->n_ops || a->n_kernels != b->n_kernels ||
-        a->n_memcpys != b->n_memcpys || a->n_memsets != b->n_memsets ||
-        a->n_runtime != b->n_runtime || a->nops != b->nops || a->ngpus != b->ngpus ||
-        a->nranges != b->nranges || a->nrts != b->nrts || a->nopkeys != b->nopkeys ||
-        a->bytes != b->bytes || a->unmatched_end != b->unmatched_end ||
-        a->truncated != b->truncated || a->shapes_cut != b->shapes_cut)
-        return "counts";
-    for (size_t i = 0; i < a->nops; i++) {
-        const struct kvs_op_rec *x = &a->ops[i], *y = &b->ops[i];
-        if (x->ts != y->ts || x->dur != y->dur || x->ext != y->ext || x->key != y->key ||
-            x->thread != y->thread || x->captured != y->captured)
-            return "ops";
-    }
-    for (size_t i = 0; i < a->nopkeys; i++)
-        if (a->opkeys[i].name != b->opkeys[i].name || a->opkeys[i].shape != b->opkeys[i].shape)
-            return "op keys";
-    for (size_t i = 0; i < a->nrts; i++) {
-        const struct kvs_rt_rec *x = &a->rts[i], *y = &b->rts[i];
-        if (x->ts != y->ts || x->dur != y->dur || x->corr != y->corr || x->ext != y->ext ||
-            x->thread != y->thread || x->name != y->name || x->graph_launch != y->graph_launch ||
-            x->kernel_launch != y->kernel_launch)
-            return "runtime calls";
-    }
-    for (size_t i = 0; i < a->ngpus; i++) {
-        const struct kvs_gpu_rec *x = &a->gpus[i], *y = &b->gpus[i];
-        if (x->ts != y->ts || x->dur != y->dur || x->ext != y->ext || x->corr != y->corr ||
-            x->bytes != y->bytes || x->name != y->name || x->device != y->device ||
-            x->stream != y->stream || x->kind != y->kind || x->graph_node != y->graph_node ||
-            x->block_threads != y->block_threads || x->grid_blocks != y->grid_blocks)
-            return "GPU records";
-    }
-    for (size_t i = 0; i < a->nranges; i++) {
-        const struct kvs_range_rec *x = &a->ranges[i], *y = &b->ranges[i];
-        if (x->ts != y->ts || x->dur != y->dur || x->name != y->name || x->thread != y->thread)
-            return "ranges";
-    }
-    if (!same_strings(&a->strings, &b->strings) || !same_strings(&a->threads, &b->threads))
-        return "interned strings";
-    return NULL;
 }
 
 /* Read data both ways through a scanner buffer of bufsize bytes and reads
@@ -113,7 +59,7 @@ static bool both_paths_sized(const void *data, size_t n, const char *name, size_
         st[k] = kvs_read_trace_memory(data, n, name, &o, &t[k]);
     }
     const char *d = st[0] != st[1] ? "status" : strcmp(cap[0].text, cap[1].text) ? "messages"
-                  : st[0] == KVS_STATUS_OK || st[0] == KVS_STATUS_TRUNCATED ? differ(&t[0], &t[1])
+                  : st[0] == KVS_STATUS_OK || st[0] == KVS_STATUS_TRUNCATED ? kvs_test_trace_differ(&t[0], &t[1], true)
                                                                             : NULL;
     KVS_CHECK_MSG(d == NULL, "%s: the two paths differ in %s (status %d / %d)\n  fast:    %s  general: %s",
                   name, d, (int)st[0], (int)st[1], cap[0].text, cap[1].text);

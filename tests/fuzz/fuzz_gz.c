@@ -20,6 +20,7 @@
 
 #include "fuzz_common.h"
 #include "kvscope/reader.h"
+#include "../trace_same.h" // defines: kvs_test_trace_differ
 
 static enum kvs_status read_mem(const void *p, size_t n, size_t bufsize, size_t chunk,
                                 struct kvs_trace_data *t, struct fuzz_log *log)
@@ -49,72 +50,6 @@ static size_t gzip_member(const uint8_t *src, size_t n, int level, uint8_t *dst,
     size_t out = zs.total_out;
     deflateEnd(&zs);
     return out;
-}
-
-static bool same_strings(const struct kvs_intern *a, const struct kvs_intern *b)
-{
-    if (kvs_intern_count(a) != kvs_intern_count(b))
-        return false;
-    for (uint32_t i = 0; i < kvs_intern_count(a); i++)
-        if (kvs_intern_len(a, i) != kvs_intern_len(b, i) ||
-            memcmp(kvs_intern_str(a, i), kvs_intern_str(b, i), kvs_intern_len(a, i)))
-            return false;
-    return true;
-}
-
-/* NULL when the two reads kept the same: counts, every record field by
- * field (ids are interned in order of first sight, so they agree too), the
- * strings and the header facts; else what differs. `bytes` only counts when
- * the read got to the end (OK, TRUNCATED): after an error it is what the
- * buffer held, which depends on its size. */
-static const char *same_records(const struct kvs_trace_data *a, const struct kvs_trace_data *b,
-                                bool to_the_end)
-{
-    if (a->events != b->events || a->n_ops != b->n_ops || a->n_kernels != b->n_kernels ||
-        a->n_memcpys != b->n_memcpys || a->n_memsets != b->n_memsets ||
-        a->n_runtime != b->n_runtime || a->nops != b->nops || a->ngpus != b->ngpus ||
-        a->nranges != b->nranges || a->nrts != b->nrts || a->nopkeys != b->nopkeys ||
-        (to_the_end && a->bytes != b->bytes) || a->unmatched_end != b->unmatched_end ||
-        a->truncated != b->truncated)
-        return "counts";
-    for (size_t i = 0; i < a->nops; i++) {
-        const struct kvs_op_rec *x = &a->ops[i], *y = &b->ops[i];
-        if (x->ts != y->ts || x->dur != y->dur || x->ext != y->ext || x->key != y->key ||
-            x->thread != y->thread)
-            return "ops";
-    }
-    for (size_t i = 0; i < a->nopkeys; i++)
-        if (a->opkeys[i].name != b->opkeys[i].name || a->opkeys[i].shape != b->opkeys[i].shape)
-            return "op keys";
-    for (size_t i = 0; i < a->nrts; i++) {
-        const struct kvs_rt_rec *x = &a->rts[i], *y = &b->rts[i];
-        if (x->ts != y->ts || x->corr != y->corr || x->ext != y->ext || x->thread != y->thread ||
-            x->graph_launch != y->graph_launch)
-            return "runtime calls";
-    }
-    for (size_t i = 0; i < a->ngpus; i++) {
-        const struct kvs_gpu_rec *x = &a->gpus[i], *y = &b->gpus[i];
-        if (x->ts != y->ts || x->dur != y->dur || x->ext != y->ext || x->corr != y->corr ||
-            x->bytes != y->bytes || x->name != y->name || x->device != y->device ||
-            x->stream != y->stream || x->kind != y->kind)
-            return "GPU records";
-    }
-    for (size_t i = 0; i < a->nranges; i++) {
-        const struct kvs_range_rec *x = &a->ranges[i], *y = &b->ranges[i];
-        if (x->ts != y->ts || x->dur != y->dur || x->name != y->name || x->thread != y->thread)
-            return "ranges";
-    }
-    if (!same_strings(&a->strings, &b->strings) || !same_strings(&a->threads, &b->threads))
-        return "interned strings";
-    if (a->rank != b->rank || a->world_size != b->world_size ||
-        a->dropped_records != b->dropped_records || a->has_kvscope_meta != b->has_kvscope_meta ||
-        a->has_kineto_meta != b->has_kineto_meta)
-        return "header facts";
-    for (int i = 0; i < KVS_MAX_DEVICES; i++)
-        if (!a->device_names[i] != !b->device_names[i] ||
-            (a->device_names[i] && strcmp(a->device_names[i], b->device_names[i])))
-            return "device names";
-    return NULL;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -179,7 +114,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(st == plain_st, "gzip status %d, plain %d (%s | %s)", (int)st, (int)plain_st,
                    log.last_error, plain_log.last_error);
         const char *diff =
-            same_records(&t, &plain, st == KVS_STATUS_OK || st == KVS_STATUS_TRUNCATED);
+            kvs_test_trace_differ(&t, &plain, st == KVS_STATUS_OK || st == KVS_STATUS_TRUNCATED);
         FUZZ_CHECK(!diff, "gzip (256-byte buffer) and plain (1 MiB) reads differ in %s: events %llu "
                    "vs %llu, bytes %llu vs %llu", diff, (unsigned long long)t.events,
                    (unsigned long long)plain.events, (unsigned long long)t.bytes,

@@ -106,6 +106,16 @@ def events(path, cats=("cpu_op", "user_annotation")):
     return d, [e for e in d["traceEvents"] if e.get("cat") in cats]
 
 
+def sink_program(work, name, body):
+    """work/name: a Python program that imports torch, loads the capture's
+    stand-in as `sink` (kvs_sink_set_running: the window) and runs body; its path"""
+    path = os.path.join(work, name)
+    with open(path, "w") as f:
+        f.write("import ctypes, os, torch\n"
+                "sink = ctypes.CDLL(os.environ['CUDA_INJECTION64_PATH'])\n" + body)
+    return path
+
+
 def inside(a, b):
     """event a within event b (ts/dur in us), on the same thread"""
     return (a["tid"] == b["tid"] and b["ts"] <= a["ts"] and
@@ -302,20 +312,18 @@ def tests(kvscope, sink, tdir, work):
     # a window opened and closed while the program runs (the stand-in's
     # kvs_sink_set_running, as cudaProfilerStart/Stop): the observer is off
     # while closed, only the ops inside the window are recorded
-    win = os.path.join(work, "win.py")
-    with open(win, "w") as f:
-        f.write("import ctypes, os, torch\n"
-                "sink = ctypes.CDLL(os.environ['CUDA_INJECTION64_PATH'])\n"
-                "a = torch.ones(3)\n"
-                "sink.kvs_sink_set_running(0)\n"
-                "for _ in range(100): a.mul_(1)\n"
-                "sink.kvs_sink_set_running(1)\n"
-                "for _ in range(50): a.add_(1)\n"
-                "sink.kvs_sink_set_running(0)\n"
-                "for _ in range(70): a.sub_(1)\n"
-                "sink.kvs_sink_set_running(1)\n"
-                "for _ in range(30): a.div_(1)\n"
-                "print(a.tolist())\n")
+    win = sink_program(
+        work, "win.py",
+        "a = torch.ones(3)\n"
+        "sink.kvs_sink_set_running(0)\n"
+        "for _ in range(100): a.mul_(1)\n"
+        "sink.kvs_sink_set_running(1)\n"
+        "for _ in range(50): a.add_(1)\n"
+        "sink.kvs_sink_set_running(0)\n"
+        "for _ in range(70): a.sub_(1)\n"
+        "sink.kvs_sink_set_running(1)\n"
+        "for _ in range(30): a.div_(1)\n"
+        "print(a.tolist())\n")
     tw = os.path.join(work, "win.json")
     rc, out, err = run([PY, win], dict(hook, KVS_CAPTURE_OUTPUT=tw), work)
     rc0, out0, _ = run([PY, win], {"CUDA_INJECTION64_PATH": sink,  # no hook: the plain output
@@ -330,19 +338,17 @@ def tests(kvscope, sink, tdir, work):
     # Inductor reads it: its Triton launches become ranges only while true)
     # and keeps what torch.profiler writes into the module; 1.13 has no such
     # attribute, so the test forces it (KVS_TORCH_OPS_FLAG_TEST)
-    flagp = os.path.join(work, "flag.py")
-    with open(flagp, "w") as f:
-        f.write("import ctypes, os, torch\n"
-                "import torch.autograd.profiler as ap\n"
-                "sink = ctypes.CDLL(os.environ['CUDA_INJECTION64_PATH'])\n"
-                "r = []\n"
-                "sink.kvs_sink_set_running(0); r.append(ap._is_profiler_enabled)\n"
-                "sink.kvs_sink_set_running(1); r.append(ap._is_profiler_enabled)\n"
-                "sink.kvs_sink_set_running(0); r.append(ap._is_profiler_enabled)\n"
-                "ap.__dict__['_is_profiler_enabled'] = True; r.append(ap._is_profiler_enabled)\n"
-                "ap.__dict__['_is_profiler_enabled'] = False; r.append(ap._is_profiler_enabled)\n"
-                "ap._is_profiler_enabled = True; r.append(ap.__dict__['_is_profiler_enabled'])\n"
-                "print(r)\n")
+    flagp = sink_program(
+        work, "flag.py",
+        "import torch.autograd.profiler as ap\n"
+        "r = []\n"
+        "sink.kvs_sink_set_running(0); r.append(ap._is_profiler_enabled)\n"
+        "sink.kvs_sink_set_running(1); r.append(ap._is_profiler_enabled)\n"
+        "sink.kvs_sink_set_running(0); r.append(ap._is_profiler_enabled)\n"
+        "ap.__dict__['_is_profiler_enabled'] = True; r.append(ap._is_profiler_enabled)\n"
+        "ap.__dict__['_is_profiler_enabled'] = False; r.append(ap._is_profiler_enabled)\n"
+        "ap._is_profiler_enabled = True; r.append(ap.__dict__['_is_profiler_enabled'])\n"
+        "print(r)\n")
     rc, out, err = run([PY, flagp], dict(hook, KVS_CAPTURE_OUTPUT=os.path.join(work, "flag.json"),
                                          KVS_TORCH_OPS_FLAG_TEST="1"), work)
     check(rc == 0 and out.strip() == "[False, True, False, True, False, True]",
@@ -358,21 +364,19 @@ def tests(kvscope, sink, tdir, work):
     # Triton launch) records while the capture does, with the arguments
     # torch.profiler keeps; 1.13 has no such class, so the test forces a
     # stand-in over a no-op original (KVS_TORCH_OPS_FLAG_TEST)
-    fastp = os.path.join(work, "fast.py")
-    with open(fastp, "w") as f:
-        f.write("import ctypes, os, torch\n"
-                "sink = ctypes.CDLL(os.environ['CUDA_INJECTION64_PATH'])\n"
-                "R = torch._C._profiler._RecordFunctionFast\n"
-                "a = torch.ones(2, 3); b = torch.zeros(4, dtype=torch.int64)\n"
-                "sink.kvs_sink_set_running(1)\n"
-                "with R('triton_poi_fused_add_0', [a, b, 7, None, [1, 2], object()], {'grid': 'g'}):\n"
-                "    a.add_(1)\n"
-                "with R('a_range', None, {'scope': 'user_scope'}):\n"
-                "    pass\n"
-                "sink.kvs_sink_set_running(0)\n"
-                "with R('not_recorded', [a]):\n"
-                "    a.add_(1)\n"
-                "print(a.tolist(), R.__name__)\n")
+    fastp = sink_program(
+        work, "fast.py",
+        "R = torch._C._profiler._RecordFunctionFast\n"
+        "a = torch.ones(2, 3); b = torch.zeros(4, dtype=torch.int64)\n"
+        "sink.kvs_sink_set_running(1)\n"
+        "with R('triton_poi_fused_add_0', [a, b, 7, None, [1, 2], object()], {'grid': 'g'}):\n"
+        "    a.add_(1)\n"
+        "with R('a_range', None, {'scope': 'user_scope'}):\n"
+        "    pass\n"
+        "sink.kvs_sink_set_running(0)\n"
+        "with R('not_recorded', [a]):\n"
+        "    a.add_(1)\n"
+        "print(a.tolist(), R.__name__)\n")
     tf = os.path.join(work, "fast.json")
     rc, out, err = run([PY, fastp], dict(hook, KVS_CAPTURE_OUTPUT=tf, KVS_TORCH_OPS_FLAG_TEST="1"), work)
     ev = events(tf)[1] if rc == 0 and os.path.exists(tf) else []

@@ -419,8 +419,10 @@ static void test_mutations(void)
  * guess with one compare of the text "key": . Here each real event is read
  * four times (the guesses learnt), then once changed at one key -- a byte
  * more or less in the key, one bit off in its last byte, other whitespace
- * around its colon, an escape in it, the document cut just after it -- then
- * once more as it was: both paths must agree on every one. And events with
+ * around its colon, an escape in it, the document cut just after it -- or at
+ * its value (one bit off in its last byte, a digit before it, a space after
+ * it, its last byte gone, a number or a string in its place), then once more
+ * as it was: both paths must agree on every one. And events with
  * more distinct keys than there are slots, and keys just under and over the
  * 32 bytes a slot holds. */
 static void test_guessed_keys(void)
@@ -467,9 +469,41 @@ static void test_guessed_keys(void)
                 j += x[j] == '\\' ? 2 : 1;
             if (j + 1 >= evn[e] || x[j + 1] != ':')
                 continue;
-            for (int how = 0; how < 9 && failures < 5; how++) {
+            /* its value, when it is a scalar after ": " (guessed values) */
+            size_t v0 = j + 3, v1 = v0;
+            bool scalar = j + 3 < evn[e] && x[j + 2] == ' ' && strchr("\"-0123456789tfn", x[v0]);
+            if (scalar && x[v0] == '"') {
+                for (v1 = v0 + 1; v1 < evn[e] && x[v1] != '"'; v1 += x[v1] == '\\' ? 2 : 1)
+                    ;
+                v1++;
+            } else if (scalar) {
+                while (v1 < evn[e] && !strchr(",}] ", x[v1]))
+                    v1++;
+            }
+            for (int how = 0; how < 15 && failures < 5; how++) {
                 size_t vn = 0;
                 bool cut = false;
+                if (how >= 9) {
+                    /* the value changed: its last byte one bit off, a digit
+                     * before it, a space after it, its last byte gone, a
+                     * number or a string in its place */
+                    if (!scalar || v1 <= v0 + 1 || v1 > evn[e])
+                        break;
+                    memcpy(var, x, v0);
+                    vn = v0;
+                    size_t from = v1;
+                    switch (how) {
+                    case 9: memcpy(var + vn, x + v0, v1 - v0); vn += v1 - v0; var[vn - 1 - (x[v0] == '"')] ^= 1; break;
+                    case 10: var[vn++] = '7'; from = v0; break;
+                    case 11: memcpy(var + vn, x + v0, v1 - v0); vn += v1 - v0; var[vn++] = ' '; break;
+                    case 12: memcpy(var + vn, x + v0, v1 - v0 - 1); vn += v1 - v0 - 1; break;
+                    case 13: memcpy(var + vn, "1e2", 3); vn += 3; break;
+                    case 14: memcpy(var + vn, "\"s\"", 3); vn += 3; break;
+                    }
+                    memcpy(var + vn, x + from, evn[e] - from);
+                    vn += evn[e] - from;
+                    goto build;
+                }
                 /* the event up to the key's closing quote (i..j is "key") */
                 memcpy(var, x, j);
                 vn = j;
@@ -490,6 +524,7 @@ static void test_guessed_keys(void)
                     memcpy(var + vn, rest, left);
                     vn += left;
                 }
+            build:;
                 size_t len = 0;
                 memcpy(buf, head, sizeof head - 1);
                 len += sizeof head - 1;

@@ -429,6 +429,16 @@ bool kvs_reader_events(struct kvs_reader *r)
         if (!ok)
             return false;
         r->t->events++;
+        /* the usual ",\n  {" between events in one step, where it lies
+         * whole in the buffer; else the peeks below */
+        if (*s->p == ',') {
+            const char *q = kvs_skip_ws(s->p + 1);
+            if (*q == '{' && q < s->end) {
+                s->p = (char *)q;
+                c = '{';
+                continue;
+            }
+        }
         c = kvs_scan_peek(s);
         if (c == ',') {
             s->p++;

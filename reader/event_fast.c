@@ -45,37 +45,10 @@ static inline bool is_num_char(char c)
     return d < 64 && ((set >> d) & 1);
 }
 
-static inline bool is_ws(char c)
-{
-    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
-}
-
-/* Past whitespace. Kineto writes ", " between members and indents each line
- * of an event: one byte is checked alone, a run 16 at a time (the blocks may
- * read into the buffer's padding; the NUL sentinel at end stops the run). */
+/* Past whitespace (Kineto writes ", " between members and indents lines) */
 static inline const char *ws(const char *p)
 {
-    if ((unsigned char)*p > ' ' || !is_ws(*p)) /* every whitespace byte is <= ' ' */
-        return p;
-    if ((unsigned char)p[1] > ' ' || !is_ws(p[1]))
-        return p + 1;
-#if defined(__SSE2__)
-    const __m128i sp = _mm_set1_epi8(' '), nl = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r'),
-                  tab = _mm_set1_epi8('\t');
-    for (p += 2;; p += 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-        __m128i w = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, sp), _mm_cmpeq_epi8(v, nl)),
-                                 _mm_or_si128(_mm_cmpeq_epi8(v, cr), _mm_cmpeq_epi8(v, tab)));
-        unsigned m = (unsigned)_mm_movemask_epi8(w) ^ 0xFFFFu;
-        if (m)
-            return p + __builtin_ctz(m);
-    }
-#else
-    p += 2;
-    while (is_ws(*p))
-        p++;
-    return p;
-#endif
+    return kvs_skip_ws(p);
 }
 
 /* At a '"': the closing quote of a string without a backslash, or NULL. */
@@ -129,7 +102,7 @@ static inline const char *past_digits(const char *q, unsigned k)
  * next byte cannot continue it (kvs_scan_number reads the longest run of
  * number characters, and rejects "01", "1.2.3", "1-2"), else NULL. Digit runs
  * are found 16 bytes at a time (digits.h). */
-static inline const char *skip_number(const char *p, const char *end)
+static const char *skip_number_any(const char *p, const char *end)
 {
     const char *q = p + (*p == '-');
     unsigned k = kvs_digit_run(q);
@@ -223,6 +196,91 @@ static inline bool fnum_us_to_ns(const struct fnum *n, int64_t *out)
     return true;
 }
 
+/* The bytes that end a value in Kineto's layout: ',' ']' '}' ' '. */
+static inline bool is_value_end(char c)
+{
+    unsigned d = (unsigned char)c;
+    return d == ',' || d == ' ' || (d | 0x20) == '}'; /* ']' is 0x5D, '}' 0x7D */
+}
+
+/* At a number's first byte: past it when it is the usual kind -- at most 15
+ * integer and 15 fraction digits, no exponent, a value end after it -- else
+ * NULL, and skip_number (which accepts all of these, with the same end)
+ * decides. One digit run a part, no loops. */
+static inline const char *lean_number(const char *p)
+{
+    const char *q = p + (*p == '-');
+    unsigned k = kvs_digit_run(q);
+    if (k - 1 >= 15 || (*q == '0' && k > 1))
+        return NULL;
+    q += k;
+    if (*q == '.') {
+        unsigned f = kvs_digit_run(q + 1);
+        if (f - 1 >= 15)
+            return NULL;
+        q += 1 + f;
+    }
+    return is_value_end(*q) ? q : NULL;
+}
+
+/* At a number's first byte: past it, or NULL (the usual kind without a call) */
+static inline const char *skip_number(const char *p, const char *end)
+{
+    const char *q = lean_number(p);
+    return q ? q : skip_number_any(p, end);
+}
+
+/* At a '"': past a string whose closing quote comes before any backslash,
+ * else NULL (skip_string decides) */
+static inline const char *lean_string(const char *p, const char *end)
+{
+    const char *q = kvs_find_quote_or_backslash(p + 1, end);
+    return q < end && *q == '"' ? q + 1 : NULL;
+}
+
+/* At '[': past an array of the kind Kineto writes in args ("Input Dims":
+ * [[1, 2048], []], "Concrete Inputs": ["", "6"], "grid": [2, 1, 1]): arrays,
+ * strings without escapes and lean_number's numbers, each value followed by
+ * ']' or ',' (one space after it allowed), nesting at most FAST_DEPTH. NULL
+ * on anything else, and skip_container decides from the same byte: what this
+ * accepts is valid JSON that it accepts too, with the same end, so the
+ * general path's verdict is unchanged. Arrays only, so the depth is a count:
+ * no stack, no check of what closes what. */
+static const char *lean_array(const char *p, const char *end)
+{
+    int depth = 0;
+    for (;;) {
+        /* at a value's first byte */
+        if (*p == '[') {
+            if (++depth > FAST_DEPTH)
+                return NULL;
+            p++;
+            if (*p != ']')
+                continue;
+            p++;
+            depth--;
+        } else if (*p == '"') {
+            if (!(p = lean_string(p, end)))
+                return NULL;
+        } else if (!(p = lean_number(p))) {
+            return NULL;
+        }
+        /* after a value */
+        for (;;) {
+            if (depth == 0)
+                return p;
+            if (*p == ',') {
+                p += 1 + (p[1] == ' ');
+                break;
+            }
+            if (*p != ']')
+                return NULL;
+            p++;
+            depth--;
+        }
+    }
+}
+
 static const char *skip_value(const char *p, const char *end);
 
 /* At '{' or '[': past the container, validated as kvs_scan_skip does. */
@@ -296,8 +354,11 @@ static const char *skip_value(const char *p, const char *end)
 {
     switch (*p) {
     case '"': return skip_string(p, end);
-    case '{':
-    case '[': return skip_container(p, end);
+    case '{': return skip_container(p, end);
+    case '[': {
+        const char *q = lean_array(p, end);
+        return q ? q : skip_container(p, end);
+    }
     case 't': return end - p >= 4 && !memcmp(p, "true", 4) ? p + 4 : NULL;
     case 'f': return end - p >= 5 && !memcmp(p, "false", 5) ? p + 5 : NULL;
     case 'n': return end - p >= 4 && !memcmp(p, "null", 4) ? p + 4 : NULL;
@@ -512,6 +573,169 @@ static inline const char *member_next(const char *p, int *more)
     return *p == ',' ? ws(p + 1) : NULL;
 }
 
+// ----------------------------------------------------------------------------
+// guessed values
+
+/* The guesses' class once an event's cat is known: its ph and cat, as far as
+ * cat's first and last bytes and length tell (a cpu_op's members and values
+ * follow each other otherwise than a kernel's) */
+static inline unsigned cat_class(char ph, const struct kvs_text *cat)
+{
+    if (!cat->len)
+        return (unsigned char)ph % KVS_KEY_CLASSES;
+    return ((unsigned char)ph + (unsigned char)cat->p[0] + (unsigned char)cat->p[cat->len - 1] * 7u +
+            cat->len * 13u) % KVS_KEY_CLASSES;
+}
+
+/* what reading a learnt value gave */
+enum { VG_SKIP = 1, VG_STR, VG_TOK, VG_NUM, VG_PH, VG_TEXT, VG_LAUNCH };
+
+static inline struct kvs_val_guess *val_guess(struct kvs_key_guess *kg, unsigned cls, unsigned slot)
+{
+    return &kg->val[(slot * 8u + cls) % KVS_VAL_GUESSES];
+}
+
+/* Whether the value at p is the one learnt for this key and class (its
+ * bytes, and the byte after it, within the buffer) */
+static inline bool val_is(const char *p, const char *end, const struct kvs_val_guess *vg,
+                          unsigned cls, unsigned slot)
+{
+    if (vg->slot != slot || vg->cls != cls || p + vg->len > end)
+        return false;
+#if defined(__SSE2__)
+    __m128i a = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)vg->text);
+    return ((uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(a, b)) & vg->mask) == vg->mask;
+#else
+    return !memcmp(p, vg->text, vg->len);
+#endif
+}
+
+/* Learn the value read at [v, q) as key slot's in class cls, if it is at
+ * most 15 bytes and ',' or '}' follows it. */
+static inline void val_learn(struct kvs_val_guess *vg, unsigned cls, unsigned slot, const char *v,
+                             const char *q, int kind, int64_t num, char ph)
+{
+    size_t len = (size_t)(q - v) + 1;
+    if (len > 16 || (*q != ',' && *q != '}'))
+        return;
+    memcpy(vg->text, v, 16); /* the bytes past len are masked off (the buffer's padding) */
+    vg->mask = ((uint32_t)1 << len) - 1;
+    vg->len = (uint8_t)len;
+    vg->slot = (uint8_t)slot;
+    vg->cls = (uint8_t)cls;
+    vg->kind = (uint8_t)kind;
+    vg->num = num;
+    vg->ph = ph;
+}
+
+static inline bool starts_number(char c)
+{
+    return c == '-' || is_digit(c);
+}
+
+/* An event member's value read at [v, q): learnt as what it gave */
+static inline void ev_learn(struct kvs_val_guess *vg, unsigned cls, unsigned slot, int which,
+                            const char *v, const char *q, const struct kvs_ev *e)
+{
+    switch (which) {
+    case 1: if (*v == '"') val_learn(vg, cls, slot, v, q, VG_PH, 0, e->ph); break;
+    case 2: if (starts_number(*v)) val_learn(vg, cls, slot, v, q, VG_NUM, e->ts, 0); break;
+    case 4: if (starts_number(*v)) val_learn(vg, cls, slot, v, q, VG_NUM, e->dur, 0); break;
+    case 3:
+    case 7: if (*v == '"') val_learn(vg, cls, slot, v, q, VG_STR, 0, 0); break;
+    case 5:
+    case 6:
+        if (*v == '"')
+            val_learn(vg, cls, slot, v, q, VG_STR, 0, 0);
+        else if (starts_number(*v))
+            val_learn(vg, cls, slot, v, q, VG_TOK, 0, 0);
+        break;
+    case 8: break;
+    default: val_learn(vg, cls, slot, v, q, VG_SKIP, 0, 0); break;
+    }
+}
+
+/* ... and given again at p: what reading it gives */
+static inline void ev_apply(const struct kvs_val_guess *vg, int which, const char *p,
+                            struct kvs_ev *e, unsigned *cls)
+{
+    size_t n = vg->len - 1u; /* the value's bytes */
+    switch (which) {
+    case 1:
+        e->ph = vg->ph;
+        *cls = (unsigned char)e->ph % KVS_KEY_CLASSES;
+        break;
+    case 2: e->ts = vg->num; e->has_ts = true; break;
+    case 4: e->dur = vg->num; e->has_dur = true; break;
+    case 3:
+        set_text(&e->cat, p + 1, n - 2);
+        e->has_cat = true;
+        *cls = cat_class(e->ph, &e->cat);
+        break;
+    case 7: set_text(&e->name, p + 1, n - 2); e->has_name = true; break;
+    case 5:
+        if (vg->kind == VG_STR)
+            set_text(&e->pid, p + 1, n - 2);
+        else
+            set_text(&e->pid, p, n);
+        e->has_pid = true;
+        break;
+    case 6:
+        if (vg->kind == VG_STR)
+            set_text(&e->tid, p + 1, n - 2);
+        else
+            set_text(&e->tid, p, n);
+        e->has_tid = true;
+        break;
+    default: break;
+    }
+}
+
+/* An args member's value read at [v, q): learnt as what it gave */
+static inline void args_learn(struct kvs_val_guess *vg, unsigned cls, unsigned slot, int which,
+                              const char *v, const char *q, const struct kvs_ev *e)
+{
+    int64_t num;
+    switch (which) {
+    case 1: num = e->bytes; break;
+    case 2: num = e->device; break;
+    case 3: num = e->stream; break;
+    case 6: num = e->ext; break;
+    case 7: num = e->corr; break;
+    case 10: num = e->graph_node; break;
+    case 4:
+    case 5: val_learn(vg, cls, slot, v, q, VG_TEXT, 0, 0); return;
+    case 8:
+    case 9: val_learn(vg, cls, slot, v, q, VG_LAUNCH, 0, 0); return;
+    default: val_learn(vg, cls, slot, v, q, VG_SKIP, 0, 0); return;
+    }
+    if (starts_number(*v))
+        val_learn(vg, cls, slot, v, q, VG_NUM, num, 0);
+}
+
+/* ... and given again at p: what reading it gives */
+static inline void args_apply(const struct kvs_val_guess *vg, int which, const char *p, struct kvs_ev *e)
+{
+    size_t n = vg->len - 1u;
+    switch (which) {
+    case 1: e->bytes = vg->num; break;
+    case 2: e->device = vg->num; e->has_device = true; break;
+    case 3: e->stream = vg->num; e->has_stream = true; break;
+    case 6: e->ext = vg->num; break;
+    case 7: e->corr = vg->num; break;
+    case 10: e->graph_node = vg->num; break;
+    case 4: set_text(&e->dims, p, n); e->has_dims = true; e->dims_over = false; break;
+    case 5: set_text(&e->types, p, n); e->has_types = true; e->types_over = false; break;
+    case 8:
+    case 9:
+        if (*p == '[')
+            kvs_launch_dims_of(p, n, which == 8 ? &e->grid_blocks : &e->block_threads);
+        break;
+    default: break;
+    }
+}
+
 /* At args' first byte: past it, its fields in e (event.c's parse_args). */
 static const char *args_value(struct kvs_reader *r, const char *p, const char *end, struct kvs_ev *e)
 {
@@ -530,6 +754,17 @@ static const char *args_value(struct kvs_reader *r, const char *p, const char *e
         int which;
         if (!(p = member_key(&r->args_keys, cls, &state, p, end, &which, true)))
             return NULL;
+        struct kvs_val_guess *vg = NULL;
+        if (state != KVS_KEY_LOST) {
+            vg = val_guess(&r->args_keys, cls, state);
+            if (val_is(p, end, vg, cls, state)) {
+                args_apply(vg, which, p, e);
+                p += vg->len - 1;
+                if (!(p = member_next(p, &more)))
+                    return NULL;
+                continue;
+            }
+        }
         const char *v = p;
         switch (which) {
         case 1: p = int_value(p, end, &e->bytes, NULL); break;
@@ -556,7 +791,11 @@ static const char *args_value(struct kvs_reader *r, const char *p, const char *e
         case 10: p = int_value(p, end, &e->graph_node, NULL); break;
         default: p = *p == '-' || is_digit(*p) ? skip_number(p, end) : skip_value(p, end); break;
         }
-        if (!p || !(p = member_next(p, &more)))
+        if (!p)
+            return NULL;
+        if (vg)
+            args_learn(vg, cls, state, which, v, p, e);
+        if (!(p = member_next(p, &more)))
             return NULL;
     }
     return p;
@@ -574,14 +813,31 @@ bool kvs_event_fast(struct kvs_reader *r, struct kvs_ev *e)
         s->p = (char *)p + 1;
         return true;
     }
-    unsigned cls = 0, state = 0; /* the guesses' class: the event's ph */
+    unsigned cls = 0, state = 0; /* the guesses' class: the event's ph, then its ph and cat */
     for (int more = 1; more;) {
         int which;
         if (!(p = member_key(&r->ev_keys, cls, &state, p, end, &which, false)))
             return false;
+        struct kvs_val_guess *vg = NULL;
+        unsigned vcls = cls; /* ph's value may change cls */
+        if (state != KVS_KEY_LOST) {
+            vg = val_guess(&r->ev_keys, cls, state);
+            if (val_is(p, end, vg, cls, state)) {
+                ev_apply(vg, which, p, e, &cls);
+                p += vg->len - 1;
+                if (!(p = member_next(p, &more)))
+                    return false;
+                continue;
+            }
+        }
+        const char *v = p;
         switch (which) {
         case 1:
-            if (*p == '"') {
+            if (p[0] == '"' && p[2] == '"' && p + 2 < end && p[1] != '"' && p[1] != '\\') {
+                e->ph = p[1]; /* "X": a one-byte string, no search for its end */
+                cls = (unsigned char)e->ph % KVS_KEY_CLASSES;
+                p += 3;
+            } else if (*p == '"') {
                 const char *q = plain_string_end(p, end);
                 if (!q)
                     return false;
@@ -593,7 +849,11 @@ bool kvs_event_fast(struct kvs_reader *r, struct kvs_ev *e)
             }
             break;
         case 2: p = time_value(p, end, &e->ts, &e->has_ts); break;
-        case 3: p = string_value(p, end, &e->cat, &e->has_cat); break;
+        case 3:
+            p = string_value(p, end, &e->cat, &e->has_cat);
+            if (p && e->has_cat)
+                cls = cat_class(e->ph, &e->cat);
+            break;
         case 4: p = time_value(p, end, &e->dur, &e->has_dur); break;
         case 5: p = id_value(p, end, &e->pid, &e->has_pid); break;
         case 6: p = id_value(p, end, &e->tid, &e->has_tid); break;
@@ -601,7 +861,11 @@ bool kvs_event_fast(struct kvs_reader *r, struct kvs_ev *e)
         case 8: p = args_value(r, p, end, e); break;
         default: p = skip_value(p, end); break;
         }
-        if (!p || !(p = member_next(p, &more)))
+        if (!p)
+            return false;
+        if (vg)
+            ev_learn(vg, vcls, state, which, v, p, e);
+        if (!(p = member_next(p, &more)))
             return false;
     }
     s->p = (char *)p;

@@ -81,10 +81,25 @@ struct kvs_key_slot {
     uint8_t len;
     int8_t which;
 };
+/* ... and the value a key had the last time in a class (pid 421, "cat":
+ * "cpu_op", "Record function id": 0): when the bytes at the value and the
+ * one after it (',' or '}') are those again, the value reads as it did, so
+ * what reading it gave is set again and the parser goes on after it. */
+#define KVS_VAL_GUESSES 256
+struct kvs_val_guess {
+    char text[16];   /* the value's bytes and the one after it */
+    int64_t num;     /* the number it read as (VG_NUM) */
+    uint32_t mask;   /* the low len bits */
+    uint8_t len;     /* 0: none */
+    uint8_t slot, cls; /* whose value: the key's slot, the class */
+    uint8_t kind;    /* what reading it gave (event_fast.c's VG_*) */
+    char ph;         /* VG_PH */
+};
 struct kvs_key_guess {
     uint8_t n; /* slots 1..n are used; 0 is the object's start */
     uint8_t next[KVS_KEY_CLASSES][KVS_KEY_SLOTS + 2][2];
     struct kvs_key_slot slot[KVS_KEY_SLOTS + 1];
+    struct kvs_val_guess val[KVS_VAL_GUESSES]; /* by slot and class */
 };
 
 struct kvs_reader {

@@ -139,6 +139,36 @@ static inline int kvs_scan_peek(struct kvs_scan *s)
     }
 }
 
+/* Past the whitespace at p, for readers of plain pointers into the buffer:
+ * one byte is checked alone, a run 16 at a time (the blocks may read into
+ * the buffer's padding; the NUL sentinel at end stops the run). */
+static inline const char *kvs_skip_ws(const char *p)
+{
+#define KVS_IS_WS_(c) ((c) == ' ' || (c) == '\n' || (c) == '\r' || (c) == '\t')
+    if ((unsigned char)*p > ' ' || !KVS_IS_WS_(*p)) /* every whitespace byte is <= ' ' */
+        return p;
+    if ((unsigned char)p[1] > ' ' || !KVS_IS_WS_(p[1]))
+        return p + 1;
+#if defined(__SSE2__)
+    const __m128i sp = _mm_set1_epi8(' '), nl = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r'),
+                  tab = _mm_set1_epi8('\t');
+    for (p += 2;; p += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+        __m128i w = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, sp), _mm_cmpeq_epi8(v, nl)),
+                                 _mm_or_si128(_mm_cmpeq_epi8(v, cr), _mm_cmpeq_epi8(v, tab)));
+        unsigned m = (unsigned)_mm_movemask_epi8(w) ^ 0xFFFFu;
+        if (m)
+            return p + __builtin_ctz(m);
+    }
+#else
+    p += 2;
+    while (KVS_IS_WS_(*p))
+        p++;
+    return p;
+#endif
+#undef KVS_IS_WS_
+}
+
 bool kvs_scan_expect_slow(struct kvs_scan *s, char c, const char *what);
 
 /* Consume `c` after whitespace, or fail with "expected <what>". */

@@ -297,21 +297,32 @@ static size_t fixture_events(const char *doc, size_t n, const char **ev, size_t 
     return nev;
 }
 
-static void test_mutations(void)
+/* tests/fixtures/kineto_small.json read, its events into ev/evn (*nev of
+ * them, at most max): the document they point into, or NULL when
+ * KVS_SOURCE_ROOT is not set (meson test sets it). */
+static char *fixture_doc(const char **ev, size_t *evn, size_t max, size_t *nev)
 {
     const char *root = getenv("KVS_SOURCE_ROOT");
     if (!root)
-        KVS_TEST_SKIP("KVS_SOURCE_ROOT is not set (meson test sets it)");
-    /* real Kineto events of three kinds, as PyTorch writes them */
+        return NULL;
     char path[4096];
     snprintf(path, sizeof path, "%s/tests/fixtures/kineto_small.json", root);
     size_t n;
     char *doc = slurp(path, &n);
     if (!doc)
         KVS_TEST_SETUP_FAILED("cannot read %s", path);
+    *nev = fixture_events(doc, n, ev, evn, max);
+    return doc;
+}
+
+static void test_mutations(void)
+{
+    /* real Kineto events of three kinds, as PyTorch writes them */
     const char *ev[512];
-    size_t evn[512];
-    size_t nev = fixture_events(doc, n, ev, evn, 512);
+    size_t evn[512], nev = 0;
+    char *doc = fixture_doc(ev, evn, 512, &nev);
+    if (!doc)
+        KVS_TEST_SKIP("KVS_SOURCE_ROOT is not set (meson test sets it)");
     KVS_REQUIRE(nev >= 5);
     static const char head[] = "{\"traceEvents\": [\n  ";
     static const char tail[] = "\n]}";
@@ -427,18 +438,11 @@ static void test_mutations(void)
  * 32 bytes a slot holds. */
 static void test_guessed_keys(void)
 {
-    const char *root = getenv("KVS_SOURCE_ROOT");
-    if (!root)
-        KVS_TEST_SKIP("KVS_SOURCE_ROOT is not set (meson test sets it)");
-    char path[4096];
-    snprintf(path, sizeof path, "%s/tests/fixtures/kineto_small.json", root);
-    size_t n;
-    char *doc = slurp(path, &n);
-    if (!doc)
-        KVS_TEST_SETUP_FAILED("cannot read %s", path);
     const char *ev[512];
-    size_t evn[512];
-    size_t nev = fixture_events(doc, n, ev, evn, 512);
+    size_t evn[512], nev = 0;
+    char *doc = fixture_doc(ev, evn, 512, &nev);
+    if (!doc)
+        KVS_TEST_SKIP("KVS_SOURCE_ROOT is not set (meson test sets it)");
     KVS_REQUIRE(nev >= 5);
     static const char head[] = "{\"traceEvents\": [\n  ";
     static const char tail[] = "\n]}";

@@ -11,7 +11,8 @@
 # cycles (default 2), the order turning each cycle, a bare process before
 # every two others and one at the end:
 #   PyTorch, python3 bench/capture_torch.py, each a warm-up round then
-#   KVS_BENCH_ROUNDS rounds (default 12) of its modes, the order turning:
+#   KVS_BENCH_ROUNDS rounds (default 12) of its modes, the order turning
+#   (KVS_BENCH_WORKLOADS: the workloads each runs, default launch,copy,decode):
 #     bare         plain only
 #     torch        plain, torch.profiler CPU+CUDA (tp_cpu_cuda), CUDA only
 #                  (tp_cuda): each profiled measurement in a session of its own
@@ -22,7 +23,11 @@
 #     kvs_closed   under the same window, never opened: plain only (what being
 #                  under kvscope costs before anything is recorded)
 #     kvs_all      --activities all (only with KVS_BENCH_EXTRA=1)
-#   C, bench/capture_overhead.cu --paired (1000 one-element kernels, the same
+#     kvs_set_NAME one kind for each NAME=LIST of KVS_BENCH_SETS (space-
+#                  separated; LIST an --activities list): plain and kvs under
+#                  that list, to split a cost between activities, e.g.
+#                  KVS_BENCH_SETS="drv=kernel,memcpy,memset,extcorr,nvtx,driver"
+#   C (KVS_BENCH_C=0: none), bench/capture_overhead.cu --paired (1000 one-element kernels, the same
 #   each in an NVTX range, 10 x 1 GiB copies): c_bare, c_default, c_gpuonly,
 #   c_all (every runtime and driver call), c_closed (--bare under the window)
 #   whole-process, bench/capture_whole.py (5 x 5000 adds timed inside a
@@ -55,7 +60,8 @@
 # run), table.md, stderr.txt, traces.txt (what each trace holds) and the
 # `kvscope report` of the first default capture; the traces are deleted.
 # Environment: KVS_BENCH_CYCLES, KVS_BENCH_ROUNDS, KVS_BENCH_WHOLE,
-# KVS_BENCH_EXTRA=1, KVS_BENCH_TORCH=0 (the C program alone), KVS_BENCH_TORCHOPS
+# KVS_BENCH_EXTRA=1, KVS_BENCH_SETS, KVS_BENCH_WORKLOADS, KVS_BENCH_C=0 (no C
+# program), KVS_BENCH_TORCH=0 (the C program alone), KVS_BENCH_TORCHOPS
 # (0 default, 1, only), KVS_BENCH_CPUS
 # (a CPU list, none, or probe: one CPU, the fastest of a short probe),
 # KVS_BENCH_MAX_BUFFERS. --help prints this.
@@ -124,10 +130,21 @@ echo "cpus: ${cpus:-all} (${pin[*]:-not pinned}); $(nproc) online; cycles $cycle
 # activities PROC : the --activities list of a kvscope process
 activities() {
     case $1 in
+    kvs_set_*) set_list "${1#kvs_set_}" ;;
     *_gpuonly) echo "$gpuonly" ;;
     *_all) echo all ;;
     *) echo default ;;
     esac
+}
+
+# set_list NAME : the activity list of KVS_BENCH_SETS's NAME
+set_list() {
+    local item
+    for item in ${KVS_BENCH_SETS:-}; do
+        [ "${item%%=*}" = "$1" ] && { echo "${item#*=}"; return; }
+    done
+    echo "KVS_BENCH_SETS names no set $1" >&2
+    exit 2
 }
 
 # torch_ops PROC : the --torch-ops of a kvscope process
@@ -198,19 +215,29 @@ one() {
         *) modes=plain,kvs ;;
         esac
         run "$proc" "$cycle" python3 bench/capture_torch.py --label "$proc" --modes "$modes" \
-            --rounds "$rounds" ;;
+            --rounds "$rounds" --workloads "${KVS_BENCH_WORKLOADS:-launch,copy,decode}" ;;
     esac
 }
 
 c_kinds=(c_default c_gpuonly c_closed c_all)
 py_kinds=(torch kvs_default kvs_gpuonly kvs_closed)
 [ "${KVS_BENCH_EXTRA:-0}" = 1 ] && py_kinds+=(kvs_all)
+for item in ${KVS_BENCH_SETS:-}; do
+    case $item in
+    [a-z0-9]*=?*) ;;
+    *) echo "KVS_BENCH_SETS: each item is NAME=LIST (NAME of a-z0-9), not '$item'" >&2; exit 2 ;;
+    esac
+    n=${item%%=*}
+    [[ $n =~ ^[a-z0-9]+$ ]] || { echo "KVS_BENCH_SETS: bad name '$n'" >&2; exit 2; }
+    py_kinds+=("kvs_set_$n")
+    echo "SET name=$n activities=${item#*=}" >>"$raw"
+done
 w=(whole_bare whole_kvs whole_torch)
 case $torchops in
 1) py_kinds+=(kvs_torch); w+=(whole_kvs_torch whole_torch_shapes) ;;
 only) py_kinds=(torch kvs_torch); w=(whole_bare whole_kvs_torch whole_torch_shapes) ;;
 esac
-[ "$torchops" = only ] || schedule c_bare "${c_kinds[@]}"
+[ "$torchops" = only ] || [ "${KVS_BENCH_C:-1}" = 0 ] || schedule c_bare "${c_kinds[@]}"
 
 have_torch=0 # asked without importing torch (an import costs seconds)
 if [ "${KVS_BENCH_TORCH:-1}" != 0 ]; then

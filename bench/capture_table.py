@@ -90,6 +90,7 @@ def parse(lines):
     res = collections.defaultdict(lambda: collections.defaultdict(dict))  # (proc, mode, w) -> seq -> round -> ms
     order = {}  # seq -> proc
     traces, times, setup, whole, fails, total, device, config = {}, {}, {}, {}, [], None, None, {}
+    sets = []  # (name, activity list) of KVS_BENCH_SETS, in its order
     for line in lines:
         head = line.split(" ", 1)[0]
         kv = dict(re.findall(r"(\w+)=(\S+)", line))
@@ -114,10 +115,21 @@ def parse(lines):
             total = float(kv["seconds"])
         elif head == "FAIL":
             fails.append(line.strip())
+        elif head == "SET" and "name" in kv:
+            sets.append((kv["name"], kv.get("activities", "?")))
         elif head == "DEVICE":
             device = line.split(" ", 1)[1].strip() if " " in line.strip() else None
     return {"res": res, "order": order, "traces": traces, "times": times, "setup": setup,
-            "whole": whole, "config": config, "fails": fails, "total": total, "device": device}
+            "whole": whole, "config": config, "fails": fails, "total": total, "device": device,
+            "sets": sets}
+
+
+def py_rows(d):
+    """ROWS and, after kvscope's own, a row pair for each activity set of the run"""
+    extra = [("kvscope set %s (%s)" % (n, a), "kvs_set_" + n, "kvs") for n, a in d.get("sets", [])]
+    extra += [("kvscope set %s, between windows" % n, "kvs_set_" + n, "plain") for n, _ in d.get("sets", [])]
+    at = next(i for i, r in enumerate(ROWS) if r[1] == "kvs_closed")
+    return ROWS[:at] + extra + ROWS[at:]
 
 
 def pct(x):
@@ -316,7 +328,7 @@ def render(d, log="log/DATE-capture-overhead.md"):
         if sizes:
             p("%s a measurement: %s" % ("C program," if c else "PyTorch,", "; ".join(sizes)))
             p("")
-    for title, rows, wl in (("PyTorch (bench/capture_torch.py)", ROWS, WORKLOADS),
+    for title, rows, wl in (("PyTorch (bench/capture_torch.py)", py_rows(d), WORKLOADS),
                             ("bench/capture_overhead.cu", C_ROWS, C_WORKLOADS)):
         body = []
         if table(d, rows, wl, body.append):
@@ -393,7 +405,7 @@ def render(d, log="log/DATE-capture-overhead.md"):
     dev = d["device"] or "DEVICE"
     p("docs/benchmarks.md rows (fill in the date):")
     p("")
-    for rows, wl, lang in ((ROWS, WORKLOADS, "PyTorch"), (C_ROWS, C_WORKLOADS, "C")):
+    for rows, wl, lang in ((py_rows(d), WORKLOADS, "PyTorch"), (C_ROWS, C_WORKLOADS, "C")):
         for w, t in wl:
             for label, proc, mode in rows:
                 f = figure(d, proc, mode, w)

@@ -128,6 +128,20 @@ name, met, text = verdict(dd, "launch: kvscope default <= 1/3")
 check(met is None and "costs nothing" in text, "a profiler that costs nothing: no verdict (%s)" % text)
 check(verdict(ct.parse([]), "launch: kvscope GPU only")[1] is None, "nothing measured: no verdict")
 
+# an activity set of KVS_BENCH_SETS (kvs_set_NAME): its own rows, in and
+# between windows, against the same bare processes
+ls = ["SET name=drv activities=kernel,memcpy,memset,extcorr,nvtx,driver"]
+for q, ms in ((1, 10.0), (3, 12.0)):
+    ls += res(q, "bare", "plain", "launch", ms)
+ls += res(2, "kvs_set_drv", "plain", "launch", 11.5) + res(2, "kvs_set_drv", "kvs", "launch", 12.1)
+ds = ct.parse(ls)
+check(ds["sets"] == [("drv", "kernel,memcpy,memset,extcorr,nvtx,driver")], "the SET line is read")
+out = ct.render(ds, "log/X.md")
+check("| kvscope set drv (kernel,memcpy,memset,extcorr,nvtx,driver) | 12.100 | +10.0% / **+10.0%** / +10.0% | 1 |"
+      in out, "the set's row: 12.1 against neighbours of 10 and 12 ms, +10.0%")
+check("| kvscope set drv, between windows | 11.500 | +4.5% / **+4.5%** / +4.5% | 1 |" in out,
+      "the set's between-windows row: 11.5 against 11 ms, +4.5%")
+
 # ---------------------------------------------------------------------------
 # 1b. the torch-ops rows (KVS_BENCH_TORCHOPS=only): kvscope with torch ops against
 # torch.profiler with record_shapes=True, in process and whole

@@ -24,6 +24,10 @@ import sys
 import tempfile
 import time
 
+if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
+    print(__doc__.strip())
+    sys.exit(0)
+
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(here), "tests"))
 import test_hostile_cli as H  # noqa: E402  (the generators)

@@ -10,6 +10,10 @@ import subprocess
 import sys
 import time
 
+if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
+    print(__doc__.strip())
+    sys.exit(0)
+
 n, cmd = int(sys.argv[1]), sys.argv[2:]
 walls, cpus, rss = [], [], 0
 for _ in range(n):

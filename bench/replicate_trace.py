@@ -28,14 +28,15 @@ import sys
 
 import argparse
 
-ap = argparse.ArgumentParser(usage=__doc__)
+ap = argparse.ArgumentParser(description=__doc__.replace("%", "%%"),
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
 ap.add_argument("src")
 ap.add_argument("dst")
 ap.add_argument("copies", type=int)
-ap.add_argument("--ranks", type=int, default=0)
-ap.add_argument("--late-rank", type=int, default=-1)
-ap.add_argument("--late-us", type=float, default=0.0)
-ap.add_argument("--clock-skew-us", type=float, default=0.0)
+ap.add_argument("--ranks", type=int, default=0, help="write N rank traces OUT.rank<r>.json")
+ap.add_argument("--late-rank", type=int, default=-1, help="the straggler rank (default none)")
+ap.add_argument("--late-us", type=float, default=0.0, help="how late it arrives at every NCCL kernel, us")
+ap.add_argument("--clock-skew-us", type=float, default=0.0, help="clock shift per rank: x (r %% 7) us")
 opt = ap.parse_args()
 src, dst, copies = opt.src, opt.dst, opt.copies
 opener = gzip.open if src.endswith(".gz") else open

@@ -14,6 +14,10 @@ import sys
 import threading
 import time
 
+if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
+    print(__doc__.strip())
+    sys.exit(0)
+
 
 def tree_rss_kb(root):
     parent, rss = {}, {}

@@ -22,6 +22,10 @@ import os
 import re
 import sys
 
+if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
+    print(__doc__.strip())
+    sys.exit(0)
+
 KEY = '"kvscope.engine"'
 
 

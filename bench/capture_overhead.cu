@@ -26,6 +26,16 @@
  * and loop (after a CONFIG line with the sizes):
  *   RESULT proc=LABEL round=R mode=M workload=launch|launch_nvtx|copy ms=MEDIAN n=R ...
  *   capture_overhead --paired 40 [--bare] [--label L] [--launches N] [--copies M] [--gib G] [--reps R]
+ *                    [--contexts C] [--settle-ms S]
+ * --contexts C: C CUDA contexts one after another in this process (the
+ * device reset between them, everything set up again), each its warm-up
+ * round and ROUNDS rounds, its lines tagged ctx=K (0..C-1): how fast a
+ * loop runs can depend on the process or context it lands in (PyTorch's
+ * launch loop ran at one of two levels a process on the H200), so a
+ * context is a unit of its own (bench/capture_table.py). --settle-ms S:
+ * S ms of sleep before each measurement (every process alike), so that
+ * the plain measurement after a window times the state between windows,
+ * not what the window's close sets going (docs/capture.md).
  */
 #include <algorithm>
 #include <chrono>
@@ -33,6 +43,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#include <unistd.h> // defines: usleep
 
 #include <cuda_profiler_api.h> // defines: cudaProfilerStart, cudaProfilerStop
 #include <nvtx3/nvToolsExt.h>   // defines: nvtxRangePushA, nvtxRangePop (header only)
@@ -111,65 +123,10 @@ static void measure(const struct loops *l, int reps, int warm, double *launch_me
         *nvtx_med = median(nvtx_ms);
 }
 
-static int usage(const char *argv0, FILE *to, int code)
+/* the loops' buffers, stream and events, made and checked: the launch loop
+ * counts, the copy copies */
+static void setup(struct loops *l, int launches, int copies, double gib)
 {
-    fprintf(to,
-            "usage: %s [--linked TRACE] [--launches N] [--copies M] [--gib G] [--reps R]\n"
-            "       %s --paired ROUNDS [--bare] [--label L] [--launches N] [--copies M] [--gib G] "
-            "[--reps R]\n"
-            "  (counts >= 1; --paired is not linked: run it under kvscope capture --window "
-            "cudaProfilerStart)\n",
-            argv0, argv0);
-    return code;
-}
-
-// ----------------------------------------------------------------------------
-// main
-
-int main(int argc, char **argv)
-{
-    const char *linked = nullptr;
-    const char *label = "c";
-    int launches = 5000, copies = 50, reps = 7, paired = -1, bare = 0;
-    double gib = 1.0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--linked") && i + 1 < argc)
-            linked = argv[++i];
-        else if (!strcmp(argv[i], "--launches") && i + 1 < argc)
-            launches = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--copies") && i + 1 < argc)
-            copies = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--gib") && i + 1 < argc)
-            gib = atof(argv[++i]);
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-            reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--paired") && i + 1 < argc)
-            paired = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--label") && i + 1 < argc)
-            label = argv[++i];
-        else if (!strcmp(argv[i], "--bare"))
-            bare = 1;
-        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-            return usage(argv[0], stdout, 0);
-        else
-            return usage(argv[0], stderr, 2);
-    }
-    if (launches < 1 || copies < 1 || reps < 1 || !(gib > 0) || (paired >= 0 && linked) ||
-        (paired == 0) || (bare && paired < 0))
-        return usage(argv[0], stderr, 2);
-    const char *win = getenv("KVS_CAPTURE_WINDOW"); /* set by kvscope capture */
-    if (paired > 0 && !bare && (!win || strcmp(win, "cudaProfilerStart"))) {
-        fprintf(stderr, "%s: --paired times its captured phase inside cudaProfilerStart/Stop: run it "
-                        "under kvscope capture --window cudaProfilerStart (or with --bare)\n",
-                argv[0]);
-        return 2;
-    }
-    struct kvs_trace *t = nullptr;
-    if (linked) {
-        struct kvs_trace_config cfg;
-        kvs_trace_config_init(&cfg);
-        KVS_STATUS_DIE(kvs_trace_create(&cfg, &t));
-    }
     cudaStream_t s;
     KVS_CUDA_DIE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     int *counter;
@@ -178,8 +135,6 @@ int main(int argc, char **argv)
     char *src, *dst;
     KVS_CUDA_DIE(cudaMalloc(&src, bytes));
     KVS_CUDA_DIE(cudaMalloc(&dst, bytes));
-
-    /* correctness first: the launch loop counts, the copy copies */
     KVS_CUDA_DIE(cudaMemset(counter, 0, sizeof(int)));
     for (int i = 0; i < launches; i++)
         one<<<1, 1, 0, s>>>(counter);
@@ -198,35 +153,114 @@ int main(int argc, char **argv)
         for (unsigned char c : probe)
             KVS_DIE_IF(c != 0x5A, "copy check failed at offset %zu", off);
     }
-
     cudaEvent_t e0, e1;
     KVS_CUDA_DIE(cudaEventCreate(&e0));
     KVS_CUDA_DIE(cudaEventCreate(&e1));
-    struct loops l = {s, counter, src, dst, bytes, launches, copies, e0, e1};
+    *l = {s, counter, src, dst, bytes, launches, copies, e0, e1};
+}
+
+static int usage(const char *argv0, FILE *to, int code)
+{
+    fprintf(to,
+            "usage: %s [--linked TRACE] [--launches N] [--copies M] [--gib G] [--reps R]\n"
+            "       %s --paired ROUNDS [--bare] [--label L] [--launches N] [--copies M] [--gib G] "
+            "[--reps R] [--contexts C] [--settle-ms S]\n"
+            "  (counts >= 1; --paired is not linked: run it under kvscope capture --window "
+            "cudaProfilerStart)\n",
+            argv0, argv0);
+    return code;
+}
+
+// ----------------------------------------------------------------------------
+// main
+
+int main(int argc, char **argv)
+{
+    const char *linked = nullptr;
+    const char *label = "c";
+    int launches = 5000, copies = 50, reps = 7, paired = -1, bare = 0, contexts = 1, settle_ms = 0;
+    double gib = 1.0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--linked") && i + 1 < argc)
+            linked = argv[++i];
+        else if (!strcmp(argv[i], "--launches") && i + 1 < argc)
+            launches = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--copies") && i + 1 < argc)
+            copies = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--gib") && i + 1 < argc)
+            gib = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+            reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--paired") && i + 1 < argc)
+            paired = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--label") && i + 1 < argc)
+            label = argv[++i];
+        else if (!strcmp(argv[i], "--bare"))
+            bare = 1;
+        else if (!strcmp(argv[i], "--contexts") && i + 1 < argc)
+            contexts = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--settle-ms") && i + 1 < argc)
+            settle_ms = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return usage(argv[0], stdout, 0);
+        else
+            return usage(argv[0], stderr, 2);
+    }
+    if (launches < 1 || copies < 1 || reps < 1 || !(gib > 0) || (paired >= 0 && linked) ||
+        (paired == 0) || (bare && paired < 0) || contexts < 1 || settle_ms < 0 ||
+        ((contexts > 1 || settle_ms) && paired < 0))
+        return usage(argv[0], stderr, 2);
+    const char *win = getenv("KVS_CAPTURE_WINDOW"); /* set by kvscope capture */
+    if (paired > 0 && !bare && (!win || strcmp(win, "cudaProfilerStart"))) {
+        fprintf(stderr, "%s: --paired times its captured phase inside cudaProfilerStart/Stop: run it "
+                        "under kvscope capture --window cudaProfilerStart (or with --bare)\n",
+                argv[0]);
+        return 2;
+    }
+    struct kvs_trace *t = nullptr;
+    if (linked) {
+        struct kvs_trace_config cfg;
+        kvs_trace_config_init(&cfg);
+        KVS_STATUS_DIE(kvs_trace_create(&cfg, &t));
+    }
+    struct loops l;
+    setup(&l, launches, copies, gib);
     if (paired >= 0) {
-        printf("CONFIG proc=%s launches=%d copies=%d copy_gib=%g reps=%d\n", label, launches, copies, gib,
-               reps);
-        for (int r = 0; r <= paired; r++) { /* r == 0: the warm-up round */
-            for (int k = 0; k < 2; k++) {
-                int captured = (k + r) % 2; /* the order turns each round */
-                if (captured && bare)
-                    continue;
-                double lm, cm, nm;
-                if (captured) {
-                    KVS_CUDA_DIE(cudaDeviceSynchronize());
-                    KVS_CUDA_DIE(cudaProfilerStart());
+        printf("CONFIG proc=%s launches=%d copies=%d copy_gib=%g reps=%d contexts=%d settle_ms=%d\n", label,
+               launches, copies, gib, reps, contexts, settle_ms);
+        char ctx_tag[32] = "";
+        for (int cx = 0; cx < contexts; cx++) {
+            if (cx > 0) { /* a context of its own: the device reset, everything made again */
+                KVS_CUDA_DIE(cudaDeviceSynchronize());
+                KVS_CUDA_DIE(cudaDeviceReset());
+                setup(&l, launches, copies, gib);
+            }
+            if (contexts > 1)
+                snprintf(ctx_tag, sizeof ctx_tag, " ctx=%d", cx);
+            for (int r = 0; r <= paired; r++) { /* r == 0: the warm-up round */
+                for (int k = 0; k < 2; k++) {
+                    int captured = (k + r) % 2; /* the order turns each round */
+                    if (captured && bare)
+                        continue;
+                    double lm, cm, nm;
+                    if (settle_ms)
+                        usleep((useconds_t)settle_ms * 1000);
+                    if (captured) {
+                        KVS_CUDA_DIE(cudaDeviceSynchronize());
+                        KVS_CUDA_DIE(cudaProfilerStart());
+                    }
+                    measure(&l, reps, 0, &lm, &cm, &nm); /* round 0 is the warm-up */
+                    if (captured)
+                        KVS_CUDA_DIE(cudaProfilerStop());
+                    const char *mode = captured ? "kvs" : "plain";
+                    printf("RESULT proc=%s%s round=%d mode=%s workload=launch ms=%.4f n=%d "
+                           "us_per_launch=%.4f\n", label, ctx_tag, r, mode, lm, reps, 1000.0 * lm / launches);
+                    printf("RESULT proc=%s%s round=%d mode=%s workload=launch_nvtx ms=%.4f n=%d "
+                           "us_per_launch=%.4f\n", label, ctx_tag, r, mode, nm, reps, 1000.0 * nm / launches);
+                    printf("RESULT proc=%s%s round=%d mode=%s workload=copy ms=%.4f n=%d gbps=%.1f\n",
+                           label, ctx_tag, r, mode, cm, reps, 2.0 * copies * (double)l.bytes / (cm * 1e6));
+                    fflush(stdout);
                 }
-                measure(&l, reps, 0, &lm, &cm, &nm); /* round 0 is the warm-up */
-                if (captured)
-                    KVS_CUDA_DIE(cudaProfilerStop());
-                const char *mode = captured ? "kvs" : "plain";
-                printf("RESULT proc=%s round=%d mode=%s workload=launch ms=%.4f n=%d "
-                       "us_per_launch=%.4f\n", label, r, mode, lm, reps, 1000.0 * lm / launches);
-                printf("RESULT proc=%s round=%d mode=%s workload=launch_nvtx ms=%.4f n=%d "
-                       "us_per_launch=%.4f\n", label, r, mode, nm, reps, 1000.0 * nm / launches);
-                printf("RESULT proc=%s round=%d mode=%s workload=copy ms=%.4f n=%d gbps=%.1f\n",
-                       label, r, mode, cm, reps, 2.0 * copies * (double)bytes / (cm * 1e6));
-                fflush(stdout);
             }
         }
         return 0;
@@ -251,7 +285,7 @@ int main(int argc, char **argv)
     }
     printf("RESULT launch_ms=%.4f us_per_launch=%.4f copy_ms=%.4f copy_gbps=%.1f launches=%d "
            "copies=%d gib=%.2f reps=%d\n",
-           lm, 1000.0 * lm / launches, cm, 2.0 * copies * (double)bytes / (cm * 1e6), launches,
+           lm, 1000.0 * lm / launches, cm, 2.0 * copies * (double)l.bytes / (cm * 1e6), launches,
            copies, gib, reps);
     return 0;
 }

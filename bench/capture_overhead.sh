@@ -64,7 +64,12 @@
 # program), KVS_BENCH_TORCH=0 (the C program alone), KVS_BENCH_TORCHOPS
 # (0 default, 1, only), KVS_BENCH_CPUS
 # (a CPU list, none, or probe: one CPU, the fastest of a short probe),
-# KVS_BENCH_MAX_BUFFERS. --help prints this.
+# KVS_BENCH_MAX_BUFFERS, KVS_BENCH_SETTLE_MS (default 100: a sleep before
+# every measurement of every process, so that a plain measurement after a
+# window times the state kvscope leaves between windows, not what the close
+# sets going; 0: none), KVS_BENCH_CONTEXTS (default 1: the
+# C program's CUDA contexts a process, one after another, each a unit of the
+# table; bench/capture_overhead.cu --contexts). --help prints this.
 set -u
 case ${1:-} in
 -h|--help) sed -n '2,/^set -u/{/^set -u/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
@@ -73,6 +78,8 @@ cd "$(dirname "$0")/.." || exit 1
 build=${1:-build}
 out=${2:-out/capture_bench}
 rounds=${KVS_BENCH_ROUNDS:-12}
+settle=${KVS_BENCH_SETTLE_MS:-100}
+contexts=${KVS_BENCH_CONTEXTS:-1}
 cycles=${KVS_BENCH_CYCLES:-2}
 whole=${KVS_BENCH_WHOLE:-10}
 maxbuf=${KVS_BENCH_MAX_BUFFERS:-512}
@@ -125,7 +132,8 @@ fi
 command -v nvidia-smi >/dev/null &&
     echo "DEVICE $(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null | head -1)" >>"$raw"
 echo "cpus: ${cpus:-all} (${pin[*]:-not pinned}); $(nproc) online; cycles $cycles; rounds $rounds;" \
-     "whole-process rounds $whole; max buffers $maxbuf" | tee -a "$raw"
+     "whole-process rounds $whole; max buffers $maxbuf; settle $settle ms; C contexts $contexts" |
+    tee -a "$raw"
 
 # activities PROC : the --activities list of a kvscope process
 activities() {
@@ -203,7 +211,8 @@ one() {
     local proc=$1 cycle=$2 args modes
     case $proc in
     c_*)
-        args=(--paired "$rounds" --label "$proc" --launches 1000 --copies 10 --reps 1)
+        args=(--paired "$rounds" --label "$proc" --launches 1000 --copies 10 --reps 1
+              --contexts "$contexts" --settle-ms "$settle")
         case $proc in c_bare|c_closed) args+=(--bare) ;; esac
         run "$proc" "$cycle" "$bench" "${args[@]}" ;;
     *)
@@ -215,7 +224,8 @@ one() {
         *) modes=plain,kvs ;;
         esac
         run "$proc" "$cycle" python3 bench/capture_torch.py --label "$proc" --modes "$modes" \
-            --rounds "$rounds" --workloads "${KVS_BENCH_WORKLOADS:-launch,copy,decode}" ;;
+            --rounds "$rounds" --workloads "${KVS_BENCH_WORKLOADS:-launch,copy,decode}" \
+            --settle-ms "$settle" ;;
     esac
 }
 

@@ -8,8 +8,10 @@ recorded lines.
     python3 bench/capture_table.py --idle RAW.txt
 
 Lines it reads (anything else is ignored):
-  RESULT cycle=C seq=Q proc=P round=R mode=M workload=W ms=X n=N ...
-      one measurement of process number Q (of kind P): the median of N
+  RESULT cycle=C seq=Q proc=P [ctx=K] round=R mode=M workload=W ms=X n=N ...
+      one measurement of process number Q (of kind P; with ctx=, of its
+      K-th CUDA context: capture_overhead.cu --contexts, each context a
+      unit of its own below, as a process is): the median of N
       repetitions of workload W (launch, copy, decode; the C program's
       launch, launch_nvtx, copy; whole) in mode M (plain, tp_cpu_cuda,
       tp_cuda, tp_shapes, kvs, whole), round R (0 = the warm-up round: not counted,
@@ -28,7 +30,11 @@ bare processes three ways: with all of them (the median of their figures),
 with the bare processes run just before and after it (neighbours: the
 machine drifts during a run; the median over the kind's processes of each
 one's ratio to the mean of its two neighbours — the figure judged), and
-fastest round against fastest round. The paired view (a second view): a
+fastest round against fastest round. Where a kind and the bare have 3
+units (processes, or contexts) or more each, a verdict also reads the
+interval their spread allows — the kind's p25..p75 over the bare's
+p75..p25 — and is "not resolved (noise)" when the target lies inside it.
+The paired view (a second view): a
 round's profiled measurement over the same round's plain of the same
 process, minus 1, the median over every process's rounds.
 """
@@ -43,6 +49,8 @@ TARGET_RATIO = 1 / 3  # kvscope's default at most 1/3 of torch.profiler CPU+CUDA
 GPUONLY_LIMIT = 10.0  # GPU-only at most +10%
 WHOLE_RATIO = 1 / 2   # whole process: kvscope at most 1/2 of torch.profiler's overhead
 TORCHOPS_RATIO = 1 / 2  # torch ops: kvscope's at most 1/2 of torch.profiler's with shapes
+
+NOISE = "noise"  # a verdict the units' spread leaves open: "not resolved (noise)"
 
 WORKLOADS = [("launch", "launch loop"), ("copy", "copy loop"), ("decode", "decode step")]
 C_WORKLOADS = [("launch", "launch loop"), ("launch_nvtx", "launch loop, NVTX range each"),
@@ -96,6 +104,8 @@ def parse(lines):
         kv = dict(re.findall(r"(\w+)=(\S+)", line))
         if head == "RESULT" and {"proc", "round", "mode", "workload", "ms"} <= kv.keys():
             r, q = int(kv["round"]), int(kv.get("seq", 0))
+            if "ctx" in kv:  # capture_overhead.cu --contexts: each CUDA context a unit of its own
+                q = q + (int(kv["ctx"]) + 1) / 1000.0
             if r > 0 or kv["workload"] == "whole":
                 res[(kv["proc"], kv["mode"], kv["workload"])][q][r] = float(kv["ms"])
                 order[q] = kv["proc"]
@@ -176,7 +186,16 @@ def figure(d, proc, mode, w):
         if ref:
             ratios.append(v[0] / (sum(ref) / len(ref)) - 1)
     f["nb"] = 100 * statistics.median(ratios) if ratios else None
+    if len(pp) >= 3 and len(bare) >= 3:  # the spread of units: an interval of the overhead
+        k25, k75 = quartiles(sorted(v[0] for v in pp.values()))
+        b25, b75 = quartiles(sorted(v[0] for v in bare.values()))
+        f["lo"], f["hi"] = 100 * (k25 / b75 - 1), 100 * (k75 / b25 - 1)
     return f
+
+
+def interval(f):
+    """' [lo..hi] from the units' spread' or ''"""
+    return "" if "lo" not in f else "; units' spread allows %s..%s" % (pct(f["lo"]), pct(f["hi"]))
 
 
 def paired(d, proc, mode, w):
@@ -211,11 +230,15 @@ def limit_verdict(d, name, proc, mode, workloads, limit):
             continue
         others = [f.get("all"), f.get("fastest")]
         agree = all(x is not None and (x <= limit) == (f["nb"] <= limit) for x in others)
-        out.append((n, f["nb"] <= limit, "%s against its neighbouring bare processes (all bare: %s;"
-                    " fastest rounds: %s; %s); %d processes, %d rounds" % (
+        met = f["nb"] <= limit
+        if "lo" in f and f["lo"] <= limit <= f["hi"]:
+            met = NOISE
+        out.append((n, met, "%s against its neighbouring bare processes (all bare: %s;"
+                    " fastest rounds: %s; %s); %d %s, %d rounds%s" % (
                         pct(f["nb"]), pct(f.get("all")), pct(f.get("fastest")),
                         "the same side on all three" if agree else "NOT the same side on all three",
-                        f["procs"], f["rounds"])))
+                        f["procs"], "units" if any(isinstance(q, float) for q in per_process(d, proc, mode, w))
+                        else "processes", f["rounds"], interval(f))))
     return out
 
 
@@ -234,9 +257,18 @@ def ratio_verdict(d, name, k, t, workloads, target):
         ratio = max(kf["nb"], 0.0) / tf["nb"]
         alts = [(kf.get(e), tf.get(e)) for e in ("all", "fastest")]
         alt = ["%.2f" % (max(a, 0.0) / b) if a is not None and b and b > 0 else "-" for a, b in alts]
-        out.append((n, ratio <= target, "%s / %s = %.2f (target <= %.2f) against the neighbouring bare"
-                    " processes; against all bare %s, fastest rounds %s" % (
-                        pct(kf["nb"]), pct(tf["nb"]), ratio, target, alt[0], alt[1])))
+        met, spread = ratio <= target, ""
+        if "lo" in kf and "lo" in tf and tf["lo"] > 0:
+            rlo, rhi = max(kf["lo"], 0.0) / tf["hi"], max(kf["hi"], 0.0) / tf["lo"]
+            spread = "; units' spread allows %.2f..%.2f" % (rlo, rhi)
+            if rlo <= target <= rhi:
+                met = NOISE
+        elif "lo" in kf and "lo" in tf:
+            spread = "; torch.profiler's spread reaches 0: the ratio is not resolved"
+            met = NOISE
+        out.append((n, met, "%s / %s = %.2f (target <= %.2f) against the neighbouring bare"
+                    " processes; against all bare %s, fastest rounds %s%s" % (
+                        pct(kf["nb"]), pct(tf["nb"]), ratio, target, alt[0], alt[1], spread)))
     return out
 
 
@@ -253,6 +285,13 @@ def verdicts(d):
                                                       ("whole_kvs", "whole", "whole")))
     if issue32 or not torchops:
         out += issue32_verdicts(d)
+    if figure(d, "c_bare", "plain", "launch"):  # the C program's loop, where it ran
+        out += limit_verdict(d, "C program, window never opened", "c_closed", "plain", ("launch",),
+                             CLOSED_LIMIT)
+        out += limit_verdict(d, "C program, kvscope default between windows", "c_default", "plain",
+                             ("launch",), CLOSED_LIMIT)
+        out += limit_verdict(d, "C program, kvscope GPU only", "c_gpuonly", "kvs", ("launch",),
+                             GPUONLY_LIMIT)
     if torchops:
         # torch ops against torch.profiler with record_shapes=True
         out += ratio_verdict(d, "kvscope with torch ops", ("kvs_torch", "kvs"), ("torch", "tp_shapes"),
@@ -358,10 +397,13 @@ def render(d, log="log/DATE-capture-overhead.md"):
     p("")
     vs = verdicts(d)
     for name, met, text in vs:
-        p("- %s: **%s** — %s" % (name, "met" if met else "NOT met" if met is False else "no verdict", text))
+        p("- %s: **%s** — %s" % (name, "not resolved (noise)" if met == NOISE else "met" if met is True
+                                 else "NOT met" if met is False else "no verdict", text))
     flags = [m for _, m, _ in vs]
     p("- overall: **%s**" % ("met" if all(m is True for m in flags) else
-                           "NOT met" if any(m is False for m in flags) else "no verdict (not all measured)"))
+                           "NOT met" if any(m is False for m in flags) else
+                           "not resolved (noise)" if any(m == NOISE for m in flags) else
+                           "no verdict (not all measured)"))
     p("")
     p("Paired view (a second view, not judged): a round's profiled measurement over the same round's"
       " plain of the same process - 1, the median over every process's rounds [p25..p75] (rounds):")

@@ -197,6 +197,10 @@ def main():
     p.add_argument("--reps", type=int, default=1, help="timed repetitions of launch and copy a measurement")
     p.add_argument("--decode-reps", type=int, default=1, help="timed generations of decode a measurement")
     p.add_argument("--workloads", default="launch,copy,decode")
+    p.add_argument("--settle-ms", type=float, default=0.0,
+                   help="sleep this long before each measurement (every process alike), so that"
+                   " the plain measurement after a window times the state between windows, not"
+                   " what the window's close sets going (docs/capture.md)")
     a = p.parse_args()
     modes = a.modes.split(",")
     bad = [m for m in modes if m not in MODES] + [w for w in a.workloads.split(",")
@@ -230,6 +234,8 @@ def main():
         order = modes[r % len(modes):] + modes[:r % len(modes)]
         for w in works:
             for mode in order:
+                if a.settle_ms > 0:
+                    time.sleep(a.settle_ms / 1000.0)
                 report(a.label, r, mode, w, *measure(mode, w, reps(w)))
     return 0
 

@@ -234,7 +234,7 @@ try:
     tlog, klog, clog = (os.path.join(tmp, f) for f in ("torch.log", "kvscope.log", "c.log"))
     env = dict(os.environ, PYTHONPATH=os.path.join(tmp, "py"), FAKE_TORCH_LOG=tlog, FAKE_KVSCOPE_LOG=klog,
                FAKE_C_LOG=clog, KVS_BENCH_ROUNDS="2", KVS_BENCH_CYCLES="1", KVS_BENCH_WHOLE="2",
-               KVS_BENCH_CPUS="none")
+               KVS_BENCH_CPUS="none", KVS_BENCH_SETTLE_MS="1", KVS_BENCH_CONTEXTS="3")
     env.pop("KVS_BENCH_EXTRA", None)
     p = subprocess.run(["bash", os.path.join(root, "bench", "capture_overhead.sh"),
                         os.path.join(tmp, "build"), out], env=env, capture_output=True, text=True,
@@ -305,6 +305,8 @@ try:
     cl = open(clog).read().splitlines()
     check(len(cl) == 7 and all("--paired 2 " in c and "--launches 1000 --copies 10 --reps 1" in c for c in cl) and
           sum("--bare" in c for c in cl) == 4, "the C program: 7 runs of short paired measurements, 4 --bare: %s" % cl)
+    check(all("--contexts 3 --settle-ms 1" in c for c in cl),
+          "the C program gets KVS_BENCH_CONTEXTS and KVS_BENCH_SETTLE_MS: %s" % cl[:1])
 
     traces = {(re.search(r"proc=(\S+)", ln).group(1), re.search(r"seq=(\d+)", ln).group(1)): ln
               for ln in raw if ln.startswith("TRACE ")}

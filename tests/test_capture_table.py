@@ -187,6 +187,48 @@ check("| kvscope with torch ops | 13.200 |" in text and "| torch.profiler CPU+CU
       "the table's torch-ops rows and an overall verdict")
 
 # ---------------------------------------------------------------------------
+# 1b. capture_overhead.cu --contexts: each CUDA context a unit; verdicts the
+#     units' spread leaves open are "not resolved (noise)"
+
+
+def ctx_lines(bare_ms, kinds):
+    """C processes with 2 contexts each: c_bare at seq 1, 3, 5 (its contexts'
+    launch ms from bare_ms), the kinds {proc: (plain ms list, kvs ms list)} at 2, 4"""
+    ls = []
+    for i, q in enumerate((1, 3, 5)):
+        for c in (0, 1):
+            for r in (0, 1, 2):
+                ls.append("RESULT cycle=0 seq=%d proc=c_bare ctx=%d round=%d mode=plain workload=launch"
+                          " ms=%s n=1" % (q, c, r, 99 if r == 0 else bare_ms[2 * i + c]))
+    for q, (proc, (plain, kvs)) in zip((2, 4), sorted(kinds.items())):
+        for c in (0, 1):
+            for r in (0, 1, 2):
+                for mode, v in (("plain", plain), ("kvs", kvs)):
+                    ls.append("RESULT cycle=0 seq=%d proc=%s ctx=%d round=%d mode=%s workload=launch"
+                              " ms=%s n=1" % (q, proc, c, r, mode, 99 if r == 0 else v[c]))
+    return ct.parse(ls)
+
+
+steady = [5.0, 5.0, 5.02, 5.0, 4.98, 5.0]
+dc = ctx_lines(steady, {"c_default": ([5.05, 5.05], [6.0, 6.0]), "c_gpuonly": ([5.0, 5.0], [7.0, 7.0])})
+f = ct.figure(dc, "c_bare", "plain", "launch")
+check(f["procs"] == 6, "each context a unit: 3 bare processes x 2 contexts = 6 (%s)" % f["procs"])
+f = ct.figure(dc, "c_default", "plain", "launch")
+check(f["procs"] == 2 and "lo" not in f, "2 units of a kind: no interval (%s)" % f)
+v = verdict(dc, "launch: C program, kvscope default between windows")
+check(v[1] is True and "+1.0%" in v[2] and "units" in v[2], "C between windows +1.0%%: met (%s)" % (v[2],))
+v = verdict(dc, "launch: C program, kvscope GPU only")
+check(v[1] is False and "+40.0%" in v[2], "C GPU only +40%%: NOT met (%s)" % (v[2],))
+noisy = [4.0, 6.0, 4.2, 5.8, 4.1, 5.9]
+dn = ctx_lines(noisy, {"c_default": ([5.0, 5.1], [5.0, 5.2]), "c_gpuonly": ([5.0, 5.0], [5.0, 5.0])})
+dn["res"][("c_default", "plain", "launch")][4.003] = {1: 4.4, 2: 4.4}  # a third unit: an interval
+v = verdict(dn, "launch: C program, kvscope default between windows")
+check(v[1] == ct.NOISE and "spread allows" in v[2],
+      "bare contexts at 4 or 6 ms: the +3%% target inside the units' spread, not resolved (%s)" % (v[2],))
+check("**not resolved (noise)**" in ct.render(dn), "... and the table says so")
+check(verdict(d, "launch: C program")[1] == "absent", "no C verdicts where the C program did not run")
+
+# ---------------------------------------------------------------------------
 # 2. bench/capture_idle.sh's lines
 
 

@@ -312,7 +312,7 @@ enum kvs_status kvs_categorize(const struct kvs_trace_data *t, const struct kvs_
              * says what the work is (the kernels of aten::copy_ are copies) */
             uint32_t op = act->v[i].op;
             if (fs->fam[fam].weak && op != KVS_NO_OP) {
-                uint8_t o = op_flags(of, &t->strings, kvs_op_name(t, &t->ops[op]));
+                uint8_t o = op_flags(of, &t->strings, kvs_op_name_at(t, op));
                 fam = o & F_COPY ? fs->copy_cast : o & F_ATTN ? fs->attention : o & F_GEMM ? fs->gemm : fam;
             }
         }

@@ -30,8 +30,8 @@ static int check_pair(const struct kvs_trace_data *t, const struct kvs_trace_dat
 {
     const struct kvs_gpu_rec *g = &t->gpus[gi];
     const char *kname = kvs_intern_str(&t->strings, g->name);
-    const char *oname = kvs_intern_str(&cap->strings, cap->opkeys[cap->ops[op].key].name);
-    uint32_t sh = cap->opkeys[cap->ops[op].key].shape;
+    const char *oname = kvs_intern_str(&cap->strings, cap->opkeys[kvs_op_key(cap, op)].name);
+    uint32_t sh = cap->opkeys[kvs_op_key(cap, op)].shape;
     struct kvs_launch_kernel k;
     int64_t lo, hi;
     if (kvs_launch_kernel_parse(kname, &k)) { /* a PyTorch elementwise copy/cast kernel */
@@ -103,10 +103,10 @@ static enum kvs_status captured_launches(const struct kvs_trace_data *cap, struc
         if (cap->rts[i].kernel_launch && !(cap->rts[i].corr && kvs_u64map_get(&ran, (uint64_t)cap->rts[i].corr)))
             k->launches[k->nlaunch++] = (struct idx_ts){cap->rts[i].ts, (uint32_t)i};
     qsort(k->launches, k->nlaunch, sizeof *k->launches, cmp_idx_ts);
-    for (size_t i = 0; i < cap->nops; i++) {
-        if (!cap->ops[i].ext)
+    for (size_t i = 0; i < cap->ops.n; i++) {
+        if (!kvs_op_ext(cap, i))
             continue;
-        uint32_t *v = kvs_u64map_put(&k->ext_op, (uint64_t)cap->ops[i].ext, &added);
+        uint32_t *v = kvs_u64map_put(&k->ext_op, (uint64_t)kvs_op_ext(cap, i), &added);
         if (!v)
             goto out;
         if (added)
@@ -259,15 +259,15 @@ static enum kvs_status give_ops(struct kvs_trace_data *t, const struct kvs_trace
             uint32_t *opv = kvs_u64map_get(&k->ext_op, (uint64_t)cap->rts[k->launches[j].i].ext);
             if (!opv)
                 continue;
-            const struct kvs_op_rec *co = &cap->ops[*opv - 1];
+            const struct kvs_op_rec co_ = kvs_op_get(cap, *opv - 1), *co = &co_;
             uint32_t key = key_of[co->key] ? key_of[co->key] - 1 : import_key(t, cap, co->key);
             struct kvs_op_rec o = {rt->ts, 0, co->ext, key, rt->thread, 0};
-            if (key == UINT32_MAX || KVS_VEC_PUSH(t->ops, t->nops, t->ops_cap, o) < 0) {
+            if (key == UINT32_MAX || kvs_op_push(t, &o) < 0) {
                 free(key_of);
                 return KVS_STATUS_NO_MEMORY;
             }
             key_of[co->key] = key + 1;
-            act->v[p->kern[p->kstart[r] + j].i].op = (uint32_t)(t->nops - 1);
+            act->v[p->kern[p->kstart[r] + j].i].op = (uint32_t)(t->ops.n - 1);
             (*given)++;
         }
     }

@@ -146,7 +146,7 @@ static bool joins(struct building *b, size_t i)
     uint32_t op = b->in->act->v[i].op;
     if (op == KVS_NO_OP)
         return b->in->act->v[i].cat == KVS_CAT_COPY_CAST;
-    uint32_t key = t->ops[op].key;
+    uint32_t key = kvs_op_key(t, op);
     if (!b->key_is_copy[key])
         b->key_is_copy[key] = (uint8_t)(1 + kvs_op_is_copy(kvs_intern_str(&t->strings, t->opkeys[key].name)));
     return b->key_is_copy[key] == 2 || b->in->act->v[i].cat == KVS_CAT_COPY_CAST;
@@ -220,14 +220,13 @@ static enum kvs_status count_calls(struct building *b)
 {
     const struct kvs_trace_data *t = b->in->t;
     bool added;
-    for (size_t k = 0; b->nacc && k < t->nops; k++) {
-        const struct kvs_op_rec *o = &t->ops[k];
-        uint32_t v = b->group_of_key[o->key];
-        if (!v || o->captured)
+    for (size_t k = 0; b->nacc && k < t->ops.n; k++) {
+        uint32_t v = b->group_of_key[kvs_op_key(t, k)];
+        if (!v || kvs_op_captured(t, k))
             continue;
         struct kvs_group_acc *a = &b->acc[v - 1];
         a->calls++;
-        int32_t step = b->in->steps->n ? kvs_step_at(b->in->steps, o->ts) : -1;
+        int32_t step = b->in->steps->n ? kvs_step_at(b->in->steps, kvs_op_ts(t, k)) : -1;
         if (step < 0)
             continue;
         a->calls_in_steps++;
@@ -275,8 +274,8 @@ enum kvs_status kvs_groups_build(const struct kvs_stage_in *in, const struct kvs
 {
     const struct kvs_trace_data *t = in->t;
     struct building b = {.in = in, .lf = lf};
-    b.seen = calloc(t->nops / 8 + 1, 1);
-    b.byte_seen = calloc(t->nops / 8 + 1, 1);
+    b.seen = calloc(t->ops.n / 8 + 1, 1);
+    b.byte_seen = calloc(t->ops.n / 8 + 1, 1);
     b.group_of_key = calloc(t->nopkeys ? t->nopkeys : 1, sizeof *b.group_of_key);
     b.key_is_copy = calloc(t->nopkeys ? t->nopkeys : 1, 1);
     enum kvs_status st = b.seen && b.byte_seen && b.group_of_key && b.key_is_copy ? KVS_STATUS_OK

@@ -26,22 +26,23 @@
 static bool op_piece(const struct kvs_trace_data *t, const struct kvs_step_table *steps, size_t i, int64_t lo,
                      int64_t hi, int32_t *step, int64_t *a, int64_t *b)
 {
-    const struct kvs_op_rec *o = &t->ops[i];
-    if (o->dur <= 0 || o->captured)
+    int64_t dur = kvs_op_dur(t, i);
+    if (dur <= 0 || kvs_op_captured(t, i))
         return false;
-    *step = kvs_clip_to_step(steps, o->ts, o->dur, lo, hi, a, b);
-    return *step >= 0 && *b > *a && kvs_op_name(t, o) < t->strings.n;
+    *step = kvs_clip_to_step(steps, kvs_op_ts(t, i), dur, lo, hi, a, b);
+    return *step >= 0 && *b > *a && kvs_op_name_at(t, i) < t->strings.n;
 }
 
 /* ops[x] before ops[y]: by start, then file order. A piece's clipped start
  * is its op's start (inside its step) or the span's start for those before
  * it: the same order, up to ties, which change no sum below. */
-static bool op_before(const struct kvs_op_rec *ops, uint32_t x, uint32_t y)
+static bool op_before(const struct kvs_trace_data *ops, uint32_t x, uint32_t y)
 {
-    return ops[x].ts < ops[y].ts || (ops[x].ts == ops[y].ts && x < y);
+    int64_t tx = kvs_op_ts(ops, x), ty = kvs_op_ts(ops, y);
+    return tx < ty || (tx == ty && x < y);
 }
 
-static void sift_down(const struct kvs_op_rec *ops, uint32_t *v, size_t r, size_t n)
+static void sift_down(const struct kvs_trace_data *ops, uint32_t *v, size_t r, size_t n)
 {
     for (;;) {
         size_t ch = 2 * r + 1;
@@ -60,7 +61,7 @@ static void sift_down(const struct kvs_op_rec *ops, uint32_t *v, size_t r, size_
 
 /* Heapsort v[0..n) by op_before: in place (qsort's merge sort would copy
  * the array), and the keys define one order, whichever sort makes it. */
-static void sort_by_start(const struct kvs_op_rec *ops, uint32_t *v, size_t n)
+static void sort_by_start(const struct kvs_trace_data *ops, uint32_t *v, size_t n)
 {
     for (size_t k = n / 2; k > 0; k--)
         sift_down(ops, v, k - 1, n);
@@ -82,61 +83,96 @@ struct name_acc {
 /* a runtime call whose time is not an op's own: a blocking call
  * (host_blocking's), or a graph launch (launch time, gpu_idle's; a replay's
  * copies of its captured ops carry the launch's time) */
-static bool explained(const struct kvs_trace_data *t, const struct kvs_rt_rec *r)
+static bool explained(const struct kvs_trace_data *t, const struct kvs_rt_rec *r, uint8_t *by_name)
 {
     if (!r->name || r->dur <= 0)
         return false;
     const char *nm = kvs_intern_str(&t->strings, r->name);
-    return kvs_host_blocking_call(nm, r->dur) || strstr(nm, "GraphLaunch") != NULL;
+    /* what the name alone says, once a name (by_name[name]: bit 0 asked; 1 explained at any
+     * duration; 2 at some durations, so asked again with this one) */
+    uint8_t *k = &by_name[r->name];
+    if (!*k)
+        *k = (uint8_t)(1 | (kvs_host_blocking_call(nm, 0) || strstr(nm, "GraphLaunch") ? 2 : 0) |
+                       (kvs_host_blocking_call(nm, INT64_MAX) ? 4 : 0));
+    return (*k & 2) || ((*k & 4) && kvs_host_blocking_call(nm, r->dur));
 }
 
 /* The op calls with a piece, in order of name, then start, into ord (a
  * counting sort by name, then each name's calls by start, usually sorted
- * already: 4 bytes a call); their count. first[] (strings.n + 2 zeros) is
- * scratch. */
+ * already: 4 bytes a call); their count, SIZE_MAX when memory ran out.
+ * first[] (strings.n + 2 zeros) is scratch. */
 static size_t calls_by_name(const struct kvs_trace_data *t, const struct kvs_step_table *steps, int64_t lo,
                             int64_t hi, uint32_t *ord, uint32_t *first)
 {
     int32_t s;
     int64_t a, e;
-    for (size_t i = 0; i < t->nops; i++)
-        if (op_piece(t, steps, i, lo, hi, &s, &a, &e))
-            first[kvs_op_name(t, &t->ops[i]) + 1]++;
+    uint8_t *has = calloc(t->ops.n / 8 + 1, 1); /* which ops have a piece */
+    if (!has)
+        return SIZE_MAX;
+    for (size_t i = 0; i < t->ops.n; i++)
+        if (op_piece(t, steps, i, lo, hi, &s, &a, &e)) {
+            first[kvs_op_name_at(t, i) + 1]++;
+            has[i / 8] |= (uint8_t)(1u << (i % 8));
+        }
     for (size_t nm = 0; nm <= t->strings.n; nm++)
         first[nm + 1] += first[nm];
     size_t np = first[t->strings.n];
-    for (size_t i = 0; i < t->nops; i++)
-        if (op_piece(t, steps, i, lo, hi, &s, &a, &e))
-            ord[first[kvs_op_name(t, &t->ops[i])]++] = (uint32_t)i;
+    for (size_t i = 0; i < t->ops.n; i++)
+        if (has[i / 8] >> (i % 8) & 1)
+            ord[first[kvs_op_name_at(t, i)]++] = (uint32_t)i;
     /* first[nm] is now where the next name's calls start */
     for (size_t nm = 0, at = 0; nm < t->strings.n; at = first[nm], nm++) {
         size_t calls = first[nm] - at;
-        for (size_t j = 1; j < calls; j++)
-            if (op_before(t->ops, ord[at + j], ord[at + j - 1])) {
-                sort_by_start(t->ops, ord + at, calls);
+        int64_t prev = calls ? kvs_op_ts(t, ord[at]) : 0;
+        for (size_t j = 1; j < calls; j++) { /* op_before(ord[at + j], ord[at + j - 1]): ord rises */
+            int64_t ts = kvs_op_ts(t, ord[at + j]);
+            if (ts < prev) {
+                sort_by_start(t, ord + at, calls);
                 break;
             }
+            prev = ts;
+        }
     }
+    free(has);
     return np;
+}
+
+/* The intervals that explain idle host time already: GPU work, and blocking
+ * calls (malloc'ed, *n of them; NULL when memory ran out) */
+static struct kvs_ival *explained_ivals(const struct kvs_trace_data *t, size_t *n)
+{
+    size_t nu = t->ngpus;
+    uint8_t *by_name = calloc(t->strings.n + 1, 1); /* explained()'s, by call name */
+    if (!by_name)
+        return NULL;
+    for (size_t i = 0; i < t->nrts; i++)
+        nu += explained(t, &t->rts[i], by_name);
+    struct kvs_ival *u = malloc(nu * sizeof *u);
+    size_t k = 0;
+    for (size_t i = 0; u && i < t->ngpus; i++)
+        u[k++] = (struct kvs_ival){t->gpus[i].ts, t->gpus[i].ts + t->gpus[i].dur};
+    for (size_t i = 0; u && i < t->nrts; i++)
+        if (explained(t, &t->rts[i], by_name))
+            u[k++] = (struct kvs_ival){t->rts[i].ts, t->rts[i].ts + t->rts[i].dur};
+    free(by_name);
+    *n = k;
+    return u;
 }
 
 enum kvs_status kvs_host_op_bound(const struct kvs_trace_data *t, const struct kvs_step_table *steps,
                                   struct kvs_arena *ar, struct kvs_finding_list *out, double *ms_per_step)
 {
     *ms_per_step = 0;
-    if (!t->ngpus || !t->nops || kvs_trace_has_capture(t))
+    if (!t->ngpus || !t->ops.n || kvs_trace_has_capture(t))
         return KVS_STATUS_OK;
     size_t nwin = steps->n ? steps->n : 1;
-    /* what explains idle host time already: GPU work, and blocking calls */
-    size_t nu = t->ngpus;
-    for (size_t i = 0; i < t->nrts; i++)
-        nu += explained(t, &t->rts[i]);
-    struct kvs_ival *u = malloc(nu * sizeof *u);
-    int64_t *pre = malloc((nu + 1) * sizeof *pre);
+    size_t k = 0;
+    struct kvs_ival *u = explained_ivals(t, &k);
+    int64_t *pre = malloc((k + 1) * sizeof *pre);
     struct name_acc *acc = calloc(t->nopkeys ? t->nopkeys : 1, sizeof *acc); /* by op name, via its key */
     uint32_t *slot = malloc((t->strings.n + 1) * sizeof *slot);
     /* the op calls in order of name, then start (calls_by_name) */
-    uint32_t *ord = malloc((t->nops ? t->nops : 1) * sizeof *ord);
+    uint32_t *ord = malloc((t->ops.n ? t->ops.n : 1) * sizeof *ord);
     uint32_t *first = calloc(t->strings.n + 2, sizeof *first); /* by name: where its calls start */
     if (!u || !pre || !acc || !slot || !ord || !first) {
         free(u);
@@ -147,12 +183,6 @@ enum kvs_status kvs_host_op_bound(const struct kvs_trace_data *t, const struct k
         free(first);
         return KVS_STATUS_NO_MEMORY;
     }
-    size_t k = 0;
-    for (size_t i = 0; i < t->ngpus; i++)
-        u[k++] = (struct kvs_ival){t->gpus[i].ts, t->gpus[i].ts + t->gpus[i].dur};
-    for (size_t i = 0; i < t->nrts; i++)
-        if (explained(t, &t->rts[i]))
-            u[k++] = (struct kvs_ival){t->rts[i].ts, t->rts[i].ts + t->rts[i].dur};
     size_t m = kvs_ival_merge(u, k);
     kvs_ival_prefix(u, m, pre);
     int64_t lo = u[0].a, hi = u[m - 1].b; /* without steps: the trace's GPU span */
@@ -160,6 +190,9 @@ enum kvs_status kvs_host_op_bound(const struct kvs_trace_data *t, const struct k
         slot[i] = UINT32_MAX;
     size_t np = calls_by_name(t, steps, lo, hi, ord, first);
     free(first);
+    bool no_memory = np == SIZE_MAX;
+    if (no_memory)
+        np = 0;
     int32_t s;
     int64_t a, e;
     /* per name the union of its calls' pieces (overlapping calls of one
@@ -168,9 +201,8 @@ enum kvs_status kvs_host_op_bound(const struct kvs_trace_data *t, const struct k
     size_t nacc = 0;
     int64_t end = 0; /* of the current name's union so far */
     for (size_t i = 0; i < np; i++) {
-        const struct kvs_op_rec *o = &t->ops[ord[i]];
         op_piece(t, steps, ord[i], lo, hi, &s, &a, &e);
-        uint32_t nm = kvs_op_name(t, o);
+        uint32_t nm = kvs_op_name_at(t, ord[i]);
         if (slot[nm] == UINT32_MAX) {
             slot[nm] = (uint32_t)nacc;
             acc[nacc++] = (struct name_acc){.name = nm, .last_step = -1};
@@ -183,7 +215,7 @@ enum kvs_status kvs_host_op_bound(const struct kvs_trace_data *t, const struct k
             x->idle += (e - a) - kvs_ival_covered(u, pre, m, a, e);
         if (e > end)
             end = e;
-        x->dur += o->dur;
+        x->dur += kvs_op_dur(t, ord[i]);
         x->calls++;
         if (x->last_step != s) {
             x->steps_with++;
@@ -194,6 +226,10 @@ enum kvs_status kvs_host_op_bound(const struct kvs_trace_data *t, const struct k
     free(u);
     free(pre);
     free(slot);
+    if (no_memory) {
+        free(acc);
+        return KVS_STATUS_NO_MEMORY;
+    }
     size_t best = SIZE_MAX;
     for (size_t i = 0; i < nacc; i++)
         if (best == SIZE_MAX || acc[i].idle > acc[best].idle)

@@ -14,10 +14,10 @@ uint32_t *kvs_key_slot(const struct kvs_trace_data *t, uint32_t op, const struct
         *shape = 0;
         return kvs_u64map_put(bare, g->name, added);
     }
-    const struct kvs_opkey *k = &t->opkeys[t->ops[op].key];
+    const struct kvs_opkey *k = &t->opkeys[kvs_op_key(t, op)];
     *name = k->name;
     *shape = k->shape;
-    uint32_t *slot = &of_key[t->ops[op].key];
+    uint32_t *slot = &of_key[kvs_op_key(t, op)];
     *added = !*slot;
     return slot;
 }

@@ -29,7 +29,7 @@ uint32_t *kvs_key_slot(const struct kvs_trace_data *t, uint32_t op, const struct
                        uint32_t *shape);
 
 /* true for the first activity of op call `op` seen (seen: a bit per op,
- * t->nops / 8 + 1 bytes, zeroed by the caller): a call counts once however
+ * t->ops.n / 8 + 1 bytes, zeroed by the caller): a call counts once however
  * many kernels it launched */
 static inline bool kvs_op_first_seen(uint8_t *seen, uint32_t op)
 {

@@ -126,8 +126,8 @@ static enum kvs_status measure(const struct kvs_stage_in *in, struct attn *at, c
     /* ops a graph replay's kernels were given from the capture (graph_capture.c):
      * copies placed at the graph launch's time, so time says nothing about
      * which encloses which: each is its own call and owns only its kernels */
-    uint8_t *graphed = calloc(t->nops / 8 + 1, 1);
-    uint32_t *call_of_op = calloc(t->nops ? t->nops : 1, sizeof *call_of_op);
+    uint8_t *graphed = calloc(t->ops.n / 8 + 1, 1);
+    uint32_t *call_of_op = calloc(t->ops.n ? t->ops.n : 1, sizeof *call_of_op);
     uint8_t *counted = NULL;
     struct kvs_u64map seen = {0};
     enum kvs_status rc = KVS_STATUS_NO_MEMORY;
@@ -136,11 +136,11 @@ static enum kvs_status measure(const struct kvs_stage_in *in, struct attn *at, c
     for (size_t i = 0; i < t->ngpus; i++)
         if (in->act->v[i].graph && in->act->v[i].op != KVS_NO_OP)
             graphed[in->act->v[i].op / 8] |= (uint8_t)(1u << (in->act->v[i].op % 8));
-    for (size_t k = 0; k < t->nops; k++) {
-        uint32_t a = attn_of_key[t->ops[k].key];
+    for (size_t k = 0; k < t->ops.n; k++) {
+        uint32_t a = attn_of_key[kvs_op_key(t, k)];
         if (!a)
             continue;
-        struct call one = {t->ops[k].thread, (uint32_t)k, a - 1, t->ops[k].ts, t->ops[k].ts + t->ops[k].dur};
+        struct call one = {kvs_op_thread(t, k), (uint32_t)k, a - 1, kvs_op_ts(t, k), kvs_op_end(t, k)};
         if (KVS_VEC_PUSH(calls, ncalls, cap, one) < 0)
             goto out;
     }
@@ -156,7 +156,7 @@ static enum kvs_status measure(const struct kvs_stage_in *in, struct attn *at, c
         /* each kernel of a captured op has its own copy (same External id,
          * same time): one call */
         if (g && ntop && calls[ntop - 1].thread == calls[i].thread && calls[ntop - 1].ts == calls[i].ts &&
-            t->ops[calls[ntop - 1].op].ext == t->ops[calls[i].op].ext &&
+            kvs_op_ext(t, calls[ntop - 1].op) == kvs_op_ext(t, calls[i].op) &&
             (graphed[calls[ntop - 1].op / 8] & (1u << (calls[ntop - 1].op % 8)))) {
             call_of_op[calls[i].op] = (uint32_t)ntop;
             continue;
@@ -189,7 +189,8 @@ static enum kvs_status measure(const struct kvs_stage_in *in, struct attn *at, c
             continue;
         const struct call *k = call_of_op[op] ? &calls[call_of_op[op] - 1] : NULL;
         if (!k && !in->act->v[i].graph) {
-            k = enclosing(calls, ntop, &t->ops[op]);
+            const struct kvs_op_rec o = kvs_op_get(t, op);
+            k = enclosing(calls, ntop, &o);
             if (k && (graphed[k->op / 8] & (1u << (k->op % 8))))
                 k = NULL;
         }

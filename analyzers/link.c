@@ -32,16 +32,20 @@ static int table_init(struct idx_table *t, size_t n)
     return t->slots ? 0 : -1;
 }
 
-#define TABLE_BUILD(tab, recs, n, field, dups)                                                    \
+/* get(i): record i's id (t is the records) */
+#define OP_EXT(i) kvs_op_ext(t, (i))
+#define RT_CORR(i) (t->rts[(i)].corr)
+
+#define TABLE_BUILD(tab, get, n, dups)                                                            \
     do {                                                                                          \
         for (size_t i_ = 0; i_ < (n); i_++) {                                                     \
-            int64_t k_ = (recs)[i_].field;                                                        \
+            int64_t k_ = get(i_);                                                                  \
             if (!k_)                                                                              \
                 continue;                                                                         \
             uint32_t s_ = slot_of(&(tab), k_);                                                    \
             bool dup_ = false;                                                                    \
             while ((tab).slots[s_]) {                                                             \
-                if ((recs)[(tab).slots[s_] - 1].field == k_) {                                    \
+                if (get((tab).slots[s_] - 1) == k_) {                                             \
                     dup_ = true; /* the first record with an id keeps it */                       \
                     break;                                                                        \
                 }                                                                                 \
@@ -54,13 +58,13 @@ static int table_init(struct idx_table *t, size_t n)
         }                                                                                         \
     } while (0)
 
-#define TABLE_FIND(tab, recs, field, key, out)                                                    \
+#define TABLE_FIND(tab, get, key, out)                                                            \
     do {                                                                                          \
         (out) = KVS_NO_OP;                                                                        \
         if ((key) && (tab).slots) {                                                               \
             uint32_t s_ = slot_of(&(tab), key);                                                   \
             while ((tab).slots[s_]) {                                                             \
-                if ((recs)[(tab).slots[s_] - 1].field == (key)) {                                 \
+                if (get((tab).slots[s_] - 1) == (key)) {                                         \
                     (out) = (tab).slots[s_] - 1;                                                  \
                     break;                                                                        \
                 }                                                                                 \
@@ -70,26 +74,56 @@ static int table_init(struct idx_table *t, size_t n)
     } while (0)
 
 /* ops in file order with strictly rising External ids (Kineto's usual
- * layout) are found by binary search: no table at all */
-static uint32_t find_sorted(const struct kvs_trace_data *t, int64_t ext)
+ * layout) are found by binary search: no table at all. The search starts
+ * from where the last one ended (*hint), widening 1, 2, 4, ... ops each way:
+ * GPU work comes about in its ops' order, so it is usually a few ops on. */
+static uint32_t find_sorted(const struct kvs_trace_data *t, int64_t ext, size_t *hint)
 {
-    size_t lo = 0, hi = t->nops;
+    size_t n = t->ops.n, lo = 0, hi = n, h = *hint;
+    if (h < n && kvs_op_ext(t, h) < ext) { /* the first op with an id >= ext is after h */
+        lo = h + 1;
+        for (size_t step = 1;; step *= 2) {
+            if (step > n - 1 - h) {
+                hi = n;
+                break;
+            }
+            if (kvs_op_ext(t, h + step) >= ext) {
+                hi = h + step;
+                break;
+            }
+            lo = h + step + 1;
+        }
+    } else if (h < n) { /* ... at h or before */
+        hi = h;
+        for (size_t step = 1;; step *= 2) {
+            if (step > h) {
+                lo = 0;
+                break;
+            }
+            if (kvs_op_ext(t, h - step) < ext) {
+                lo = h - step + 1;
+                break;
+            }
+            hi = h - step;
+        }
+    }
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (t->ops[mid].ext < ext)
+        if (kvs_op_ext(t, mid) < ext)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < t->nops && t->ops[lo].ext == ext ? (uint32_t)lo : KVS_NO_OP;
+    *hint = lo;
+    return lo < t->ops.n && kvs_op_ext(t, lo) == ext ? (uint32_t)lo : KVS_NO_OP;
 }
 
 #define FIND_OP(key, out)                                                                         \
     do {                                                                                          \
         if (t->ops_ext_sorted)                                                                    \
-            (out) = (key) ? find_sorted(t, (key)) : KVS_NO_OP;                                    \
+            (out) = (key) ? find_sorted(t, (key), &ext_hint) : KVS_NO_OP;                        \
         else                                                                                      \
-            TABLE_FIND(by_ext, t->ops, ext, (key), out);                                          \
+            TABLE_FIND(by_ext, OP_EXT, (key), out);                                                \
     } while (0)
 
 /* a runtime call that needs its enclosing op found */
@@ -140,16 +174,16 @@ static int cmp_pending(const void *a, const void *b)
 static enum kvs_status enclose_sorting(const struct kvs_trace_data *t, struct kvs_activity_table *act,
                                        struct pending *pend, size_t npend)
 {
-    struct op_key *perm = malloc((t->nops ? t->nops : 1) * sizeof *perm);
-    uint32_t *stack = malloc((t->nops ? t->nops : 1) * sizeof *stack);
+    struct op_key *perm = malloc((t->ops.n ? t->ops.n : 1) * sizeof *perm);
+    uint32_t *stack = malloc((t->ops.n ? t->ops.n : 1) * sizeof *stack);
     if (!perm || !stack) {
         free(perm);
         free(stack);
         return KVS_STATUS_NO_MEMORY;
     }
-    for (size_t i = 0; i < t->nops; i++)
-        perm[i] = (struct op_key){t->ops[i].thread, (uint32_t)i, t->ops[i].ts, t->ops[i].dur};
-    qsort(perm, t->nops, sizeof *perm, cmp_op);
+    for (size_t i = 0; i < t->ops.n; i++)
+        perm[i] = (struct op_key){kvs_op_thread(t, i), (uint32_t)i, kvs_op_ts(t, i), kvs_op_dur(t, i)};
+    qsort(perm, t->ops.n, sizeof *perm, cmp_op);
     qsort(pend, npend, sizeof *pend, cmp_pending);
 
     size_t oi = 0, depth = 0;
@@ -159,16 +193,16 @@ static enum kvs_status enclose_sorting(const struct kvs_trace_data *t, struct kv
         if (p->thread != cur_thread) {
             cur_thread = p->thread;
             depth = 0;
-            while (oi < t->nops && perm[oi].thread < cur_thread)
+            while (oi < t->ops.n && perm[oi].thread < cur_thread)
                 oi++;
         }
-        while (oi < t->nops && perm[oi].thread == cur_thread && perm[oi].ts <= p->ts) {
-            while (depth && t->ops[stack[depth - 1]].ts + t->ops[stack[depth - 1]].dur < perm[oi].ts)
+        while (oi < t->ops.n && perm[oi].thread == cur_thread && perm[oi].ts <= p->ts) {
+            while (depth && kvs_op_end(t, stack[depth - 1]) < perm[oi].ts)
                 depth--;
             stack[depth++] = perm[oi].idx;
             oi++;
         }
-        while (depth && t->ops[stack[depth - 1]].ts + t->ops[stack[depth - 1]].dur < p->ts)
+        while (depth && kvs_op_end(t, stack[depth - 1]) < p->ts)
             depth--;
         if (depth)
             act->v[p->gpu].op = stack[depth - 1];
@@ -186,8 +220,12 @@ static enum kvs_status enclose_in_order(const struct kvs_trace_data *t, struct k
                                         struct pending *pend, size_t npend)
 {
     size_t nthreads = kvs_intern_count(&t->threads);
+    struct open_op {
+        uint32_t i;
+        int64_t end; /* its end, read once */
+    };
     struct stack {
-        uint32_t *v;
+        struct open_op *v;
         size_t n, cap;
     } *stacks = calloc(nthreads ? nthreads : 1, sizeof *stacks);
     if (!stacks)
@@ -195,24 +233,24 @@ static enum kvs_status enclose_in_order(const struct kvs_trace_data *t, struct k
     enum kvs_status st = KVS_STATUS_OK;
     qsort(pend, npend, sizeof *pend, cmp_pending_ts);
     size_t q = 0;
-    for (size_t k = 0; k <= t->nops && q < npend; k++) {
+    for (size_t k = 0; k <= t->ops.n && q < npend; k++) {
+        int64_t ts = k < t->ops.n ? kvs_op_ts(t, k) : 0;
         /* calls that start before this op are answered by what is open now */
-        while (q < npend && (k == t->nops || pend[q].ts < t->ops[k].ts)) {
+        while (q < npend && (k == t->ops.n || pend[q].ts < ts)) {
             struct stack *sk = pend[q].thread < nthreads ? &stacks[pend[q].thread] : NULL;
-            while (sk && sk->n && t->ops[sk->v[sk->n - 1]].ts + t->ops[sk->v[sk->n - 1]].dur < pend[q].ts)
+            while (sk && sk->n && sk->v[sk->n - 1].end < pend[q].ts)
                 sk->n--;
             if (sk && sk->n)
-                act->v[pend[q].gpu].op = sk->v[sk->n - 1];
+                act->v[pend[q].gpu].op = sk->v[sk->n - 1].i;
             q++;
         }
-        if (k == t->nops)
+        if (k == t->ops.n)
             break;
-        const struct kvs_op_rec *o = &t->ops[k];
-        struct stack *sk = &stacks[o->thread];
-        while (sk->n && t->ops[sk->v[sk->n - 1]].ts + t->ops[sk->v[sk->n - 1]].dur < o->ts)
+        struct stack *sk = &stacks[kvs_op_thread(t, k)];
+        while (sk->n && sk->v[sk->n - 1].end < ts)
             sk->n--;
-        uint32_t idx = (uint32_t)k;
-        if (KVS_VEC_PUSH(sk->v, sk->n, sk->cap, idx) < 0) {
+        struct open_op one = {(uint32_t)k, ts + kvs_op_dur(t, k)};
+        if (KVS_VEC_PUSH(sk->v, sk->n, sk->cap, one) < 0) {
             st = KVS_STATUS_NO_MEMORY;
             break;
         }
@@ -253,7 +291,7 @@ static enum kvs_status replay_ops(struct kvs_trace_data *t, struct kvs_activity_
             break;
         }
         if (added) {
-            struct kvs_op_rec o = t->ops[r[i].op];
+            struct kvs_op_rec o = kvs_op_get(t, r[i].op);
             if (r[i].rt != KVS_NO_OP) {
                 const struct kvs_rt_rec *rt = &t->rts[r[i].rt];
                 o.ts = rt->ts;
@@ -264,12 +302,11 @@ static enum kvs_status replay_ops(struct kvs_trace_data *t, struct kvs_activity_
                 o.dur = 0;
             }
             o.captured = 0;
-            t->ops[r[i].op].captured = 1;
-            if (KVS_VEC_PUSH(t->ops, t->nops, t->ops_cap, o) < 0) {
+            if (kvs_op_set_captured(t, r[i].op) < 0 || kvs_op_push(t, &o) < 0) {
                 st = KVS_STATUS_NO_MEMORY;
                 break;
             }
-            *v = (uint32_t)t->nops; /* index + 1 */
+            *v = (uint32_t)t->ops.n; /* index + 1 */
         }
         act->v[r[i].gpu].op = *v - 1;
     }
@@ -289,15 +326,15 @@ enum kvs_status kvs_link(struct kvs_trace_data *t, const struct kvs_logger *lg,
         return KVS_STATUS_NO_MEMORY;
 
     struct idx_table by_ext = {0}, by_corr = {0};
-    if ((!t->ops_ext_sorted && table_init(&by_ext, t->nops) < 0) || table_init(&by_corr, t->nrts) < 0) {
+    if ((!t->ops_ext_sorted && table_init(&by_ext, t->ops.n) < 0) || table_init(&by_corr, t->nrts) < 0) {
         free(by_ext.slots);
         free(by_corr.slots);
         return KVS_STATUS_NO_MEMORY;
     }
-    size_t ext_dups = 0, corr_dups = 0;
+    size_t ext_dups = 0, corr_dups = 0, ext_hint = 0;
     if (!t->ops_ext_sorted)
-        TABLE_BUILD(by_ext, t->ops, t->nops, ext, ext_dups);
-    TABLE_BUILD(by_corr, t->rts, t->nrts, corr, corr_dups);
+        TABLE_BUILD(by_ext, OP_EXT, t->ops.n, ext_dups);
+    TABLE_BUILD(by_corr, RT_CORR, t->nrts, corr_dups);
     /* ids are meant to be unique: a second op with one would have its GPU
      * work handed to the first (a GEMM's kernel to a copy op) unsaid */
     if (ext_dups)
@@ -321,7 +358,7 @@ enum kvs_status kvs_link(struct kvs_trace_data *t, const struct kvs_logger *lg,
         const struct kvs_gpu_rec *g = &t->gpus[i];
         uint32_t op, rt;
         FIND_OP(g->ext, op);
-        TABLE_FIND(by_corr, t->rts, corr, g->corr, rt);
+        TABLE_FIND(by_corr, RT_CORR, g->corr, rt);
         /* a graph launch (cudaGraphLaunch, cuGraphLaunch, hipGraphLaunch)
          * replays kernels whose ops ran at capture: no shapes for them */
         if ((rt != KVS_NO_OP && t->rts[rt].graph_launch) || g->graph_node) {
@@ -334,8 +371,8 @@ enum kvs_status kvs_link(struct kvs_trace_data *t, const struct kvs_logger *lg,
         bool captured_op =
             op != KVS_NO_OP && act->v[i].graph &&
             (rt != KVS_NO_OP
-                 ? t->ops[op].ts > t->rts[rt].ts || t->ops[op].ts + t->ops[op].dur < t->rts[rt].ts
-                 : g->corr != 0 && t->ops[op].ts + t->ops[op].dur < g->ts);
+                 ? kvs_op_ts(t, op) > t->rts[rt].ts || kvs_op_end(t, op) < t->rts[rt].ts
+                 : g->corr != 0 && kvs_op_end(t, op) < g->ts);
         if (captured_op) {
             struct replayed one = {(uint32_t)i, op, rt};
             if (KVS_VEC_PUSH(rep, nrep, rep_cap, one) < 0) {
@@ -347,7 +384,7 @@ enum kvs_status kvs_link(struct kvs_trace_data *t, const struct kvs_logger *lg,
             FIND_OP(t->rts[rt].ext, op);
         act->v[i].op = op;
         act->v[i].launch = rt != KVS_NO_OP               ? t->rts[rt].ts
-                           : op != KVS_NO_OP && !captured_op ? t->ops[op].ts
+                           : op != KVS_NO_OP && !captured_op ? kvs_op_ts(t, op)
                                                              : g->ts;
         if (op == KVS_NO_OP && rt != KVS_NO_OP) {
             struct pending p = {t->rts[rt].ts, t->rts[rt].thread, (uint32_t)i};
@@ -360,10 +397,8 @@ enum kvs_status kvs_link(struct kvs_trace_data *t, const struct kvs_logger *lg,
     free(by_ext.slots);
     free(by_corr.slots);
     if (st == KVS_STATUS_OK && npend) {
-        bool in_order = true;
-        for (size_t k = 1; k < t->nops && in_order; k++)
-            in_order = t->ops[k].ts >= t->ops[k - 1].ts;
-        st = in_order ? enclose_in_order(t, act, pend, npend) : enclose_sorting(t, act, pend, npend);
+        /* the ops' starts never fall in file order: one pass (kvs_op_push kept the flag) */
+        st = t->ops_ts_sorted ? enclose_in_order(t, act, pend, npend) : enclose_sorting(t, act, pend, npend);
     }
     free(pend);
     act->graph_node_ops = nrep;

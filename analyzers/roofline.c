@@ -90,7 +90,7 @@ enum kvs_status kvs_roofline_build(const struct kvs_stage_in *in, struct kvs_op_
     struct kvs_keyed_ival *iv = malloc((t->ngpus ? t->ngpus : 1) * sizeof *iv);
     int64_t *busy = NULL;
     uint32_t *of_key = calloc(t->nopkeys ? t->nopkeys : 1, sizeof *of_key);
-    uint8_t *seen = calloc(t->nops / 8 + 1, 1);
+    uint8_t *seen = calloc(t->ops.n / 8 + 1, 1);
     bool added;
     if (!iv || !of_key || !seen)
         goto out;

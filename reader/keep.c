@@ -27,7 +27,6 @@ bool kvs_reader_limit_at(struct kvs_scan *s, uint64_t off, const char *fmt, ...)
 // keeping
 
 /* the records' sizes, which set the reader's memory per event kept */
-_Static_assert(sizeof(struct kvs_op_rec) == 32, "struct kvs_op_rec is 32 bytes");
 _Static_assert(sizeof(struct kvs_rt_rec) == 40, "struct kvs_rt_rec is 40 bytes");
 _Static_assert(sizeof(struct kvs_gpu_rec) == 64, "struct kvs_gpu_rec is 64 bytes");
 
@@ -211,10 +210,10 @@ static bool emit(struct kvs_reader *r, const struct kvs_dec_event *d)
             *k = (uint32_t)t->nopkeys; /* index + 1 */
         }
         struct kvs_op_rec o = {d->ts, d->dur, d->ext, *k - 1, d->thread, 0};
-        if (t->ops_ext_sorted && (d->ext <= 0 || (t->nops && d->ext <= t->ops[t->nops - 1].ext)))
+        if (t->ops_ext_sorted && (d->ext <= 0 || (t->ops.n && d->ext <= kvs_op_ext(t, t->ops.n - 1))))
             t->ops_ext_sorted = false;
         t->n_ops++;
-        if (KVS_VEC_PUSH(t->ops, t->nops, t->ops_cap, o) < 0)
+        if (kvs_op_push(t, &o) < 0)
             return oom(r);
         int step = is_step_op(r, d->name);
         if (step < 0)

@@ -417,7 +417,7 @@ static enum kvs_status keep_op(struct kvs_nsys *n, const char *text, size_t name
     struct kvs_op_rec o = {ts, dur, 0, *k - 1, thread, 0};
     t->n_ops++;
     n->nvtx_ops++;
-    return KVS_VEC_PUSH(t->ops, t->nops, t->ops_cap, o) == 0 ? KVS_STATUS_OK : KVS_STATUS_NO_MEMORY;
+    return kvs_op_push(t, &o) == 0 ? KVS_STATUS_OK : KVS_STATUS_NO_MEMORY;
 }
 
 static enum kvs_status nvtx_row(struct kvs_nsys *n, const struct stream *s)
@@ -469,7 +469,7 @@ static enum kvs_status nvtx_row(struct kvs_nsys *n, const struct stream *s)
     if (kvs_nsys_emit_nvtx(text, len, &name_len, &sizes, &sizes_len)) {
         if ((st = keep_op(n, text, name_len, sizes, sizes_len, s->start, dur, thread)) != KVS_STATUS_OK)
             return st;
-        name = kvs_op_name(t, &t->ops[t->nops - 1]);
+        name = kvs_op_name_at(t, t->ops.n - 1);
         bool step = n->opt->is_step_name ? n->opt->is_step_name(n->opt->step_user, kvs_intern_str(&t->strings, name))
                                          : !strncmp(kvs_intern_str(&t->strings, name), "ProfilerStep#", 13);
         if (!step)

@@ -12,6 +12,7 @@ bool kvs_trace_data_init(struct kvs_trace_data *t)
     memset(t, 0, sizeof *t);
     t->rank = -1;
     t->ops_ext_sorted = true;
+    t->ops_ts_sorted = true;
     return kvs_intern_init(&t->strings) == 0 && kvs_intern_init(&t->threads) == 0;
 }
 
@@ -30,11 +31,47 @@ int kvs_vec_grow(void **arr, size_t *cap, size_t elem, size_t need)
     return 0;
 }
 
+int kvs_op_set_captured(struct kvs_trace_data *t, size_t i)
+{
+    if (i / 8 >= t->op_captured_len) {
+        size_t n = t->ops.n / 8 + 1;
+        if (n <= i / 8)
+            n = i / 8 + 1;
+        n += n / 2;
+        uint8_t *p = realloc(t->op_captured, n);
+        if (!p)
+            return -1;
+        memset(p + t->op_captured_len, 0, n - t->op_captured_len);
+        t->op_captured = p;
+        t->op_captured_len = n;
+    }
+    t->op_captured[i / 8] |= (uint8_t)(1u << (i % 8));
+    return 0;
+}
+
+int kvs_op_push(struct kvs_trace_data *t, const struct kvs_op_rec *o)
+{
+    const int64_t v[KVS_OPF_N_] = {o->ts, o->dur, o->ext, o->key, o->thread};
+    size_t i = t->ops.n;
+    if (o->captured && kvs_op_set_captured(t, i) < 0)
+        return -1;
+    if (kvs_packed_add(&t->ops, KVS_OPF_N_, 1u << KVS_OPF_TS | 1u << KVS_OPF_EXT, v) < 0) {
+        if (o->captured) /* not kept: the next op's bit is clear */
+            t->op_captured[i / 8] &= (uint8_t) ~(1u << (i % 8));
+        return -1;
+    }
+    if (i && o->ts < t->ops_last_ts)
+        t->ops_ts_sorted = false;
+    t->ops_last_ts = o->ts;
+    return 0;
+}
+
 void kvs_trace_data_free(struct kvs_trace_data *t)
 {
     kvs_intern_free(&t->strings);
     kvs_intern_free(&t->threads);
-    free(t->ops);
+    kvs_packed_free(&t->ops);
+    free(t->op_captured);
     free(t->opkeys);
     kvs_u64map_free(&t->opkey_map);
     free(t->rts);

@@ -70,8 +70,8 @@ static void test_kineto_fixture_counts(void)
     KVS_CHECK(found);
     /* an escaped op name is decoded */
     found = false;
-    for (size_t i = 0; i < t.nops; i++)
-        found |= !strcmp(kvs_intern_str(&t.strings, kvs_op_name(&t, &t.ops[i])), "aten::weird \"op\" \xc3\xa9 \\ name");
+    for (size_t i = 0; i < t.ops.n; i++)
+        found |= !strcmp(kvs_intern_str(&t.strings, kvs_op_name_at(&t, i)), "aten::weird \"op\" \xc3\xa9 \\ name");
     KVS_CHECK(found);
     /* the memcpy keeps its bytes, the memset too */
     int64_t bytes = 0;
@@ -95,9 +95,9 @@ static void test_old_schema_counts(void)
     KVS_CHECK_EQ_INT(t.rank, 3);      /* distributedInfo after traceEvents */
     KVS_CHECK_EQ_INT(t.world_size, 8);
     /* integer microseconds */
-    KVS_CHECK_EQ_INT(t.ops[0].ts, 1665536373729000LL * 1000);
-    KVS_CHECK_EQ_INT(t.ops[0].dur, 50000);
-    KVS_CHECK_EQ_INT(t.ops[0].ext, 5); /* lower-case "external id" */
+    KVS_CHECK_EQ_INT(kvs_op_ts(&t, 0), 1665536373729000LL * 1000);
+    KVS_CHECK_EQ_INT(kvs_op_get(&t, 0).dur, 50000);
+    KVS_CHECK_EQ_INT(kvs_op_ext(&t, 0), 5); /* lower-case "external id" */
     kvs_trace_data_free(&t);
 }
 
@@ -110,10 +110,10 @@ static void test_array_format_begin_end(void)
     KVS_REQUIRE(read_with(path, 0, &t, &cap) == KVS_STATUS_OK);
     KVS_CHECK_EQ_INT(t.events, 9);
     KVS_CHECK_EQ_INT(t.n_ops, 1); /* one B/E pair */
-    KVS_REQUIRE(t.nops == 1);
-    KVS_CHECK_EQ_INT(t.ops[0].ts, 10000);
-    KVS_CHECK_EQ_INT(t.ops[0].dur, 20000);
-    KVS_CHECK_EQ_INT(t.ops[0].ext, 1);
+    KVS_REQUIRE(t.ops.n == 1);
+    KVS_CHECK_EQ_INT(kvs_op_ts(&t, 0), 10000);
+    KVS_CHECK_EQ_INT(kvs_op_get(&t, 0).dur, 20000);
+    KVS_CHECK_EQ_INT(kvs_op_ext(&t, 0), 1);
     KVS_REQUIRE(t.nranges == 1);
     KVS_CHECK_EQ_INT(t.ranges[0].dur, 100000);
     KVS_CHECK_EQ_INT(t.unmatched_end, 1);
@@ -135,13 +135,13 @@ static void test_buffer_sizes_agree(void)
             struct kvs_trace_data t;
             enum kvs_status st = read_with(path, bs, &t, &cap);
             KVS_CHECK_MSG(st == KVS_STATUS_OK, "%s bufsize %zu: %s", fixtures[f], bs, cap.last);
-            KVS_CHECK_MSG(t.events == ref.events && t.nops == ref.nops && t.ngpus == ref.ngpus &&
+            KVS_CHECK_MSG(t.events == ref.events && t.ops.n == ref.ops.n && t.ngpus == ref.ngpus &&
                               t.nrts == ref.nrts && t.nranges == ref.nranges,
                           "%s bufsize %zu", fixtures[f], bs);
-            for (size_t i = 0; i < t.nops && i < ref.nops; i++)
-                KVS_CHECK(t.ops[i].ts == ref.ops[i].ts && t.ops[i].ext == ref.ops[i].ext &&
-                          !strcmp(kvs_intern_str(&t.strings, t.opkeys[t.ops[i].key].shape),
-                                  kvs_intern_str(&ref.strings, ref.opkeys[ref.ops[i].key].shape)));
+            for (size_t i = 0; i < t.ops.n && i < ref.ops.n; i++)
+                KVS_CHECK(kvs_op_ts(&t, i) == kvs_op_ts(&ref, i) && kvs_op_ext(&t, i) == kvs_op_ext(&ref, i) &&
+                          !strcmp(kvs_intern_str(&t.strings, t.opkeys[kvs_op_key(&t, i)].shape),
+                                  kvs_intern_str(&ref.strings, ref.opkeys[kvs_op_key(&ref, i)].shape)));
             for (size_t i = 0; i < t.ngpus && i < ref.ngpus; i++)
                 KVS_CHECK(t.gpus[i].ts == ref.gpus[i].ts && t.gpus[i].dur == ref.gpus[i].dur &&
                           !strcmp(kvs_intern_str(&t.strings, t.gpus[i].name),
@@ -226,7 +226,7 @@ static void test_gzip_and_stdin(void)
     gz_write(gz, text, n);
     KVS_CHECK_EQ_INT(read_with(gz, 4096, &t, &cap), KVS_STATUS_OK);
     KVS_CHECK_EQ_INT(t.events, ref.events);
-    KVS_CHECK_EQ_INT(t.nops, ref.nops);
+    KVS_CHECK_EQ_INT(t.ops.n, ref.ops.n);
     KVS_CHECK_EQ_INT(t.bytes, n);
     kvs_trace_data_free(&t);
 
@@ -330,6 +330,86 @@ static void test_malformed_public(void)
     KVS_CHECK(strstr(cap.last, "cannot open") != NULL);
 }
 
+/* The packed tables (reader/packed.c) give back every value as pushed, at
+ * every place of a block, for values of every width: constant, rising evenly
+ * (0 bytes), small noise on a slope, random 64-bit (the extremes included),
+ * falling, and a slope the int32 cannot hold; through sealed blocks and the
+ * open one; and ops through kvs_op_push/kvs_op_get with their captured bit. */
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint64_t rng(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static int64_t pattern(unsigned f, size_t i)
+{
+    switch (f) {
+    case 0: return 42;
+    case 1: return 1000 + 7 * (int64_t)i;
+    case 2: return 1700000000000000000ll + 1500 * (int64_t)i + (int64_t)(rng() % 300);
+    case 3: return (int64_t)rng();
+    case 4: return i % 97 == 0 ? INT64_MIN : i % 89 == 0 ? INT64_MAX : -(int64_t)i;
+    case 5: return (int64_t)i * ((int64_t)1 << 40);
+    case 6: return (int64_t)(rng() % 3000);
+    default: return (int64_t)(i / 300);
+    }
+}
+
+static void test_packed_tables(void)
+{
+    enum { NF = 8, N = 128 * 37 + 55 };
+    struct kvs_packed p = {0};
+    static int64_t want[N][NF];
+    for (size_t i = 0; i < N; i++) {
+        for (unsigned f = 0; f < NF; f++)
+            want[i][f] = pattern(f, i);
+        KVS_REQUIRE(kvs_packed_push(&p, NF, 0xff, want[i]) == 0);
+        if (i % 1000 == 0) /* earlier records while later ones come */
+            for (size_t k = 0; k <= i; k += 37)
+                for (unsigned f = 0; f < NF; f++)
+                    KVS_REQUIRE(kvs_packed_get(&p, k, f) == want[k][f]);
+    }
+    KVS_CHECK_EQ_INT(p.n, N);
+    KVS_CHECK_EQ_INT(p.nblocks, N / 128);
+    size_t bad = 0;
+    for (size_t i = 0; i < N; i++)
+        for (unsigned f = 0; f < NF; f++)
+            bad += kvs_packed_get(&p, i, f) != want[i][f];
+    KVS_CHECK_EQ_INT(bad, 0);
+    /* the evenly rising and constant fields take no bytes, the rest what they need */
+    const struct kvs_pk_field *h = (const struct kvs_pk_field *)p.blocks[3];
+    KVS_CHECK_EQ_INT(h[0].w, 0);
+    KVS_CHECK_EQ_INT(h[1].w, 0);
+    KVS_CHECK(h[2].w <= 2);
+    KVS_CHECK_EQ_INT(h[3].w, 8);
+    KVS_CHECK_EQ_INT(h[5].w, 6); /* 2^40 a record: a slope past int32, so 127 x 2^40 in bytes */
+    KVS_CHECK(h[6].w == 2);
+    kvs_packed_free(&p);
+
+    struct kvs_trace_data t;
+    KVS_REQUIRE(kvs_trace_data_init(&t));
+    for (size_t i = 0; i < 1000; i++) {
+        struct kvs_op_rec o = {(int64_t)(i * 1000 + rng() % 900), (int64_t)(rng() % 50000), (int64_t)i + 1,
+                               (uint32_t)(i % 13), (uint32_t)(i / 400), i % 7 == 3};
+        KVS_REQUIRE(kvs_op_push(&t, &o) == 0);
+        if (i % 11 == 0)
+            KVS_REQUIRE(kvs_op_set_captured(&t, i / 2) == 0);
+        want[i][0] = o.ts, want[i][1] = o.dur, want[i][2] = o.ext, want[i][3] = o.key, want[i][4] = o.thread;
+    }
+    bad = 0;
+    for (size_t i = 0; i < 1000; i++) {
+        struct kvs_op_rec o = kvs_op_get(&t, i);
+        bool cap = i % 7 == 3 || (i * 2 < 1000 && (i * 2) % 11 == 0) || (i * 2 + 1 < 1000 && (i * 2 + 1) % 11 == 0);
+        bad += o.ts != want[i][0] || o.dur != want[i][1] || o.ext != want[i][2] || o.key != want[i][3] ||
+               o.thread != want[i][4] || o.captured != cap || kvs_op_end(&t, i) != o.ts + o.dur;
+    }
+    KVS_CHECK_EQ_INT(bad, 0);
+    kvs_trace_data_free(&t);
+}
+
 int main(int argc, char **argv)
 {
     static const struct kvs_test tests[] = {
@@ -341,6 +421,7 @@ int main(int argc, char **argv)
         {"gzip_and_stdin", test_gzip_and_stdin},
         {"empty_inputs", test_empty_inputs},
         {"malformed_public", test_malformed_public},
+        {"packed_tables", test_packed_tables},
         {NULL, NULL},
     };
     return kvs_test_main(argc, argv, tests);

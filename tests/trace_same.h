@@ -35,13 +35,13 @@ static inline const char *kvs_test_trace_differ(const struct kvs_trace_data *a,
 {
     if (a->events != b->events || a->n_ops != b->n_ops || a->n_kernels != b->n_kernels ||
         a->n_memcpys != b->n_memcpys || a->n_memsets != b->n_memsets ||
-        a->n_runtime != b->n_runtime || a->nops != b->nops || a->ngpus != b->ngpus ||
+        a->n_runtime != b->n_runtime || a->ops.n != b->ops.n || a->ngpus != b->ngpus ||
         a->nranges != b->nranges || a->nrts != b->nrts || a->nopkeys != b->nopkeys ||
         (to_the_end && a->bytes != b->bytes) || a->unmatched_end != b->unmatched_end ||
         a->truncated != b->truncated || a->shapes_cut != b->shapes_cut)
         return "counts";
-    for (size_t i = 0; i < a->nops; i++) {
-        const struct kvs_op_rec *x = &a->ops[i], *y = &b->ops[i];
+    for (size_t i = 0; i < a->ops.n; i++) {
+        const struct kvs_op_rec x_ = kvs_op_get(a, i), y_ = kvs_op_get(b, i), *x = &x_, *y = &y_;
         if (x->ts != y->ts || x->dur != y->dur || x->ext != y->ext || x->key != y->key ||
             x->thread != y->thread || x->captured != y->captured)
             return "ops";

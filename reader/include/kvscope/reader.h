@@ -2,8 +2,11 @@
  *
  * defines: struct kvs_trace_data (struct kvs_op_rec, kvs_rt_rec, kvs_gpu_rec,
  *          kvs_range_rec, kvs_opkey, kvs_engine_rec), kvs_trace_data_init,
- *          kvs_trace_data_free, kvs_op_name, kvs_op_shape, KVS_VEC_PUSH,
- *          kvs_vec_grow, enum kvs_gpu_kind, KVS_MAX_DEVICES;
+ *          kvs_trace_data_free, kvs_op_get, kvs_op_ts/dur/end/ext/key/thread/captured/name_at,
+ *          kvs_op_push, kvs_op_set_captured, kvs_op_name, kvs_op_shape,
+ *          KVS_VEC_PUSH, kvs_vec_grow, enum kvs_gpu_kind, KVS_MAX_DEVICES;
+ *          struct kvs_packed, kvs_packed_push, kvs_packed_add, kvs_packed_get,
+ *          kvs_packed_free, kvs_packed_bytes (packed.c);
  *          struct kvs_read_opts, struct kvs_read_input, kvs_read_any,
  *          kvs_read_trace, kvs_read_trace_memory;
  *          struct kvs_intern, kvs_intern_init, kvs_intern_free, kvs_intern_id,
@@ -215,9 +218,6 @@ char *kvs_arena_strdup(struct kvs_arena *a, const char *s);
 char *kvs_arena_printf(struct kvs_arena *a, const char *fmt, ...) KVS_PRINTF(2, 3);
 void kvs_arena_free(struct kvs_arena *a);
 
-/* ---------------------------------------------------------------------------
- * the records: what the reader keeps of a trace */
-
 /* What distinguishes op calls for grouping: the name and the recorded shapes.
  * Decode loops repeat a few thousand of these, so ops point to them. */
 struct kvs_opkey {
@@ -225,13 +225,101 @@ struct kvs_opkey {
     uint32_t shape;        /* interned "<Input Dims>\x1f<Input type>" raw text, 0 when none */
 };
 
-/* A cpu_op (PyTorch operator or kvscope annotated op): 32 bytes. */
+/* ---------------------------------------------------------------------------
+ * packed tables: how the records are held. A table of records of nf int64
+ * fields (nf <= KVS_PK_MAX_FIELDS) in blocks of KVS_PK_BLOCK records; in a
+ * sealed block each field is base + slope x j + u_j (j the record's place in
+ * the block), u_j in the fewest whole bytes the block needs: 0 for a field
+ * constant or rising evenly over the block (a thread, an External id), one
+ * or two for an interned name, three or four for a time. Exact for every
+ * int64. The last block is held plain until it fills. Append-only: records
+ * are read by value (kvs_packed_get), never changed in place (packed.c). */
+#define KVS_PK_BLOCK 128
+#define KVS_PK_MAX_FIELDS 12
+
+struct kvs_pk_field {  /* one field of a sealed block, at its start */
+    int64_t base;
+    int32_t slope;
+    uint16_t off;      /* of the field's u_j from the block's start (w 0: 8 zero bytes) */
+    uint8_t w;         /* bytes a u_j, 0-8 */
+    uint8_t sh;        /* 64 - 8w, 0 for w 0 and 8: u_j is the 8 bytes read there, << sh >> sh */
+};
+
+struct kvs_packed {
+    size_t n;          /* records */
+    int64_t *open;     /* the unsealed block, field by field (nf x KVS_PK_BLOCK) */
+    uint8_t **blocks;  /* sealed blocks: nf struct kvs_pk_field, then the fields' u_j */
+    size_t nblocks, blocks_cap;
+    uint8_t **chunks;  /* where sealed blocks are (never moved) */
+    size_t nchunks, chunks_cap;
+    uint8_t *chunk_at;
+    size_t chunk_avail;
+    uint8_t nf;
+    uint16_t sloped;   /* bit f: field f is tried with a slope */
+};
+
+/* Append one record of nf fields (the same nf every time; bit f of sloped:
+ * field f may rise through a block, a time or an id, so a slope is tried for
+ * it): 0, or -1 when memory ran out (the table is as it was). */
+int kvs_packed_push(struct kvs_packed *p, unsigned nf, unsigned sloped, const int64_t *v);
+void kvs_packed_free(struct kvs_packed *p);
+/* the bytes the table holds (its chunks, the block list, the open block) */
+size_t kvs_packed_bytes(const struct kvs_packed *p);
+
+/* the decoders are inlined where they are used, so that a caller reading one
+ * field of a record decodes that field only */
+#if defined(__GNUC__)
+#define KVS_PK_INLINE static inline __attribute__((always_inline))
+#else
+#define KVS_PK_INLINE static inline
+#endif
+
+/* kvs_packed_push, the usual case (a record that neither starts the table nor
+ * fills its open block) inlined: nf is the caller's constant. */
+KVS_PK_INLINE int kvs_packed_add(struct kvs_packed *p, unsigned nf, unsigned sloped, const int64_t *v)
+{
+    size_t j = p->n % KVS_PK_BLOCK;
+    if (!p->open || j == KVS_PK_BLOCK - 1)
+        return kvs_packed_push(p, nf, sloped, v);
+    for (unsigned f = 0; f < nf; f++)
+        p->open[(size_t)f * KVS_PK_BLOCK + j] = v[f];
+    p->n++;
+    return 0;
+}
+
+/* Field f of record i (i < p->n). */
+KVS_PK_INLINE int64_t kvs_packed_get(const struct kvs_packed *p, size_t i, unsigned f)
+{
+    size_t b = i / KVS_PK_BLOCK, j = i % KVS_PK_BLOCK;
+    if (b >= p->nblocks)
+        return p->open[(size_t)f * KVS_PK_BLOCK + j];
+    const uint8_t *blk = p->blocks[b];
+    struct kvs_pk_field h;
+    memcpy(&h, blk + (size_t)f * sizeof h, sizeof h);
+    const uint8_t *d = blk + h.off + j * h.w;
+    uint64_t u;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(&u, d, 8); /* a sealed block has 8 bytes after its last value */
+    u = u << h.sh >> h.sh;
+#else
+    u = 0;
+    for (unsigned k = 0; k < h.w; k++)
+        u |= (uint64_t)d[k] << (8 * k);
+#endif
+    return (int64_t)((uint64_t)h.base + (uint64_t)(int64_t)h.slope * j + u);
+}
+
+/* ---------------------------------------------------------------------------
+ * the records: what the reader keeps of a trace */
+
+/* A cpu_op (PyTorch operator or kvscope annotated op), as read from the
+ * trace's table (kvs_op_get): about 6 bytes an op there. */
 struct kvs_op_rec {
     int64_t ts, dur;       /* ns on the trace clock */
     int64_t ext;           /* External id, 0 when none */
     uint32_t key;          /* index into kvs_trace_data.opkeys */
-    uint32_t thread : 31;  /* dense thread id (kvs_trace_data.threads) */
-    uint32_t captured : 1; /* recorded while a CUDA graph was captured: its work ran in the
+    uint32_t thread;       /* dense thread id (kvs_trace_data.threads), below KVS_READ_MAX_THREADS */
+    bool captured;         /* recorded while a CUDA graph was captured: its work ran in the
                             * replays, each given a copy of it (link.c); not a call itself */
 };
 
@@ -296,9 +384,12 @@ struct kvs_trace_data {
     struct kvs_intern strings;    /* names, shapes */
     struct kvs_intern threads;    /* "pid\x1ftid" -> dense thread id */
 
-    struct kvs_op_rec *ops;
-    size_t nops, ops_cap;
+    struct kvs_packed ops;        /* struct kvs_op_rec: kvs_op_get, kvs_op_push; ops.n of them */
+    uint8_t *op_captured;         /* bit i: op i's captured (NULL: none) */
+    size_t op_captured_len;       /* its bytes */
     bool ops_ext_sorted;          /* every op has an External id, strictly rising in file order */
+    bool ops_ts_sorted;           /* the ops' starts never fall in file order (kvs_op_push) */
+    int64_t ops_last_ts;          /* the last op's start */
     struct kvs_opkey *opkeys;
     size_t nopkeys, opkeys_cap;
     struct kvs_u64map opkey_map;  /* (name, shape) -> opkeys index */
@@ -332,6 +423,60 @@ struct kvs_trace_data {
  * not); false when memory ran out. Readers (reader.c, nsys.c) start here. */
 bool kvs_trace_data_init(struct kvs_trace_data *t);
 void kvs_trace_data_free(struct kvs_trace_data *t);
+
+/* the packed fields of an op (captured is a bit of its own) */
+enum { KVS_OPF_TS, KVS_OPF_DUR, KVS_OPF_EXT, KVS_OPF_KEY, KVS_OPF_THREAD, KVS_OPF_N_ };
+
+KVS_PK_INLINE bool kvs_op_captured(const struct kvs_trace_data *t, size_t i)
+{
+    return i / 8 < t->op_captured_len && (t->op_captured[i / 8] >> (i % 8) & 1);
+}
+/* Op i (i < t->ops.n), by value; the kvs_op_ts ... accessors below decode
+ * one field each. */
+KVS_PK_INLINE struct kvs_op_rec kvs_op_get(const struct kvs_trace_data *t, size_t i)
+{
+    struct kvs_op_rec o;
+    o.ts = kvs_packed_get(&t->ops, i, KVS_OPF_TS);
+    o.dur = kvs_packed_get(&t->ops, i, KVS_OPF_DUR);
+    o.ext = kvs_packed_get(&t->ops, i, KVS_OPF_EXT);
+    o.key = (uint32_t)kvs_packed_get(&t->ops, i, KVS_OPF_KEY);
+    o.thread = (uint32_t)kvs_packed_get(&t->ops, i, KVS_OPF_THREAD);
+    o.captured = kvs_op_captured(t, i);
+    return o;
+}
+KVS_PK_INLINE int64_t kvs_op_ts(const struct kvs_trace_data *t, size_t i)
+{
+    return kvs_packed_get(&t->ops, i, KVS_OPF_TS);
+}
+KVS_PK_INLINE int64_t kvs_op_dur(const struct kvs_trace_data *t, size_t i)
+{
+    return kvs_packed_get(&t->ops, i, KVS_OPF_DUR);
+}
+KVS_PK_INLINE int64_t kvs_op_end(const struct kvs_trace_data *t, size_t i)
+{
+    return kvs_packed_get(&t->ops, i, KVS_OPF_TS) + kvs_packed_get(&t->ops, i, KVS_OPF_DUR);
+}
+KVS_PK_INLINE int64_t kvs_op_ext(const struct kvs_trace_data *t, size_t i)
+{
+    return kvs_packed_get(&t->ops, i, KVS_OPF_EXT);
+}
+KVS_PK_INLINE uint32_t kvs_op_key(const struct kvs_trace_data *t, size_t i)
+{
+    return (uint32_t)kvs_packed_get(&t->ops, i, KVS_OPF_KEY);
+}
+KVS_PK_INLINE uint32_t kvs_op_thread(const struct kvs_trace_data *t, size_t i)
+{
+    return (uint32_t)kvs_packed_get(&t->ops, i, KVS_OPF_THREAD);
+}
+KVS_PK_INLINE uint32_t kvs_op_name_at(const struct kvs_trace_data *t, size_t i)
+{
+    return t->opkeys[kvs_op_key(t, i)].name;
+}
+/* Append an op (its captured bit set when o->captured): 0, or -1 when memory
+ * ran out. */
+int kvs_op_push(struct kvs_trace_data *t, const struct kvs_op_rec *o);
+/* Mark op i captured: 0, or -1 when memory ran out. */
+int kvs_op_set_captured(struct kvs_trace_data *t, size_t i);
 
 static inline uint32_t kvs_op_name(const struct kvs_trace_data *t, const struct kvs_op_rec *o)
 {

@@ -86,6 +86,7 @@ static void ctx_free(struct tables *c)
 {
     kvs_trace_data_free(&c->t);
     free(c->act.v);
+    free(c->act.launch);
     free(c->steps.v);
     free(c->steps.busy_ns);
     free(c->steps.gpu_first);
@@ -104,9 +105,9 @@ static void ctx_free(struct tables *c)
 static const char *trace_device(const struct kvs_trace_data *t)
 {
     double ns[KVS_MAX_DEVICES] = {0};
-    for (size_t i = 0; i < t->ngpus; i++)
-        if (t->gpus[i].device >= 0 && t->gpus[i].device < KVS_MAX_DEVICES)
-            ns[t->gpus[i].device] += (double)t->gpus[i].dur;
+    for (size_t i = 0; i < t->gpus.n; i++)
+        if (kvs_gpu_get(t, i).device >= 0 && kvs_gpu_get(t, i).device < KVS_MAX_DEVICES)
+            ns[kvs_gpu_get(t, i).device] += (double)kvs_gpu_get(t, i).dur;
     int best = -1;
     for (int d = 0; d < KVS_MAX_DEVICES; d++)
         if (t->device_names[d] && (best < 0 || ns[d] > ns[best]))
@@ -143,7 +144,7 @@ static enum kvs_status pick_device(const struct kvs_trace_data *t, const struct 
                     "give the peak with --peak-gbps",
                     name, names);
         }
-    } else if (o->peak_gbps <= 0 && t->ngpus) {
+    } else if (o->peak_gbps <= 0 && t->gpus.n) {
         kvs_log(log, KVS_LOG_WARN,
                 "the trace names no device: efficiency is not computed; give --device or --peak-gbps");
     }
@@ -337,14 +338,14 @@ static enum kvs_status build_kernels(struct tables *c, struct kvs_analysis_impl 
     size_t n = 0, cap = 0;
     if (!slot)
         return KVS_STATUS_NO_MEMORY;
-    struct kvs_keyed_ival *iv = malloc((t->ngpus ? t->ngpus : 1) * sizeof *iv);
+    struct kvs_keyed_ival *iv = malloc((t->gpus.n ? t->gpus.n : 1) * sizeof *iv);
     int64_t *busy = NULL;
     if (!iv) {
         free(slot);
         return KVS_STATUS_NO_MEMORY;
     }
-    for (size_t i = 0; i < t->ngpus; i++) {
-        const struct kvs_gpu_rec *g = &t->gpus[i];
+    for (size_t i = 0; i < t->gpus.n; i++) {
+        const struct kvs_gpu_rec g_ = kvs_gpu_get(t, i), *g = &g_;
         if (!slot[g->name]) {
             struct kstat k = {g->name, 0, 0, 0, c->act.v[i].cat, c->act.v[i].kfamily};
             if (KVS_VEC_PUSH(ks, n, cap, k) < 0) {
@@ -369,7 +370,7 @@ static enum kvs_status build_kernels(struct tables *c, struct kvs_analysis_impl 
         free(iv);
         return KVS_STATUS_NO_MEMORY;
     }
-    kvs_busy_by_key(iv, t->ngpus, busy);
+    kvs_busy_by_key(iv, t->gpus.n, busy);
     free(iv);
     for (size_t i = 0; i < n; i++)
         ks[i].busy_ns = busy[i];
@@ -600,7 +601,7 @@ static enum kvs_status build_collectives(struct tables *c, struct kvs_analysis_i
 {
     const struct kvs_trace_data *t = &c->t;
     size_t n = 0;
-    for (size_t i = 0; c->steps.n && i < t->ngpus; i++)
+    for (size_t i = 0; c->steps.n && i < t->gpus.n; i++)
         n += c->act.v[i].cat == KVS_CAT_COMM && c->act.v[i].step >= 0;
     if (!n)
         return KVS_STATUS_OK;
@@ -608,8 +609,8 @@ static enum kvs_status build_collectives(struct tables *c, struct kvs_analysis_i
     if (!v)
         return KVS_STATUS_NO_MEMORY;
     n = 0;
-    for (size_t i = 0; i < t->ngpus; i++) {
-        const struct kvs_gpu_rec *g = &t->gpus[i];
+    for (size_t i = 0; i < t->gpus.n; i++) {
+        const struct kvs_gpu_rec g_ = kvs_gpu_get(t, i), *g = &g_;
         if (c->act.v[i].cat != KVS_CAT_COMM || c->act.v[i].step < 0)
             continue;
         v[n++] = (struct kvs_collective){c->act.v[i].step, kvs_intern_str(&impl->strings, g->name),
@@ -651,12 +652,12 @@ static enum kvs_status build_families(struct tables *c, struct kvs_analysis_impl
     const struct kvs_families *fs = &c->families;
     struct kvs_family_stat acc[KVS_MAX_FAMILIES];
     memset(acc, 0, sizeof acc);
-    for (size_t i = 0; i < c->t.ngpus; i++) {
+    for (size_t i = 0; i < c->t.gpus.n; i++) {
         if (c->steps.n && c->act.v[i].step < 0)
             continue;
         struct kvs_family_stat *f = &acc[c->act.v[i].family];
         f->activities++;
-        f->gpu_ms += (double)c->t.gpus[i].dur / 1e6;
+        f->gpu_ms += (double)kvs_gpu_get(&c->t, i).dur / 1e6;
     }
     struct kvs_family_stat *out = kvs_arena_alloc(&impl->arena, (fs->n ? fs->n : 1) * sizeof *out);
     if (!out)
@@ -725,7 +726,7 @@ static enum kvs_status build_result(struct tables *c, const char *path, struct k
     ti->kernels = t->n_kernels;
     ti->memcpys = t->n_memcpys;
     ti->memsets = t->n_memsets;
-    ti->gpu_devices = t->ngpus ? c->gpus.n : 0;
+    ti->gpu_devices = t->gpus.n ? c->gpus.n : 0;
     ti->gpu_unlinked = c->act.unlinked;
     ti->graph_launched = c->act.graph_launched;
     ti->capture_aligned = c->act.capture_aligned;
@@ -819,20 +820,20 @@ static enum kvs_status count_devices(const struct kvs_trace_data *t, const struc
 {
     gpus->bits = 0;
     gpus->n = 1;
-    if (!t->ngpus)
+    if (!t->gpus.n)
         return KVS_STATUS_OK;
     /* more device ids than this (a hostile trace): the rest count as strays */
-    const size_t cap = t->ngpus < KVS_MAX_DEVICES * 4 ? t->ngpus : KVS_MAX_DEVICES * 4;
+    const size_t cap = t->gpus.n < KVS_MAX_DEVICES * 4 ? t->gpus.n : KVS_MAX_DEVICES * 4;
     struct dev_stat *d = calloc(cap, sizeof *d);
-    struct dev_step *ks = malloc(t->ngpus * sizeof *ks);
+    struct dev_step *ks = malloc(t->gpus.n * sizeof *ks);
     if (!d || !ks) {
         free(d);
         free(ks);
         return KVS_STATUS_NO_MEMORY;
     }
     size_t nd = 0, nks = 0;
-    for (size_t i = 0; i < t->ngpus; i++) {
-        const struct kvs_gpu_rec *g = &t->gpus[i];
+    for (size_t i = 0; i < t->gpus.n; i++) {
+        const struct kvs_gpu_rec g_ = kvs_gpu_get(t, i), *g = &g_;
         struct dev_stat *e = dev_find(d, nd, g->device);
         if (!e && nd == cap)
             continue;
@@ -1030,13 +1031,13 @@ static void say_gaps(const struct kvs_stage_in *in, const struct kvs_logger *log
             kvs_log(log, KVS_LOG_INFO,
                     "%s: %llu of %zu GPU activities were launched from CUDA graphs; %llu of them "
                     "carry the op (shapes, dtypes) their graph node was captured under",
-                    path, (unsigned long long)in->act->graph_launched, in->t->ngpus,
+                    path, (unsigned long long)in->act->graph_launched, in->t->gpus.n,
                     (unsigned long long)in->act->graph_node_ops);
         else if (in->act->capture_aligned)
             kvs_log(log, KVS_LOG_INFO,
                     "%s: %llu of %zu GPU activities were launched from CUDA graphs; %llu of them "
                     "have the ops (shapes, dtypes, External ids) they were captured under",
-                    path, (unsigned long long)in->act->graph_launched, in->t->ngpus,
+                    path, (unsigned long long)in->act->graph_launched, in->t->gpus.n,
                     (unsigned long long)in->act->capture_aligned);
         else if (sized)
             kvs_log(log, KVS_LOG_WARN,
@@ -1044,27 +1045,27 @@ static void say_gaps(const struct kvs_stage_in *in, const struct kvs_logger *log
                     "no op shapes for a graph's kernels; %zu copy/cast groups were sized from their "
                     "launches instead (grid x block and the kernel's name; docs/analysis.md says "
                     "the bounds)",
-                    path, (unsigned long long)in->act->graph_launched, in->t->ngpus, sized);
+                    path, (unsigned long long)in->act->graph_launched, in->t->gpus.n, sized);
         else
             kvs_log(log, KVS_LOG_WARN,
                     "%s: %llu of %zu GPU activities were launched from CUDA graphs: PyTorch records "
                     "no op shapes for a graph's kernels, so their copies and casts are neither sized "
                     "nor matched to the KV cache (profile an eager step for that, e.g. vLLM "
                     "--enforce-eager)",
-                    path, (unsigned long long)in->act->graph_launched, in->t->ngpus);
+                    path, (unsigned long long)in->act->graph_launched, in->t->gpus.n);
     }
     if (!in->steps->n && opt->batch > 0) /* asked for, and not silently left out */
         kvs_log(log, KVS_LOG_WARN,
                 "%s: --batch %d gives no tokens/s without step markers (ProfilerStep#N, step "
                 "ranges or --step-regex)",
                 path, opt->batch);
-    if (in->t->ngpus == 0 && in->t->n_runtime > 0) /* launches, but no GPU side: a profiler set-up slip */
+    if (in->t->gpus.n == 0 && in->t->n_runtime > 0) /* launches, but no GPU side: a profiler set-up slip */
         kvs_log(log, KVS_LOG_WARN,
                 "%s: no GPU activity (kernels, copies, memsets) although the trace has %llu "
                 "CUDA/HIP runtime calls: the profiler did not record the GPU side (torch.profiler: "
                 "add ProfilerActivity.CUDA to activities), so nothing on the GPU can be judged",
                 path, (unsigned long long)in->t->n_runtime);
-    else if (in->t->ngpus == 0)
+    else if (in->t->gpus.n == 0)
         kvs_log(log, KVS_LOG_INFO,
                 "%s: no CUDA/ROCm GPU activity in the trace: a CPU-only trace, or another "
                 "accelerator's (MTIA) whose device events kvscope does not analyse",

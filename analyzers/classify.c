@@ -293,8 +293,8 @@ enum kvs_status kvs_categorize(const struct kvs_trace_data *t, const struct kvs_
         free(of);
         return KVS_STATUS_NO_MEMORY;
     }
-    for (size_t i = 0; i < t->ngpus; i++) {
-        const struct kvs_gpu_rec *g = &t->gpus[i];
+    for (size_t i = 0; i < t->gpus.n; i++) {
+        const struct kvs_gpu_rec g_ = kvs_gpu_get(t, i), *g = &g_;
         uint8_t fam;
         if (g->kind != KVS_GPU_KERNEL) {
             fam = g->kind == KVS_GPU_MEMCPY ? fs->memcpy_ : fs->memset_;

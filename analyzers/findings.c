@@ -185,14 +185,14 @@ static int64_t kth_smallest(int64_t *v, size_t n, size_t k)
 /* first GPU activity's start to the last one's end; 0 without any */
 static double gpu_span_ms(const struct kvs_trace_data *t)
 {
-    if (!t->ngpus)
+    if (!t->gpus.n)
         return 0;
     int64_t lo = INT64_MAX, hi = INT64_MIN;
-    for (size_t i = 0; i < t->ngpus; i++) {
-        if (t->gpus[i].ts < lo)
-            lo = t->gpus[i].ts;
-        if (t->gpus[i].ts + t->gpus[i].dur > hi)
-            hi = t->gpus[i].ts + t->gpus[i].dur;
+    for (size_t i = 0; i < t->gpus.n; i++) {
+        if (kvs_gpu_get(t, i).ts < lo)
+            lo = kvs_gpu_get(t, i).ts;
+        if (kvs_gpu_get(t, i).ts + kvs_gpu_get(t, i).dur > hi)
+            hi = kvs_gpu_get(t, i).ts + kvs_gpu_get(t, i).dur;
     }
     return (double)(hi - lo) / 1e6;
 }
@@ -217,13 +217,13 @@ static void step_times(const struct kvs_stage_in *in, double *wall_ms, double *b
 static enum kvs_status launches(const struct kvs_stage_in *in, size_t *acts, size_t *graphed, double *median_us)
 {
     const struct kvs_trace_data *t = in->t;
-    int64_t *durs = malloc(t->ngpus * sizeof *durs);
+    int64_t *durs = malloc(t->gpus.n * sizeof *durs);
     if (!durs)
         return KVS_STATUS_NO_MEMORY;
     *acts = *graphed = 0;
-    for (size_t i = 0; i < t->ngpus; i++)
+    for (size_t i = 0; i < t->gpus.n; i++)
         if (!in->steps->n || in->act->v[i].step >= 0) {
-            durs[(*acts)++] = t->gpus[i].dur;
+            durs[(*acts)++] = kvs_gpu_get(t, i).dur;
             *graphed += in->act->v[i].graph ? 1 : 0;
         }
     *median_us = *acts ? (double)kth_smallest(durs, *acts, *acts / 2) / 1e3 : 0;
@@ -237,7 +237,7 @@ static enum kvs_status gpu_idle(const struct kvs_stage_in *in, double blocked_ms
                                 struct kvs_arena *ar, struct kvs_finding_list *out)
 {
     const struct kvs_trace_data *t = in->t;
-    if (!t->ngpus)
+    if (!t->gpus.n)
         return KVS_STATUS_OK;
     double wall_ms, busy_ms;
     step_times(in, &wall_ms, &busy_ms);
@@ -290,7 +290,7 @@ static enum kvs_status gpu_idle(const struct kvs_stage_in *in, double blocked_ms
         .in_op_ms = in_op_ms,
         .graphed = graphed,
         .activities = acts,
-        .trace_activities = t->ngpus,
+        .trace_activities = t->gpus.n,
     };
     KVS_TRY(kvs_figures_gpu_idle(ar, &fig, &fd));
     KVS_TRY(kvs_phrase_gpu_idle(ar, &fig, &fd));
@@ -306,7 +306,7 @@ static enum kvs_status exposed_comm(const struct kvs_stage_in *in, struct kvs_ar
                                     struct kvs_finding_list *out)
 {
     const struct kvs_trace_data *t = in->t;
-    if (!t->ngpus)
+    if (!t->gpus.n)
         return KVS_STATUS_OK;
     double comm_ms = 0, exposed_ms = 0, wall_ms = 0;
     if (in->steps->n) {

@@ -28,7 +28,7 @@ static int cmp_idx_ts(const void *a, const void *b)
 /* does the pair say it is wrong? 1 agree, 0 disagree, -1 nothing to check */
 static int check_pair(const struct kvs_trace_data *t, const struct kvs_trace_data *cap, uint32_t gi, uint32_t op)
 {
-    const struct kvs_gpu_rec *g = &t->gpus[gi];
+    const struct kvs_gpu_rec g_ = kvs_gpu_get(t, gi), *g = &g_;
     const char *kname = kvs_intern_str(&t->strings, g->name);
     const char *oname = kvs_intern_str(&cap->strings, cap->opkeys[kvs_op_key(cap, op)].name);
     uint32_t sh = cap->opkeys[kvs_op_key(cap, op)].shape;
@@ -93,15 +93,15 @@ static enum kvs_status captured_launches(const struct kvs_trace_data *cap, struc
     struct kvs_u64map ran = {0};
     enum kvs_status st = KVS_STATUS_NO_MEMORY;
     bool added;
-    for (size_t i = 0; i < cap->ngpus; i++)
-        if (cap->gpus[i].corr && !kvs_u64map_put(&ran, (uint64_t)cap->gpus[i].corr, &added))
+    for (size_t i = 0; i < cap->gpus.n; i++)
+        if (kvs_gpu_get(cap, i).corr && !kvs_u64map_put(&ran, (uint64_t)kvs_gpu_get(cap, i).corr, &added))
             goto out;
-    k->launches = malloc((cap->nrts ? cap->nrts : 1) * sizeof *k->launches);
+    k->launches = malloc((cap->rts.n ? cap->rts.n : 1) * sizeof *k->launches);
     if (!k->launches)
         goto out;
-    for (size_t i = 0; i < cap->nrts; i++)
-        if (cap->rts[i].kernel_launch && !(cap->rts[i].corr && kvs_u64map_get(&ran, (uint64_t)cap->rts[i].corr)))
-            k->launches[k->nlaunch++] = (struct idx_ts){cap->rts[i].ts, (uint32_t)i};
+    for (size_t i = 0; i < cap->rts.n; i++)
+        if (kvs_rt_get(cap, i).kernel_launch && !(kvs_rt_get(cap, i).corr && kvs_u64map_get(&ran, (uint64_t)kvs_rt_get(cap, i).corr)))
+            k->launches[k->nlaunch++] = (struct idx_ts){kvs_rt_get(cap, i).ts, (uint32_t)i};
     qsort(k->launches, k->nlaunch, sizeof *k->launches, cmp_idx_ts);
     for (size_t i = 0; i < cap->ops.n; i++) {
         if (!kvs_op_ext(cap, i))
@@ -140,7 +140,7 @@ static enum kvs_status sort_by_replay(const struct kvs_trace_data *t, struct rep
         return KVS_STATUS_NO_MEMORY;
     }
     for (size_t k = 0; k < nkern; k++) {
-        uint32_t r = *kvs_u64map_get(&p->launch_of, (uint64_t)t->gpus[p->kern[k].i].corr) - 1;
+        uint32_t r = *kvs_u64map_get(&p->launch_of, (uint64_t)kvs_gpu_get(t, p->kern[k].i).corr) - 1;
         sorted[p->kstart[r] + fill[r]++] = p->kern[k];
     }
     for (size_t r = 0; r < p->n; r++)
@@ -154,28 +154,28 @@ static enum kvs_status sort_by_replay(const struct kvs_trace_data *t, struct rep
 static enum kvs_status replay_kernels(const struct kvs_trace_data *t, struct replays *p)
 {
     bool added;
-    for (size_t i = 0; i < t->nrts; i++) {
-        if (!t->rts[i].graph_launch || !t->rts[i].corr)
+    for (size_t i = 0; i < t->rts.n; i++) {
+        if (!kvs_rt_get(t, i).graph_launch || !kvs_rt_get(t, i).corr)
             continue;
-        uint32_t *v = kvs_u64map_put(&p->launch_of, (uint64_t)t->rts[i].corr, &added);
+        uint32_t *v = kvs_u64map_put(&p->launch_of, (uint64_t)kvs_rt_get(t, i).corr, &added);
         if (!v)
             return KVS_STATUS_NO_MEMORY;
         if (added)
             *v = (uint32_t)(++p->n);
     }
-    p->kern = malloc((t->ngpus ? t->ngpus : 1) * sizeof *p->kern);
+    p->kern = malloc((t->gpus.n ? t->gpus.n : 1) * sizeof *p->kern);
     p->kstart = calloc(p->n + 2, sizeof *p->kstart);
     p->rt = calloc(p->n + 1, sizeof *p->rt);
     if (!p->kern || !p->kstart || !p->rt)
         return KVS_STATUS_NO_MEMORY;
-    for (size_t i = 0; i < t->nrts; i++) {
-        uint32_t *v = t->rts[i].graph_launch && t->rts[i].corr ? kvs_u64map_get(&p->launch_of, (uint64_t)t->rts[i].corr) : NULL;
+    for (size_t i = 0; i < t->rts.n; i++) {
+        uint32_t *v = kvs_rt_get(t, i).graph_launch && kvs_rt_get(t, i).corr ? kvs_u64map_get(&p->launch_of, (uint64_t)kvs_rt_get(t, i).corr) : NULL;
         if (v && !p->rt[*v - 1])
             p->rt[*v - 1] = (uint32_t)i + 1;
     }
     size_t nkern = 0;
-    for (size_t i = 0; i < t->ngpus; i++) {
-        const struct kvs_gpu_rec *g = &t->gpus[i];
+    for (size_t i = 0; i < t->gpus.n; i++) {
+        const struct kvs_gpu_rec g_ = kvs_gpu_get(t, i), *g = &g_;
         uint32_t *v = g->kind == KVS_GPU_KERNEL && g->corr ? kvs_u64map_get(&p->launch_of, (uint64_t)g->corr) : NULL;
         if (v) {
             p->kern[nkern++] = (struct idx_ts){g->ts, (uint32_t)i};
@@ -214,7 +214,7 @@ static enum kvs_status align(const struct kvs_trace_data *t, const struct kvs_tr
         }
         al->aligned++;
         for (size_t j = 0; j < n; j++) {
-            uint32_t *op = kvs_u64map_get(&k->ext_op, (uint64_t)cap->rts[k->launches[j].i].ext);
+            uint32_t *op = kvs_u64map_get(&k->ext_op, (uint64_t)kvs_rt_get(cap, k->launches[j].i).ext);
             if (!op)
                 continue;
             int v = check_pair(t, cap, p->kern[p->kstart[r] + j].i, *op - 1);
@@ -254,9 +254,9 @@ static enum kvs_status give_ops(struct kvs_trace_data *t, const struct kvs_trace
         size_t n = p->kstart[r + 1] - p->kstart[r];
         if (n != k->nlaunch)
             continue;
-        const struct kvs_rt_rec *rt = &t->rts[p->rt[r] - 1];
+        const struct kvs_rt_rec rt_ = kvs_rt_get(t, p->rt[r] - 1), *rt = &rt_;
         for (size_t j = 0; j < n; j++) {
-            uint32_t *opv = kvs_u64map_get(&k->ext_op, (uint64_t)cap->rts[k->launches[j].i].ext);
+            uint32_t *opv = kvs_u64map_get(&k->ext_op, (uint64_t)kvs_rt_get(cap, k->launches[j].i).ext);
             if (!opv)
                 continue;
             const struct kvs_op_rec co_ = kvs_op_get(cap, *opv - 1), *co = &co_;
@@ -291,7 +291,7 @@ enum kvs_status kvs_graph_capture_merge(struct kvs_trace_data *t, const struct k
         st = give_ops(t, cap, &k, &p, act, &given);
     if (st == KVS_STATUS_OK) {
         act->unlinked = 0;
-        for (size_t i = 0; i < t->ngpus; i++)
+        for (size_t i = 0; i < t->gpus.n; i++)
             act->unlinked += act->v[i].op == KVS_NO_OP;
         act->capture_aligned = given;
         kvs_log(log, KVS_LOG_INFO,

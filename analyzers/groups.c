@@ -156,7 +156,7 @@ static bool joins(struct building *b, size_t i)
 static enum kvs_status add_activity(struct building *b, size_t i)
 {
     const struct kvs_trace_data *t = b->in->t;
-    const struct kvs_gpu_rec *g = &t->gpus[i];
+    const struct kvs_gpu_rec g_ = kvs_gpu_get(t, i), *g = &g_;
     uint32_t op = b->in->act->v[i].op;
     bool bare = op == KVS_NO_OP, added;
     /* the group an activity joins: its op's key, or a bare group named
@@ -280,7 +280,7 @@ enum kvs_status kvs_groups_build(const struct kvs_stage_in *in, const struct kvs
     b.key_is_copy = calloc(t->nopkeys ? t->nopkeys : 1, 1);
     enum kvs_status st = b.seen && b.byte_seen && b.group_of_key && b.key_is_copy ? KVS_STATUS_OK
                                                                                   : KVS_STATUS_NO_MEMORY;
-    for (size_t i = 0; i < t->ngpus && st == KVS_STATUS_OK; i++)
+    for (size_t i = 0; i < t->gpus.n && st == KVS_STATUS_OK; i++)
         if (joins(&b, i))
             st = add_activity(&b, i);
     if (st == KVS_STATUS_OK)

@@ -33,8 +33,8 @@ static enum kvs_wait_kind kind_of(const char *name, int64_t dur)
 
 bool kvs_trace_has_capture(const struct kvs_trace_data *t)
 {
-    for (size_t i = 0; i < t->nrts; i++) {
-        const char *rn = kvs_intern_str(&t->strings, t->rts[i].name);
+    for (size_t i = 0; i < t->rts.n; i++) {
+        const char *rn = kvs_intern_str(&t->strings, kvs_rt_get(t, i).name);
         if (strstr(rn, "BeginCapture") || strstr(rn, "GraphInstantiate"))
             return true;
     }
@@ -46,15 +46,86 @@ bool kvs_host_blocking_call(const char *name, int64_t dur)
     return kind_of(name, dur) != KVS_WAIT_NONE;
 }
 
-static int cmp_ival(const void *x, const void *y)
+/* u[0..n) by start, in place (qsort's merge sort copies the array: as
+ * much again at the analysis's peak): quicksort on the median of three,
+ * insertion sort for short runs, heapsort past 2 log2 n levels, so no input
+ * makes it quadratic. Intervals of one start may come in any order: their
+ * union below is the same. */
+static void ival_swap(struct kvs_ival *x, struct kvs_ival *y)
 {
-    const struct kvs_ival *p = x, *q = y;
-    return p->a < q->a ? -1 : p->a > q->a;
+    struct kvs_ival t = *x;
+    *x = *y;
+    *y = t;
+}
+
+static void ival_sift(struct kvs_ival *u, size_t r, size_t n)
+{
+    for (size_t c; (c = 2 * r + 1) < n; r = c) {
+        if (c + 1 < n && u[c + 1].a > u[c].a)
+            c++;
+        if (u[r].a >= u[c].a)
+            return;
+        ival_swap(&u[r], &u[c]);
+    }
+}
+
+static void ival_sort(struct kvs_ival *u, size_t n, unsigned depth)
+{
+    while (n > 16) {
+        if (depth-- == 0) { /* heapsort */
+            for (size_t k = n / 2; k-- > 0;)
+                ival_sift(u, k, n);
+            for (size_t end = n - 1; end > 0; end--) {
+                ival_swap(&u[0], &u[end]);
+                ival_sift(u, 0, end);
+            }
+            return;
+        }
+        size_t mid = n / 2;
+        if (u[mid].a < u[0].a)
+            ival_swap(&u[mid], &u[0]);
+        if (u[n - 1].a < u[0].a)
+            ival_swap(&u[n - 1], &u[0]);
+        if (u[n - 1].a < u[mid].a)
+            ival_swap(&u[n - 1], &u[mid]);
+        int64_t pivot = u[mid].a;
+        size_t i = 0, j = n - 1;
+        for (;;) { /* Hoare's partition: [0, j] <= pivot <= [j + 1, n) */
+            while (u[i].a < pivot)
+                i++;
+            while (u[j].a > pivot)
+                j--;
+            if (i >= j)
+                break;
+            ival_swap(&u[i], &u[j]);
+            i++;
+            j--;
+        }
+        size_t left = j + 1;
+        if (left < n - left) { /* the smaller side by recursion: log n deep */
+            ival_sort(u, left, depth);
+            u += left;
+            n -= left;
+        } else {
+            ival_sort(u + left, n - left, depth);
+            n = left;
+        }
+    }
+    for (size_t i = 1; i < n; i++) {
+        struct kvs_ival x = u[i];
+        size_t j = i;
+        for (; j > 0 && u[j - 1].a > x.a; j--)
+            u[j] = u[j - 1];
+        u[j] = x;
+    }
 }
 
 size_t kvs_ival_merge(struct kvs_ival *u, size_t n)
 {
-    qsort(u, n, sizeof *u, cmp_ival);
+    unsigned depth = 0;
+    for (size_t k = n; k > 1; k >>= 1)
+        depth += 2;
+    ival_sort(u, n, depth);
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         if (m && u[i].a <= u[m - 1].b) {
@@ -130,9 +201,9 @@ double kvs_window_ms(const struct kvs_step_table *steps, int64_t lo, int64_t hi)
 /* the union of all GPU activity (any device), merged in place */
 static size_t gpu_union(const struct kvs_trace_data *t, struct kvs_ival *u)
 {
-    for (size_t i = 0; i < t->ngpus; i++)
-        u[i] = (struct kvs_ival){t->gpus[i].ts, t->gpus[i].ts + t->gpus[i].dur};
-    return kvs_ival_merge(u, t->ngpus);
+    for (size_t i = 0; i < t->gpus.n; i++)
+        u[i] = (struct kvs_ival){kvs_gpu_get(t, i).ts, kvs_gpu_get(t, i).ts + kvs_gpu_get(t, i).dur};
+    return kvs_ival_merge(u, t->gpus.n);
 }
 
 enum kvs_status kvs_host_blocking(const struct kvs_trace_data *t, const struct kvs_step_table *steps,
@@ -140,11 +211,11 @@ enum kvs_status kvs_host_blocking(const struct kvs_trace_data *t, const struct k
                                   double *blocked_ms_per_step)
 {
     *blocked_ms_per_step = 0;
-    if (!t->ngpus || !t->nrts)
+    if (!t->gpus.n || !t->rts.n)
         return KVS_STATUS_OK;
     size_t nwin = steps->n ? steps->n : 1;
-    struct kvs_ival *u = malloc(t->ngpus * sizeof *u);
-    int64_t *pre = malloc((t->ngpus + 1) * sizeof *pre);
+    struct kvs_ival *u = malloc(t->gpus.n * sizeof *u);
+    int64_t *pre = malloc((t->gpus.n + 1) * sizeof *pre);
     int64_t *blocked = calloc(nwin, sizeof *blocked);
     if (!u || !pre || !blocked) {
         free(u);
@@ -157,19 +228,19 @@ enum kvs_status kvs_host_blocking(const struct kvs_trace_data *t, const struct k
     /* without steps, the window is the trace from the first to the last
      * GPU activity or runtime call */
     int64_t lo = u[0].a, hi = u[m - 1].b;
-    for (size_t i = 0; !steps->n && i < t->nrts; i++) {
-        if (t->rts[i].ts < lo)
-            lo = t->rts[i].ts;
-        if (t->rts[i].ts + t->rts[i].dur > hi)
-            hi = t->rts[i].ts + t->rts[i].dur;
+    for (size_t i = 0; !steps->n && i < t->rts.n; i++) {
+        if (kvs_rt_get(t, i).ts < lo)
+            lo = kvs_rt_get(t, i).ts;
+        if (kvs_rt_get(t, i).ts + kvs_rt_get(t, i).dur > hi)
+            hi = kvs_rt_get(t, i).ts + kvs_rt_get(t, i).dur;
     }
     int64_t best_idle = 0;
     size_t best = 0;
     enum kvs_wait_kind best_kind = KVS_WAIT_NONE, main_kind = KVS_WAIT_NONE;
     int64_t kind_ns[KVS_WAIT_KIND_COUNT_] = {0};
     size_t ncalls = 0;
-    for (size_t i = 0; i < t->nrts; i++) {
-        const struct kvs_rt_rec *r = &t->rts[i];
+    for (size_t i = 0; i < t->rts.n; i++) {
+        const struct kvs_rt_rec r_ = kvs_rt_get(t, i), *r = &r_;
         if (!r->name || r->dur <= 0)
             continue;
         enum kvs_wait_kind k = kind_of(kvs_intern_str(&t->strings, r->name), r->dur);
@@ -207,7 +278,7 @@ enum kvs_status kvs_host_blocking(const struct kvs_trace_data *t, const struct k
     if (step_ms <= 0 || per_step < MIN_BLOCKED_FRACTION * step_ms)
         return KVS_STATUS_OK;
     *blocked_ms_per_step = per_step;
-    const struct kvs_rt_rec *r = &t->rts[best];
+    const struct kvs_rt_rec r_ = kvs_rt_get(t, best), *r = &r_;
     const char *call = kvs_intern_str(&t->strings, r->name);
     int32_t bs = steps->n ? kvs_step_at(steps, r->ts) : -1;
     struct kvs_finding fd = {0};

@@ -76,6 +76,7 @@ static void sort_by_start(const struct kvs_trace_data *ops, uint32_t *v, size_t 
 struct name_acc {
     uint32_t name;
     int64_t idle, dur, calls;
+    int64_t end; /* of the union of its calls' pieces so far */
     size_t steps_with;
     int32_t last_step;
 };
@@ -83,8 +84,9 @@ struct name_acc {
 /* a runtime call whose time is not an op's own: a blocking call
  * (host_blocking's), or a graph launch (launch time, gpu_idle's; a replay's
  * copies of its captured ops carry the launch's time) */
-static bool explained(const struct kvs_trace_data *t, const struct kvs_rt_rec *r, uint8_t *by_name)
+static bool explained(const struct kvs_trace_data *t, size_t i, uint8_t *by_name)
 {
+    const struct kvs_rt_rec r_ = kvs_rt_get(t, i), *r = &r_;
     if (!r->name || r->dur <= 0)
         return false;
     const char *nm = kvs_intern_str(&t->strings, r->name);
@@ -97,23 +99,36 @@ static bool explained(const struct kvs_trace_data *t, const struct kvs_rt_rec *r
     return (*k & 2) || ((*k & 4) && kvs_host_blocking_call(nm, r->dur));
 }
 
-/* The op calls with a piece, in order of name, then start, into ord (a
- * counting sort by name, then each name's calls by start, usually sorted
- * already: 4 bytes a call); their count, SIZE_MAX when memory ran out.
- * first[] (strings.n + 2 zeros) is scratch. */
-static size_t calls_by_name(const struct kvs_trace_data *t, const struct kvs_step_table *steps, int64_t lo,
-                            int64_t hi, uint32_t *ord, uint32_t *first)
+/* Which ops have a piece (bit i of has[]) and how many of each name
+ * (first[name + 1]); true when each name's calls are in order of start in
+ * the file, so that the file's order is the name's order of calls (op_before
+ * breaks ties by file order). last[] (strings.n + 1) is scratch. */
+static bool mark_pieces(const struct kvs_trace_data *t, const struct kvs_step_table *steps, int64_t lo,
+                        int64_t hi, uint8_t *has, uint32_t *first, int64_t *last)
 {
     int32_t s;
     int64_t a, e;
-    uint8_t *has = calloc(t->ops.n / 8 + 1, 1); /* which ops have a piece */
-    if (!has)
-        return SIZE_MAX;
+    bool in_order = true;
+    for (size_t nm = 0; nm <= t->strings.n; nm++)
+        last[nm] = INT64_MIN;
     for (size_t i = 0; i < t->ops.n; i++)
         if (op_piece(t, steps, i, lo, hi, &s, &a, &e)) {
-            first[kvs_op_name_at(t, i) + 1]++;
+            uint32_t nm = kvs_op_name_at(t, i);
+            int64_t ts = kvs_op_ts(t, i);
+            first[nm + 1]++;
             has[i / 8] |= (uint8_t)(1u << (i % 8));
+            in_order &= ts >= last[nm];
+            last[nm] = ts;
         }
+    return in_order;
+}
+
+/* When some name's calls are not in order of start: the op calls with a
+ * piece in order of name, then start, into ord (a counting sort by name,
+ * then each name's calls by start: 4 bytes a call); their count. first[] as
+ * mark_pieces left it. */
+static size_t calls_by_name(const struct kvs_trace_data *t, const uint8_t *has, uint32_t *ord, uint32_t *first)
+{
     for (size_t nm = 0; nm <= t->strings.n; nm++)
         first[nm + 1] += first[nm];
     size_t np = first[t->strings.n];
@@ -133,27 +148,73 @@ static size_t calls_by_name(const struct kvs_trace_data *t, const struct kvs_ste
             prev = ts;
         }
     }
-    free(has);
     return np;
+}
+
+/* The union of its name's calls' pieces so far, op i's piece added
+ * (overlapping calls of one name, on several threads or a graph replay's
+ * copies of one op sharing its launch, count once): calls come in order of
+ * start within their name. */
+struct pieces {
+    const struct kvs_trace_data *t;
+    const struct kvs_step_table *steps;
+    int64_t lo, hi;
+    const struct kvs_ival *u;
+    const int64_t *pre;
+    size_t m;
+    struct name_acc *acc;
+    uint32_t *slot; /* by name: its acc index, UINT32_MAX before its first call */
+    size_t nacc;
+};
+
+static void add_piece(struct pieces *p, size_t i)
+{
+    int32_t s;
+    int64_t a, e;
+    op_piece(p->t, p->steps, i, p->lo, p->hi, &s, &a, &e);
+    uint32_t nm = kvs_op_name_at(p->t, i);
+    if (p->slot[nm] == UINT32_MAX) {
+        p->slot[nm] = (uint32_t)p->nacc;
+        p->acc[p->nacc++] = (struct name_acc){.name = nm, .last_step = -1, .end = INT64_MIN};
+    }
+    struct name_acc *x = &p->acc[p->slot[nm]];
+    if (a < x->end)
+        a = x->end;
+    if (e > a)
+        x->idle += (e - a) - kvs_ival_covered(p->u, p->pre, p->m, a, e);
+    if (e > x->end)
+        x->end = e;
+    x->dur += kvs_op_dur(p->t, i);
+    x->calls++;
+    if (x->last_step != s) {
+        x->steps_with++;
+        x->last_step = s;
+    }
+}
+
+static int cmp_acc_name(const void *x, const void *y)
+{
+    const struct name_acc *p = x, *q = y;
+    return p->name < q->name ? -1 : p->name > q->name;
 }
 
 /* The intervals that explain idle host time already: GPU work, and blocking
  * calls (malloc'ed, *n of them; NULL when memory ran out) */
 static struct kvs_ival *explained_ivals(const struct kvs_trace_data *t, size_t *n)
 {
-    size_t nu = t->ngpus;
+    size_t nu = t->gpus.n;
     uint8_t *by_name = calloc(t->strings.n + 1, 1); /* explained()'s, by call name */
     if (!by_name)
         return NULL;
-    for (size_t i = 0; i < t->nrts; i++)
-        nu += explained(t, &t->rts[i], by_name);
+    for (size_t i = 0; i < t->rts.n; i++)
+        nu += explained(t, i, by_name);
     struct kvs_ival *u = malloc(nu * sizeof *u);
     size_t k = 0;
-    for (size_t i = 0; u && i < t->ngpus; i++)
-        u[k++] = (struct kvs_ival){t->gpus[i].ts, t->gpus[i].ts + t->gpus[i].dur};
-    for (size_t i = 0; u && i < t->nrts; i++)
-        if (explained(t, &t->rts[i], by_name))
-            u[k++] = (struct kvs_ival){t->rts[i].ts, t->rts[i].ts + t->rts[i].dur};
+    for (size_t i = 0; u && i < t->gpus.n; i++)
+        u[k++] = (struct kvs_ival){kvs_gpu_get(t, i).ts, kvs_gpu_get(t, i).ts + kvs_gpu_get(t, i).dur};
+    for (size_t i = 0; u && i < t->rts.n; i++)
+        if (explained(t, i, by_name))
+            u[k++] = (struct kvs_ival){kvs_rt_get(t, i).ts, kvs_rt_get(t, i).ts + kvs_rt_get(t, i).dur};
     free(by_name);
     *n = k;
     return u;
@@ -163,7 +224,7 @@ enum kvs_status kvs_host_op_bound(const struct kvs_trace_data *t, const struct k
                                   struct kvs_arena *ar, struct kvs_finding_list *out, double *ms_per_step)
 {
     *ms_per_step = 0;
-    if (!t->ngpus || !t->ops.n || kvs_trace_has_capture(t))
+    if (!t->gpus.n || !t->ops.n || kvs_trace_has_capture(t))
         return KVS_STATUS_OK;
     size_t nwin = steps->n ? steps->n : 1;
     size_t k = 0;
@@ -171,16 +232,17 @@ enum kvs_status kvs_host_op_bound(const struct kvs_trace_data *t, const struct k
     int64_t *pre = malloc((k + 1) * sizeof *pre);
     struct name_acc *acc = calloc(t->nopkeys ? t->nopkeys : 1, sizeof *acc); /* by op name, via its key */
     uint32_t *slot = malloc((t->strings.n + 1) * sizeof *slot);
-    /* the op calls in order of name, then start (calls_by_name) */
-    uint32_t *ord = malloc((t->ops.n ? t->ops.n : 1) * sizeof *ord);
-    uint32_t *first = calloc(t->strings.n + 2, sizeof *first); /* by name: where its calls start */
-    if (!u || !pre || !acc || !slot || !ord || !first) {
+    uint32_t *first = calloc(t->strings.n + 2, sizeof *first); /* by name: its calls, then where they start */
+    int64_t *last = malloc((t->strings.n + 1) * sizeof *last);
+    uint8_t *has = calloc(t->ops.n / 8 + 1, 1); /* which ops have a piece */
+    if (!u || !pre || !acc || !slot || !first || !last || !has) {
         free(u);
         free(pre);
         free(acc);
         free(slot);
-        free(ord);
         free(first);
+        free(last);
+        free(has);
         return KVS_STATUS_NO_MEMORY;
     }
     size_t m = kvs_ival_merge(u, k);
@@ -188,41 +250,24 @@ enum kvs_status kvs_host_op_bound(const struct kvs_trace_data *t, const struct k
     int64_t lo = u[0].a, hi = u[m - 1].b; /* without steps: the trace's GPU span */
     for (size_t i = 0; i <= t->strings.n; i++)
         slot[i] = UINT32_MAX;
-    size_t np = calls_by_name(t, steps, lo, hi, ord, first);
-    free(first);
-    bool no_memory = np == SIZE_MAX;
-    if (no_memory)
-        np = 0;
-    int32_t s;
-    int64_t a, e;
-    /* per name the union of its calls' pieces (overlapping calls of one
-     * name, on several threads or a graph replay's copies of one op sharing
-     * its launch, count once) */
-    size_t nacc = 0;
-    int64_t end = 0; /* of the current name's union so far */
-    for (size_t i = 0; i < np; i++) {
-        op_piece(t, steps, ord[i], lo, hi, &s, &a, &e);
-        uint32_t nm = kvs_op_name_at(t, ord[i]);
-        if (slot[nm] == UINT32_MAX) {
-            slot[nm] = (uint32_t)nacc;
-            acc[nacc++] = (struct name_acc){.name = nm, .last_step = -1};
-            end = INT64_MIN;
-        }
-        struct name_acc *x = &acc[slot[nm]];
-        if (a < end)
-            a = end;
-        if (e > a)
-            x->idle += (e - a) - kvs_ival_covered(u, pre, m, a, e);
-        if (e > end)
-            end = e;
-        x->dur += kvs_op_dur(t, ord[i]);
-        x->calls++;
-        if (x->last_step != s) {
-            x->steps_with++;
-            x->last_step = s;
-        }
+    bool in_order = mark_pieces(t, steps, lo, hi, has, first, last);
+    free(last);
+    struct pieces p = {t, steps, lo, hi, u, pre, m, acc, slot, 0};
+    bool no_memory = false;
+    if (in_order) { /* each name's calls in file order (the usual trace): no ord */
+        for (size_t i = 0; i < t->ops.n; i++)
+            if (has[i / 8] >> (i % 8) & 1)
+                add_piece(&p, i);
+    } else { /* the calls in order of name, then start (calls_by_name) */
+        uint32_t *ord = malloc((t->ops.n ? t->ops.n : 1) * sizeof *ord);
+        no_memory = !ord;
+        size_t np = ord ? calls_by_name(t, has, ord, first) : 0;
+        for (size_t i = 0; i < np; i++)
+            add_piece(&p, ord[i]);
+        free(ord);
     }
-    free(ord);
+    free(has);
+    free(first);
     free(u);
     free(pre);
     free(slot);
@@ -230,6 +275,8 @@ enum kvs_status kvs_host_op_bound(const struct kvs_trace_data *t, const struct k
         free(acc);
         return KVS_STATUS_NO_MEMORY;
     }
+    size_t nacc = p.nacc;
+    qsort(acc, nacc, sizeof *acc, cmp_acc_name); /* by name, as calls_by_name orders them */
     size_t best = SIZE_MAX;
     for (size_t i = 0; i < nacc; i++)
         if (best == SIZE_MAX || acc[i].idle > acc[best].idle)

@@ -133,7 +133,7 @@ static enum kvs_status measure(const struct kvs_stage_in *in, struct attn *at, c
     enum kvs_status rc = KVS_STATUS_NO_MEMORY;
     if (!graphed || !call_of_op)
         goto out;
-    for (size_t i = 0; i < t->ngpus; i++)
+    for (size_t i = 0; i < t->gpus.n; i++)
         if (in->act->v[i].graph && in->act->v[i].op != KVS_NO_OP)
             graphed[in->act->v[i].op / 8] |= (uint8_t)(1u << (in->act->v[i].op % 8));
     for (size_t k = 0; k < t->ops.n; k++) {
@@ -183,7 +183,7 @@ static enum kvs_status measure(const struct kvs_stage_in *in, struct attn *at, c
     counted = rc == KVS_STATUS_OK ? calloc(ntop / 8 + 1, 1) : NULL;
     if (!counted)
         rc = KVS_STATUS_NO_MEMORY;
-    for (size_t i = 0; i < t->ngpus && rc == KVS_STATUS_OK; i++) {
+    for (size_t i = 0; i < t->gpus.n && rc == KVS_STATUS_OK; i++) {
         uint32_t op = in->act->v[i].op;
         if (op == KVS_NO_OP)
             continue;
@@ -197,10 +197,10 @@ static enum kvs_status measure(const struct kvs_stage_in *in, struct attn *at, c
         if (!k)
             continue;
         struct attn *a = &at[k->attn];
-        a->gpu_ns += t->gpus[i].dur;
-        a->devices |= kvs_device_bit(t->gpus[i].device);
+        a->gpu_ns += kvs_gpu_get(t, i).dur;
+        a->devices |= kvs_device_bit(kvs_gpu_get(t, i).device);
         if (in->act->v[i].step >= 0)
-            a->gpu_ns_in_steps += t->gpus[i].dur;
+            a->gpu_ns_in_steps += kvs_gpu_get(t, i).dur;
         size_t ci = (size_t)(k - calls);
         if (!(counted[ci / 8] & (1u << (ci % 8)))) {
             counted[ci / 8] |= (uint8_t)(1u << (ci % 8));

@@ -34,7 +34,7 @@ static int table_init(struct idx_table *t, size_t n)
 
 /* get(i): record i's id (t is the records) */
 #define OP_EXT(i) kvs_op_ext(t, (i))
-#define RT_CORR(i) (t->rts[(i)].corr)
+#define RT_CORR(i) (kvs_rt_get(t, (i)).corr)
 
 #define TABLE_BUILD(tab, get, n, dups)                                                            \
     do {                                                                                          \
@@ -282,7 +282,7 @@ static enum kvs_status replay_ops(struct kvs_trace_data *t, struct kvs_activity_
     enum kvs_status st = KVS_STATUS_OK;
     for (size_t i = 0; i < n && st == KVS_STATUS_OK; i++) {
         bool added;
-        const struct kvs_gpu_rec *g = &t->gpus[r[i].gpu];
+        const struct kvs_gpu_rec g_ = kvs_gpu_get(t, r[i].gpu), *g = &g_;
         uint32_t *v = r[i].rt != KVS_NO_OP
                           ? kvs_u64map_put(&by_rt, kvs_pair_key(r[i].op, r[i].rt), &added)
                           : kvs_u64map_put(&by_corr, kvs_pair_key(r[i].op, (uint32_t)g->corr), &added);
@@ -293,7 +293,7 @@ static enum kvs_status replay_ops(struct kvs_trace_data *t, struct kvs_activity_
         if (added) {
             struct kvs_op_rec o = kvs_op_get(t, r[i].op);
             if (r[i].rt != KVS_NO_OP) {
-                const struct kvs_rt_rec *rt = &t->rts[r[i].rt];
+                const struct kvs_rt_rec rt_ = kvs_rt_get(t, r[i].rt), *rt = &rt_;
                 o.ts = rt->ts;
                 o.dur = 0; /* an instant: the copy stands for a replay, not for CPU time */
                 o.thread = rt->thread;
@@ -320,13 +320,14 @@ static enum kvs_status replay_ops(struct kvs_trace_data *t, struct kvs_activity_
 enum kvs_status kvs_link(struct kvs_trace_data *t, const struct kvs_logger *lg,
                          struct kvs_activity_table *act)
 {
-    size_t n = t->ngpus ? t->ngpus : 1;
+    size_t n = t->gpus.n ? t->gpus.n : 1;
     act->v = calloc(n, sizeof *act->v);
-    if (!act->v)
+    act->launch = calloc(n, sizeof *act->launch);
+    if (!act->v || !act->launch)
         return KVS_STATUS_NO_MEMORY;
 
     struct idx_table by_ext = {0}, by_corr = {0};
-    if ((!t->ops_ext_sorted && table_init(&by_ext, t->ops.n) < 0) || table_init(&by_corr, t->nrts) < 0) {
+    if ((!t->ops_ext_sorted && table_init(&by_ext, t->ops.n) < 0) || table_init(&by_corr, t->rts.n) < 0) {
         free(by_ext.slots);
         free(by_corr.slots);
         return KVS_STATUS_NO_MEMORY;
@@ -334,7 +335,7 @@ enum kvs_status kvs_link(struct kvs_trace_data *t, const struct kvs_logger *lg,
     size_t ext_dups = 0, corr_dups = 0, ext_hint = 0;
     if (!t->ops_ext_sorted)
         TABLE_BUILD(by_ext, OP_EXT, t->ops.n, ext_dups);
-    TABLE_BUILD(by_corr, RT_CORR, t->nrts, corr_dups);
+    TABLE_BUILD(by_corr, RT_CORR, t->rts.n, corr_dups);
     /* ids are meant to be unique: a second op with one would have its GPU
      * work handed to the first (a GEMM's kernel to a copy op) unsaid */
     if (ext_dups)
@@ -354,14 +355,14 @@ enum kvs_status kvs_link(struct kvs_trace_data *t, const struct kvs_logger *lg,
     size_t nrep = 0, rep_cap = 0;
     enum kvs_status st = KVS_STATUS_OK;
     act->graph_launched = 0;
-    for (size_t i = 0; i < t->ngpus; i++) {
-        const struct kvs_gpu_rec *g = &t->gpus[i];
+    for (size_t i = 0; i < t->gpus.n; i++) {
+        const struct kvs_gpu_rec g_ = kvs_gpu_get(t, i), *g = &g_;
         uint32_t op, rt;
         FIND_OP(g->ext, op);
         TABLE_FIND(by_corr, RT_CORR, g->corr, rt);
         /* a graph launch (cudaGraphLaunch, cuGraphLaunch, hipGraphLaunch)
          * replays kernels whose ops ran at capture: no shapes for them */
-        if ((rt != KVS_NO_OP && t->rts[rt].graph_launch) || g->graph_node) {
+        if ((rt != KVS_NO_OP && kvs_rt_get(t, rt).graph_launch) || g->graph_node) {
             act->graph_launched++;
             act->v[i].graph = true;
         }
@@ -371,7 +372,7 @@ enum kvs_status kvs_link(struct kvs_trace_data *t, const struct kvs_logger *lg,
         bool captured_op =
             op != KVS_NO_OP && act->v[i].graph &&
             (rt != KVS_NO_OP
-                 ? kvs_op_ts(t, op) > t->rts[rt].ts || kvs_op_end(t, op) < t->rts[rt].ts
+                 ? kvs_op_ts(t, op) > kvs_rt_get(t, rt).ts || kvs_op_end(t, op) < kvs_rt_get(t, rt).ts
                  : g->corr != 0 && kvs_op_end(t, op) < g->ts);
         if (captured_op) {
             struct replayed one = {(uint32_t)i, op, rt};
@@ -380,14 +381,14 @@ enum kvs_status kvs_link(struct kvs_trace_data *t, const struct kvs_logger *lg,
                 break;
             }
         }
-        if (op == KVS_NO_OP && rt != KVS_NO_OP && t->rts[rt].ext)
-            FIND_OP(t->rts[rt].ext, op);
+        if (op == KVS_NO_OP && rt != KVS_NO_OP && kvs_rt_get(t, rt).ext)
+            FIND_OP(kvs_rt_get(t, rt).ext, op);
         act->v[i].op = op;
-        act->v[i].launch = rt != KVS_NO_OP               ? t->rts[rt].ts
-                           : op != KVS_NO_OP && !captured_op ? kvs_op_ts(t, op)
-                                                             : g->ts;
+        act->launch[i] = rt != KVS_NO_OP                  ? kvs_rt_get(t, rt).ts
+                         : op != KVS_NO_OP && !captured_op ? kvs_op_ts(t, op)
+                                                           : g->ts;
         if (op == KVS_NO_OP && rt != KVS_NO_OP) {
-            struct pending p = {t->rts[rt].ts, t->rts[rt].thread, (uint32_t)i};
+            struct pending p = {kvs_rt_get(t, rt).ts, kvs_rt_get(t, rt).thread, (uint32_t)i};
             if (KVS_VEC_PUSH(pend, npend, pend_cap, p) < 0) {
                 st = KVS_STATUS_NO_MEMORY;
                 break;
@@ -408,7 +409,7 @@ enum kvs_status kvs_link(struct kvs_trace_data *t, const struct kvs_logger *lg,
     if (st != KVS_STATUS_OK)
         return st;
     act->unlinked = 0;
-    for (size_t i = 0; i < t->ngpus; i++)
+    for (size_t i = 0; i < t->gpus.n; i++)
         if (act->v[i].op == KVS_NO_OP)
             act->unlinked++;
     return KVS_STATUS_OK;

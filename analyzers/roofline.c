@@ -87,15 +87,15 @@ enum kvs_status kvs_roofline_build(const struct kvs_stage_in *in, struct kvs_op_
     struct kvs_top_kernel *top = NULL;
     struct kvs_op_acc *acc = NULL;
     size_t nacc = 0, cap = 0;
-    struct kvs_keyed_ival *iv = malloc((t->ngpus ? t->ngpus : 1) * sizeof *iv);
+    struct kvs_keyed_ival *iv = malloc((t->gpus.n ? t->gpus.n : 1) * sizeof *iv);
     int64_t *busy = NULL;
     uint32_t *of_key = calloc(t->nopkeys ? t->nopkeys : 1, sizeof *of_key);
     uint8_t *seen = calloc(t->ops.n / 8 + 1, 1);
     bool added;
     if (!iv || !of_key || !seen)
         goto out;
-    for (size_t i = 0; i < t->ngpus; i++) {
-        const struct kvs_gpu_rec *g = &t->gpus[i];
+    for (size_t i = 0; i < t->gpus.n; i++) {
+        const struct kvs_gpu_rec g_ = kvs_gpu_get(t, i), *g = &g_;
         uint32_t op = in->act->v[i].op;
         uint32_t name, shape;
         uint32_t *slot = kvs_key_slot(t, op, g, of_key, &bare, &added, &name, &shape);
@@ -129,7 +129,7 @@ enum kvs_status kvs_roofline_build(const struct kvs_stage_in *in, struct kvs_op_
     top = calloc(nacc ? nacc : 1, sizeof *top);
     if (!busy || !top)
         goto out;
-    kvs_busy_by_key(iv, t->ngpus, busy);
+    kvs_busy_by_key(iv, t->gpus.n, busy);
     kvs_kernel_time_top(&ktime, top, nacc);
     for (size_t gi = 0; gi < in->groups->n; gi++) {
         uint32_t *v = kvs_u64map_put(&groups, kvs_pair_key(in->groups->v[gi].op_name, in->groups->v[gi].shape), &added);

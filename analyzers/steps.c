@@ -387,8 +387,8 @@ enum kvs_status kvs_steps_measure(const struct kvs_trace_data *t, struct kvs_act
     steps->compute_ns = calloc(ns, sizeof *steps->compute_ns);
     steps->gpu_first = malloc(ns * sizeof *steps->gpu_first);
     steps->gpu_last = malloc(ns * sizeof *steps->gpu_last);
-    struct ival *iv = malloc((t->ngpus ? t->ngpus : 1) * sizeof *iv);
-    struct kvs_keyed_ival *kv = malloc((t->ngpus ? t->ngpus : 1) * sizeof *kv);
+    struct ival *iv = malloc((t->gpus.n ? t->gpus.n : 1) * sizeof *iv);
+    struct kvs_keyed_ival *kv = malloc((t->gpus.n ? t->gpus.n : 1) * sizeof *kv);
     int64_t *scratch = malloc(ns * sizeof *scratch);
     if (!scratch || !steps->busy_ns || !steps->cat_ns || !steps->comm_ns ||
         !steps->compute_ns || !steps->gpu_first || !steps->gpu_last || !iv || !kv) {
@@ -406,9 +406,9 @@ enum kvs_status kvs_steps_measure(const struct kvs_trace_data *t, struct kvs_act
      * graph launch, inside the step's CPU range), however late it runs: with
      * CUDA graphs the CPU is often a whole step ahead of the GPU */
     size_t nkv = 0;
-    for (size_t i = 0; i < t->ngpus; i++) {
-        const struct kvs_gpu_rec *g = &t->gpus[i];
-        int32_t k = steps->n ? kvs_step_at(steps, act->v[i].launch) : -1;
+    for (size_t i = 0; i < t->gpus.n; i++) {
+        const struct kvs_gpu_rec g_ = kvs_gpu_get(t, i), *g = &g_;
+        int32_t k = steps->n ? kvs_step_at(steps, act->launch[i]) : -1;
         act->v[i].step = k;
         iv[i] = (struct ival){g->ts, g->ts + g->dur, g->device};
         int cat = act->v[i].cat;
@@ -426,12 +426,14 @@ enum kvs_status kvs_steps_measure(const struct kvs_trace_data *t, struct kvs_act
             steps->gpu_last[k] = g->ts + g->dur;
         kv[nkv++] = (struct kvs_keyed_ival){(uint32_t)k, g->device, g->ts, g->ts + g->dur};
     }
+    free(act->launch); /* their steps are known now */
+    act->launch = NULL;
     busy_by_step(kv, nkv, steps->busy_ns, steps->n, scratch);
-    steps->trace_busy_ns = merge_union(iv, t->ngpus);
+    steps->trace_busy_ns = merge_union(iv, t->gpus.n);
     /* the same for communication alone and for everything else, when the
      * trace has any communication (their overlap is comm + compute - busy) */
     size_t ncomm = 0;
-    for (size_t i = 0; i < t->ngpus; i++)
+    for (size_t i = 0; i < t->gpus.n; i++)
         ncomm += act->v[i].cat == KVS_CAT_COMM;
     if (ncomm == 0) {
         steps->trace_comm_ns = 0;
@@ -440,8 +442,8 @@ enum kvs_status kvs_steps_measure(const struct kvs_trace_data *t, struct kvs_act
     } else {
         for (int comm = 1; comm >= 0; comm--) {
             size_t m = 0, mk = 0;
-            for (size_t i = 0; i < t->ngpus; i++) {
-                const struct kvs_gpu_rec *g = &t->gpus[i];
+            for (size_t i = 0; i < t->gpus.n; i++) {
+                const struct kvs_gpu_rec g_ = kvs_gpu_get(t, i), *g = &g_;
                 if ((act->v[i].cat == KVS_CAT_COMM) != (comm == 1))
                     continue;
                 iv[m++] = (struct ival){g->ts, g->ts + g->dur, g->device};

@@ -177,9 +177,7 @@ struct kvs_families {
 /* One GPU activity as the stages see it, indexed like the records'
  * t.gpus: kvs_link fills op, launch and graph; kvs_categorize cat, family
  * and kfamily; kvs_steps_measure step. */
-struct kvs_activity {
-    int64_t launch;              /* launch time (ns): its runtime call's start, else its op's,
-                                    else its own start; decides its step */
+struct kvs_activity {         /* 16 bytes */
     uint32_t op;                 /* the launching op's index, or KVS_NO_OP */
     int32_t step;                /* the step by launch time, -1 outside */
     uint8_t cat;                 /* enum kvs_category */
@@ -192,7 +190,10 @@ struct kvs_activity {
 /* The activity table: link's result (with --graph-capture's ops merged
  * in), then each activity's category and step. */
 struct kvs_activity_table {
-    struct kvs_activity *v;      /* [t.ngpus] */
+    struct kvs_activity *v;      /* [t.gpus.n] */
+    int64_t *launch;             /* [t.gpus.n] launch times (ns): the runtime call's start, else
+                                  * the op's, else the activity's own; they decide its step.
+                                  * kvs_steps_measure frees them (NULL after) */
     uint64_t unlinked;           /* activities linked to no op */
     uint64_t graph_launched;     /* activities a CUDA/HIP graph launch started */
     uint64_t capture_aligned;    /* of those, kernels given their op from --graph-capture */

@@ -27,8 +27,6 @@ bool kvs_reader_limit_at(struct kvs_scan *s, uint64_t off, const char *fmt, ...)
 // keeping
 
 /* the records' sizes, which set the reader's memory per event kept */
-_Static_assert(sizeof(struct kvs_rt_rec) == 40, "struct kvs_rt_rec is 40 bytes");
-_Static_assert(sizeof(struct kvs_gpu_rec) == 64, "struct kvs_gpu_rec is 64 bytes");
 
 static bool oom(struct kvs_reader *r)
 {
@@ -247,7 +245,7 @@ static bool emit(struct kvs_reader *r, const struct kvs_dec_event *d)
                                 .bytes = d->bytes, .grid_blocks = d->grid_blocks, .name = d->name,
                                 .kind = kind, .graph_node = d->graph_node, .device = d->device,
                                 .stream = d->stream, .block_threads = d->block_threads};
-        return KVS_VEC_PUSH(t->gpus, t->ngpus, t->gpus_cap, g) == 0 || oom(r);
+        return kvs_gpu_push(t, &g) == 0 || oom(r);
     }
     case KVS_EV_RUNTIME: {
         t->n_runtime++;
@@ -256,7 +254,7 @@ static bool emit(struct kvs_reader *r, const struct kvs_dec_event *d)
         struct kvs_rt_rec rt = {.ts = d->ts, .dur = d->dur, .corr = d->corr, .ext = d->ext,
                                 .name = d->name, .thread = d->thread,
                                 .graph_launch = d->graph_launch, .kernel_launch = d->kernel_launch};
-        return KVS_VEC_PUSH(t->rts, t->nrts, t->rts_cap, rt) == 0 || oom(r);
+        return kvs_rt_push(t, &rt) == 0 || oom(r);
     }
     default:
         return true;

@@ -287,7 +287,7 @@ static enum kvs_status gpu_row(struct kvs_nsys *n, const struct stream *s)
     g.name = nm;
     if (g.device >= 0 && g.device < 64)
         n->used_devices |= (uint64_t)1 << g.device;
-    return KVS_VEC_PUSH(t->gpus, t->ngpus, t->gpus_cap, g) == 0 ? KVS_STATUS_OK : KVS_STATUS_NO_MEMORY;
+    return kvs_gpu_push(t, &g) == 0 ? KVS_STATUS_OK : KVS_STATUS_NO_MEMORY;
 }
 
 // ----------------------------------------------------------------------------
@@ -363,7 +363,7 @@ static enum kvs_status runtime_row(struct kvs_nsys *n, const struct stream *s)
     rt.corr = qualified_corr(corr, has_tid ? pid_of(gtid) : 0);
     rt.graph_launch = (kind & API_GRAPH_LAUNCH) != 0;
     rt.kernel_launch = (kind & API_KERNEL_LAUNCH) != 0;
-    return KVS_VEC_PUSH(t->rts, t->nrts, t->rts_cap, rt) == 0 ? KVS_STATUS_OK : KVS_STATUS_NO_MEMORY;
+    return kvs_rt_push(t, &rt) == 0 ? KVS_STATUS_OK : KVS_STATUS_NO_MEMORY;
 }
 
 static enum kvs_status add_domain(struct kvs_nsys *n, const char *name, size_t len)

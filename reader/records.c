@@ -66,6 +66,22 @@ int kvs_op_push(struct kvs_trace_data *t, const struct kvs_op_rec *o)
     return 0;
 }
 
+int kvs_rt_push(struct kvs_trace_data *t, const struct kvs_rt_rec *r)
+{
+    const int64_t v[KVS_RTF_N_] = {r->ts, r->dur, r->corr, r->ext, r->name,
+                                   (int64_t)((uint64_t)r->thread << 2 | (uint64_t)r->graph_launch << 1 |
+                                             (uint64_t)r->kernel_launch)};
+    return kvs_packed_add(&t->rts, KVS_RTF_N_, 1u << KVS_RTF_TS | 1u << KVS_RTF_CORR | 1u << KVS_RTF_EXT, v);
+}
+
+int kvs_gpu_push(struct kvs_trace_data *t, const struct kvs_gpu_rec *g)
+{
+    const int64_t v[KVS_GPF_N_] = {g->ts, g->dur, g->ext, g->corr, g->bytes, g->grid_blocks,
+                                   (int64_t)((uint64_t)g->name << 3 | (uint64_t)(g->kind & 3) << 1 | g->graph_node),
+                                   g->device, g->stream, g->block_threads};
+    return kvs_packed_add(&t->gpus, KVS_GPF_N_, 1u << KVS_GPF_TS | 1u << KVS_GPF_EXT | 1u << KVS_GPF_CORR, v);
+}
+
 void kvs_trace_data_free(struct kvs_trace_data *t)
 {
     kvs_intern_free(&t->strings);
@@ -74,8 +90,8 @@ void kvs_trace_data_free(struct kvs_trace_data *t)
     free(t->op_captured);
     free(t->opkeys);
     kvs_u64map_free(&t->opkey_map);
-    free(t->rts);
-    free(t->gpus);
+    kvs_packed_free(&t->rts);
+    kvs_packed_free(&t->gpus);
     free(t->ranges);
     for (int i = 0; i < KVS_MAX_DEVICES; i++)
         free(t->device_names[i]);

@@ -683,11 +683,11 @@ static void test_numbers_at_refills(void)
     struct kvs_read_opts o;
     memset(&o, 0, sizeof o);
     KVS_CHECK_EQ_INT(kvs_read_trace_memory(doc, len, "numbers", &o, &t), KVS_STATUS_OK);
-    KVS_CHECK_EQ_INT(t.ngpus, nev);
+    KVS_CHECK_EQ_INT(t.gpus.n, nev);
     int checked = 0;
-    for (size_t i = 0; i < t.ngpus && i < (size_t)nev; i++)
+    for (size_t i = 0; i < t.gpus.n && i < (size_t)nev; i++)
         if (want[i] != INT64_MIN) {
-            KVS_CHECK_EQ_INT(t.gpus[i].ts, want[i]);
+            KVS_CHECK_EQ_INT(kvs_gpu_get(&t, i).ts, want[i]);
             checked++;
         }
     kvs_trace_data_free(&t);

@@ -75,8 +75,8 @@ static void test_kineto_fixture_counts(void)
     KVS_CHECK(found);
     /* the memcpy keeps its bytes, the memset too */
     int64_t bytes = 0;
-    for (size_t i = 0; i < t.ngpus; i++)
-        bytes += t.gpus[i].bytes;
+    for (size_t i = 0; i < t.gpus.n; i++)
+        bytes += kvs_gpu_get(&t, i).bytes;
     KVS_CHECK_EQ_INT(bytes, 2 * 1152 + 4096);
     kvs_trace_data_free(&t);
 }
@@ -135,17 +135,17 @@ static void test_buffer_sizes_agree(void)
             struct kvs_trace_data t;
             enum kvs_status st = read_with(path, bs, &t, &cap);
             KVS_CHECK_MSG(st == KVS_STATUS_OK, "%s bufsize %zu: %s", fixtures[f], bs, cap.last);
-            KVS_CHECK_MSG(t.events == ref.events && t.ops.n == ref.ops.n && t.ngpus == ref.ngpus &&
-                              t.nrts == ref.nrts && t.nranges == ref.nranges,
+            KVS_CHECK_MSG(t.events == ref.events && t.ops.n == ref.ops.n && t.gpus.n == ref.gpus.n &&
+                              t.rts.n == ref.rts.n && t.nranges == ref.nranges,
                           "%s bufsize %zu", fixtures[f], bs);
             for (size_t i = 0; i < t.ops.n && i < ref.ops.n; i++)
                 KVS_CHECK(kvs_op_ts(&t, i) == kvs_op_ts(&ref, i) && kvs_op_ext(&t, i) == kvs_op_ext(&ref, i) &&
                           !strcmp(kvs_intern_str(&t.strings, t.opkeys[kvs_op_key(&t, i)].shape),
                                   kvs_intern_str(&ref.strings, ref.opkeys[kvs_op_key(&ref, i)].shape)));
-            for (size_t i = 0; i < t.ngpus && i < ref.ngpus; i++)
-                KVS_CHECK(t.gpus[i].ts == ref.gpus[i].ts && t.gpus[i].dur == ref.gpus[i].dur &&
-                          !strcmp(kvs_intern_str(&t.strings, t.gpus[i].name),
-                                  kvs_intern_str(&ref.strings, ref.gpus[i].name)));
+            for (size_t i = 0; i < t.gpus.n && i < ref.gpus.n; i++)
+                KVS_CHECK(kvs_gpu_get(&t, i).ts == kvs_gpu_get(&ref, i).ts && kvs_gpu_get(&t, i).dur == kvs_gpu_get(&ref, i).dur &&
+                          !strcmp(kvs_intern_str(&t.strings, kvs_gpu_get(&t, i).name),
+                                  kvs_intern_str(&ref.strings, kvs_gpu_get(&ref, i).name)));
             kvs_trace_data_free(&t);
         }
         kvs_trace_data_free(&ref);

@@ -35,8 +35,8 @@ static inline const char *kvs_test_trace_differ(const struct kvs_trace_data *a,
 {
     if (a->events != b->events || a->n_ops != b->n_ops || a->n_kernels != b->n_kernels ||
         a->n_memcpys != b->n_memcpys || a->n_memsets != b->n_memsets ||
-        a->n_runtime != b->n_runtime || a->ops.n != b->ops.n || a->ngpus != b->ngpus ||
-        a->nranges != b->nranges || a->nrts != b->nrts || a->nopkeys != b->nopkeys ||
+        a->n_runtime != b->n_runtime || a->ops.n != b->ops.n || a->gpus.n != b->gpus.n ||
+        a->nranges != b->nranges || a->rts.n != b->rts.n || a->nopkeys != b->nopkeys ||
         (to_the_end && a->bytes != b->bytes) || a->unmatched_end != b->unmatched_end ||
         a->truncated != b->truncated || a->shapes_cut != b->shapes_cut)
         return "counts";
@@ -49,15 +49,15 @@ static inline const char *kvs_test_trace_differ(const struct kvs_trace_data *a,
     for (size_t i = 0; i < a->nopkeys; i++)
         if (a->opkeys[i].name != b->opkeys[i].name || a->opkeys[i].shape != b->opkeys[i].shape)
             return "op keys";
-    for (size_t i = 0; i < a->nrts; i++) {
-        const struct kvs_rt_rec *x = &a->rts[i], *y = &b->rts[i];
+    for (size_t i = 0; i < a->rts.n; i++) {
+        const struct kvs_rt_rec x_ = kvs_rt_get(a, i), y_ = kvs_rt_get(b, i), *x = &x_, *y = &y_;
         if (x->ts != y->ts || x->dur != y->dur || x->corr != y->corr || x->ext != y->ext ||
             x->thread != y->thread || x->name != y->name || x->graph_launch != y->graph_launch ||
             x->kernel_launch != y->kernel_launch)
             return "runtime calls";
     }
-    for (size_t i = 0; i < a->ngpus; i++) {
-        const struct kvs_gpu_rec *x = &a->gpus[i], *y = &b->gpus[i];
+    for (size_t i = 0; i < a->gpus.n; i++) {
+        const struct kvs_gpu_rec x_ = kvs_gpu_get(a, i), y_ = kvs_gpu_get(b, i), *x = &x_, *y = &y_;
         if (x->ts != y->ts || x->dur != y->dur || x->ext != y->ext || x->corr != y->corr ||
             x->bytes != y->bytes || x->name != y->name || x->device != y->device ||
             x->stream != y->stream || x->kind != y->kind || x->graph_node != y->graph_node ||

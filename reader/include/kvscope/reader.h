@@ -4,6 +4,7 @@
  *          kvs_range_rec, kvs_opkey, kvs_engine_rec), kvs_trace_data_init,
  *          kvs_trace_data_free, kvs_op_get, kvs_op_ts/dur/end/ext/key/thread/captured/name_at,
  *          kvs_op_push, kvs_op_set_captured, kvs_op_name, kvs_op_shape,
+ *          kvs_gpu_get, kvs_gpu_ts/dur, kvs_gpu_push, kvs_rt_get, kvs_rt_push,
  *          KVS_VEC_PUSH, kvs_vec_grow, enum kvs_gpu_kind, KVS_MAX_DEVICES;
  *          struct kvs_packed, kvs_packed_push, kvs_packed_add, kvs_packed_get,
  *          kvs_packed_free, kvs_packed_bytes (packed.c);
@@ -330,31 +331,33 @@ struct kvs_op_rec {
 #define KVS_READ_MAX_THREADS ((uint32_t)1 << 30)
 #define KVS_READ_MAX_GPU_NAME ((uint32_t)1 << 29)
 
-/* A CUDA/HIP runtime or driver call: the CPU side of a launch. 40 bytes. */
+/* A CUDA/HIP runtime or driver call: the CPU side of a launch, as read from
+ * the trace's table (kvs_rt_get): about 8 bytes one there. */
 struct kvs_rt_rec {
     int64_t ts;
     int64_t dur;           /* how long the CPU spent in the call (a blocking call's wait) */
     int64_t corr;          /* correlation id */
     int64_t ext;           /* External id when the call carries one, else 0 */
     uint32_t name;         /* interned call name ("cudaStreamSynchronize", ...) */
-    uint32_t thread : 30;  /* dense thread id, below KVS_READ_MAX_THREADS */
-    uint32_t graph_launch : 1;  /* cudaGraphLaunch / cuGraphLaunch / hipGraphLaunch */
-    uint32_t kernel_launch : 1; /* cudaLaunchKernel[ExC], cuLaunchKernel[Ex], hipLaunchKernel, ... */
+    uint32_t thread;       /* dense thread id, below KVS_READ_MAX_THREADS */
+    bool graph_launch;     /* cudaGraphLaunch / cuGraphLaunch / hipGraphLaunch */
+    bool kernel_launch;    /* cudaLaunchKernel[ExC], cuLaunchKernel[Ex], hipLaunchKernel, ... */
 };
 
 enum kvs_gpu_kind { KVS_GPU_KERNEL = 0, KVS_GPU_MEMCPY, KVS_GPU_MEMSET };
 
-/* A kernel, memcpy or memset that ran on a device. 64 bytes. */
+/* A kernel, memcpy or memset that ran on a device, as read from the trace's
+ * table (kvs_gpu_get): about 10 bytes one there. */
 struct kvs_gpu_rec {
     int64_t ts, dur;
     int64_t ext;           /* 0 when none */
     int64_t corr;          /* 0 when none */
     int64_t bytes;         /* memcpy/memset bytes, else 0 */
     int64_t grid_blocks;   /* kernels: grid x*y*z from args "grid", 0 when not recorded */
-    uint32_t name : 29;    /* interned name, below KVS_READ_MAX_GPU_NAME */
-    uint32_t kind : 2;     /* enum kvs_gpu_kind */
-    uint32_t graph_node : 1; /* 1: args "graph node id" (kvscope's and Kineto's traces): a
-                              * CUDA graph replayed it */
+    uint32_t name;         /* interned name, below KVS_READ_MAX_GPU_NAME */
+    uint8_t kind;          /* enum kvs_gpu_kind */
+    bool graph_node;       /* args "graph node id" (kvscope's and Kineto's traces): a
+                            * CUDA graph replayed it */
     int32_t device;
     int32_t stream;
     int32_t block_threads; /* kernels: block x*y*z from args "block", 0 when not recorded */
@@ -393,10 +396,8 @@ struct kvs_trace_data {
     struct kvs_opkey *opkeys;
     size_t nopkeys, opkeys_cap;
     struct kvs_u64map opkey_map;  /* (name, shape) -> opkeys index */
-    struct kvs_rt_rec *rts;
-    size_t nrts, rts_cap;
-    struct kvs_gpu_rec *gpus;
-    size_t ngpus, gpus_cap;
+    struct kvs_packed rts;        /* struct kvs_rt_rec: kvs_rt_get, kvs_rt_push; rts.n of them */
+    struct kvs_packed gpus;       /* struct kvs_gpu_rec: kvs_gpu_get, kvs_gpu_push; gpus.n of them */
     struct kvs_range_rec *ranges;
     size_t nranges, ranges_cap;
 
@@ -472,6 +473,63 @@ KVS_PK_INLINE uint32_t kvs_op_name_at(const struct kvs_trace_data *t, size_t i)
 {
     return t->opkeys[kvs_op_key(t, i)].name;
 }
+/* the packed fields of a GPU record (name, kind and graph_node in one) */
+enum { KVS_GPF_TS, KVS_GPF_DUR, KVS_GPF_EXT, KVS_GPF_CORR, KVS_GPF_BYTES, KVS_GPF_GRID, KVS_GPF_NAME,
+       KVS_GPF_DEVICE, KVS_GPF_STREAM, KVS_GPF_BLOCK, KVS_GPF_N_ };
+
+/* GPU record i (i < t->gpus.n), by value; kvs_gpu_ts ... decode one field. */
+KVS_PK_INLINE struct kvs_gpu_rec kvs_gpu_get(const struct kvs_trace_data *t, size_t i)
+{
+    struct kvs_gpu_rec g;
+    const struct kvs_packed *p = &t->gpus;
+    g.ts = kvs_packed_get(p, i, KVS_GPF_TS);
+    g.dur = kvs_packed_get(p, i, KVS_GPF_DUR);
+    g.ext = kvs_packed_get(p, i, KVS_GPF_EXT);
+    g.corr = kvs_packed_get(p, i, KVS_GPF_CORR);
+    g.bytes = kvs_packed_get(p, i, KVS_GPF_BYTES);
+    g.grid_blocks = kvs_packed_get(p, i, KVS_GPF_GRID);
+    uint64_t nk = (uint64_t)kvs_packed_get(p, i, KVS_GPF_NAME);
+    g.name = (uint32_t)(nk >> 3);
+    g.kind = (uint8_t)(nk >> 1 & 3);
+    g.graph_node = nk & 1;
+    g.device = (int32_t)kvs_packed_get(p, i, KVS_GPF_DEVICE);
+    g.stream = (int32_t)kvs_packed_get(p, i, KVS_GPF_STREAM);
+    g.block_threads = (int32_t)kvs_packed_get(p, i, KVS_GPF_BLOCK);
+    return g;
+}
+KVS_PK_INLINE int64_t kvs_gpu_ts(const struct kvs_trace_data *t, size_t i)
+{
+    return kvs_packed_get(&t->gpus, i, KVS_GPF_TS);
+}
+KVS_PK_INLINE int64_t kvs_gpu_dur(const struct kvs_trace_data *t, size_t i)
+{
+    return kvs_packed_get(&t->gpus, i, KVS_GPF_DUR);
+}
+/* the packed fields of a runtime call (thread and the two flags in one) */
+enum { KVS_RTF_TS, KVS_RTF_DUR, KVS_RTF_CORR, KVS_RTF_EXT, KVS_RTF_NAME, KVS_RTF_THREAD, KVS_RTF_N_ };
+
+/* Runtime call i (i < t->rts.n), by value. */
+KVS_PK_INLINE struct kvs_rt_rec kvs_rt_get(const struct kvs_trace_data *t, size_t i)
+{
+    struct kvs_rt_rec r;
+    const struct kvs_packed *p = &t->rts;
+    r.ts = kvs_packed_get(p, i, KVS_RTF_TS);
+    r.dur = kvs_packed_get(p, i, KVS_RTF_DUR);
+    r.corr = kvs_packed_get(p, i, KVS_RTF_CORR);
+    r.ext = kvs_packed_get(p, i, KVS_RTF_EXT);
+    r.name = (uint32_t)kvs_packed_get(p, i, KVS_RTF_NAME);
+    uint64_t th = (uint64_t)kvs_packed_get(p, i, KVS_RTF_THREAD);
+    r.thread = (uint32_t)(th >> 2);
+    r.graph_launch = th >> 1 & 1;
+    r.kernel_launch = th & 1;
+    return r;
+}
+/* Append a runtime call: 0, or -1 when memory ran out. */
+int kvs_rt_push(struct kvs_trace_data *t, const struct kvs_rt_rec *r);
+
+/* Append a GPU record: 0, or -1 when memory ran out. */
+int kvs_gpu_push(struct kvs_trace_data *t, const struct kvs_gpu_rec *g);
+
 /* Append an op (its captured bit set when o->captured): 0, or -1 when memory
  * ran out. */
 int kvs_op_push(struct kvs_trace_data *t, const struct kvs_op_rec *o);

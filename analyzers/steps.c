@@ -329,30 +329,17 @@ int32_t kvs_step_at(const struct kvs_step_table *steps, int64_t ts)
 // ----------------------------------------------------------------------------
 // busy time
 
-struct ival {
-    int64_t start, end;
-    int32_t device;
-};
+static void keyed_sort(struct kvs_keyed_ival *v, size_t n, int depth);
 
-static int cmp_ival(const void *a, const void *b)
-{
-    const struct ival *x = a, *y = b;
-    if (x->device != y->device)
-        return x->device < y->device ? -1 : 1;
-    if (x->start != y->start)
-        return x->start < y->start ? -1 : 1;
-    return 0;
-}
-
-/* Sorts iv[0..n) and returns the measure of its union per device, summed
- * over devices. */
-static double merge_union(struct ival *iv, size_t n)
+/* Sorts iv[0..n) (keys all 0) by device and start, in place, and returns the
+ * measure of its union per device, summed over devices. */
+static double merge_union(struct kvs_keyed_ival *iv, size_t n)
 {
     if (!n)
         return 0;
-    qsort(iv, n, sizeof *iv, cmp_ival);
+    keyed_sort(iv, n, 2 * (64 - __builtin_clzll((unsigned long long)n)));
     double total = 0;
-    struct ival cur = iv[0];
+    struct kvs_keyed_ival cur = iv[0];
     for (size_t i = 1; i <= n; i++) {
         if (i < n && iv[i].device == cur.device && iv[i].start <= cur.end) {
             if (iv[i].end > cur.end)
@@ -364,6 +351,26 @@ static double merge_union(struct ival *iv, size_t n)
             cur = iv[i];
     }
     return total;
+}
+
+/* The GPU activities of one class (comm: 1 communication, 0 the rest, -1
+ * all) into iv[0..) as intervals keyed by step (by_step, those in a step),
+ * else all keyed 0; their count. */
+static size_t class_ivals(const struct kvs_trace_data *t, const struct kvs_activity_table *act, int comm,
+                          bool by_step, struct kvs_keyed_ival *iv)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < t->gpus.n; i++) {
+        if (comm >= 0 && (act->v[i].cat == KVS_CAT_COMM) != (comm == 1))
+            continue;
+        if (by_step && act->v[i].step < 0)
+            continue;
+        int64_t ts = kvs_gpu_ts(t, i);
+        iv[m++] = (struct kvs_keyed_ival){by_step ? (uint32_t)act->v[i].step : 0,
+                                          (int32_t)kvs_packed_get(&t->gpus, i, KVS_GPF_DEVICE), ts,
+                                          ts + kvs_gpu_dur(t, i)};
+    }
+    return m;
 }
 
 /* Each step's share of the union of the activities it launched: iv[0..n)
@@ -387,12 +394,11 @@ enum kvs_status kvs_steps_measure(const struct kvs_trace_data *t, struct kvs_act
     steps->compute_ns = calloc(ns, sizeof *steps->compute_ns);
     steps->gpu_first = malloc(ns * sizeof *steps->gpu_first);
     steps->gpu_last = malloc(ns * sizeof *steps->gpu_last);
-    struct ival *iv = malloc((t->gpus.n ? t->gpus.n : 1) * sizeof *iv);
+    /* one buffer for the intervals by step (kv) and those of the whole trace, in turn */
     struct kvs_keyed_ival *kv = malloc((t->gpus.n ? t->gpus.n : 1) * sizeof *kv);
     int64_t *scratch = malloc(ns * sizeof *scratch);
     if (!scratch || !steps->busy_ns || !steps->cat_ns || !steps->comm_ns ||
-        !steps->compute_ns || !steps->gpu_first || !steps->gpu_last || !iv || !kv) {
-        free(iv);
+        !steps->compute_ns || !steps->gpu_first || !steps->gpu_last || !kv) {
         free(kv);
         free(scratch);
         return KVS_STATUS_NO_MEMORY;
@@ -410,7 +416,6 @@ enum kvs_status kvs_steps_measure(const struct kvs_trace_data *t, struct kvs_act
         const struct kvs_gpu_rec g_ = kvs_gpu_get(t, i), *g = &g_;
         int32_t k = steps->n ? kvs_step_at(steps, act->launch[i]) : -1;
         act->v[i].step = k;
-        iv[i] = (struct ival){g->ts, g->ts + g->dur, g->device};
         int cat = act->v[i].cat;
         if (!steps->n) {
             steps->trace_cat_ns[cat] += (double)g->dur;
@@ -429,7 +434,7 @@ enum kvs_status kvs_steps_measure(const struct kvs_trace_data *t, struct kvs_act
     free(act->launch); /* their steps are known now */
     act->launch = NULL;
     busy_by_step(kv, nkv, steps->busy_ns, steps->n, scratch);
-    steps->trace_busy_ns = merge_union(iv, t->gpus.n);
+    steps->trace_busy_ns = merge_union(kv, class_ivals(t, act, -1, false, kv));
     /* the same for communication alone and for everything else, when the
      * trace has any communication (their overlap is comm + compute - busy) */
     size_t ncomm = 0;
@@ -441,21 +446,12 @@ enum kvs_status kvs_steps_measure(const struct kvs_trace_data *t, struct kvs_act
         memcpy(steps->compute_ns, steps->busy_ns, ns * sizeof *steps->busy_ns);
     } else {
         for (int comm = 1; comm >= 0; comm--) {
-            size_t m = 0, mk = 0;
-            for (size_t i = 0; i < t->gpus.n; i++) {
-                const struct kvs_gpu_rec g_ = kvs_gpu_get(t, i), *g = &g_;
-                if ((act->v[i].cat == KVS_CAT_COMM) != (comm == 1))
-                    continue;
-                iv[m++] = (struct ival){g->ts, g->ts + g->dur, g->device};
-                if (act->v[i].step >= 0)
-                    kv[mk++] = (struct kvs_keyed_ival){(uint32_t)act->v[i].step, g->device, g->ts,
-                                                       g->ts + g->dur};
-            }
-            busy_by_step(kv, mk, comm ? steps->comm_ns : steps->compute_ns, steps->n, scratch);
-            *(comm ? &steps->trace_comm_ns : &steps->trace_compute_ns) = merge_union(iv, m);
+            busy_by_step(kv, class_ivals(t, act, comm, true, kv), comm ? steps->comm_ns : steps->compute_ns,
+                         steps->n, scratch);
+            *(comm ? &steps->trace_comm_ns : &steps->trace_compute_ns) =
+                merge_union(kv, class_ivals(t, act, comm, false, kv));
         }
     }
-    free(iv);
     free(kv);
     free(scratch);
     return KVS_STATUS_OK;
@@ -495,6 +491,7 @@ static void keyed_sift(struct kvs_keyed_ival *v, size_t i, size_t n)
  * insertion sort for short runs; in place, no allocation */
 static void keyed_sort(struct kvs_keyed_ival *v, size_t n, int depth)
 {
+    uint64_t rng = n;
     while (n > 16) {
         if (depth-- == 0) {
             for (size_t i = n / 2; i-- > 0;)
@@ -507,7 +504,12 @@ static void keyed_sort(struct kvs_keyed_ival *v, size_t n, int depth)
             }
             return;
         }
-        struct kvs_keyed_ival *a = &v[0], *b = &v[n / 2], *c = &v[n - 1];
+        /* the median of three places drawn at random (a fixed sequence): the
+         * first, middle and last fall on the starts of runs when the input is
+         * several sorted runs one after another (GPU work stream by stream),
+         * and the partitions then went so lopsided that heapsort took over */
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        struct kvs_keyed_ival *a = &v[(rng >> 33) % n], *b = &v[(rng >> 11) % n], *c = &v[(rng ^ rng >> 29) % n];
         struct kvs_keyed_ival *m = keyed_less(a, b) ? (keyed_less(b, c) ? b : keyed_less(a, c) ? c : a)
                                                     : (keyed_less(a, c) ? a : keyed_less(b, c) ? c : b);
         struct kvs_keyed_ival pivot = *m;
@@ -526,6 +528,10 @@ static void keyed_sort(struct kvs_keyed_ival *v, size_t n, int depth)
             j--;
         }
         size_t left = j + 1; /* [0, left) and [left, n) */
+        if (left == n) { /* the pivot was the last place's, above all before it: in place */
+            n--;
+            continue;
+        }
         if (left < n - left) {
             keyed_sort(v, left, depth);
             v += left;

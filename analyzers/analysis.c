@@ -338,9 +338,9 @@ static enum kvs_status build_kernels(struct tables *c, struct kvs_analysis_impl 
     size_t n = 0, cap = 0;
     if (!slot)
         return KVS_STATUS_NO_MEMORY;
-    struct kvs_keyed_ival *iv = malloc((t->gpus.n ? t->gpus.n : 1) * sizeof *iv);
+    struct kvs_kiv_list iv = {0};
     int64_t *busy = NULL;
-    if (!iv) {
+    if (kvs_kiv_reserve(&iv, t->gpus.n ? t->gpus.n : 1) < 0) {
         free(slot);
         return KVS_STATUS_NO_MEMORY;
     }
@@ -351,7 +351,7 @@ static enum kvs_status build_kernels(struct tables *c, struct kvs_analysis_impl 
             if (KVS_VEC_PUSH(ks, n, cap, k) < 0) {
                 free(slot);
                 free(ks);
-                free(iv);
+                kvs_kiv_free(&iv);
                 return KVS_STATUS_NO_MEMORY;
             }
             slot[g->name] = (uint32_t)n;
@@ -359,7 +359,12 @@ static enum kvs_status build_kernels(struct tables *c, struct kvs_analysis_impl 
         struct kstat *k = &ks[slot[g->name] - 1];
         k->calls++;
         k->ns += g->dur;
-        iv[i] = (struct kvs_keyed_ival){slot[g->name] - 1, g->device, g->ts, g->ts + g->dur};
+        if (kvs_kiv_add(&iv, slot[g->name] - 1, g->device, g->ts, g->ts + g->dur) < 0) {
+            free(slot);
+            free(ks);
+            kvs_kiv_free(&iv);
+            return KVS_STATUS_NO_MEMORY;
+        }
     }
     free(slot);
     /* a kernel's share of busy time: its own union (one kernel running on
@@ -367,11 +372,11 @@ static enum kvs_status build_kernels(struct tables *c, struct kvs_analysis_impl 
     busy = calloc(n ? n : 1, sizeof *busy);
     if (!busy) {
         free(ks);
-        free(iv);
+        kvs_kiv_free(&iv);
         return KVS_STATUS_NO_MEMORY;
     }
-    kvs_busy_by_key(iv, t->gpus.n, busy);
-    free(iv);
+    kvs_kiv_busy(&iv, busy);
+    kvs_kiv_free(&iv);
     for (size_t i = 0; i < n; i++)
         ks[i].busy_ns = busy[i];
     free(busy);

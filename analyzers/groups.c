@@ -127,8 +127,7 @@ struct building {
     const struct kvs_launch_facts *lf;
     struct kvs_group_acc *acc;
     size_t nacc, acc_cap;
-    struct kvs_keyed_ival *iv; /* the groups' activities, for their busy time */
-    size_t niv, iv_cap;
+    struct kvs_kiv_list iv; /* the groups' activities, for their busy time */
     struct kvs_u64map bare_groups, step_seen, bare_steps;
     struct kvs_kernel_time ktime; /* per (group, kernel) time */
     uint8_t *seen;                /* ops whose first activity was counted */
@@ -178,8 +177,7 @@ static enum kvs_status add_activity(struct building *b, size_t i)
     }
     uint32_t gi = *slot - 1;
     struct kvs_group_acc *a = &b->acc[gi];
-    struct kvs_keyed_ival one = {gi, g->device, g->ts, g->ts + g->dur};
-    if (KVS_VEC_PUSH(b->iv, b->niv, b->iv_cap, one) < 0)
+    if (kvs_kiv_add(&b->iv, gi, g->device, g->ts, g->ts + g->dur) < 0)
         return KVS_STATUS_NO_MEMORY;
     a->gpu_ns += g->dur;
     a->activities++;
@@ -253,7 +251,7 @@ static enum kvs_status finish_groups(struct building *b)
         free(top);
         return KVS_STATUS_NO_MEMORY;
     }
-    kvs_busy_by_key(b->iv, b->niv, busy);
+    kvs_kiv_busy(&b->iv, busy);
     kvs_kernel_time_top(&b->ktime, top, nacc);
     for (size_t gi = 0; gi < nacc; gi++) {
         b->acc[gi].gpu_busy_ns = busy[gi];
@@ -293,7 +291,7 @@ enum kvs_status kvs_groups_build(const struct kvs_stage_in *in, const struct kvs
         b.acc = NULL;
     }
     free(b.acc);
-    free(b.iv);
+    kvs_kiv_free(&b.iv);
     free(b.seen);
     free(b.byte_seen);
     free(b.group_of_key);

@@ -31,10 +31,33 @@ static enum kvs_wait_kind kind_of(const char *name, int64_t dur)
     return KVS_WAIT_NONE;
 }
 
+/* kind_of(name, dur), each name's strings searched once (by_name[name]: 0
+ * not yet, else 1 + its kind at any duration, + 16 when a long call of it is
+ * an async copy's wait: kind_of's duration matters for that alone) */
+static enum kvs_wait_kind kind_by_name(const struct kvs_trace_data *t, uint32_t name, int64_t dur,
+                                       uint8_t *by_name)
+{
+    uint8_t *k = &by_name[name];
+    if (!*k) {
+        const char *nm = kvs_intern_str(&t->strings, name);
+        *k = (uint8_t)(1 + kind_of(nm, 0) + (kind_of(nm, INT64_MAX) == KVS_WAIT_ASYNC_COPY ? 16 : 0));
+    }
+    enum kvs_wait_kind k0 = (enum kvs_wait_kind)((*k & 15) - 1);
+    if (k0 != KVS_WAIT_NONE)
+        return k0;
+    return (*k & 16) && dur >= ASYNC_WAIT_NS ? KVS_WAIT_ASYNC_COPY : KVS_WAIT_NONE;
+}
+
 bool kvs_trace_has_capture(const struct kvs_trace_data *t)
 {
+    uint32_t asked[256]; /* names searched already (a few call names make most calls), by name % 256 */
+    memset(asked, 0xff, sizeof asked);
     for (size_t i = 0; i < t->rts.n; i++) {
-        const char *rn = kvs_intern_str(&t->strings, kvs_rt_get(t, i).name);
+        uint32_t name = kvs_rt_get(t, i).name;
+        if (asked[name % 256] == name)
+            continue;
+        asked[name % 256] = name;
+        const char *rn = kvs_intern_str(&t->strings, name);
         if (strstr(rn, "BeginCapture") || strstr(rn, "GraphInstantiate"))
             return true;
     }
@@ -138,18 +161,28 @@ size_t kvs_ival_merge(struct kvs_ival *u, size_t n)
     return m;
 }
 
-int64_t kvs_ival_covered(const struct kvs_ival *u, const int64_t *pre, size_t m, int64_t a, int64_t b)
+/* the end of indexed interval i */
+static inline int64_t ival_end(const struct kvs_ival *u, size_t i)
+{
+    return u[i].a + (u[i + 1].b - u[i].b);
+}
+
+int64_t kvs_ival_covered(const struct kvs_ival *u, size_t m, int64_t a, int64_t b)
 {
     if (b <= a || !m)
         return 0;
-    size_t lo = 0, hi = m; /* first interval ending after a */
+    size_t lo = 0, hi = m; /* first interval starting after a */
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (u[mid].b <= a)
+        if (u[mid].a <= a)
             lo = mid + 1;
         else
             hi = mid;
     }
+    /* the first ending after a: that one, or the one before when it holds a
+     * (merged intervals end before the next starts, so no earlier one can) */
+    if (lo > 0 && ival_end(u, lo - 1) > a)
+        lo--;
     size_t l2 = lo, h2 = m; /* first interval starting at or after b */
     while (l2 < h2) {
         size_t mid = (l2 + h2) / 2;
@@ -160,19 +193,23 @@ int64_t kvs_ival_covered(const struct kvs_ival *u, const int64_t *pre, size_t m,
     }
     if (l2 <= lo)
         return 0;
-    int64_t sum = pre[l2] - pre[lo];
+    int64_t sum = u[l2].b - u[lo].b;
     if (u[lo].a < a)
         sum -= a - u[lo].a; /* the first interval starts before a */
-    if (u[l2 - 1].b > b)
-        sum -= u[l2 - 1].b - b; /* the last ends after b */
+    if (ival_end(u, l2 - 1) > b)
+        sum -= ival_end(u, l2 - 1) - b; /* the last ends after b */
     return sum;
 }
 
-void kvs_ival_prefix(const struct kvs_ival *u, size_t m, int64_t *pre)
+void kvs_ival_index(struct kvs_ival *u, size_t m)
 {
-    pre[0] = 0;
-    for (size_t i = 0; i < m; i++)
-        pre[i + 1] = pre[i] + (u[i].b - u[i].a);
+    int64_t before = 0;
+    for (size_t i = 0; i < m; i++) {
+        int64_t len = u[i].b - u[i].a;
+        u[i].b = before;
+        before += len;
+    }
+    u[m] = (struct kvs_ival){0, before};
 }
 
 int32_t kvs_clip_to_step(const struct kvs_step_table *steps, int64_t ts, int64_t dur, int64_t lo,
@@ -214,20 +251,20 @@ enum kvs_status kvs_host_blocking(const struct kvs_trace_data *t, const struct k
     if (!t->gpus.n || !t->rts.n)
         return KVS_STATUS_OK;
     size_t nwin = steps->n ? steps->n : 1;
-    struct kvs_ival *u = malloc(t->gpus.n * sizeof *u);
-    int64_t *pre = malloc((t->gpus.n + 1) * sizeof *pre);
+    struct kvs_ival *u = malloc((t->gpus.n + 1) * sizeof *u);
     int64_t *blocked = calloc(nwin, sizeof *blocked);
-    if (!u || !pre || !blocked) {
+    uint8_t *by_name = calloc(t->strings.n + 1, 1); /* kind_by_name's */
+    if (!u || !blocked || !by_name) {
         free(u);
-        free(pre);
         free(blocked);
+        free(by_name);
         return KVS_STATUS_NO_MEMORY;
     }
     size_t m = gpu_union(t, u);
-    kvs_ival_prefix(u, m, pre);
     /* without steps, the window is the trace from the first to the last
      * GPU activity or runtime call */
     int64_t lo = u[0].a, hi = u[m - 1].b;
+    kvs_ival_index(u, m);
     for (size_t i = 0; !steps->n && i < t->rts.n; i++) {
         if (kvs_rt_get(t, i).ts < lo)
             lo = kvs_rt_get(t, i).ts;
@@ -243,14 +280,14 @@ enum kvs_status kvs_host_blocking(const struct kvs_trace_data *t, const struct k
         const struct kvs_rt_rec r_ = kvs_rt_get(t, i), *r = &r_;
         if (!r->name || r->dur <= 0)
             continue;
-        enum kvs_wait_kind k = kind_of(kvs_intern_str(&t->strings, r->name), r->dur);
+        enum kvs_wait_kind k = kind_by_name(t, r->name, r->dur, by_name);
         if (k == KVS_WAIT_NONE)
             continue;
         int64_t a, b;
         int32_t s = kvs_clip_to_step(steps, r->ts, r->dur, lo, hi, &a, &b);
         if (s < 0 || b <= a)
             continue;
-        int64_t idle = (b - a) - kvs_ival_covered(u, pre, m, a, b);
+        int64_t idle = (b - a) - kvs_ival_covered(u, m, a, b);
         if (idle <= 0)
             continue;
         blocked[s] += idle;
@@ -263,7 +300,7 @@ enum kvs_status kvs_host_blocking(const struct kvs_trace_data *t, const struct k
         }
     }
     free(u);
-    free(pre);
+    free(by_name);
     double sum = 0;
     size_t with = 0;
     for (size_t k = 0; k < nwin; k++) {

@@ -2,7 +2,7 @@
  * the CPU sat in a blocking runtime call.
  *
  * defines: kvs_host_blocking, kvs_host_blocking_call, kvs_trace_has_capture,
- *          struct kvs_ival, kvs_ival_merge, kvs_ival_prefix, kvs_ival_covered,
+ *          struct kvs_ival, kvs_ival_merge, kvs_ival_index, kvs_ival_covered,
  *          kvs_clip_to_step, kvs_window_ms
  *
  * Per step (the whole trace without steps): each synchronous memcpy/memset,
@@ -33,10 +33,13 @@ struct kvs_ival {
 };
 /* sort u by start and merge overlapping intervals in place; the count left */
 size_t kvs_ival_merge(struct kvs_ival *u, size_t n);
-/* pre[i] = the time covered by merged u[0..i), for i in 0..m (m + 1 values) */
-void kvs_ival_prefix(const struct kvs_ival *u, size_t m, int64_t *pre);
-/* the time merged u[0..m) cover inside [a, b), in O(log m) with their prefix */
-int64_t kvs_ival_covered(const struct kvs_ival *u, const int64_t *pre, size_t m, int64_t a, int64_t b);
+/* merged u[0..m) in place into what kvs_ival_covered searches (u has m + 1
+ * places): u[i].b becomes the time u[0..i) cover, u[m].b all they cover; the
+ * end of u[i] is then u[i].a + u[i + 1].b - u[i].b (no array of sums beside
+ * it: 8 bytes an interval less) */
+void kvs_ival_index(struct kvs_ival *u, size_t m);
+/* the time indexed u[0..m) cover inside [a, b), in O(log m) */
+int64_t kvs_ival_covered(const struct kvs_ival *u, size_t m, int64_t a, int64_t b);
 /* [ts, ts + dur) clipped to the step that holds ts (to [lo, hi) without
  * steps) into [*a, *b); the step's index (0 without steps), -1 outside every step */
 int32_t kvs_clip_to_step(const struct kvs_step_table *steps, int64_t ts, int64_t dur, int64_t lo,

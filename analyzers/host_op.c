@@ -160,7 +160,6 @@ struct pieces {
     const struct kvs_step_table *steps;
     int64_t lo, hi;
     const struct kvs_ival *u;
-    const int64_t *pre;
     size_t m;
     struct name_acc *acc;
     uint32_t *slot; /* by name: its acc index, UINT32_MAX before its first call */
@@ -181,7 +180,7 @@ static void add_piece(struct pieces *p, size_t i)
     if (a < x->end)
         a = x->end;
     if (e > a)
-        x->idle += (e - a) - kvs_ival_covered(p->u, p->pre, p->m, a, e);
+        x->idle += (e - a) - kvs_ival_covered(p->u, p->m, a, e);
     if (e > x->end)
         x->end = e;
     x->dur += kvs_op_dur(p->t, i);
@@ -208,7 +207,7 @@ static struct kvs_ival *explained_ivals(const struct kvs_trace_data *t, size_t *
         return NULL;
     for (size_t i = 0; i < t->rts.n; i++)
         nu += explained(t, i, by_name);
-    struct kvs_ival *u = malloc(nu * sizeof *u);
+    struct kvs_ival *u = malloc((nu + 1) * sizeof *u); /* + 1: kvs_ival_index's */
     size_t k = 0;
     for (size_t i = 0; u && i < t->gpus.n; i++)
         u[k++] = (struct kvs_ival){kvs_gpu_get(t, i).ts, kvs_gpu_get(t, i).ts + kvs_gpu_get(t, i).dur};
@@ -229,15 +228,13 @@ enum kvs_status kvs_host_op_bound(const struct kvs_trace_data *t, const struct k
     size_t nwin = steps->n ? steps->n : 1;
     size_t k = 0;
     struct kvs_ival *u = explained_ivals(t, &k);
-    int64_t *pre = malloc((k + 1) * sizeof *pre);
     struct name_acc *acc = calloc(t->nopkeys ? t->nopkeys : 1, sizeof *acc); /* by op name, via its key */
     uint32_t *slot = malloc((t->strings.n + 1) * sizeof *slot);
     uint32_t *first = calloc(t->strings.n + 2, sizeof *first); /* by name: its calls, then where they start */
     int64_t *last = malloc((t->strings.n + 1) * sizeof *last);
     uint8_t *has = calloc(t->ops.n / 8 + 1, 1); /* which ops have a piece */
-    if (!u || !pre || !acc || !slot || !first || !last || !has) {
+    if (!u || !acc || !slot || !first || !last || !has) {
         free(u);
-        free(pre);
         free(acc);
         free(slot);
         free(first);
@@ -246,13 +243,13 @@ enum kvs_status kvs_host_op_bound(const struct kvs_trace_data *t, const struct k
         return KVS_STATUS_NO_MEMORY;
     }
     size_t m = kvs_ival_merge(u, k);
-    kvs_ival_prefix(u, m, pre);
     int64_t lo = u[0].a, hi = u[m - 1].b; /* without steps: the trace's GPU span */
+    kvs_ival_index(u, m);
     for (size_t i = 0; i <= t->strings.n; i++)
         slot[i] = UINT32_MAX;
     bool in_order = mark_pieces(t, steps, lo, hi, has, first, last);
     free(last);
-    struct pieces p = {t, steps, lo, hi, u, pre, m, acc, slot, 0};
+    struct pieces p = {t, steps, lo, hi, u, m, acc, slot, 0};
     bool no_memory = false;
     if (in_order) { /* each name's calls in file order (the usual trace): no ord */
         for (size_t i = 0; i < t->ops.n; i++)
@@ -269,7 +266,6 @@ enum kvs_status kvs_host_op_bound(const struct kvs_trace_data *t, const struct k
     free(has);
     free(first);
     free(u);
-    free(pre);
     free(slot);
     if (no_memory) {
         free(acc);

@@ -87,12 +87,12 @@ enum kvs_status kvs_roofline_build(const struct kvs_stage_in *in, struct kvs_op_
     struct kvs_top_kernel *top = NULL;
     struct kvs_op_acc *acc = NULL;
     size_t nacc = 0, cap = 0;
-    struct kvs_keyed_ival *iv = malloc((t->gpus.n ? t->gpus.n : 1) * sizeof *iv);
+    struct kvs_kiv_list iv = {0};
     int64_t *busy = NULL;
     uint32_t *of_key = calloc(t->nopkeys ? t->nopkeys : 1, sizeof *of_key);
     uint8_t *seen = calloc(t->ops.n / 8 + 1, 1);
     bool added;
-    if (!iv || !of_key || !seen)
+    if (kvs_kiv_reserve(&iv, t->gpus.n ? t->gpus.n : 1) < 0 || !of_key || !seen)
         goto out;
     for (size_t i = 0; i < t->gpus.n; i++) {
         const struct kvs_gpu_rec g_ = kvs_gpu_get(t, i), *g = &g_;
@@ -121,7 +121,8 @@ enum kvs_status kvs_roofline_build(const struct kvs_stage_in *in, struct kvs_op_
             a->gpu_ns_in_steps += g->dur;
             a->calls_in_steps += first;
         }
-        iv[i] = (struct kvs_keyed_ival){k, g->device, g->ts, g->ts + g->dur};
+        if (kvs_kiv_add(&iv, k, g->device, g->ts, g->ts + g->dur) < 0)
+            goto out;
         if (kvs_kernel_time_add(&ktime, k, g->name, g->dur) < 0)
             goto out;
     }
@@ -129,7 +130,7 @@ enum kvs_status kvs_roofline_build(const struct kvs_stage_in *in, struct kvs_op_
     top = calloc(nacc ? nacc : 1, sizeof *top);
     if (!busy || !top)
         goto out;
-    kvs_busy_by_key(iv, t->gpus.n, busy);
+    kvs_kiv_busy(&iv, busy);
     kvs_kernel_time_top(&ktime, top, nacc);
     for (size_t gi = 0; gi < in->groups->n; gi++) {
         uint32_t *v = kvs_u64map_put(&groups, kvs_pair_key(in->groups->v[gi].op_name, in->groups->v[gi].shape), &added);
@@ -166,7 +167,7 @@ enum kvs_status kvs_roofline_build(const struct kvs_stage_in *in, struct kvs_op_
     st = KVS_STATUS_OK;
 out:
     free(acc);
-    free(iv);
+    kvs_kiv_free(&iv);
     free(busy);
     free(top);
     free(of_key);

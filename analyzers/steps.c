@@ -330,56 +330,81 @@ int32_t kvs_step_at(const struct kvs_step_table *steps, int64_t ts)
 // busy time
 
 static void keyed_sort(struct kvs_keyed_ival *v, size_t n, int depth);
+static void kiv_sort(struct kvs_kiv *v, size_t n, int depth);
+static int kiv_sort_depth(size_t n);
 
-/* Sorts iv[0..n) (keys all 0) by device and start, in place, and returns the
- * measure of its union per device, summed over devices. */
-static double merge_union(struct kvs_keyed_ival *iv, size_t n)
+/* Sorts the list (keys all 0) by device and start, in place, and returns the
+ * measure of its union per device, summed over devices (the sum in that
+ * order, compact or wide: the same intervals merged the same way). */
+static double merge_union(struct kvs_kiv_list *l)
 {
+    size_t n = l->n;
     if (!n)
         return 0;
-    keyed_sort(iv, n, 2 * (64 - __builtin_clzll((unsigned long long)n)));
     double total = 0;
-    struct kvs_keyed_ival cur = iv[0];
+    if (l->w) {
+        struct kvs_keyed_ival *iv = l->w;
+        keyed_sort(iv, n, kiv_sort_depth(n));
+        struct kvs_keyed_ival cur = iv[0];
+        for (size_t i = 1; i <= n; i++) {
+            if (i < n && iv[i].device == cur.device && iv[i].start <= cur.end) {
+                if (iv[i].end > cur.end)
+                    cur.end = iv[i].end;
+                continue;
+            }
+            total += (double)(cur.end - cur.start);
+            if (i < n)
+                cur = iv[i];
+        }
+        return total;
+    }
+    struct kvs_kiv *iv = l->c;
+    kiv_sort(iv, n, kiv_sort_depth(n));
+    uint32_t kd = iv[0].kd;
+    int64_t start = iv[0].start, end = iv[0].start + (int64_t)iv[0].len;
     for (size_t i = 1; i <= n; i++) {
-        if (i < n && iv[i].device == cur.device && iv[i].start <= cur.end) {
-            if (iv[i].end > cur.end)
-                cur.end = iv[i].end;
+        if (i < n && iv[i].kd == kd && iv[i].start <= end) {
+            int64_t e = iv[i].start + (int64_t)iv[i].len;
+            if (e > end)
+                end = e;
             continue;
         }
-        total += (double)(cur.end - cur.start);
-        if (i < n)
-            cur = iv[i];
+        total += (double)(end - start);
+        if (i < n) {
+            kd = iv[i].kd;
+            start = iv[i].start;
+            end = iv[i].start + (int64_t)iv[i].len;
+        }
     }
     return total;
 }
 
 /* The GPU activities of one class (comm: 1 communication, 0 the rest, -1
- * all) into iv[0..) as intervals keyed by step (by_step, those in a step),
- * else all keyed 0; their count. */
-static size_t class_ivals(const struct kvs_trace_data *t, const struct kvs_activity_table *act, int comm,
-                          bool by_step, struct kvs_keyed_ival *iv)
+ * all) into the list (emptied first) as intervals keyed by step (by_step,
+ * those in a step), else all keyed 0; 0, or -1 when memory ran out. */
+static int class_ivals(const struct kvs_trace_data *t, const struct kvs_activity_table *act, int comm,
+                       bool by_step, struct kvs_kiv_list *l)
 {
-    size_t m = 0;
+    l->n = 0;
     for (size_t i = 0; i < t->gpus.n; i++) {
         if (comm >= 0 && (act->v[i].cat == KVS_CAT_COMM) != (comm == 1))
             continue;
         if (by_step && act->v[i].step < 0)
             continue;
         int64_t ts = kvs_gpu_ts(t, i);
-        iv[m++] = (struct kvs_keyed_ival){by_step ? (uint32_t)act->v[i].step : 0,
-                                          (int32_t)kvs_packed_get(&t->gpus, i, KVS_GPF_DEVICE), ts,
-                                          ts + kvs_gpu_dur(t, i)};
+        if (kvs_kiv_add(l, by_step ? (uint32_t)act->v[i].step : 0,
+                        (int32_t)kvs_packed_get(&t->gpus, i, KVS_GPF_DEVICE), ts, ts + kvs_gpu_dur(t, i)) < 0)
+            return -1;
     }
-    return m;
+    return 0;
 }
 
-/* Each step's share of the union of the activities it launched: iv[0..n)
+/* Each step's share of the union of the activities it launched: the list
  * keyed by step, merged per device, into out[step] (busy: nsteps scratch). */
-static void busy_by_step(struct kvs_keyed_ival *iv, size_t n, double *out, size_t nsteps,
-                         int64_t *busy)
+static void busy_by_step(struct kvs_kiv_list *l, double *out, size_t nsteps, int64_t *busy)
 {
     memset(busy, 0, nsteps * sizeof *busy);
-    kvs_busy_by_key(iv, n, busy);
+    kvs_kiv_busy(l, busy);
     for (size_t k = 0; k < nsteps; k++)
         out[k] = (double)busy[k];
 }
@@ -395,11 +420,12 @@ enum kvs_status kvs_steps_measure(const struct kvs_trace_data *t, struct kvs_act
     steps->gpu_first = malloc(ns * sizeof *steps->gpu_first);
     steps->gpu_last = malloc(ns * sizeof *steps->gpu_last);
     /* one buffer for the intervals by step (kv) and those of the whole trace, in turn */
-    struct kvs_keyed_ival *kv = malloc((t->gpus.n ? t->gpus.n : 1) * sizeof *kv);
+    struct kvs_kiv_list kv = {0};
     int64_t *scratch = malloc(ns * sizeof *scratch);
     if (!scratch || !steps->busy_ns || !steps->cat_ns || !steps->comm_ns ||
-        !steps->compute_ns || !steps->gpu_first || !steps->gpu_last || !kv) {
-        free(kv);
+        !steps->compute_ns || !steps->gpu_first || !steps->gpu_last ||
+        kvs_kiv_reserve(&kv, t->gpus.n ? t->gpus.n : 1) < 0) {
+        kvs_kiv_free(&kv);
         free(scratch);
         return KVS_STATUS_NO_MEMORY;
     }
@@ -411,7 +437,7 @@ enum kvs_status kvs_steps_measure(const struct kvs_trace_data *t, struct kvs_act
     /* GPU work belongs to the step that launched it (the runtime call, or the
      * graph launch, inside the step's CPU range), however late it runs: with
      * CUDA graphs the CPU is often a whole step ahead of the GPU */
-    size_t nkv = 0;
+    bool no_memory = false;
     for (size_t i = 0; i < t->gpus.n; i++) {
         const struct kvs_gpu_rec g_ = kvs_gpu_get(t, i), *g = &g_;
         int32_t k = steps->n ? kvs_step_at(steps, act->launch[i]) : -1;
@@ -429,12 +455,13 @@ enum kvs_status kvs_steps_measure(const struct kvs_trace_data *t, struct kvs_act
             steps->gpu_first[k] = g->ts;
         if (g->ts + g->dur > steps->gpu_last[k])
             steps->gpu_last[k] = g->ts + g->dur;
-        kv[nkv++] = (struct kvs_keyed_ival){(uint32_t)k, g->device, g->ts, g->ts + g->dur};
+        no_memory |= kvs_kiv_add(&kv, (uint32_t)k, g->device, g->ts, g->ts + g->dur) < 0;
     }
     free(act->launch); /* their steps are known now */
     act->launch = NULL;
-    busy_by_step(kv, nkv, steps->busy_ns, steps->n, scratch);
-    steps->trace_busy_ns = merge_union(kv, class_ivals(t, act, -1, false, kv));
+    busy_by_step(&kv, steps->busy_ns, steps->n, scratch);
+    no_memory |= class_ivals(t, act, -1, false, &kv) < 0;
+    steps->trace_busy_ns = merge_union(&kv);
     /* the same for communication alone and for everything else, when the
      * trace has any communication (their overlap is comm + compute - busy) */
     size_t ncomm = 0;
@@ -446,15 +473,15 @@ enum kvs_status kvs_steps_measure(const struct kvs_trace_data *t, struct kvs_act
         memcpy(steps->compute_ns, steps->busy_ns, ns * sizeof *steps->busy_ns);
     } else {
         for (int comm = 1; comm >= 0; comm--) {
-            busy_by_step(kv, class_ivals(t, act, comm, true, kv), comm ? steps->comm_ns : steps->compute_ns,
-                         steps->n, scratch);
-            *(comm ? &steps->trace_comm_ns : &steps->trace_compute_ns) =
-                merge_union(kv, class_ivals(t, act, comm, false, kv));
+            no_memory |= class_ivals(t, act, comm, true, &kv) < 0;
+            busy_by_step(&kv, comm ? steps->comm_ns : steps->compute_ns, steps->n, scratch);
+            no_memory |= class_ivals(t, act, comm, false, &kv) < 0;
+            *(comm ? &steps->trace_comm_ns : &steps->trace_compute_ns) = merge_union(&kv);
         }
     }
-    free(kv);
+    kvs_kiv_free(&kv);
     free(scratch);
-    return KVS_STATUS_OK;
+    return no_memory ? KVS_STATUS_NO_MEMORY : KVS_STATUS_OK;
 }
 
 /* (key, device, start) order. The merge below needs only that order, not
@@ -470,85 +497,92 @@ static inline bool keyed_less(const struct kvs_keyed_ival *x, const struct kvs_k
     return x->start < y->start;
 }
 
-static void keyed_sift(struct kvs_keyed_ival *v, size_t i, size_t n)
-{
-    struct kvs_keyed_ival x = v[i];
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && keyed_less(&v[c], &v[c + 1]))
-            c++;
-        if (!keyed_less(&x, &v[c]))
-            break;
-        v[i] = v[c];
-        i = c;
+/* An introsort of T by less(): quicksort on the median of three places drawn
+ * from a fixed pseudo-random sequence (first, middle and last fall on the
+ * starts of runs when the input is several sorted runs one after another,
+ * GPU work stream by stream, and the partitions went lopsided), insertion
+ * sort for short runs, heapsort past depth levels. In place. */
+#define DEFINE_INTROSORT(NAME, T, LESS)                                                                   \
+    static void NAME##_sift(T *v, size_t i, size_t n)                                                     \
+    {                                                                                                     \
+        T x = v[i];                                                                                       \
+        for (;;) {                                                                                        \
+            size_t c = 2 * i + 1;                                                                         \
+            if (c >= n)                                                                                   \
+                break;                                                                                    \
+            if (c + 1 < n && LESS(&v[c], &v[c + 1]))                                                      \
+                c++;                                                                                      \
+            if (!LESS(&x, &v[c]))                                                                         \
+                break;                                                                                    \
+            v[i] = v[c];                                                                                  \
+            i = c;                                                                                        \
+        }                                                                                                 \
+        v[i] = x;                                                                                         \
+    }                                                                                                     \
+    static void NAME##_sort(T *v, size_t n, int depth)                                                    \
+    {                                                                                                     \
+        uint64_t rng = n;                                                                                 \
+        while (n > 16) {                                                                                  \
+            if (depth-- == 0) {                                                                           \
+                for (size_t i = n / 2; i-- > 0;)                                                          \
+                    NAME##_sift(v, i, n);                                                                 \
+                for (size_t e = n - 1; e > 0; e--) {                                                      \
+                    T t = v[0];                                                                           \
+                    v[0] = v[e];                                                                          \
+                    v[e] = t;                                                                             \
+                    NAME##_sift(v, 0, e);                                                                 \
+                }                                                                                         \
+                return;                                                                                   \
+            }                                                                                             \
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;                                  \
+            T *a = &v[(rng >> 33) % n], *b = &v[(rng >> 11) % n], *c = &v[(rng ^ rng >> 29) % n];         \
+            T *m = LESS(a, b) ? (LESS(b, c) ? b : LESS(a, c) ? c : a) : (LESS(a, c) ? a : LESS(b, c) ? c : b); \
+            T pivot = *m;                                                                                 \
+            size_t i = 0, j = n - 1;                                                                      \
+            for (;;) { /* Hoare: v[0..i) <= pivot <= v[j+1..n) */                                         \
+                while (LESS(&v[i], &pivot))                                                               \
+                    i++;                                                                                  \
+                while (LESS(&pivot, &v[j]))                                                               \
+                    j--;                                                                                  \
+                if (i >= j)                                                                               \
+                    break;                                                                                \
+                T t = v[i];                                                                               \
+                v[i] = v[j];                                                                              \
+                v[j] = t;                                                                                 \
+                i++;                                                                                      \
+                j--;                                                                                      \
+            }                                                                                             \
+            size_t left = j + 1; /* [0, left) and [left, n) */                                            \
+            if (left == n) { /* the pivot was the last place's, above all before it: in place */          \
+                n--;                                                                                      \
+                continue;                                                                                 \
+            }                                                                                             \
+            if (left < n - left) {                                                                        \
+                NAME##_sort(v, left, depth);                                                              \
+                v += left;                                                                                \
+                n -= left;                                                                                \
+            } else {                                                                                      \
+                NAME##_sort(v + left, n - left, depth);                                                   \
+                n = left;                                                                                 \
+            }                                                                                             \
+        }                                                                                                 \
+        for (size_t i = 1; i < n; i++) {                                                                  \
+            T x = v[i];                                                                                   \
+            size_t k = i;                                                                                 \
+            for (; k > 0 && LESS(&x, &v[k - 1]); k--)                                                     \
+                v[k] = v[k - 1];                                                                          \
+            v[k] = x;                                                                                     \
+        }                                                                                                 \
     }
-    v[i] = x;
+
+DEFINE_INTROSORT(keyed, struct kvs_keyed_ival, keyed_less)
+
+static inline bool kiv_less(const struct kvs_kiv *x, const struct kvs_kiv *y)
+{
+    return x->kd != y->kd ? x->kd < y->kd : x->start < y->start;
 }
 
-/* introsort: quicksort (median of three), heapsort past a depth bound,
- * insertion sort for short runs; in place, no allocation */
-static void keyed_sort(struct kvs_keyed_ival *v, size_t n, int depth)
-{
-    uint64_t rng = n;
-    while (n > 16) {
-        if (depth-- == 0) {
-            for (size_t i = n / 2; i-- > 0;)
-                keyed_sift(v, i, n);
-            for (size_t e = n - 1; e > 0; e--) {
-                struct kvs_keyed_ival t = v[0];
-                v[0] = v[e];
-                v[e] = t;
-                keyed_sift(v, 0, e);
-            }
-            return;
-        }
-        /* the median of three places drawn at random (a fixed sequence): the
-         * first, middle and last fall on the starts of runs when the input is
-         * several sorted runs one after another (GPU work stream by stream),
-         * and the partitions then went so lopsided that heapsort took over */
-        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-        struct kvs_keyed_ival *a = &v[(rng >> 33) % n], *b = &v[(rng >> 11) % n], *c = &v[(rng ^ rng >> 29) % n];
-        struct kvs_keyed_ival *m = keyed_less(a, b) ? (keyed_less(b, c) ? b : keyed_less(a, c) ? c : a)
-                                                    : (keyed_less(a, c) ? a : keyed_less(b, c) ? c : b);
-        struct kvs_keyed_ival pivot = *m;
-        size_t i = 0, j = n - 1;
-        for (;;) { /* Hoare: v[0..i) <= pivot <= v[j+1..n) */
-            while (keyed_less(&v[i], &pivot))
-                i++;
-            while (keyed_less(&pivot, &v[j]))
-                j--;
-            if (i >= j)
-                break;
-            struct kvs_keyed_ival t = v[i];
-            v[i] = v[j];
-            v[j] = t;
-            i++;
-            j--;
-        }
-        size_t left = j + 1; /* [0, left) and [left, n) */
-        if (left == n) { /* the pivot was the last place's, above all before it: in place */
-            n--;
-            continue;
-        }
-        if (left < n - left) {
-            keyed_sort(v, left, depth);
-            v += left;
-            n -= left;
-        } else {
-            keyed_sort(v + left, n - left, depth);
-            n = left;
-        }
-    }
-    for (size_t i = 1; i < n; i++) {
-        struct kvs_keyed_ival x = v[i];
-        size_t k = i;
-        for (; k > 0 && keyed_less(&x, &v[k - 1]); k--)
-            v[k] = v[k - 1];
-        v[k] = x;
-    }
-}
+DEFINE_INTROSORT(kiv, struct kvs_kiv, kiv_less)
 
 void kvs_busy_by_key(struct kvs_keyed_ival *v, size_t n, int64_t *busy)
 {
@@ -570,4 +604,90 @@ void kvs_busy_by_key(struct kvs_keyed_ival *v, size_t n, int64_t *busy)
         if (i < n)
             cur = v[i];
     }
+}
+
+static int kiv_sort_depth(size_t n)
+{
+    return n > 1 ? 2 * (64 - __builtin_clzll((unsigned long long)n)) : 0;
+}
+
+int kvs_kiv_reserve(struct kvs_kiv_list *l, size_t cap)
+{
+    if (cap <= l->cap)
+        return 0;
+    if (l->w) {
+        struct kvs_keyed_ival *p = realloc(l->w, cap * sizeof *p);
+        if (!p)
+            return -1;
+        l->w = p;
+    } else {
+        struct kvs_kiv *p = realloc(l->c, cap * sizeof *p);
+        if (!p)
+            return -1;
+        l->c = p;
+    }
+    l->cap = cap;
+    return 0;
+}
+
+int kvs_kiv_widen(struct kvs_kiv_list *l)
+{
+    size_t cap = l->cap ? l->cap : 16;
+    struct kvs_keyed_ival *w = malloc(cap * sizeof *w);
+    if (!w)
+        return -1;
+    for (size_t i = 0; i < l->n; i++)
+        w[i] = (struct kvs_keyed_ival){l->c[i].kd >> 8, (int32_t)(l->c[i].kd & 255), l->c[i].start,
+                                       l->c[i].start + (int64_t)l->c[i].len};
+    free(l->c);
+    l->c = NULL;
+    l->w = w;
+    l->cap = cap;
+    return 0;
+}
+
+int kvs_kiv_grow(struct kvs_kiv_list *l)
+{
+    size_t cap = l->cap ? l->cap + l->cap / 2 : 1024;
+    return kvs_kiv_reserve(l, cap);
+}
+
+void kvs_kiv_busy(struct kvs_kiv_list *l, int64_t *busy)
+{
+    size_t n = l->n;
+    if (!n)
+        return;
+    if (l->w) {
+        kvs_busy_by_key(l->w, n, busy);
+        return;
+    }
+    struct kvs_kiv *v = l->c;
+    size_t k = 1;
+    while (k < n && !kiv_less(&v[k], &v[k - 1]))
+        k++;
+    if (k < n) /* not already in order */
+        kiv_sort(v, n, kiv_sort_depth(n));
+    uint32_t kd = v[0].kd;
+    int64_t start = v[0].start, end = v[0].start + (int64_t)v[0].len;
+    for (size_t i = 1; i <= n; i++) {
+        if (i < n && v[i].kd == kd && v[i].start <= end) {
+            int64_t e = v[i].start + (int64_t)v[i].len;
+            if (e > end)
+                end = e;
+            continue;
+        }
+        busy[kd >> 8] += end - start;
+        if (i < n) {
+            kd = v[i].kd;
+            start = v[i].start;
+            end = v[i].start + (int64_t)v[i].len;
+        }
+    }
+}
+
+void kvs_kiv_free(struct kvs_kiv_list *l)
+{
+    free(l->c);
+    free(l->w);
+    memset(l, 0, sizeof *l);
 }

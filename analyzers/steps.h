@@ -2,7 +2,8 @@
  *
  * defines: kvs_step_name_parse, kvs_step_time_ns, kvs_step_at, struct kvs_step_matcher, kvs_step_matcher_init,
  *          kvs_step_matcher_free, kvs_step_matcher_is_op_step, kvs_steps_find, kvs_steps_measure,
- *          struct kvs_keyed_ival, kvs_busy_by_key
+ *          struct kvs_keyed_ival, kvs_busy_by_key, struct kvs_kiv_list, kvs_kiv_add,
+ *          kvs_kiv_reserve, kvs_kiv_busy, kvs_kiv_free
  *
  * Steps are ranges on the CPU timeline: serving engines' step ranges (vLLM
  * `execute_..._context_N(..)_generation_M(..)`, SGLang `step[DECODE bs=32]`:
@@ -76,5 +77,40 @@ struct kvs_keyed_ival {
  * which activities of one key overlapping on several streams count once (so
  * it never exceeds the trace's busy time). */
 void kvs_busy_by_key(struct kvs_keyed_ival *v, size_t n, int64_t *busy);
+
+/* The same in 16 bytes an interval (not 24) while every one added fits:
+ * key below 2^24, device 0-255, length below 2^32 (as the GPU work of any
+ * trace seen); the list widens to struct kvs_keyed_ival at the first that
+ * does not. The sums are the same either way. */
+struct kvs_kiv {
+    int64_t start;
+    uint32_t len;
+    uint32_t kd; /* key << 8 | device */
+};
+struct kvs_kiv_list {
+    struct kvs_kiv *c;        /* while compact */
+    struct kvs_keyed_ival *w; /* once wide */
+    size_t n, cap;
+};
+int kvs_kiv_reserve(struct kvs_kiv_list *l, size_t cap); /* 0, or -1: no memory */
+int kvs_kiv_grow(struct kvs_kiv_list *l);
+int kvs_kiv_widen(struct kvs_kiv_list *l);
+/* Append [start, end) (end >= start) keyed key on device: 0, or -1 when memory ran out */
+static inline int kvs_kiv_add(struct kvs_kiv_list *l, uint32_t key, int32_t device, int64_t start, int64_t end)
+{
+    if (l->n == l->cap && kvs_kiv_grow(l) < 0)
+        return -1;
+    if (!l->w && (key >= (1u << 24) || device < 0 || device > 255 || (uint64_t)(end - start) > UINT32_MAX) &&
+        kvs_kiv_widen(l) < 0)
+        return -1;
+    if (l->w)
+        l->w[l->n++] = (struct kvs_keyed_ival){key, device, start, end};
+    else
+        l->c[l->n++] = (struct kvs_kiv){start, (uint32_t)(end - start), key << 8 | (uint32_t)device};
+    return 0;
+}
+/* kvs_busy_by_key over the list's intervals (sorted in place) */
+void kvs_kiv_busy(struct kvs_kiv_list *l, int64_t *busy);
+void kvs_kiv_free(struct kvs_kiv_list *l);
 
 #endif

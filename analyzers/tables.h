@@ -177,7 +177,7 @@ struct kvs_families {
 /* One GPU activity as the stages see it, indexed like the records'
  * t.gpus: kvs_link fills op, launch and graph; kvs_categorize cat, family
  * and kfamily; kvs_steps_measure step. */
-struct kvs_activity {         /* 16 bytes */
+struct kvs_activity {         /* 12 bytes */
     uint32_t op;                 /* the launching op's index, or KVS_NO_OP */
     int32_t step;                /* the step by launch time, -1 outside */
     uint8_t cat;                 /* enum kvs_category */

@@ -12,6 +12,7 @@
 
 #include "kvs_test.h"
 #include "kvscope/analysis.h"
+#include "host_blocking.h"
 #include "steps.h"
 
 #define TOL 1e-9
@@ -268,6 +269,85 @@ static void test_step_figures(void)
     kvs_analysis_free(a);
 }
 
+/* kvs_kiv_busy (16-byte intervals while they fit, widened at the first that
+ * does not) gives what kvs_busy_by_key gives on the same intervals, and the
+ * host-time index (kvs_ival_index, kvs_ival_covered) what a plain sum over
+ * the merged intervals gives: random intervals in sorted runs one after
+ * another (GPU work stream by stream) or in random order, and partway one
+ * that does not fit: a length past 2^32, a device past 255, a negative
+ * device, or the list widened by hand (as a key past 2^24 widens it). */
+static uint64_t kiv_rng = 88172645463325252ull;
+static uint64_t kiv_next(void)
+{
+    kiv_rng ^= kiv_rng << 13;
+    kiv_rng ^= kiv_rng >> 7;
+    kiv_rng ^= kiv_rng << 17;
+    return kiv_rng;
+}
+
+static void test_compact_intervals(void)
+{
+    enum { NKEY = 40 };
+    static struct kvs_keyed_ival ref[6000];
+    for (int round = 0; round < 60; round++) {
+        size_t n = 1 + kiv_next() % 6000, runs = 1 + kiv_next() % 8;
+        int widen = round % 5; /* 0: stays compact; 1-4: as above */
+        struct kvs_kiv_list l = {0};
+        int64_t busy_a[NKEY] = {0}, busy_b[NKEY] = {0};
+        size_t at = kiv_next() % n;
+        for (size_t i = 0; i < n; i++) {
+            uint32_t key = (uint32_t)(kiv_next() % NKEY);
+            int32_t dev = (int32_t)(kiv_next() % 3);
+            int64_t start = round % 2 ? (int64_t)((i % (n / runs + 1)) * 1000 + kiv_next() % 1500)
+                                      : (int64_t)(kiv_next() % 1000000);
+            int64_t len = (int64_t)(kiv_next() % 3000);
+            if (i == at && widen == 1)
+                len = (int64_t)1 << 33;
+            if (i == at && widen == 2)
+                dev = 300;
+            if (i == at && widen == 3)
+                dev = -1;
+            if (i == at && widen == 4)
+                KVS_REQUIRE(kvs_kiv_widen(&l) == 0);
+            ref[i] = (struct kvs_keyed_ival){key, dev, start, start + len};
+            KVS_REQUIRE(kvs_kiv_add(&l, key, dev, start, start + len) == 0);
+        }
+        KVS_CHECK(widen ? l.w != NULL && l.c == NULL : l.c != NULL && l.w == NULL);
+        KVS_CHECK_EQ_INT(l.n, n);
+        kvs_kiv_busy(&l, busy_a);
+        kvs_busy_by_key(ref, n, busy_b);
+        for (int k = 0; k < NKEY; k++)
+            KVS_CHECK_EQ_INT(busy_a[k], busy_b[k]);
+        kvs_kiv_free(&l);
+    }
+}
+
+static void test_ival_index(void)
+{
+    static struct kvs_ival u[3001];
+    for (int round = 0; round < 40; round++) {
+        size_t n = 1 + kiv_next() % 3000;
+        for (size_t i = 0; i < n; i++) {
+            int64_t a = (int64_t)(kiv_next() % 200000);
+            u[i] = (struct kvs_ival){a, a + (int64_t)(kiv_next() % (round % 2 ? 50 : 400))};
+        }
+        size_t m = kvs_ival_merge(u, n);
+        static struct kvs_ival plain[3001];
+        memcpy(plain, u, m * sizeof *u);
+        kvs_ival_index(u, m);
+        for (int q = 0; q < 200; q++) {
+            int64_t a = (int64_t)(kiv_next() % 210000) - 5000, b = a + (int64_t)(kiv_next() % 20000);
+            int64_t want = 0;
+            for (size_t i = 0; i < m; i++) {
+                int64_t lo = plain[i].a > a ? plain[i].a : a, hi = plain[i].b < b ? plain[i].b : b;
+                if (hi > lo)
+                    want += hi - lo;
+            }
+            KVS_CHECK_EQ_INT(kvs_ival_covered(u, m, a, b), want);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const struct kvs_test tests[] = {
@@ -275,6 +355,8 @@ int main(int argc, char **argv)
         {"serving_steps", test_serving_steps},
         {"gpu_behind_cpu", test_gpu_behind_cpu},
         {"step_figures", test_step_figures},
+        {"compact_intervals", test_compact_intervals},
+        {"ival_index", test_ival_index},
         {NULL, NULL},
     };
     return kvs_test_main(argc, argv, tests);

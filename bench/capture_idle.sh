@@ -18,11 +18,17 @@
 #                  reference and runs between them)
 #   c:kvs-closed   cupti_idle --state bare under this tree's `kvscope capture
 #                  --window cudaProfilerStart`: never opened
-#   c:kvs-between  the same after one window opened and closed (--window-once)
+#   c:kvs-between  the same after one window opened and closed (--window-once):
+#                  kvscope detaches CUPTI between windows (its default)
+#   c:kvs-between-attached  the same with KVS_CAPTURE_DETACH=0: CUPTI stays
+#                  attached between windows (kvscope before the detach)
 #   c:base-closed, c:base-between   the same under BASE_BUILD's kvscope
 #   py:bare        python3 bench/capture_torch.py --workloads launch --modes plain
 #   py:kvs-closed  the same under this tree's kvscope, window never opened
 #   py:kvs-between --modes plain,kvs: its plain rounds come between windows
+#                  (each measurement after a 100 ms sleep, every py: process
+#                  alike: kvscope has detached CUPTI by then)
+#   py:kvs-between-attached  the same with KVS_CAPTURE_DETACH=0
 #   py:base-closed, py:base-between  under BASE_BUILD's kvscope
 # (the py: kinds when python3 has torch and KVS_IDLE_TORCH is not 0).
 # Each process runs KVS_IDLE_ROUNDS rounds (default 10) after a warm-up
@@ -58,16 +64,16 @@ command -v nvidia-smi >/dev/null &&
     echo "DEVICE $(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null | head -1)" >>"$raw"
 echo "cpus: ${cpus:-all} (${pin[*]:-not pinned}); cycles $cycles; rounds $rounds" | tee -a "$raw"
 
-states=${KVS_IDLE_STATES:-sub sub+act drvstart rtstart rec-rt rec-drv closed-old closed-new after-K after-def detached re-attached}
+states=${KVS_IDLE_STATES:-sub sub+act drvstart rtstart rec-rt rec-drv closed-old closed-new after-K after-def detached re-attached reattach-own reattach-own-busy}
 kinds=()
 for s in $states; do kinds+=("c:$s"); done
-kinds+=(c:kvs-closed c:kvs-between)
+kinds+=(c:kvs-closed c:kvs-between c:kvs-between-attached)
 [ -n "$base" ] && kinds+=(c:base-closed c:base-between)
 have_torch=0
 if [ "${KVS_IDLE_TORCH:-1}" != 0 ] &&
     python3 -c 'import importlib.util as u, sys; sys.exit(0 if u.find_spec("torch") else 1)' 2>/dev/null; then
     have_torch=1
-    kinds+=(py:kvs-closed py:kvs-between)
+    kinds+=(py:kvs-closed py:kvs-between py:kvs-between-attached)
     [ -n "$base" ] && kinds+=(py:base-closed py:base-between)
 fi
 
@@ -83,20 +89,23 @@ run() {
     c:*) cmd=("$idle" --state "${kind#c:}") ;;
     py:bare) cmd=(python3 bench/capture_torch.py --modes plain) ;;
     py:*-closed) cmd=("${kvs[@]}" python3 bench/capture_torch.py --modes plain) ;;
-    py:*-between) cmd=("${kvs[@]}" python3 bench/capture_torch.py --modes plain,kvs) ;;
+    py:*-between|py:*-between-attached) cmd=("${kvs[@]}" python3 bench/capture_torch.py --modes plain,kvs) ;;
     esac
     case $kind in
-    c:*-between) cmd+=(--window-once) ;;
+    c:*-between|c:*-between-attached) cmd+=(--window-once) ;;
+    esac
+    case $kind in
+    *-attached) cmd=(env KVS_CAPTURE_DETACH=0 "${cmd[@]}") ;;
     esac
     case $kind in
     c:*) cmd+=(--label "$kind" --rounds "$rounds") ;;
-    py:*) cmd+=(--label "$kind" --rounds "$rounds" --workloads launch) ;;
+    py:*) cmd+=(--label "$kind" --rounds "$rounds" --workloads launch --settle-ms 100) ;;
     esac
     t0=$(date +%s%N)
     lines=$("${pin[@]}" "${cmd[@]}" 2>>"$err")
     rc=$?
     seq=$((seq + 1))
-    echo "$lines" | grep '^\(RESULT\|STATE\|CHECK\|RECORDS\)' | sed "s/^\([A-Z]*\) /\1 cycle=$cycle seq=$seq /" >>"$raw"
+    echo "$lines" | grep '^\(RESULT\|STATE\|CHECK\|RECORDS\|CORR\|DETACH\)' | sed "s/^\([A-Z]*\) /\1 cycle=$cycle seq=$seq /" >>"$raw"
     printf 'TIME proc=%s cycle=%d seconds=%d\n' "$kind" "$cycle" $(( ($(date +%s%N) - t0) / 1000000000 )) >>"$raw"
     if [ $rc -ne 0 ]; then
         echo "FAIL proc=$kind cycle=$cycle exit=$rc (see $err)" | tee -a "$raw" >&2

@@ -46,9 +46,18 @@
  *   reattach-sync after-def, the context's GPU work waited for inside the
  *                 callback (cuCtxSynchronize), detached there, drvstart's
  *                 subscription made again after the call returned
+ *   reattach-own  after-def, then what kvscope does between windows: the
+ *                 program's thread out of every CUDA call (waiting), a thread
+ *                 of its own waits for the GPU (every active primary
+ *                 context), flushes, finalizes CUPTI and subscribes again at
+ *                 once to kvscope's closed set (closed-new + cuProfilerStop)
+ *   reattach-own-busy  the same while the program's thread keeps launching
+ *                 (the pytorch loop) until the other thread is done
  * After a reattach-* state's measurement, kernel records are switched on for
  * 100 launches: RECORDS proc=L kernels=K want=100 says whether the CUPTI
- * attached again records.
+ * attached again records, and CORR proc=L before_max=A after_min=B whether
+ * it numbers correlation ids from 1 again (B <= A); DETACH proc=L
+ * finalize_ms=F attach_ms=T how long the own thread's steps took.
  *   with:LIST     sub+act with the pieces of LIST on while measuring (what a
  *                 window costs, piece by piece)
  *   after:LIST    sub+act, the pieces of LIST on for a warm loop of each
@@ -59,9 +68,11 @@
  * kvs_trace_api_recorded names; rtcb less the runtime's kernel launches,
  * as kvscope's default), default (all of them).
  * --window-once: cudaProfilerStart, a warm loop of each kind,
- * cudaProfilerStop before measuring — run under `kvscope capture --window
- * cudaProfilerStart` with state bare, the process is in kvscope's state
- * between two windows; without --window-once, in its state before the first.
+ * cudaProfilerStop and 200 ms of sleep before measuring — run under
+ * `kvscope capture --window cudaProfilerStart` with state bare, the process
+ * is in kvscope's state between two windows (detached 20 ms after the close,
+ * unless KVS_CAPTURE_DETACH=0); without --window-once, in its state before
+ * the first.
  *
  * Loops, each measured once a round (the order turning each round; one
  * warm-up round first), host wall clock from the first launch to the
@@ -76,6 +87,7 @@
  * without a GPU, 2 on bad arguments, 1 if a loop lost launches.
  */
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -99,6 +111,7 @@
 // unless a detach is asked for
 
 static size_t g_records, g_kernel_records;
+static uint32_t g_corr_max, g_corr_min = UINT32_MAX; /* of kernel records */
 static void CUPTIAPI buf_req(uint8_t **b, size_t *size, size_t *maxr)
 {
     *size = 8u << 20;
@@ -110,7 +123,12 @@ static void CUPTIAPI buf_done(CUcontext, uint32_t, uint8_t *b, size_t, size_t va
     CUpti_Activity *r = nullptr;
     while (cuptiActivityGetNextRecord(b, valid, &r) == CUPTI_SUCCESS) {
         g_records++;
-        g_kernel_records += r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+        if (r->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+            continue;
+        g_kernel_records++;
+        uint32_t c = ((const CUpti_ActivityKernel4 *)r)->correlationId;
+        g_corr_max = c > g_corr_max ? c : g_corr_max;
+        g_corr_min = c < g_corr_min ? c : g_corr_min;
     }
     free(b);
 }
@@ -257,6 +275,36 @@ static void closed_old(void)
     cb(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000, 1);
 }
 
+/* kvscope's closed window after a detach: closed-new and cuProfilerStop */
+static void reattach_closed(void)
+{
+    subscribe_act(1);
+    nvtx_and_resources();
+    for (CUpti_CallbackId id : k_sc_drv)
+        cb(CUPTI_CB_DOMAIN_DRIVER_API, id, 1);
+    cb(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop, 1);
+    cb(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, 1);
+}
+
+/* reattach-own*: the own thread's work, and whether the program's thread
+ * launches meanwhile */
+static double g_finalize_ms, g_attach_ms;
+static std::atomic<int> g_own_done;
+static void *own_thread(void *)
+{
+    int64_t t0 = now_ns();
+    CK(cudaDeviceSynchronize()); /* kvscope: every active primary context */
+    CU(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+    g_detached = cuptiFinalize() == CUPTI_SUCCESS;
+    int64_t t1 = now_ns();
+    if (g_detached)
+        reattach_closed();
+    g_finalize_ms = (double)(t1 - t0) / 1e6;
+    g_attach_ms = (double)(now_ns() - t1) / 1e6;
+    g_own_done.store(1);
+    return nullptr;
+}
+
 static const CUpti_ActivityKind k_default_kinds[] = {
     CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
     CUPTI_ACTIVITY_KIND_MEMSET,            CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
@@ -265,6 +313,7 @@ static const CUpti_ActivityKind k_default_kinds[] = {
 // ---------------------------------------------------------------------------
 // the loops
 
+static long g_busy_launches; /* launched by reattach-own-busy while detaching */
 typedef CUresult (*ctx_get_fn)(CUcontext *);
 static ctx_get_fn g_ctx_get;
 
@@ -366,7 +415,7 @@ static const char *const k_states[] = {"bare",       "sub",        "sub+act", "d
                                        "rtstart",    "rec-rt",     "rec-drv", "closed-old",
                                        "closed-new", "after-K",    "after-def", "detached",
                                        "re-attached", "reattach-cb", "reattach-thread",
-                                       "reattach-sync"};
+                                       "reattach-sync", "reattach-own", "reattach-own-busy"};
 
 static int usage(const char *argv0)
 {
@@ -412,6 +461,28 @@ static void enter_state(const std::string &st, int n, int *d, cudaStream_t s)
         CU(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
         if (st == "after-def")
             return;
+        if (st == "reattach-own" || st == "reattach-own-busy") {
+            CK(cudaStreamSynchronize(s));
+            pthread_t own;
+            if (pthread_create(&own, nullptr, own_thread, nullptr) != 0) {
+                fprintf(stderr, "cupti_idle: no own thread\n");
+                exit(1);
+            }
+            long busy = 0;
+            while (st == "reattach-own-busy" && !g_own_done.load()) {
+                run_loop(L_PYTORCH, 100, d, s);
+                busy += 100;
+            }
+            pthread_join(own, nullptr);
+            g_busy_launches = busy;
+            if (!g_detached) {
+                fprintf(stderr, "cupti_idle: cuptiFinalize did not succeed\n");
+                exit(1);
+            }
+            printf("DETACH state=%s finalize_ms=%.3f attach_ms=%.3f launches_meanwhile=%ld\n",
+                   st.c_str(), g_finalize_ms, g_attach_ms, busy);
+            return;
+        }
         pthread_t th;
         if (st == "reattach-thread" && pthread_create(&th, nullptr, attach_thread, nullptr) != 0) {
             fprintf(stderr, "cupti_idle: no attach thread\n");
@@ -514,6 +585,7 @@ int main(int argc, char **argv)
 
     long kernels = 0; /* launches made, to check against the counter */
     enter_state(state, n, d, s);
+    kernels += g_busy_launches;
     if (state == "after-K" || state == "after-def" || state == "detached" ||
         state == "re-attached" || !state.compare(0, 6, "after:") || !state.compare(0, 9, "reattach-"))
         kernels += NLOOP * (long)n;
@@ -522,6 +594,8 @@ int main(int argc, char **argv)
         warm_loops(n, d, s);
         CK(cudaProfilerStop());
         kernels += NLOOP * (long)n;
+        struct timespec settle = {0, 200 * 1000000L}; /* kvscope's detach: 20 ms after */
+        nanosleep(&settle, nullptr);
     }
     std::vector<double> ns[NLOOP];
     for (int r = 0; r <= rounds; r++) { /* r == 0: warm-up */
@@ -538,6 +612,8 @@ int main(int argc, char **argv)
     }
     if (!state.compare(0, 9, "reattach-")) { /* does the CUPTI attached again record? */
         CK(cudaDeviceSynchronize());
+        uint32_t before_max = g_corr_max;
+        g_corr_min = UINT32_MAX;
         g_kernel_records = 0;
         CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
         for (int i = 0; i < 100; i++)
@@ -548,6 +624,8 @@ int main(int argc, char **argv)
         CU(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
         printf("RECORDS proc=%s state=%s kernels=%zu want=100\n", label.c_str(), state.c_str(),
                g_kernel_records);
+        printf("CORR proc=%s state=%s before_max=%u after_min=%u\n", label.c_str(), state.c_str(),
+               before_max, g_corr_min);
     }
     int got = 0;
     CK(cudaMemcpy(&got, d, sizeof got, cudaMemcpyDeviceToHost));

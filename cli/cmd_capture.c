@@ -86,10 +86,12 @@ static void usage(FILE *out)
             "exit code: PROGRAM's (128+N if a signal N ended it); 1 if no trace was written;\n"
             "2 for a bad command line (TRACE's folder is checked before PROGRAM runs).\n"
             "environment: KVS_INJECT_LIB names libkvscope-inject.so (default: beside kvscope,\n"
-            "then the install); KVS_CAPTURE_LOG=debug logs the capture's steps; RANK and\n"
-            "WORLD_SIZE fill %%r and the trace's rank; PYTHONPATH is kept after the hook's\n"
-            "folder; CXX names the compiler the hook is built with (default c++),\n"
-            "XDG_CACHE_HOME where it is kept.\n");
+            "then the install); KVS_CAPTURE_LOG=debug logs the capture's steps;\n"
+            "KVS_CAPTURE_DETACH=0 keeps CUPTI attached between --window cudaProfilerStart\n"
+            "windows (by default it is detached there: once it has recorded, an attached\n"
+            "CUPTI slows every launch); RANK and WORLD_SIZE fill %%r and the trace's rank;\n"
+            "PYTHONPATH is kept after the hook's folder; CXX names the compiler the hook is\n"
+            "built with (default c++), XDG_CACHE_HOME where it is kept.\n");
 }
 
 // ----------------------------------------------------------------------------

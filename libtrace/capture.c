@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE /* dladdr */
 #include <dlfcn.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -108,6 +109,18 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 
 static enum kvs_status enable_kinds(struct kvs_trace *t);
 static void disable_kinds(struct kvs_trace *t);
+static void ask_detach(struct kvs_trace *t);
+
+/* A profiler call while CUPTI is being detached: a start opens its window
+ * once CUPTI is attached again; a stop after it means that window came and
+ * went meanwhile (not recorded, counted). */
+static void missed_while_detaching(struct kvs_trace *t, int start, const CUpti_CallbackData *cd)
+{
+    if (start && cd->callbackSite == CUPTI_API_EXIT)
+        atomic_store(&t->start_missed, 1);
+    else if (!start && cd->callbackSite == CUPTI_API_ENTER && atomic_exchange(&t->start_missed, 0))
+        atomic_fetch_add(&t->windows_missed, 1);
+}
 
 static void on_profiler_api(struct kvs_trace *t, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
                             const CUpti_CallbackData *cd)
@@ -116,12 +129,26 @@ static void on_profiler_api(struct kvs_trace *t, CUpti_CallbackDomain dom, CUpti
     if (!atomic_load(&t->watch_profiler))
         return;
     int start = cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart;
+    if (atomic_load(&t->det_state)) { /* being detached: the detacher opens it once attached */
+        missed_while_detaching(t, start, cd);
+        return;
+    }
+    int closed = 0;
     pthread_mutex_lock(&g_ctl);
-    if (start && cd->callbackSite == CUPTI_API_EXIT && !atomic_load(&t->running))
+    if (atomic_load(&t->det_state)) { /* the detacher began while this call waited */
+        missed_while_detaching(t, start, cd);
+    } else if (start && cd->callbackSite == CUPTI_API_EXIT && !atomic_load(&t->running)) {
         enable_kinds(t);
-    else if (!start && cd->callbackSite == CUPTI_API_ENTER && atomic_load(&t->running))
+    } else if (!start && cd->callbackSite == CUPTI_API_ENTER && atomic_load(&t->running)) {
         disable_kinds(t); /* no flush here: the records stay in CUPTI's buffers until stop */
+        closed = t->detach;
+    } else if (!start && cd->callbackSite == CUPTI_API_ENTER && t->detaches) {
+        /* a stop without its start: the start came while CUPTI was away */
+        atomic_fetch_add(&t->windows_missed, 1);
+    }
     pthread_mutex_unlock(&g_ctl);
+    if (closed)
+        ask_detach(t);
 }
 
 static int is_profiler_cbid(int driver, CUpti_CallbackId cbid)
@@ -137,6 +164,11 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
     struct kvs_trace *t = cb_enter();
     if (!t)
         return;
+    if (atomic_load_explicit(&t->det_state, memory_order_relaxed) &&
+        !(domain == CUPTI_CB_DOMAIN_DRIVER_API && is_profiler_cbid(1, cbid))) {
+        cb_leave(); /* CUPTI is being finalized: nothing is recorded now */
+        return;
+    }
     if (domain == CUPTI_CB_DOMAIN_NVTX)
         kvs_capture_nvtx(t, cbid, data);
     else if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
@@ -275,6 +307,7 @@ static enum kvs_status enable_kinds(struct kvs_trace *t)
     int64_t now = kvs_now_ns();
     if (!t->window_start_ns)
         t->window_start_ns = now;
+    atomic_store(&t->closed_at_ns, 0); /* no detach while a window is open */
     t->kinds_on = 0;
     unsigned want = t->cfg.activities;
     /* before any callback records: the calls keep their op's id if asked */
@@ -443,6 +476,41 @@ static void follow_graphs(struct kvs_trace *t)
                 refused);
 }
 
+/* What a capture sets up once subscribed (t->sub), at creation and when
+ * CUPTI is attached again after a detach: the clock, the buffers, and the
+ * callbacks of the closed window (NVTX, context created, CUDA graphs). */
+static enum kvs_status subscribed(struct kvs_trace *t)
+{
+    const struct kvs_logger *lg = &t->lg;
+    /* Timestamps on CLOCK_MONOTONIC, like every host record: one clock in the
+     * trace. Without the callback (old CUPTI) an offset is measured instead. */
+    if (cuptiActivityRegisterTimestampCallback(cupti_clock) != CUPTI_SUCCESS) {
+        uint64_t c = 0;
+        int64_t a = kvs_now_ns();
+        cuptiGetTimestamp(&c);
+        int64_t b = kvs_now_ns();
+        t->clock_offset_ns = (int64_t)c - (a + (b - a) / 2);
+        kvs_log(lg, KVS_LOG_DEBUG, "CUPTI clock offset %lld ns", (long long)t->clock_offset_ns);
+    }
+    cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM); /* = gettid(), our tids */
+    /* the pool lends zeroed buffers: CUPTI need not zero them itself, which
+     * it would do on the thread that asked (an older CUPTI that does not
+     * know the attribute zeroes them again, as before) */
+    uint8_t zeroed = 1;
+    size_t zsize = sizeof zeroed;
+    cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &zsize, &zeroed);
+    enum kvs_status st = KVS_CUPTI_STATUS(lg, cuptiActivityRegisterCallbacks(buffer_requested,
+                                                                             buffer_completed));
+    if (st == KVS_STATUS_OK && (t->cfg.activities & KVS_TRACE_NVTX))
+        st = KVS_CUPTI_STATUS(lg, cuptiEnableDomain(1, t->sub, CUPTI_CB_DOMAIN_NVTX));
+    if (st == KVS_STATUS_OK)
+        st = KVS_CUPTI_STATUS(lg, cuptiEnableCallback(1, t->sub, CUPTI_CB_DOMAIN_RESOURCE,
+                                                      CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
+    if (st == KVS_STATUS_OK && (t->cfg.activities & KVS_TRACE_NVTX))
+        follow_graphs(t);
+    return st;
+}
+
 static void read_process_name(char *buf, size_t n)
 {
     snprintf(buf, n, "process");
@@ -569,32 +637,7 @@ enum kvs_status kvs_trace_create(const struct kvs_trace_config *cfg, struct kvs_
         trace_release(t);
         return KVS_STATUS_CUPTI;
     }
-    /* Timestamps on CLOCK_MONOTONIC, like every host record: one clock in the
-     * trace. Without the callback (old CUPTI) an offset is measured instead. */
-    if (cuptiActivityRegisterTimestampCallback(cupti_clock) != CUPTI_SUCCESS) {
-        uint64_t c = 0;
-        int64_t a = kvs_now_ns();
-        cuptiGetTimestamp(&c);
-        int64_t b = kvs_now_ns();
-        t->clock_offset_ns = (int64_t)c - (a + (b - a) / 2);
-        kvs_log(lg, KVS_LOG_DEBUG, "CUPTI clock offset %lld ns", (long long)t->clock_offset_ns);
-    }
-    cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM); /* = gettid(), our tids */
-    /* the pool lends zeroed buffers: CUPTI need not zero them itself, which
-     * it would do on the thread that asked (an older CUPTI that does not
-     * know the attribute zeroes them again, as before) */
-    uint8_t zeroed = 1;
-    size_t zsize = sizeof zeroed;
-    cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &zsize, &zeroed);
-    enum kvs_status st = KVS_CUPTI_STATUS(lg, cuptiActivityRegisterCallbacks(buffer_requested,
-                                                                             buffer_completed));
-    if (st == KVS_STATUS_OK && (cfg->activities & KVS_TRACE_NVTX))
-        st = KVS_CUPTI_STATUS(lg, cuptiEnableDomain(1, t->sub, CUPTI_CB_DOMAIN_NVTX));
-    if (st == KVS_STATUS_OK)
-        st = KVS_CUPTI_STATUS(lg, cuptiEnableCallback(1, t->sub, CUPTI_CB_DOMAIN_RESOURCE,
-                                                      CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
-    if (st == KVS_STATUS_OK && (cfg->activities & KVS_TRACE_NVTX))
-        follow_graphs(t);
+    enum kvs_status st = subscribed(t);
     if (st != KVS_STATUS_OK) {
         cuptiUnsubscribe(t->sub);
         trace_release(t);
@@ -636,15 +679,234 @@ void kvs_capture_on_context(struct kvs_trace *t, void (*fn)(void *), void *user)
  * start too and never turned off: turning it off inside its own entry left
  * CUPTI inside that call for good (disable_kinds says how). Both are rare
  * calls: no cost a launch. */
+static enum kvs_status follow_profiler_calls(struct kvs_trace *t)
+{
+    KVS_CUPTI_TRY(&t->lg, cuptiEnableCallback(1, t->sub, CUPTI_CB_DOMAIN_DRIVER_API,
+                                              CUPTI_DRIVER_TRACE_CBID_cuProfilerStop));
+    KVS_CUPTI_TRY(&t->lg, cuptiEnableCallback(1, t->sub, CUPTI_CB_DOMAIN_DRIVER_API,
+                                              CUPTI_DRIVER_TRACE_CBID_cuProfilerStart));
+    return KVS_STATUS_OK;
+}
+
+static void start_detacher(struct kvs_trace *t);
+
 enum kvs_status kvs_capture_follow_profiler_api(struct kvs_trace *t, const char *window_name)
 {
     t->window = window_name;
-    KVS_CUPTI_TRY(&t->lg, cuptiEnableCallback(1, t->sub, CUPTI_CB_DOMAIN_DRIVER_API,
-                                              CUPTI_DRIVER_TRACE_CBID_cuProfilerStart));
-    KVS_CUPTI_TRY(&t->lg, cuptiEnableCallback(1, t->sub, CUPTI_CB_DOMAIN_DRIVER_API,
-                                              CUPTI_DRIVER_TRACE_CBID_cuProfilerStop));
+    KVS_TRY(follow_profiler_calls(t));
     atomic_store(&t->watch_profiler, 1);
+    const char *d = getenv("KVS_CAPTURE_DETACH");
+    t->detach = !(d && !strcmp(d, "0"));
+    if (t->detach)
+        start_detacher(t);
     return KVS_STATUS_OK;
+}
+
+// ----------------------------------------------------------------------------
+// detaching CUPTI between windows
+//
+// A CUPTI that has recorded stays dearer a launch after its kinds are off
+// (+0.4..+1.1 us on the H200: docs/capture.md, "Outside the window"), until
+// it is detached with cuptiFinalize. So once a cudaProfilerStart window has
+// been closed KVS_DETACH_QUIET_NS, a thread of the capture's own (never a
+// CUPTI callback: attaching again inside one, or while one waits, crashed
+// the program on the H200) waits for the GPU work of every active primary
+// context (records of kernels still running would be cut off), flushes,
+// finalizes CUPTI, and subscribes again at once to the closed window's
+// callbacks. Calls made while it does so are not recorded; a cudaProfilerStart
+// among them opens its window as soon as CUPTI is back (start_missed), one
+// that came in the moment without any subscriber is counted when its stop
+// comes (windows_missed). CUPTI may number correlation ids from 1 again:
+// records carry the attachment (attach_gen) and the writer renumbers.
+
+#define KVS_DETACH_QUIET_NS (20 * 1000000LL)
+
+typedef CUresult (*drv_count_fn)(int *);
+typedef CUresult (*drv_get_fn)(CUdevice *, int);
+typedef CUresult (*drv_state_fn)(CUdevice, unsigned *, int *);
+typedef CUresult (*drv_retain_fn)(CUcontext *, CUdevice);
+typedef CUresult (*drv_release_fn)(CUdevice);
+typedef CUresult (*drv_push_fn)(CUcontext);
+typedef CUresult (*drv_pop_fn)(CUcontext *);
+typedef CUresult (*drv_sync_fn)(void);
+
+/* Waits for the GPU work of every active primary context (on this thread,
+ * outside any CUDA call of the program's). 0 done, -1 no driver. */
+static int sync_primary_contexts(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!h)
+        return -1;
+    drv_count_fn count = (drv_count_fn)dlsym(h, "cuDeviceGetCount");
+    drv_get_fn get = (drv_get_fn)dlsym(h, "cuDeviceGet");
+    drv_state_fn state = (drv_state_fn)dlsym(h, "cuDevicePrimaryCtxGetState");
+    drv_retain_fn retain = (drv_retain_fn)dlsym(h, "cuDevicePrimaryCtxRetain");
+    drv_release_fn release = (drv_release_fn)dlsym(h, "cuDevicePrimaryCtxRelease_v2");
+    drv_push_fn push = (drv_push_fn)dlsym(h, "cuCtxPushCurrent_v2");
+    drv_pop_fn pop = (drv_pop_fn)dlsym(h, "cuCtxPopCurrent_v2");
+    drv_sync_fn sync = (drv_sync_fn)dlsym(h, "cuCtxSynchronize");
+    dlclose(h); /* NOLOAD: only drops the reference just taken */
+    int n = 0;
+    if (!count || !get || !state || !retain || !release || !push || !pop || !sync ||
+        count(&n) != CUDA_SUCCESS)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        CUdevice dev;
+        unsigned flags = 0;
+        int active = 0;
+        CUcontext ctx = NULL, was = NULL;
+        if (get(&dev, i) != CUDA_SUCCESS || state(dev, &flags, &active) != CUDA_SUCCESS || !active)
+            continue;
+        if (retain(&ctx, dev) != CUDA_SUCCESS)
+            return -1;
+        int ok = push(ctx) == CUDA_SUCCESS;
+        if (ok) {
+            ok = sync() == CUDA_SUCCESS;
+            pop(&was);
+        }
+        release(dev);
+        if (!ok)
+            return -1;
+    }
+    return 0;
+}
+
+static void ask_detach(struct kvs_trace *t)
+{
+    atomic_store(&t->closed_at_ns, kvs_now_ns());
+    pthread_mutex_lock(&t->det_mu);
+    t->det_asked = 1;
+    pthread_cond_signal(&t->det_cv);
+    pthread_mutex_unlock(&t->det_mu);
+}
+
+/* The detacher, once the window has stayed closed: see above. */
+static void detach_now(struct kvs_trace *t)
+{
+    int64_t t0 = kvs_now_ns();
+    if (sync_primary_contexts() != 0)
+        return; /* records of kernels still running would be lost: stay attached */
+    pthread_mutex_lock(&g_ctl);
+    int ok = !atomic_load(&t->running) && atomic_load(&t->watch_profiler) &&
+             atomic_load(&t->closed_at_ns) && kvs_capture_streams_open() == 0;
+    if (ok) {
+        atomic_store(&t->det_state, 1);
+        /* the recorded calls' callbacks off (they return at once between
+         * windows): CUPTI, finalized next, calls back on no launch meanwhile */
+        for (int d = 0; d < 2; d++)
+            if (t->api_by_callback[d])
+                kvs_capture_api_enable(t, d, 0);
+    }
+    pthread_mutex_unlock(&g_ctl);
+    if (!ok)
+        return;
+    CUptiResult r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    size_t dropped = 0;
+    if (cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) == CUPTI_SUCCESS && dropped)
+        atomic_fetch_add(&t->cupti_dropped, dropped);
+    if (r == CUPTI_SUCCESS)
+        r = cuptiFinalize();
+    if (r != CUPTI_SUCCESS) {
+        const char *what = NULL;
+        cuptiGetResultString(r, &what);
+        kvs_log(&t->lg, KVS_LOG_WARN, "CUPTI would not detach between windows (%s): it stays "
+                                      "attached", what ? what : "?");
+        pthread_mutex_lock(&g_ctl);
+        t->detach = 0;
+        atomic_store(&t->det_state, 0);
+        pthread_mutex_unlock(&g_ctl);
+        return;
+    }
+    unsigned gen = atomic_fetch_add(&t->attach_gen, 1) + 1;
+    kvs_pool_set_gen(&t->pool, gen);
+    int64_t t1 = kvs_now_ns();
+    enum kvs_status st = KVS_CUPTI_STATUS(&t->lg, cuptiSubscribe(&t->sub, on_callback, NULL));
+    if (st == KVS_STATUS_OK)
+        st = subscribed(t);
+    if (st == KVS_STATUS_OK)
+        st = follow_profiler_calls(t);
+    int64_t t2 = kvs_now_ns();
+    pthread_mutex_lock(&g_ctl);
+    if (st != KVS_STATUS_OK) {
+        kvs_log(&t->lg, KVS_LOG_ERROR, "CUPTI could not be attached again after a detach "
+                                       "between windows: no later window is recorded");
+        atomic_store(&t->watch_profiler, 0);
+        t->detach = 0;
+    }
+    atomic_store(&t->det_state, 0);
+    t->detaches++;
+    int late = atomic_exchange(&t->start_missed, 0) && st == KVS_STATUS_OK &&
+               !atomic_load(&t->running);
+    if (late)
+        enable_kinds(t);
+    pthread_mutex_unlock(&g_ctl);
+    if (late)
+        kvs_log(&t->lg, KVS_LOG_INFO, "a window opened while CUPTI was being detached: it "
+                                      "records from now on");
+    kvs_log(&t->lg, KVS_LOG_DEBUG, "CUPTI detached between windows (%u so far): synchronize and "
+                                   "finalize %.2f ms, attach %.2f ms",
+            t->detaches, (double)(t1 - t0) / 1e6, (double)(t2 - t1) / 1e6);
+}
+
+static void *detacher(void *arg)
+{
+    struct kvs_trace *t = arg;
+    pthread_mutex_lock(&t->det_mu);
+    while (!t->det_stop) {
+        if (!t->det_asked) {
+            pthread_cond_wait(&t->det_cv, &t->det_mu);
+            continue;
+        }
+        int64_t closed = atomic_load(&t->closed_at_ns), now = kvs_now_ns();
+        if (!closed) { /* a window opened again */
+            t->det_asked = 0;
+            continue;
+        }
+        if (now < closed + KVS_DETACH_QUIET_NS) {
+            int64_t due = closed + KVS_DETACH_QUIET_NS;
+            struct timespec ts = {(time_t)(due / 1000000000), (long)(due % 1000000000)};
+            pthread_cond_timedwait(&t->det_cv, &t->det_mu, &ts);
+            continue;
+        }
+        t->det_asked = 0;
+        pthread_mutex_unlock(&t->det_mu);
+        detach_now(t);
+        pthread_mutex_lock(&t->det_mu);
+    }
+    pthread_mutex_unlock(&t->det_mu);
+    return NULL;
+}
+
+static void start_detacher(struct kvs_trace *t)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* kvs_now_ns's clock */
+    pthread_mutex_init(&t->det_mu, NULL);
+    pthread_cond_init(&t->det_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old); /* the program's signals are not ours */
+    t->det_thread = pthread_create(&t->det_tid, NULL, detacher, t) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!t->det_thread) {
+        t->detach = 0;
+        kvs_log(&t->lg, KVS_LOG_DEBUG, "no detacher thread: CUPTI stays attached between windows");
+    }
+}
+
+/* Before the last flush: a detach under way finishes first. */
+static void stop_detacher(struct kvs_trace *t)
+{
+    if (!t->det_thread || t->pid != (uint32_t)getpid()) /* a forked child has none */
+        return;
+    pthread_mutex_lock(&t->det_mu);
+    t->det_stop = 1;
+    pthread_cond_signal(&t->det_cv);
+    pthread_mutex_unlock(&t->det_mu);
+    pthread_join(t->det_tid, NULL);
+    t->det_thread = 0;
 }
 
 enum kvs_status kvs_trace_stop(struct kvs_trace *t)
@@ -652,6 +914,13 @@ enum kvs_status kvs_trace_stop(struct kvs_trace *t)
     if (!t)
         return KVS_STATUS_INVALID_ARGUMENT;
     atomic_store(&t->watch_profiler, 0);
+    stop_detacher(t);
+    unsigned missed = atomic_exchange(&t->windows_missed, 0);
+    if (missed)
+        kvs_log(&t->lg, KVS_LOG_WARN,
+                "%u cudaProfilerStart windows were not recorded: each began while CUPTI was being "
+                "detached between windows (KVS_CAPTURE_DETACH=0 keeps CUPTI attached)",
+                missed);
     pthread_mutex_lock(&g_ctl);
     if (atomic_load(&t->running))
         disable_kinds(t);

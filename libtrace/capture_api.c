@@ -55,6 +55,7 @@ struct api_rec {
     uint16_t cbid;
     uint8_t driver;
     uint8_t pad;
+    uint32_t gen;      /* the CUPTI attachment it was recorded under (kvs_trace.attach_gen) */
 };
 
 struct kvs_api_chunk {
@@ -165,6 +166,7 @@ void kvs_capture_api_callback(struct kvs_trace *t, int driver, CUpti_CallbackId 
                 link.corr = cd->correlationId;
                 link.alias_of = t_api.open[top].corr;
                 link.driver = 1;
+                link.gen = atomic_load_explicit(&t->attach_gen, memory_order_relaxed);
                 keep(t, &link);
             }
             return;
@@ -192,7 +194,8 @@ void kvs_capture_api_callback(struct kvs_trace *t, int driver, CUpti_CallbackId 
     t_api.depth = i;
     uint64_t ext = atomic_load_explicit(&t->api_ext, memory_order_relaxed) ? kvs_capture_current_op(t) : 0;
     struct api_rec r = {t_api.open[i].t0, now, ext, cd->correlationId, 0,
-                        (uint16_t)cbid, (uint8_t)driver, 0};
+                        (uint16_t)cbid, (uint8_t)driver, 0,
+                        atomic_load_explicit(&t->attach_gen, memory_order_relaxed)};
     keep(t, &r);
 }
 
@@ -269,16 +272,45 @@ size_t kvs_capture_api_count(struct kvs_trace *t)
     return n;
 }
 
+void kvs_capture_api_corr_range(struct kvs_trace *t, uint32_t ngen, uint32_t *lo, uint32_t *hi)
+{
+    for (uint32_t g = 0; g < ngen; g++) {
+        lo[g] = UINT32_MAX;
+        hi[g] = 0;
+    }
+    pthread_mutex_lock(&t->api_mu);
+    for (struct kvs_api_chunk *c = t->api_chunks; c; c = c->next) {
+        uint32_t n = atomic_load_explicit(&c->n, memory_order_acquire);
+        for (uint32_t i = 0; i < n; i++) {
+            const struct api_rec *r = &c->r[i];
+            if (r->gen >= ngen || !r->corr)
+                continue;
+            if (r->corr < lo[r->gen])
+                lo[r->gen] = r->corr;
+            if (r->corr > hi[r->gen])
+                hi[r->gen] = r->corr;
+        }
+    }
+    pthread_mutex_unlock(&t->api_mu);
+}
+
 size_t kvs_capture_api_collect(struct kvs_trace *t, struct kvs_trace_rec *out, size_t cap,
                                const char *(*name)(void *, int, uint32_t),
-                               struct kvs_map *alias, int *failed)
+                               struct kvs_map *alias, int *failed, const uint32_t *off,
+                               uint32_t ngen)
 {
     size_t k = 0;
     pthread_mutex_lock(&t->api_mu);
     for (struct kvs_api_chunk *c = t->api_chunks; c; c = c->next) {
         uint32_t n = atomic_load_explicit(&c->n, memory_order_acquire);
         for (uint32_t i = 0; i < n; i++) {
-            const struct api_rec *r = &c->r[i];
+            struct api_rec rr = c->r[i];
+            const struct api_rec *r = &rr;
+            if (off && rr.gen < ngen && off[rr.gen]) { /* ids CUPTI gave again after a detach */
+                rr.corr += off[rr.gen];
+                if (rr.alias_of)
+                    rr.alias_of += off[rr.gen];
+            }
             if (r->alias_of) {
                 if (alias && kvs_map_put(alias, r->corr, r->alias_of) != 0 && failed)
                     *failed = 1;

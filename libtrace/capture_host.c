@@ -527,6 +527,11 @@ void kvs_capture_stream_capture(int begin)
     kvs_capture_torch_update(); /* PyTorch's ops are recorded while a graph is captured */
 }
 
+int kvs_capture_streams_open(void)
+{
+    return atomic_load(&g_captures_open);
+}
+
 static void add_graph_node(struct kvs_trace *t, uint64_t id, const struct kvs_trace_rec *r)
 {
     pthread_mutex_lock(&t->graph_mu);

@@ -95,6 +95,21 @@ struct kvs_trace {
     int launches_by_driver;          /* some window did (the trace's kvscope.runtime_launches) */
     atomic_ullong api_dropped;       /* calls beyond the budget or the nesting depth */
 
+    /* CUPTI detached between cudaProfilerStart windows (capture.c): a
+     * thread of the capture's own finalizes CUPTI once a window has been
+     * closed a while and subscribes again at once to what opens the next */
+    int detach;                      /* KVS_CAPTURE_DETACH (default on) */
+    atomic_int det_state;            /* 0 attached, 1 detaching: callbacks leave at once */
+    atomic_uint attach_gen;          /* attachments after the first: records carry it */
+    atomic_llong closed_at_ns;       /* the last window's close, while none is open; 0 else */
+    atomic_int start_missed;         /* a cuProfilerStart came while detaching */
+    int det_thread, det_stop, det_asked;
+    pthread_t det_tid;
+    pthread_mutex_t det_mu;
+    pthread_cond_t det_cv;
+    unsigned detaches;               /* done so far */
+    atomic_uint windows_missed;      /* a stop without its start: the start came while detached */
+
     /* names made at write time */
     struct kvs_map demangled;        /* CUPTI name pointer -> malloc'd demangled name */
     char **api_names[2];             /* [runtime, driver][cbid] -> name without _vNNNN */
@@ -117,6 +132,8 @@ void kvs_capture_graph_node(struct kvs_trace *t, CUpti_CallbackId cbid, const CU
  * open, ops and ranges are recorded even outside the capture window: the
  * graph's replays inside the window are given them. */
 void kvs_capture_stream_capture(int begin);
+/* Stream captures open on every thread now. */
+int kvs_capture_streams_open(void);
 /* Runtime/driver callback ids of the stream-capture calls above: 1 begin,
  * 0 end, -1 neither. */
 int kvs_capture_stream_capture_cbid(int driver, CUpti_CallbackId cbid);
@@ -160,9 +177,14 @@ int kvs_capture_api_wanted(const struct kvs_trace *t, int driver, CUpti_Callback
 void kvs_capture_api_callback(struct kvs_trace *t, int driver, CUpti_CallbackId cbid,
                               const CUpti_CallbackData *cd);
 size_t kvs_capture_api_count(struct kvs_trace *t);
+/* off (NULL: none): per attachment (attach_gen), added to every correlation
+ * id of a call recorded then; ngen entries. */
 size_t kvs_capture_api_collect(struct kvs_trace *t, struct kvs_trace_rec *out, size_t cap,
                                const char *(*name)(void *, int, uint32_t), struct kvs_map *alias,
-                               int *failed);
+                               int *failed, const uint32_t *off, uint32_t ngen);
+/* The smallest and largest correlation id of the calls recorded under each
+ * attachment g < ngen (lo[g] = UINT32_MAX, hi[g] = 0 where none). */
+void kvs_capture_api_corr_range(struct kvs_trace *t, uint32_t ngen, uint32_t *lo, uint32_t *hi);
 
 /* For inject.c: begin/end recording whenever the program calls
  * cudaProfilerStart/cudaProfilerStop instead of now. */

@@ -249,14 +249,16 @@ enum kvs_status kvs_trace_set_extra(struct kvs_trace *t, const char *key, const 
  * records, and GPU work that carries the id of a driver call made inside a
  * recorded runtime call given the runtime call's id, so that it finds its
  * launch. 0 ok, -1 no memory. */
-static int add_api_calls(struct kvs_trace *t, struct convert_ctx *c)
+static int add_api_calls(struct kvs_trace *t, struct convert_ctx *c, const uint32_t *off,
+                         uint32_t ngen)
 {
     struct kvs_map alias;
     if (kvs_map_init(&alias, 64) != 0)
         return -1;
     size_t ncupti = c->n;
     int failed = 0;
-    c->n += kvs_capture_api_collect(t, c->out + c->n, c->cap - c->n, api_name, &alias, &failed);
+    c->n += kvs_capture_api_collect(t, c->out + c->n, c->cap - c->n, api_name, &alias, &failed,
+                                    off, ngen);
     if (alias.n) {
         for (size_t i = 0; i < ncupti; i++) {
             struct kvs_trace_rec *r = &c->out[i];
@@ -307,10 +309,78 @@ enum kvs_status kvs_trace_write_part(struct kvs_trace *t, const char *path,
         kvs_log(&t->lg, KVS_LOG_ERROR, "kvs_trace_write: no memory for %zu records", c.cap);
         return KVS_STATUS_NO_MEMORY;
     }
-    for (size_t i = 0; i < nv; i++)
+    /* after a detach CUPTI may number correlation ids from 1 again: each
+     * attachment's ids are moved above every earlier one's where they would
+     * meet (kernels and their calls alike: both carry the attachment) */
+    uint32_t ngen = atomic_load(&t->attach_gen) + 1;
+    uint32_t *off = NULL, *lo = NULL, *hi = NULL;
+    size_t *vend = NULL;
+    if (ngen > 1) {
+        off = calloc(ngen, sizeof *off);
+        lo = calloc(ngen, sizeof *lo);
+        hi = calloc(ngen, sizeof *hi);
+        vend = calloc(nv ? nv : 1, sizeof *vend);
+        if (!off || !lo || !hi || !vend) {
+            free(off);
+            free(lo);
+            free(hi);
+            free(vend);
+            off = lo = hi = NULL;
+            vend = NULL;
+            ngen = 1;
+            kvs_log(&t->lg, KVS_LOG_WARN, "kvs_trace_write: no memory to renumber correlation "
+                                          "ids after a detach; kernels may meet the wrong call");
+        }
+    }
+    for (size_t i = 0; i < nv; i++) {
         walk_buffer(&views[i], t, convert_one, &c);
+        if (vend)
+            vend[i] = c.n;
+    }
+    if (ngen > 1) {
+        kvs_capture_api_corr_range(t, ngen, lo, hi);
+        for (size_t i = 0, k = 0; i < nv; k = vend[i], i++) {
+            unsigned g = views[i].gen < ngen ? views[i].gen : ngen - 1;
+            for (size_t j = k; j < vend[i]; j++) {
+                uint32_t x = c.out[j].correlation;
+                if (!x)
+                    continue;
+                lo[g] = x < lo[g] ? x : lo[g];
+                hi[g] = x > hi[g] ? x : hi[g];
+            }
+        }
+        uint64_t top = 0; /* the largest id given so far, renumbered */
+        int overflow = 0;
+        for (uint32_t g = 0; g < ngen; g++) {
+            if (lo[g] > hi[g])
+                continue; /* nothing recorded under it */
+            uint64_t o = lo[g] <= top ? top + 1 - lo[g] : 0;
+            if (hi[g] + o > UINT32_MAX) {
+                overflow = 1;
+                o = 0;
+            }
+            off[g] = (uint32_t)o;
+            if (hi[g] + o > top)
+                top = hi[g] + o;
+        }
+        if (overflow)
+            kvs_log(&t->lg, KVS_LOG_WARN, "kvs_trace_write: correlation ids beyond 32 bits after "
+                                          "%u attachments: some kernels may meet the wrong call",
+                    ngen);
+        for (size_t i = 0, k = 0; i < nv; k = vend[i], i++) {
+            unsigned g = views[i].gen < ngen ? views[i].gen : ngen - 1;
+            for (size_t j = k; off[g] && j < vend[i]; j++)
+                if (c.out[j].correlation)
+                    c.out[j].correlation += off[g];
+        }
+    }
     free(views);
-    if (add_api_calls(t, &c) != 0) {
+    int api_failed = add_api_calls(t, &c, off, ngen);
+    free(off);
+    free(lo);
+    free(hi);
+    free(vend);
+    if (api_failed != 0) {
         free(c.out);
         free(devs);
         kvs_log(&t->lg, KVS_LOG_ERROR, "kvs_trace_write: no memory to link API calls");

@@ -14,6 +14,7 @@
 struct kvs_pool_buf {
     struct kvs_pool_buf *next;
     size_t valid;
+    unsigned gen;
 };
 
 #define HDR ((sizeof(struct kvs_pool_buf) + KVS_POOL_ALIGN - 1) / KVS_POOL_ALIGN * KVS_POOL_ALIGN)
@@ -140,6 +141,7 @@ void kvs_pool_complete(struct kvs_pool *p, uint8_t *data, size_t valid)
     b->next = NULL;
     pthread_mutex_lock(&p->mu);
     p->lent--;
+    b->gen = p->gen;
     if (b->valid == 0) { /* CUPTI may have written past what it reports */
         b->next = p->dirty_list;
         p->dirty_list = b;
@@ -161,9 +163,16 @@ size_t kvs_pool_ready(struct kvs_pool *p, struct kvs_pool_view *out, size_t max)
     size_t n = 0;
     pthread_mutex_lock(&p->mu);
     for (struct kvs_pool_buf *b = p->ready_head; b && n < max; b = b->next)
-        out[n++] = (struct kvs_pool_view){buf_data(b), b->valid};
+        out[n++] = (struct kvs_pool_view){buf_data(b), b->valid, b->gen};
     pthread_mutex_unlock(&p->mu);
     return n;
+}
+
+void kvs_pool_set_gen(struct kvs_pool *p, unsigned gen)
+{
+    pthread_mutex_lock(&p->mu);
+    p->gen = gen;
+    pthread_mutex_unlock(&p->mu);
 }
 
 void kvs_pool_recycle(struct kvs_pool *p)

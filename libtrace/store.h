@@ -45,6 +45,7 @@ struct kvs_pool {
     unsigned allocated;          /* buffers created so far (<= max_buffers) */
     unsigned lent;               /* buffers CUPTI holds right now */
     unsigned nready;
+    unsigned gen;                /* stamped on each buffer completed (kvs_pool_set_gen) */
     uint64_t denied;             /* requests refused: pool exhausted */
     struct kvs_pool_buf *free_list;  /* zeroed */
     struct kvs_pool_buf *dirty_list; /* free, not zeroed: zeroed before lending */
@@ -61,6 +62,7 @@ struct kvs_pool {
 struct kvs_pool_view {
     const uint8_t *data;
     size_t valid;
+    unsigned gen; /* the pool's gen when it was completed */
 };
 
 int kvs_pool_init(struct kvs_pool *p, size_t buf_bytes, unsigned max_buffers); /* 0 ok */
@@ -79,6 +81,10 @@ uint8_t *kvs_pool_acquire(struct kvs_pool *p, size_t *size);
 /* CUPTI is done with data (from kvs_pool_acquire): with records it joins the
  * ready list, empty it goes back to the free list (to be zeroed again). */
 void kvs_pool_complete(struct kvs_pool *p, uint8_t *data, size_t valid);
+
+/* Buffers completed from now on carry gen (the capture's CUPTI attachment:
+ * correlation ids start again after a detach). */
+void kvs_pool_set_gen(struct kvs_pool *p, unsigned gen);
 
 /* Copies up to max views of the ready list, oldest first; returns how many. */
 size_t kvs_pool_ready(struct kvs_pool *p, struct kvs_pool_view *out, size_t max);

@@ -118,7 +118,7 @@ static size_t collect(struct kvs_trace *t, struct kvs_trace_rec *out, size_t cap
                       struct kvs_map *alias)
 {
     int failed = 0;
-    size_t n = kvs_capture_api_collect(t, out, cap, name_of, alias, &failed);
+    size_t n = kvs_capture_api_collect(t, out, cap, name_of, alias, &failed, NULL, 0);
     KVS_CHECK_EQ_INT(failed, 0);
     return n;
 }

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CK(call)                                                                                  \
     do {                                                                                          \
@@ -55,6 +56,19 @@ static cudaStream_t g_s[2];
 static int *g_out;
 static char *g_a, *g_b;
 static nvtxDomainHandle_t g_app;
+
+/* KVS_TARGET_GAP_MS: the time between two windows (kernels launched
+ * meanwhile, outside them), long enough for kvscope to detach CUPTI there */
+static void gap(void)
+{
+    const char *v = getenv("KVS_TARGET_GAP_MS");
+    int ms = v ? atoi(v) : 0;
+    for (int i = 0; i < ms; i++) {
+        busy<<<1, 1, 0, g_s[0]>>>(1000, g_out); /* outside: in no trace */
+        CK(cudaStreamSynchronize(g_s[0]));
+        usleep(1000);
+    }
+}
 
 static void step(int n)
 {
@@ -167,6 +181,8 @@ int main(int argc, char **argv)
             step(i);
             if (i == 1 || i == 3)
                 CK(cudaProfilerStop());
+            if (i == 1)
+                gap();
         }
         return 0;
     }
@@ -177,6 +193,7 @@ int main(int argc, char **argv)
         for (int r = 0; r < 3; r++) {
             if (two && r == 2) { /* the second window */
                 CK(cudaProfilerStop());
+                gap();
                 CK(cudaProfilerStart());
             }
             char name[32];

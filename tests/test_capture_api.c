@@ -286,6 +286,56 @@ static void test_records(void)
     drop(t);
 }
 
+/* calls recorded under two CUPTI attachments (a detach between windows):
+ * each carries its own, corr_range reports each one's ids, and collect adds
+ * the offset given for its attachment to the call, its op link and its
+ * inner-call alias alike */
+static void test_attachments(void)
+{
+    struct kvs_trace *t = make(4u << 20, 4);
+    KVS_REQUIRE(t);
+    KVS_REQUIRE(kvs_capture_api_enable(t, 0, 1) == 0 && kvs_capture_api_enable(t, 1, 1) == 0);
+    const CUpti_CallbackId rl = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+    const CUpti_CallbackId dl = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
+    nested(t, rl, 5, 5);
+    nested(t, rl, 7, 6);            /* alias 6 -> 7 */
+    atomic_store(&t->attach_gen, 1); /* CUPTI attached again: ids from 1 */
+    KVS_CHECK_EQ_INT(kvs_capture_api_enable(t, 1, 1), 0); /* the next window */
+    g_op = 3;
+    call(t, 1, dl, 2, 0);
+    call(t, 1, dl, 2, 1);
+    g_op = 0;
+    nested(t, rl, 4, 3); /* alias 3 -> 4 */
+    uint32_t lo[3], hi[3];
+    kvs_capture_api_corr_range(t, 3, lo, hi);
+    KVS_CHECK(lo[0] == 5 && hi[0] == 7);
+    KVS_CHECK(lo[1] == 2 && hi[1] == 4);
+    KVS_CHECK(lo[2] == UINT32_MAX && hi[2] == 0); /* nothing under it */
+    const uint32_t off[2] = {0, 6}; /* what the writer gives: 2 + 6 = 8 > 7 */
+    struct kvs_trace_rec out[8];
+    struct kvs_map alias;
+    KVS_REQUIRE(kvs_map_init(&alias, 8) == 0);
+    int failed = 0;
+    size_t n = kvs_capture_api_collect(t, out, 8, name_of, &alias, &failed, off, 2);
+    KVS_CHECK_EQ_INT(failed, 0);
+    KVS_CHECK_EQ_INT(n, 5); /* 4 calls + 1 op link */
+    uint64_t to = 0;
+    KVS_CHECK(kvs_map_get(&alias, 6, &to) && to == 7);
+    KVS_CHECK(kvs_map_get(&alias, 9, &to) && to == 10);
+    KVS_CHECK(!kvs_map_get(&alias, 3, &to));
+    int seen[16] = {0};
+    for (size_t i = 0; i < n; i++) {
+        KVS_CHECK(out[i].correlation < 16);
+        if (out[i].correlation < 16)
+            seen[out[i].correlation] += out[i].kind == KVS_TREC_EXTERNAL_ID ? 100 : 1;
+    }
+    KVS_CHECK(seen[5] == 1 && seen[7] == 1); /* the first attachment's, as they were */
+    KVS_CHECK(seen[8] == 101 && seen[10] == 1); /* the second's, moved past them */
+    KVS_CHECK(!seen[2] && !seen[4]);
+    kvs_map_free(&alias);
+    drop(t);
+}
+
 static void test_windows_and_depth(void)
 {
     struct kvs_trace *t = make(4u << 20, 4);
@@ -354,6 +404,7 @@ int main(int argc, char **argv)
     static const struct kvs_test tests[] = {{"wanted_calls", test_wanted_calls},
                                             {"launch_by_driver", test_launch_by_driver},
                                             {"records", test_records},
+                                            {"attachments", test_attachments},
                                             {"windows_and_depth", test_windows_and_depth},
                                             {"budget", test_budget},
                                             {0}};

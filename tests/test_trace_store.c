@@ -39,12 +39,14 @@ static void test_pool_cap_and_lists(void)
 
     kvs_pool_complete(&p, b[2], 100);  /* ready first */
     kvs_pool_complete(&p, b[0], 0);    /* empty: back to the free list */
+    kvs_pool_set_gen(&p, 2);           /* CUPTI attached again (a detach between windows) */
     kvs_pool_complete(&p, b[1], 4096); /* ready second */
     struct kvs_pool_view v[4];
     size_t n = kvs_pool_ready(&p, v, 4);
     KVS_REQUIRE(n == 2);
     KVS_CHECK(v[0].data == b[2] && v[0].valid == 100);
     KVS_CHECK(v[1].data == b[1] && v[1].valid == 4096);
+    KVS_CHECK(v[0].gen == 0 && v[1].gen == 2); /* the attachment each was completed under */
     KVS_CHECK(v[0].data[0] == 2 && v[1].data[4095] == 1); /* contents kept */
 
     uint8_t *again = kvs_pool_acquire(&p, &sz);

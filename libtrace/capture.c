@@ -668,6 +668,12 @@ enum kvs_status kvs_trace_start(struct kvs_trace *t)
     return kvs_capture_start_quiet(t, NULL);
 }
 
+void kvs_capture_on_attach(struct kvs_trace *t, void (*fn)(void *), void *user)
+{
+    t->on_attach_user = user;
+    t->on_attach = fn;
+}
+
 void kvs_capture_on_context(struct kvs_trace *t, void (*fn)(void *), void *user)
 {
     t->on_context_user = user;
@@ -823,6 +829,8 @@ static void detach_now(struct kvs_trace *t)
     enum kvs_status st = KVS_CUPTI_STATUS(&t->lg, cuptiSubscribe(&t->sub, on_callback, NULL));
     if (st == KVS_STATUS_OK)
         st = subscribed(t);
+    if (st == KVS_STATUS_OK && t->on_attach)
+        t->on_attach(t->on_attach_user);
     if (st == KVS_STATUS_OK)
         st = follow_profiler_calls(t);
     int64_t t2 = kvs_now_ns();

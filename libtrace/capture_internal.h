@@ -75,6 +75,8 @@ struct kvs_trace {
     int ndevices;
     void (*on_context)(void *user);   /* called on CUPTI's context-created callback */
     void *on_context_user;
+    void (*on_attach)(void *user);    /* called once CUPTI is attached again after a detach */
+    void *on_attach_user;
 
     /* CUDA graph nodes and what was open when each was created (capture_host.c) */
     pthread_mutex_t graph_mu;
@@ -199,6 +201,11 @@ int kvs_capture_query_devices(struct kvs_trace *t, int init_driver);
  * when CUPTI asks for a buffer while the devices are unknown: it must only
  * hand work to another thread (e.g. kvs_capture_query_devices). */
 void kvs_capture_on_context(struct kvs_trace *t, void (*fn)(void *), void *user);
+
+/* fn(user) runs on the capture's detacher thread (no CUDA or CUPTI
+ * callback) each time CUPTI has been attached again after a detach between
+ * windows, before a window can open (inject.c: NVTX handed to CUPTI again). */
+void kvs_capture_on_attach(struct kvs_trace *t, void (*fn)(void *), void *user);
 
 /* Start without touching the CUDA driver (safe inside InitializeInjection). */
 enum kvs_status kvs_capture_start_quiet(struct kvs_trace *t, const char *window_name);

@@ -45,6 +45,7 @@ KVS_API int InitializeInjectionNvtx2(kvs_nvtx_export_table_fn get_export_table);
 KVS_API const struct kvs_torch_ops *kvs_torch_ops_v1(void);
 
 static struct kvs_trace *g_trace;
+static void on_attach(void *user);
 static struct kvs_logger g_lg;
 static pid_t g_pid;
 static char g_out[PATH_MAX];
@@ -300,6 +301,7 @@ static void init(void)
     }
     atexit(finish_once);
     watch_signals();
+    kvs_capture_on_attach(g_trace, on_attach, NULL);
     kvs_capture_torch_attach(g_trace); /* PyTorch's ops, when the hook is loaded */
 }
 
@@ -315,6 +317,23 @@ int InitializeInjection(void)
 const struct kvs_torch_ops *kvs_torch_ops_v1(void)
 {
     return kvs_capture_torch_ops();
+}
+
+/* NVTX as handed to CUPTI (InitializeInjectionNvtx2 below), to hand it
+ * again after a detach: KVS_CAPTURE_NVTX_REINIT=1 (whether a CUPTI attached
+ * again still gets NVTX's calls without it is what the GPU test shows) */
+static int (*g_cupti_nvtx_init)(kvs_nvtx_export_table_fn);
+static kvs_nvtx_export_table_fn g_nvtx_table;
+
+static void on_attach(void *user)
+{
+    (void)user;
+    const char *v = getenv("KVS_CAPTURE_NVTX_REINIT");
+    if (!g_cupti_nvtx_init || !v || strcmp(v, "1"))
+        return;
+    int ok = g_cupti_nvtx_init(g_nvtx_table);
+    kvs_log(&g_lg, ok ? KVS_LOG_DEBUG : KVS_LOG_WARN, "NVTX handed to CUPTI again after a detach: %s",
+            ok ? "ok" : "refused");
 }
 
 int InitializeInjectionNvtx2(kvs_nvtx_export_table_fn get_export_table)
@@ -337,5 +356,9 @@ int InitializeInjectionNvtx2(kvs_nvtx_export_table_fn get_export_table)
     int ok = cupti_init(get_export_table);
     kvs_log(&g_lg, ok ? KVS_LOG_DEBUG : KVS_LOG_WARN, "NVTX handed to CUPTI (%s): %s",
             info.dli_fname, ok ? "ok" : "refused; NVTX ranges will be missing");
+    if (ok) {
+        g_nvtx_table = get_export_table;
+        g_cupti_nvtx_init = cupti_init;
+    }
     return ok;
 }

@@ -64,7 +64,8 @@
 # program), KVS_BENCH_TORCH=0 (the C program alone), KVS_BENCH_TORCHOPS
 # (0 default, 1, only), KVS_BENCH_CPUS
 # (a CPU list, none, or probe: one CPU, the fastest of a short probe),
-# KVS_BENCH_MAX_BUFFERS, KVS_BENCH_SETTLE_MS (default 100: a sleep before
+# KVS_BENCH_MAX_BUFFERS, KVS_BENCH_PY_KINDS (the PyTorch kinds besides bare,
+# space-separated; default "torch kvs_default kvs_gpuonly kvs_closed"), KVS_BENCH_SETTLE_MS (default 100: a sleep before
 # every measurement of every process, so that a plain measurement after a
 # window times the state kvscope leaves between windows, not what the close
 # sets going; 0: none), KVS_BENCH_CONTEXTS (default 1: the
@@ -231,6 +232,7 @@ one() {
 
 c_kinds=(c_default c_gpuonly c_closed c_all)
 py_kinds=(torch kvs_default kvs_gpuonly kvs_closed)
+[ -n "${KVS_BENCH_PY_KINDS:-}" ] && read -r -a py_kinds <<<"$KVS_BENCH_PY_KINDS"
 [ "${KVS_BENCH_EXTRA:-0}" = 1 ] && py_kinds+=(kvs_all)
 for item in ${KVS_BENCH_SETS:-}; do
     case $item in

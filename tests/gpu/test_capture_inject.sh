@@ -147,25 +147,25 @@ ga.count("layer") == 6 and ga.count("step_2") == 1
 s["kvscope"]["dropped_records"] == 0 and s["kvscope"]["kernels_without_call"] == 0
 '
 
-# 7b. the same two programs with their windows 100 ms apart (kernels
+# 7b. the same two programs with their windows 300 ms apart (kernels
 #    launched meanwhile): kvscope detaches CUPTI between the windows (its
 #    debug log says so) and attaches it again for the second, and nothing
 #    of either window is lost: every kernel finds its own launch call
 #    although CUPTI numbers correlation ids again (the writer renumbers);
 #    KVS_CAPTURE_DETACH=0 keeps it attached
 for m in windows graphs; do
-    KVS_TARGET_GAP_MS=100 KVS_CAPTURE_LOG=debug "$kvs" capture --window cudaProfilerStart \
+    KVS_TARGET_GAP_MS=300 KVS_CAPTURE_LOG=debug "$kvs" capture --window cudaProfilerStart \
         -o "$tmp/det-$m.json" -- "$target" $m 2>"$tmp/det-$m.err"
     if grep -q "CUPTI detached between windows" "$tmp/det-$m.err"; then
-        echo "ok   $m 100 ms apart: CUPTI detached between the windows"
+        echo "ok   $m 300 ms apart: CUPTI detached between the windows"
     else
-        echo "FAIL $m 100 ms apart: no detach between the windows"; tail -20 "$tmp/det-$m.err"; fail=1
+        echo "FAIL $m 300 ms apart: no detach between the windows"; tail -20 "$tmp/det-$m.err"; fail=1
     fi
     if grep -q "warning: \|error: " "$tmp/det-$m.err"; then
-        echo "FAIL $m 100 ms apart: the capture warned"; grep "warning: \|error: " "$tmp/det-$m.err"; fail=1
+        echo "FAIL $m 300 ms apart: the capture warned"; grep "warning: \|error: " "$tmp/det-$m.err"; fail=1
     fi
 done
-expect "two windows 100 ms apart, detached between" "$tmp/det-windows.json" '
+expect "two windows 300 ms apart, detached between" "$tmp/det-windows.json" '
 len(kern) == 12 and all(k["name"].startswith("busy") for k in kern)
 cats.get("gpu_memcpy") == 2 and cats.get("gpu_memset") == 2
 sorted(set(r for r in ua if r.startswith("step"))) == ["step_1", "step_3"]
@@ -174,21 +174,21 @@ s["kvscope"]["dropped_records"] == 0 and s["kvscope"]["kernels_without_call"] ==
 all(sum(a["correlation"] == k["correlation"] for a in s["apis"]) == 1 for k in kern)
 all(0 <= k["ts_ns"] - [a for a in s["apis"] if a["correlation"] == k["correlation"]][0]["ts_ns"] < 50000000 for k in kern)
 '
-expect "graph replayed in two windows 100 ms apart, detached between" "$tmp/det-graphs.json" '
+expect "graph replayed in two windows 300 ms apart, detached between" "$tmp/det-graphs.json" '
 len(kern) == 18
 all(k.get("graph_node", 0) > 0 for k in kern)
 sorted(set(r for r in ua if r.startswith("step"))) == ["step_0", "step_1", "step_2"]
 ga.count("layer") == 6 and ga.count("step_2") == 1
 s["kvscope"]["dropped_records"] == 0 and s["kvscope"]["kernels_without_call"] == 0
 '
-KVS_TARGET_GAP_MS=100 KVS_CAPTURE_DETACH=0 KVS_CAPTURE_LOG=debug "$kvs" capture \
+KVS_TARGET_GAP_MS=300 KVS_CAPTURE_DETACH=0 KVS_CAPTURE_LOG=debug "$kvs" capture \
     --window cudaProfilerStart -o "$tmp/nodet.json" -- "$target" windows 2>"$tmp/nodet.err"
 if grep -q "CUPTI detached" "$tmp/nodet.err"; then
     echo "FAIL KVS_CAPTURE_DETACH=0: CUPTI was detached"; fail=1
 else
     echo "ok   KVS_CAPTURE_DETACH=0 keeps CUPTI attached"
 fi
-expect "two windows 100 ms apart, KVS_CAPTURE_DETACH=0" "$tmp/nodet.json" '
+expect "two windows 300 ms apart, KVS_CAPTURE_DETACH=0" "$tmp/nodet.json" '
 len(kern) == 12
 s["kvscope"]["dropped_records"] == 0 and s["kvscope"]["kernels_without_call"] == 0
 '

@@ -64,7 +64,7 @@ command -v nvidia-smi >/dev/null &&
     echo "DEVICE $(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null | head -1)" >>"$raw"
 echo "cpus: ${cpus:-all} (${pin[*]:-not pinned}); cycles $cycles; rounds $rounds" | tee -a "$raw"
 
-states=${KVS_IDLE_STATES:-sub sub+act drvstart rtstart rec-rt rec-drv closed-old closed-new after-K after-def detached re-attached reattach-own reattach-own-busy}
+states=${KVS_IDLE_STATES:-sub sub+act drvstart rtstart rec-rt rec-drv closed-old closed-new after-K after-def detached re-attached reattach-own reattach-own-busy reattach-cs}
 kinds=()
 for s in $states; do kinds+=("c:$s"); done
 kinds+=(c:kvs-closed c:kvs-between c:kvs-between-attached)

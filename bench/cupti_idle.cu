@@ -53,6 +53,11 @@
  *                 once to kvscope's closed set (closed-new + cuProfilerStop)
  *   reattach-own-busy  the same while the program's thread keeps launching
  *                 (the pytorch loop) until the other thread is done
+ *   reattach-cs   kvscope's default: CUPTI finalized at the exit of the
+ *                 program's next driver call (inside its callback, after the
+ *                 GPU and a flush), a thread of its own attaching the closed
+ *                 set again 1 ms after that callback has returned, while the
+ *                 program's thread keeps launching
  * After a reattach-* state's measurement, kernel records are switched on for
  * 100 launches: RECORDS proc=L kernels=K want=100 says whether the CUPTI
  * attached again records, and CORR proc=L before_max=A after_min=B whether
@@ -138,6 +143,7 @@ static void CUPTIAPI buf_done(CUcontext, uint32_t, uint8_t *b, size_t, size_t va
  * 4 wait for the GPU first (kvscope's way) */
 static volatile int g_detach;
 static int g_detached;
+static std::atomic<int> g_cs_returned; /* reattach-cs: the finalizing callback is over */
 
 /* the GPU work of the calling thread's context waited for, inside the
  * callback (the detach kvscope tried at 8d10f31 also waited for every active
@@ -177,10 +183,14 @@ static void CUPTIAPI on_cb(void *, CUpti_CallbackDomain dom, CUpti_CallbackId, c
     if (g_detach && dom == CUPTI_CB_DOMAIN_DRIVER_API && cd->callbackSite == CUPTI_API_EXIT) {
         int mode = g_detach;
         g_detach = 0;
-        if (mode == 4)
+        if (mode == 4 || mode == 5)
             sync_contexts();
         cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
         g_detached = cuptiFinalize() == CUPTI_SUCCESS;
+        if (mode == 5) {
+            g_cs_returned.store(1); /* (the callback's last step) */
+            return;
+        }
         if (mode == 2)
             reattach();
         if (mode == 3) {
@@ -290,6 +300,20 @@ static void reattach_closed(void)
  * launches meanwhile */
 static double g_finalize_ms, g_attach_ms;
 static std::atomic<int> g_own_done;
+/* reattach-cs: the own thread attaches once the finalizing callback is over */
+static void *cs_thread(void *)
+{
+    while (!g_cs_returned.load())
+        sched_yield();
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, nullptr);
+    int64_t t1 = now_ns();
+    reattach_closed();
+    g_attach_ms = (double)(now_ns() - t1) / 1e6;
+    g_own_done.store(1);
+    return nullptr;
+}
+
 static void *own_thread(void *)
 {
     int64_t t0 = now_ns();
@@ -415,7 +439,8 @@ static const char *const k_states[] = {"bare",       "sub",        "sub+act", "d
                                        "rtstart",    "rec-rt",     "rec-drv", "closed-old",
                                        "closed-new", "after-K",    "after-def", "detached",
                                        "re-attached", "reattach-cb", "reattach-thread",
-                                       "reattach-sync", "reattach-own", "reattach-own-busy"};
+                                       "reattach-sync", "reattach-own", "reattach-own-busy",
+                                       "reattach-cs"};
 
 static int usage(const char *argv0)
 {
@@ -461,6 +486,33 @@ static void enter_state(const std::string &st, int n, int *d, cudaStream_t s)
         CU(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
         if (st == "after-def")
             return;
+        if (st == "reattach-cs") {
+            pthread_t own;
+            if (pthread_create(&own, nullptr, cs_thread, nullptr) != 0) {
+                fprintf(stderr, "cupti_idle: no own thread\n");
+                exit(1);
+            }
+            g_detach = 5; /* at the exit of the next driver call, which has a callback */
+            cb(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent, 1);
+            int64_t t0 = now_ns();
+            CUcontext ctx;
+            g_ctx_get(&ctx);
+            g_finalize_ms = (double)(now_ns() - t0) / 1e6;
+            long busy = 0;
+            while (!g_own_done.load()) {
+                run_loop(L_PYTORCH, 100, d, s);
+                busy += 100;
+            }
+            pthread_join(own, nullptr);
+            g_busy_launches = busy;
+            if (!g_detached) {
+                fprintf(stderr, "cupti_idle: cuptiFinalize did not succeed\n");
+                exit(1);
+            }
+            printf("DETACH state=%s finalize_ms=%.3f attach_ms=%.3f launches_meanwhile=%ld\n",
+                   st.c_str(), g_finalize_ms, g_attach_ms, busy);
+            return;
+        }
         if (st == "reattach-own" || st == "reattach-own-busy") {
             CK(cudaStreamSynchronize(s));
             pthread_t own;

@@ -116,6 +116,12 @@ static void ask_detach(struct kvs_trace *t);
  * went meanwhile (not recorded, counted). */
 static void missed_while_detaching(struct kvs_trace *t, int start, const CUpti_CallbackData *cd)
 {
+    if (start && atomic_exchange(&t->fin_req, 0)) { /* not finalized yet: it never will be */
+        atomic_store(&t->fin_canceled, 1);
+        pthread_mutex_lock(&t->det_mu);
+        pthread_cond_broadcast(&t->det_cv);
+        pthread_mutex_unlock(&t->det_mu);
+    }
     if (start && cd->callbackSite == CUPTI_API_EXIT)
         atomic_store(&t->start_missed, 1);
     else if (!start && cd->callbackSite == CUPTI_API_ENTER && atomic_exchange(&t->start_missed, 0))
@@ -157,6 +163,21 @@ static int is_profiler_cbid(int driver, CUpti_CallbackId cbid)
                       cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
 }
 
+/* Inside an API call's exit callback (detach_now asked, CUPTI flushed):
+ * finalize CUPTI, tell the detacher, leave. cb_enter's count is given back
+ * before fin_done says the callback is over; CUPTI's own return path after
+ * it is left a moment before anything attaches again (detach_now). */
+static void finalize_here(struct kvs_trace *t)
+{
+    t->fin_result = (int)cuptiFinalize();
+    pthread_mutex_lock(&t->det_mu);
+    atomic_store(&t->fin_done, 1);
+    pthread_cond_broadcast(&t->det_cv);
+    pthread_mutex_unlock(&t->det_mu);
+    cb_leave();
+    atomic_store(&t->fin_done, 2);
+}
+
 static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
                                  CUpti_CallbackId cbid, const void *data)
 {
@@ -164,6 +185,14 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
     struct kvs_trace *t = cb_enter();
     if (!t)
         return;
+    if (atomic_load_explicit(&t->fin_req, memory_order_relaxed) &&
+        (domain == CUPTI_CB_DOMAIN_DRIVER_API || domain == CUPTI_CB_DOMAIN_RUNTIME_API) &&
+        ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_EXIT &&
+        !(domain == CUPTI_CB_DOMAIN_DRIVER_API && is_profiler_cbid(1, cbid)) &&
+        atomic_exchange(&t->fin_req, 0)) {
+        finalize_here(t); /* CUPTI's advice: at an API call's exit; never attached again here */
+        return;
+    }
     if (atomic_load_explicit(&t->det_state, memory_order_relaxed) &&
         !(domain == CUPTI_CB_DOMAIN_DRIVER_API && is_profiler_cbid(1, cbid))) {
         cb_leave(); /* CUPTI is being finalized: nothing is recorded now */
@@ -702,7 +731,7 @@ enum kvs_status kvs_capture_follow_profiler_api(struct kvs_trace *t, const char 
     KVS_TRY(follow_profiler_calls(t));
     atomic_store(&t->watch_profiler, 1);
     const char *d = getenv("KVS_CAPTURE_DETACH");
-    t->detach = !(d && !strcmp(d, "0"));
+    t->detach = d && !strcmp(d, "0") ? 0 : d && !strcmp(d, "thread") ? 2 : 1;
     if (t->detach)
         start_detacher(t);
     return KVS_STATUS_OK;
@@ -714,16 +743,18 @@ enum kvs_status kvs_capture_follow_profiler_api(struct kvs_trace *t, const char 
 // A CUPTI that has recorded stays dearer a launch after its kinds are off
 // (+0.4..+1.1 us on the H200: docs/capture.md, "Outside the window"), until
 // it is detached with cuptiFinalize. So once a cudaProfilerStart window has
-// been closed KVS_DETACH_QUIET_NS, a thread of the capture's own (never a
-// CUPTI callback: attaching again inside one, or while one waits, crashed
-// the program on the H200) waits for the GPU work of every active primary
-// context (records of kernels still running would be cut off), flushes,
-// finalizes CUPTI, and subscribes again at once to the closed window's
-// callbacks. Calls made while it does so are not recorded; a cudaProfilerStart
-// among them opens its window as soon as CUPTI is back (start_missed), one
-// that came in the moment without any subscriber is counted when its stop
-// comes (windows_missed). CUPTI may number correlation ids from 1 again:
-// records carry the attachment (attach_gen) and the writer renumbers.
+// been closed KVS_DETACH_QUIET_NS, a thread of the capture's own waits for
+// the GPU work of every active primary context (records of kernels still
+// running would be cut off) and flushes; the next API call's exit callback
+// finalizes CUPTI (finalize_here: CUPTI's advice; KVS_CAPTURE_DETACH=thread
+// does it on the thread itself), and the thread subscribes again to the
+// closed window's callbacks once that callback is over (attaching inside a
+// callback, or while one waits, crashed the program on the H200). Calls made
+// meanwhile are not recorded; a cudaProfilerStart among them opens its
+// window as soon as CUPTI is back (start_missed), one that came in the
+// moment without any subscriber is counted when its stop comes
+// (windows_missed). CUPTI may number correlation ids from 1 again: records
+// carry the attachment (attach_gen) and the writer renumbers.
 
 #define KVS_DETACH_QUIET_NS (20 * 1000000LL)
 
@@ -777,6 +808,52 @@ static int sync_primary_contexts(void)
     return 0;
 }
 
+/* The detacher's side of a detach at an API call's exit (CUPTI's advice:
+ * cuptiFinalize from another thread raced the program's CUPTI calls in
+ * Kineto): ask the next exit callback of a runtime or driver call on any
+ * thread to finalize (finalize_here), with callbacks on the launch and
+ * synchronize calls so that one comes soon, and wait for it; then leave
+ * CUPTI's return path from that callback a millisecond before anything
+ * attaches again. *canceled: a cudaProfilerStart came first (nothing done);
+ * also when the capture stops meanwhile. */
+static CUptiResult finalize_at_callsite(struct kvs_trace *t, int *canceled)
+{
+    static const CUpti_CallbackId hot[] = {
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,       CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,     CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,     CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize,
+        CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz, CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize,
+        CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,        CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz};
+    *canceled = 0;
+    atomic_store(&t->fin_done, 0);
+    atomic_store(&t->fin_canceled, 0);
+    /* on for good: turning one off while its call runs misnumbers that
+     * thread's later calls (disable_kinds); they return at once */
+    for (size_t i = 0; i < sizeof hot / sizeof hot[0]; i++)
+        cuptiEnableCallback(1, t->sub, CUPTI_CB_DOMAIN_DRIVER_API, hot[i]);
+    atomic_store(&t->fin_req, 1);
+    pthread_mutex_lock(&t->det_mu);
+    while (!atomic_load(&t->fin_done) && !atomic_load(&t->fin_canceled)) {
+        if (t->det_stop && atomic_exchange(&t->fin_req, 0)) { /* the capture stops */
+            atomic_store(&t->fin_canceled, 1);
+            break;
+        }
+        int64_t due = kvs_now_ns() + 50 * 1000000LL;
+        struct timespec ts = {(time_t)(due / 1000000000), (long)(due % 1000000000)};
+        pthread_cond_timedwait(&t->det_cv, &t->det_mu, &ts);
+    }
+    pthread_mutex_unlock(&t->det_mu);
+    if (atomic_load(&t->fin_canceled) && !atomic_load(&t->fin_done)) {
+        *canceled = 1;
+        return CUPTI_SUCCESS;
+    }
+    for (int i = 0; atomic_load(&t->fin_done) != 2 && i < 100000; i++)
+        sched_yield(); /* the callback gives its count back */
+    struct timespec ms = {0, 1000000}; /* and CUPTI's return path after it */
+    nanosleep(&ms, NULL);
+    return (CUptiResult)t->fin_result;
+}
+
 static void ask_detach(struct kvs_trace *t)
 {
     atomic_store(&t->closed_at_ns, kvs_now_ns());
@@ -799,7 +876,7 @@ static void detach_now(struct kvs_trace *t)
         atomic_store(&t->det_state, 1);
         /* the recorded calls' callbacks off (they return at once between
          * windows): CUPTI, finalized next, calls back on no launch meanwhile */
-        for (int d = 0; d < 2; d++)
+        for (int d = 0; t->detach == 2 && d < 2; d++) /* (at a call's exit: they are wanted) */
             if (t->api_by_callback[d])
                 kvs_capture_api_enable(t, d, 0);
     }
@@ -810,8 +887,21 @@ static void detach_now(struct kvs_trace *t)
     size_t dropped = 0;
     if (cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) == CUPTI_SUCCESS && dropped)
         atomic_fetch_add(&t->cupti_dropped, dropped);
-    if (r == CUPTI_SUCCESS)
+    int canceled = 0;
+    if (r == CUPTI_SUCCESS && t->detach == 2)
         r = cuptiFinalize();
+    else if (r == CUPTI_SUCCESS)
+        r = finalize_at_callsite(t, &canceled);
+    if (canceled) { /* a window opened first: CUPTI stays as it is */
+        pthread_mutex_lock(&g_ctl);
+        atomic_store(&t->det_state, 0);
+        int late = atomic_exchange(&t->start_missed, 0) && !atomic_load(&t->running);
+        if (late)
+            enable_kinds(t);
+        pthread_mutex_unlock(&g_ctl);
+        kvs_log(&t->lg, KVS_LOG_DEBUG, "detach between windows called off: a window opened");
+        return;
+    }
     if (r != CUPTI_SUCCESS) {
         const char *what = NULL;
         cuptiGetResultString(r, &what);

@@ -100,7 +100,12 @@ struct kvs_trace {
     /* CUPTI detached between cudaProfilerStart windows (capture.c): a
      * thread of the capture's own finalizes CUPTI once a window has been
      * closed a while and subscribes again at once to what opens the next */
-    int detach;                      /* KVS_CAPTURE_DETACH (default on) */
+    int detach;                      /* KVS_CAPTURE_DETACH: 0 off, 1 at an API call's exit (the
+                                      * default), 2 on the detacher thread ("thread") */
+    atomic_int fin_req;              /* 1: the next API exit callback finalizes CUPTI */
+    atomic_int fin_done;             /* it did (2: and its callback has returned) */
+    int fin_result;                  /* what cuptiFinalize returned there */
+    atomic_int fin_canceled;         /* a cudaProfilerStart came first: not finalized */
     atomic_int det_state;            /* 0 attached, 1 detaching: callbacks leave at once */
     atomic_uint attach_gen;          /* attachments after the first: records carry it */
     atomic_llong closed_at_ns;       /* the last window's close, while none is open; 0 else */

@@ -135,13 +135,12 @@ static void on_profiler_api(struct kvs_trace *t, CUpti_CallbackDomain dom, CUpti
     if (!atomic_load(&t->watch_profiler))
         return;
     int start = cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart;
-    if (atomic_load(&t->det_state)) { /* being detached: the detacher opens it once attached */
-        missed_while_detaching(t, start, cd);
-        return;
-    }
     int closed = 0;
+    /* g_ctl: the detacher changes det_state and reads start_missed under it
+     * (it holds it for a few instructions, never across a CUPTI call that
+     * waits for a callback) */
     pthread_mutex_lock(&g_ctl);
-    if (atomic_load(&t->det_state)) { /* the detacher began while this call waited */
+    if (atomic_load(&t->det_state)) { /* being detached: the detacher opens it once attached */
         missed_while_detaching(t, start, cd);
     } else if (start && cd->callbackSite == CUPTI_API_EXIT && !atomic_load(&t->running)) {
         enable_kinds(t);
@@ -768,12 +767,13 @@ typedef CUresult (*drv_pop_fn)(CUcontext *);
 typedef CUresult (*drv_sync_fn)(void);
 
 /* Waits for the GPU work of every active primary context (on this thread,
- * outside any CUDA call of the program's). 0 done, -1 no driver. */
+ * outside any CUDA call of the program's). 0 done (or no driver loaded: no
+ * GPU work), -1 when the driver could not say. */
 static int sync_primary_contexts(void)
 {
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     if (!h)
-        return -1;
+        return 0;
     drv_count_fn count = (drv_count_fn)dlsym(h, "cuDeviceGetCount");
     drv_get_fn get = (drv_get_fn)dlsym(h, "cuDeviceGet");
     drv_state_fn state = (drv_state_fn)dlsym(h, "cuDevicePrimaryCtxGetState");

@@ -18,16 +18,17 @@
 #                  reference and runs between them)
 #   c:kvs-closed   cupti_idle --state bare under this tree's `kvscope capture
 #                  --window cudaProfilerStart`: never opened
-#   c:kvs-between  the same after one window opened and closed (--window-once):
-#                  kvscope detaches CUPTI between windows (its default)
+#   c:kvs-between  the same after one window opened and closed (--window-once)
+#                  with KVS_CAPTURE_DETACH=1: kvscope detaches CUPTI between windows
 #   c:kvs-between-attached  the same with KVS_CAPTURE_DETACH=0: CUPTI stays
-#                  attached between windows (kvscope before the detach)
+#                  attached between windows (kvscope's default for now)
 #   c:base-closed, c:base-between   the same under BASE_BUILD's kvscope
 #   py:bare        python3 bench/capture_torch.py --workloads launch --modes plain
 #   py:kvs-closed  the same under this tree's kvscope, window never opened
 #   py:kvs-between --modes plain,kvs: its plain rounds come between windows
 #                  (each measurement after a 100 ms sleep, every py: process
 #                  alike: kvscope has detached CUPTI by then)
+#                  (KVS_CAPTURE_DETACH=1)
 #   py:kvs-between-attached  the same with KVS_CAPTURE_DETACH=0
 #   py:base-closed, py:base-between  under BASE_BUILD's kvscope
 # (the py: kinds when python3 has torch and KVS_IDLE_TORCH is not 0).
@@ -96,6 +97,7 @@ run() {
     esac
     case $kind in
     *-attached) cmd=(env KVS_CAPTURE_DETACH=0 "${cmd[@]}") ;;
+    *:kvs-between) cmd=(env KVS_CAPTURE_DETACH=1 "${cmd[@]}") ;;
     esac
     case $kind in
     c:*) cmd+=(--label "$kind" --rounds "$rounds") ;;

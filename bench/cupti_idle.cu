@@ -75,8 +75,8 @@
  * --window-once: cudaProfilerStart, a warm loop of each kind,
  * cudaProfilerStop and 200 ms of sleep before measuring — run under
  * `kvscope capture --window cudaProfilerStart` with state bare, the process
- * is in kvscope's state between two windows (detached 20 ms after the close,
- * unless KVS_CAPTURE_DETACH=0); without --window-once, in its state before
+ * is in kvscope's state between two windows (detached 20 ms after the close
+ * with KVS_CAPTURE_DETACH=1); without --window-once, in its state before
  * the first.
  *
  * Loops, each measured once a round (the order turning each round; one

@@ -87,9 +87,9 @@ static void usage(FILE *out)
             "2 for a bad command line (TRACE's folder is checked before PROGRAM runs).\n"
             "environment: KVS_INJECT_LIB names libkvscope-inject.so (default: beside kvscope,\n"
             "then the install); KVS_CAPTURE_LOG=debug logs the capture's steps;\n"
-            "KVS_CAPTURE_DETACH=0 keeps CUPTI attached between --window cudaProfilerStart\n"
-            "windows (by default it is detached there: once it has recorded, an attached\n"
-            "CUPTI slows every launch); RANK and WORLD_SIZE fill %%r and the trace's rank;\n"
+            "KVS_CAPTURE_DETACH=1 detaches CUPTI between --window cudaProfilerStart windows\n"
+            "(once it has recorded, an attached CUPTI slows every launch; not yet run on a\n"
+            "GPU, so off by default); RANK and WORLD_SIZE fill %%r and the trace's rank;\n"
             "PYTHONPATH is kept after the hook's folder; CXX names the compiler the hook is\n"
             "built with (default c++), XDG_CACHE_HOME where it is kept.\n");
 }

@@ -100,8 +100,8 @@ struct kvs_trace {
     /* CUPTI detached between cudaProfilerStart windows (capture.c): a
      * thread of the capture's own finalizes CUPTI once a window has been
      * closed a while and subscribes again at once to what opens the next */
-    int detach;                      /* KVS_CAPTURE_DETACH: 0 off, 1 at an API call's exit (the
-                                      * default), 2 on the detacher thread ("thread") */
+    int detach;                      /* KVS_CAPTURE_DETACH: 0 off (the default), 1 at an API
+                                      * call's exit, 2 on the detacher thread ("thread") */
     atomic_int fin_req;              /* 1: the next API exit callback finalizes CUPTI */
     atomic_int fin_done;             /* it did (2: and its callback has returned) */
     int fin_result;                  /* what cuptiFinalize returned there */

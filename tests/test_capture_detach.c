@@ -12,7 +12,8 @@
  * correlation id although both windows' ids were 1, 2, 3; a
  * cudaProfilerStart before the finalize calls the detach off and its window
  * opens; KVS_CAPTURE_DETACH=thread finalizes on the capture's thread;
- * KVS_CAPTURE_DETACH=0 keeps CUPTI attached.
+ * KVS_CAPTURE_DETACH=0, and no KVS_CAPTURE_DETACH (the default for now),
+ * keep CUPTI attached.
  *   meson test -C build test_capture_detach
  */
 #define _GNU_SOURCE /* setenv */
@@ -266,7 +267,7 @@ static void window(uint32_t first, int n)
 
 static void test_detach_and_renumber(void)
 {
-    struct kvs_trace *t = make(NULL);
+    struct kvs_trace *t = make("1");
     KVS_REQUIRE(t);
     KVS_CHECK_EQ_INT(t->detach, 1);
     int subs0 = counter(&g_subscribes), fins0 = counter(&g_finalizes);
@@ -324,7 +325,7 @@ static int finalized(void) { return counter(&g_finalizes) > g_fins_before; }
 
 static void test_start_calls_it_off(void)
 {
-    struct kvs_trace *t = make(NULL);
+    struct kvs_trace *t = make("1");
     KVS_REQUIRE(t);
     int fins0 = counter(&g_finalizes);
     window(2, 2);
@@ -368,6 +369,10 @@ static void test_detach_thread(void)
 static void test_detach_off(void)
 {
     struct kvs_trace *t = make("0");
+    KVS_REQUIRE(t);
+    KVS_CHECK_EQ_INT(t->detach, 0);
+    kvs_trace_free(t);
+    t = make(NULL); /* the default, until a GPU has run it */
     KVS_REQUIRE(t);
     KVS_CHECK_EQ_INT(t->detach, 0);
     int fins0 = counter(&g_finalizes);

@@ -73,7 +73,7 @@ for m in windows graphs; do for nr in 0 1 thread; do
     KVS_TARGET_GAP_MS=300 KVS_CAPTURE_LOG=debug KVS_CAPTURE_NVTX_REINIT=$nr KVS_CAPTURE_DETACH=$dm timeout 60 "$B/cli/kvscope" capture \
         --window cudaProfilerStart -o "$f" -- "$B/tests/capture_target" $m 2>"$O/det-$m-$nr.err"
     echo "== $m reinit=$nr rc=$? $(grep -c 'detached between' "$O/det-$m-$nr.err") detach lines; $(grep -E 'warning|error|NVTX handed|opened while' "$O/det-$m-$nr.err" | tr '\n' '|')"
-    python3 tests/check_trace.py "$f" 2>&1 | python3 -c '
+    python3 tests/check_trace.py "$f" 2>"$f.problems" | python3 -c '
 import json, sys
 try:
     s = json.load(sys.stdin)
@@ -81,12 +81,13 @@ except Exception as e:
     print("  check_trace failed", e); sys.exit()
 kern = [k for k in s["kernels"] if "busy" in k["name"]]
 ua = [u["name"] for u in s["user_annotations"]]; ga = [g["name"] for g in s["gpu_user_annotations"]]
-k = s["kvscope"]
+k = s["kvscope"] or {}
 print("  kernels", len(kern), "graph_node>0", sum(1 for x in kern if x.get("graph_node", 0) > 0),
       "ua", sorted(set(ua)), "layer ua/ga", ua.count("layer"), ga.count("layer"),
       "dropped", k.get("dropped_records"), "kwc", k.get("kernels_without_call"),
       "corr", sorted(x["correlation"] for x in kern)[:3], "...", sorted(x["correlation"] for x in kern)[-3:],
       "one call each", all(sum(a["correlation"] == x["correlation"] for a in s["apis"]) == 1 for x in kern))'
+    [ -s "$f.problems" ] && sed "s/^/  check_trace: /" "$f.problems"
 done; done 2>&1 | tee "$O/detcases.txt"
 stamp detcases
 for st in reattach-cs reattach-own reattach-own-busy reattach-cs reattach-own-busy; do

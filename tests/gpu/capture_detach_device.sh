@@ -55,11 +55,12 @@ stamp "tests rc=$trc"
 # every kept trace: what its kvscope object says about losses
 python3 - <<'PY' | tee "$O/traces.txt"
 import glob, gzip, json, os
-for f in sorted(glob.glob("/tmp/kvs_*/**/*.json*", recursive=True) + glob.glob("/tmp/kvs_gpu_*.json*")):
+for f in sorted(glob.glob("/tmp/kvs_inject.*/*.json*") + glob.glob("/tmp/kvs_default.*/*.json*") +
+                glob.glob("/tmp/kvs_gpu_*.json*")):
     try:
         op = gzip.open if f.endswith(".gz") else open
         d = json.load(op(f, "rt"))
-        k = d.get("kvscope", {})
+        k = d.get("kvscope") or {}
         print("%s window=%s records=%s dropped=%s denied=%s kernels_without_call=%s kernels=%d" % (
             f, k.get("window"), k.get("records"), k.get("dropped_records"), k.get("buffer_requests_denied"),
             k.get("kernels_without_call"), sum(1 for e in d.get("traceEvents", []) if e.get("cat") == "kernel")))

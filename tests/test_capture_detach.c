@@ -345,6 +345,37 @@ static void test_start_calls_it_off(void)
     kvs_trace_free(t);
 }
 
+/* a stream capture open when the window closes: no detach (its graph
+ * nodes would be missed); and a stop whose start came while no subscriber
+ * existed is counted */
+static void test_stream_capture_and_missed(void)
+{
+    struct kvs_trace *t = make("1");
+    KVS_REQUIRE(t);
+    int fins0 = counter(&g_finalizes), subs0 = counter(&g_subscribes);
+    call(CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2, 1); /* opened before the window */
+    KVS_CHECK_EQ_INT(kvs_capture_streams_open(), 1);
+    window(2, 2);
+    sleep_ms(60);
+    KVS_CHECK(!atomic_load(&t->det_state) && !atomic_load(&t->fin_req)); /* the detacher let it be */
+    for (int i = 0; i < 20; i++)
+        call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 10 + (uint32_t)i);
+    KVS_CHECK_EQ_INT(counter(&g_finalizes), fins0);
+    call(CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture, 30);
+    KVS_CHECK_EQ_INT(kvs_capture_streams_open(), 0);
+    /* the next window's close detaches */
+    window(40, 2);
+    g_want_subscribes = subs0 + 1;
+    KVS_CHECK(launch_until(attached_again, 100));
+    KVS_CHECK_EQ_INT(counter(&g_finalizes), fins0 + 1);
+    /* a stop without its start (it came while CUPTI was away): counted, said at stop */
+    call(CUPTI_DRIVER_TRACE_CBID_cuProfilerStop, 200);
+    KVS_CHECK_EQ_INT(atomic_load(&t->windows_missed), 1);
+    KVS_CHECK_EQ_INT(kvs_trace_stop(t), KVS_STATUS_OK);
+    KVS_CHECK_EQ_INT(atomic_load(&t->windows_missed), 0);
+    kvs_trace_free(t);
+}
+
 /* KVS_CAPTURE_DETACH=thread: finalized on the capture's thread, no call needed */
 static void test_detach_thread(void)
 {
@@ -392,6 +423,7 @@ int main(int argc, char **argv)
 {
     static const struct kvs_test tests[] = {{"detach_and_renumber", test_detach_and_renumber},
                                             {"start_calls_it_off", test_start_calls_it_off},
+                                            {"stream_capture_and_missed", test_stream_capture_and_missed},
                                             {"detach_thread", test_detach_thread},
                                             {"detach_off", test_detach_off},
                                             {0}};

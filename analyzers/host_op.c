@@ -99,26 +99,74 @@ static bool explained(const struct kvs_trace_data *t, size_t i, uint8_t *by_name
     return (*k & 2) || ((*k & 4) && kvs_host_blocking_call(nm, r->dur));
 }
 
+/* The union of its name's calls' pieces so far, op i's piece added
+ * (overlapping calls of one name, on several threads or a graph replay's
+ * copies of one op sharing its launch, count once): calls come in order of
+ * start within their name. */
+struct pieces {
+    const struct kvs_trace_data *t;
+    const struct kvs_step_table *steps;
+    int64_t lo, hi;
+    const struct kvs_ival *u;
+    size_t m;
+    struct name_acc *acc;
+    uint32_t *slot; /* by name: its acc index, UINT32_MAX before its first call */
+    size_t nacc;
+};
+
+static void add_piece_at(struct pieces *p, size_t i, uint32_t nm, int32_t s, int64_t a, int64_t e)
+{
+    if (p->slot[nm] == UINT32_MAX) {
+        p->slot[nm] = (uint32_t)p->nacc;
+        p->acc[p->nacc++] = (struct name_acc){.name = nm, .last_step = -1, .end = INT64_MIN};
+    }
+    struct name_acc *x = &p->acc[p->slot[nm]];
+    if (a < x->end)
+        a = x->end;
+    if (e > a)
+        x->idle += (e - a) - kvs_ival_covered(p->u, p->m, a, e);
+    if (e > x->end)
+        x->end = e;
+    x->dur += kvs_op_dur(p->t, i);
+    x->calls++;
+    if (x->last_step != s) {
+        x->steps_with++;
+        x->last_step = s;
+    }
+}
+
+/* the same, op i's piece found here (the calls in order of name, then start) */
+static void add_piece(struct pieces *p, size_t i)
+{
+    int32_t s;
+    int64_t a, e;
+    op_piece(p->t, p->steps, i, p->lo, p->hi, &s, &a, &e);
+    add_piece_at(p, i, kvs_op_name_at(p->t, i), s, a, e);
+}
+
 /* Which ops have a piece (bit i of has[]) and how many of each name
  * (first[name + 1]); true when each name's calls are in order of start in
  * the file, so that the file's order is the name's order of calls (op_before
- * breaks ties by file order). last[] (strings.n + 1) is scratch. */
-static bool mark_pieces(const struct kvs_trace_data *t, const struct kvs_step_table *steps, int64_t lo,
-                        int64_t hi, uint8_t *has, uint32_t *first, int64_t *last)
+ * breaks ties by file order): then their pieces are added to p as they come
+ * (false: p holds some, to be cleared). last[] (strings.n + 1) is scratch. */
+static bool mark_pieces(struct pieces *p, uint8_t *has, uint32_t *first, int64_t *last)
 {
+    const struct kvs_trace_data *t = p->t;
     int32_t s;
     int64_t a, e;
     bool in_order = true;
     for (size_t nm = 0; nm <= t->strings.n; nm++)
         last[nm] = INT64_MIN;
     for (size_t i = 0; i < t->ops.n; i++)
-        if (op_piece(t, steps, i, lo, hi, &s, &a, &e)) {
+        if (op_piece(t, p->steps, i, p->lo, p->hi, &s, &a, &e)) {
             uint32_t nm = kvs_op_name_at(t, i);
             int64_t ts = kvs_op_ts(t, i);
             first[nm + 1]++;
             has[i / 8] |= (uint8_t)(1u << (i % 8));
             in_order &= ts >= last[nm];
             last[nm] = ts;
+            if (in_order)
+                add_piece_at(p, i, nm, s, a, e);
         }
     return in_order;
 }
@@ -149,46 +197,6 @@ static size_t calls_by_name(const struct kvs_trace_data *t, const uint8_t *has, 
         }
     }
     return np;
-}
-
-/* The union of its name's calls' pieces so far, op i's piece added
- * (overlapping calls of one name, on several threads or a graph replay's
- * copies of one op sharing its launch, count once): calls come in order of
- * start within their name. */
-struct pieces {
-    const struct kvs_trace_data *t;
-    const struct kvs_step_table *steps;
-    int64_t lo, hi;
-    const struct kvs_ival *u;
-    size_t m;
-    struct name_acc *acc;
-    uint32_t *slot; /* by name: its acc index, UINT32_MAX before its first call */
-    size_t nacc;
-};
-
-static void add_piece(struct pieces *p, size_t i)
-{
-    int32_t s;
-    int64_t a, e;
-    op_piece(p->t, p->steps, i, p->lo, p->hi, &s, &a, &e);
-    uint32_t nm = kvs_op_name_at(p->t, i);
-    if (p->slot[nm] == UINT32_MAX) {
-        p->slot[nm] = (uint32_t)p->nacc;
-        p->acc[p->nacc++] = (struct name_acc){.name = nm, .last_step = -1, .end = INT64_MIN};
-    }
-    struct name_acc *x = &p->acc[p->slot[nm]];
-    if (a < x->end)
-        a = x->end;
-    if (e > a)
-        x->idle += (e - a) - kvs_ival_covered(p->u, p->m, a, e);
-    if (e > x->end)
-        x->end = e;
-    x->dur += kvs_op_dur(p->t, i);
-    x->calls++;
-    if (x->last_step != s) {
-        x->steps_with++;
-        x->last_step = s;
-    }
 }
 
 static int cmp_acc_name(const void *x, const void *y)
@@ -247,15 +255,15 @@ enum kvs_status kvs_host_op_bound(const struct kvs_trace_data *t, const struct k
     kvs_ival_index(u, m);
     for (size_t i = 0; i <= t->strings.n; i++)
         slot[i] = UINT32_MAX;
-    bool in_order = mark_pieces(t, steps, lo, hi, has, first, last);
-    free(last);
     struct pieces p = {t, steps, lo, hi, u, m, acc, slot, 0};
+    /* each name's calls in file order (the usual trace): added in one pass, no ord */
+    bool in_order = mark_pieces(&p, has, first, last);
+    free(last);
     bool no_memory = false;
-    if (in_order) { /* each name's calls in file order (the usual trace): no ord */
-        for (size_t i = 0; i < t->ops.n; i++)
-            if (has[i / 8] >> (i % 8) & 1)
-                add_piece(&p, i);
-    } else { /* the calls in order of name, then start (calls_by_name) */
+    if (!in_order) { /* the calls in order of name, then start (calls_by_name), from none */
+        for (size_t i = 0; i <= t->strings.n; i++)
+            slot[i] = UINT32_MAX;
+        p.nacc = 0;
         uint32_t *ord = malloc((t->ops.n ? t->ops.n : 1) * sizeof *ord);
         no_memory = !ord;
         size_t np = ord ? calls_by_name(t, has, ord, first) : 0;

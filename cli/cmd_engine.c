@@ -72,7 +72,7 @@ static void usage(FILE *out)
             "  KVS_MLA_WG=1|0        FP8 64-head MLA decode on wgmma on or off (default: by size)\n"
             "  KVS_MLA_LAZY=1|0      MLA decode's lazy rescaling from a block's second tile\n"
             "                        (default 1)\n"
-            "  KVS_MLA_WGV=0|1|4|5|8|12|16|24  the FP8 wgmma MLA kernel's variant, for A/B runs\n"
+            "  KVS_MLA_WGV=0|1|4|5|8|12|16|24|32  the FP8 wgmma MLA kernel's variant, for A/B runs\n"
             "                        (default 0; docs/kernels.md)\n"
             "  NCCL_NVLS_ENABLE      with --tp: kept as set, else 0 (NVLink multicast off)\n"
             "  CUDA_VISIBLE_DEVICES  which GPUs --tp N uses (the first N visible)\n"

@@ -46,10 +46,10 @@ enum kvs_status kvs_kernel_opts_parse(struct kvs_kernel_opts *o, char *(*lookup)
         {"KVS_MLA_WG", "1 or 0", {"1", "0"}, {1, -1}, 2, offsetof(struct kvs_kernel_opts, mla_wgmma)},
         {"KVS_MLA_LAZY", "1 or 0", {"1", "0"}, {1, -1}, 2, offsetof(struct kvs_kernel_opts, mla_lazy)},
         {"KVS_MLA_WGV",
-         "0, 1, 4, 5, 8, 12, 16 or 24",
-         {"0", "1", "4", "5", "8", "12", "16", "24"},
-         {0, 1, 4, 5, 8, 12, 16, 24},
-         8,
+         "0, 1, 4, 5, 8, 12, 16, 24 or 32",
+         {"0", "1", "4", "5", "8", "12", "16", "24", "32"},
+         {0, 1, 4, 5, 8, 12, 16, 24, 32},
+         9,
          offsetof(struct kvs_kernel_opts, mla_wgv)},
     };
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {

@@ -8,6 +8,7 @@
  * this kernel) and test_kernels_wgmma (one product against the CPU).
  */
 #include "mla_kernel.cuh"
+#include "mla_ws.cuh"
 
 namespace kvs_mla {
 
@@ -27,6 +28,7 @@ cudaError_t launch_wgmma(const Params &p, const Plan &pl, int batch, cudaStream_
         case 12: return launch<true, 64, true, true, true, 12>(p, pl, batch, s, o);
         case 16: return launch<true, 64, true, true, true, 16>(p, pl, batch, s, o);
         case 24: return launch<true, 64, true, true, true, 24>(p, pl, batch, s, o);
+        case 32: return launch_ws<0>(p, pl, batch, s, o); /* warp-specialized: mla_ws.cuh */
         default: break;
         }
     }

@@ -310,6 +310,10 @@ static void test_kernel_opts_parse(void)
     KVS_CHECK_EQ_INT(o.mla_wgmma, -1);
     KVS_CHECK_EQ_INT(o.mla_lazy, -1);
     KVS_CHECK_EQ_INT(o.mla_wgv, 5);
+    static const char *const ws[] = {"KVS_MLA_WGV", "32", NULL}; /* the warp-specialized kernel */
+    g_env = ws;
+    KVS_CHECK_EQ_INT(kvs_kernel_opts_parse(&o, fake_getenv, &quiet), KVS_STATUS_OK);
+    KVS_CHECK_EQ_INT(o.mla_wgv, 32);
     static const char *const on[] = {"KVS_PDL", "1", "KVS_MLA_HG", "64", "KVS_MLA_WG", "1",
                                      "KVS_MLA_LAZY", "1", NULL};
     g_env = on;
@@ -324,7 +328,8 @@ static void test_kernel_opts_parse(void)
                                          {"KVS_MLA_WAVES", "3"}, {"KVS_MLA_WG", "2"},
                                          {"KVS_MLA_LAZY", "on"}, {"KVS_MLA_WGV", "3"},
                                          {"KVS_MLA_WGV", "7"}, {"KVS_MLA_WGV", "9"},
-                                         {"KVS_MLA_WGV", "2"}, {"KVS_MLA_WGV", "18"}};
+                                         {"KVS_MLA_WGV", "2"}, {"KVS_MLA_WGV", "18"},
+                                         {"KVS_MLA_WGV", "33"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const char *const one[] = {bad[i][0], bad[i][1], NULL};
         g_env = one;

@@ -69,7 +69,8 @@ struct kvs_kernel_opts {
     int mla_wgv;        /* FP8 64-head wgmma MLA kernel's variant, for A/B runs: 0 as landed;
                            1 S on e4m3 wgmma (Q split hi + lo), 4 V converted on the ALU (not
                            cvt), 5 = 1 + 4, 8 = 1 with S split by heads (no exchange),
-                           12 = 8 + 4, 16 V half on the ALU, 24 = 8 + 16 (lazy kernels only;
+                           12 = 8 + 4, 16 V half on the ALU, 24 = 8 + 16, 32 the
+                           warp-specialized kernel (mla_ws.cuh) (lazy kernels only;
                            docs/kernels.md). K's conversion in 3 instructions a pair, once
                            variant 2, is every variant's since 2026-12-03 */
 };

@@ -363,7 +363,7 @@ static bool parse_event(struct kvs_reader *r)
     if (!r->opt->general_path_only && kvs_event_fast(r, &e))
         goto keep; /* the usual event, whole in the buffer (event_fast.c) */
     s->p++;
-    memset(&e, 0, sizeof e);
+    kvs_ev_clear(&e);
     struct kvs_scan_members m = {.key = "a string key in an event",
                                  .colon = "':' after a key in an event",
                                  .next = "',' or '}' in an event"};

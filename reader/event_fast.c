@@ -807,7 +807,7 @@ bool kvs_event_fast(struct kvs_reader *r, struct kvs_ev *e)
     const char *p = s->p, *end = s->end;
     if (*p != '{')
         return false;
-    memset(e, 0, sizeof *e);
+    kvs_ev_clear(e);
     p = ws(p + 1);
     if (*p == '}') {
         s->p = (char *)p + 1;

@@ -1,9 +1,13 @@
 /* inflate.c — gzip streams for the sources (see inflate.h): ISA-L's igzip or
  * zlib, decoding on a thread of its own into a ring of blocks that the
- * scanner's refills copy from. Private to reader/. */
+ * scanner's refills copy from; or, where the process may run on one CPU
+ * only, straight into the scanner's buffer on the caller's thread. Private
+ * to reader/. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "inflate.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -314,6 +318,17 @@ static void *pump(void *arg)
     return NULL;
 }
 
+/* the CPUs this process may run on (2, "more than one", when it cannot tell) */
+static int cpus_allowed(void)
+{
+#ifdef CPU_COUNT
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+#endif
+    return 2;
+}
+
 enum kvs_status kvs_inflate_open(kvs_raw_read_fn rd, void *user, const char *path,
                                  const struct kvs_logger *lg, struct kvs_inflate **out)
 {
@@ -331,10 +346,15 @@ enum kvs_status kvs_inflate_open(kvs_raw_read_fn rd, void *user, const char *pat
         kvs_inflate_close(z);
         return st;
     }
-    /* the blocks are allocated here, not in the thread: running out of
-     * memory is the caller's NO_MEMORY, at a place a test can reach */
-    z->threaded = true;
-    for (int i = 0; i < KVS_INFLATE_NBLOCKS; i++) {
+    /* On one CPU a decoder thread can only take turns with the scanner, and
+     * its blocks cost a copy and a hand-over each: decode in the reads,
+     * into the scanner's buffer (the same decoding, the same messages; the
+     * .gz read of the 195 MB MLA trace pinned to one core took ~5% less
+     * CPU, docs/log/2026-12-07-reader-speed.md#onecpu). The blocks are
+     * allocated here, not in the thread: running out of memory is the
+     * caller's NO_MEMORY, at a place a test can reach. */
+    z->threaded = cpus_allowed() > 1;
+    for (int i = 0; z->threaded && i < KVS_INFLATE_NBLOCKS; i++) {
         z->blk[i].p = malloc(KVS_INFLATE_BLOCK);
         if (!z->blk[i].p) {
             kvs_inflate_close(z);

@@ -1,6 +1,7 @@
 /* inflate.h — gzip streams for the sources: ISA-L's igzip when the build
  * found it (meson: libisal, KVS_HAVE_ISAL), zlib otherwise, decoding on a
- * thread of its own a few blocks ahead of the scanner.
+ * thread of its own a few blocks ahead of the scanner (on one CPU, in the
+ * caller's reads, straight into its buffer).
  *
  * defines: struct kvs_inflate, kvs_raw_read_fn, kvs_inflate_open,
  *          kvs_inflate_read, kvs_inflate_consumed, kvs_inflate_cut,
@@ -15,8 +16,10 @@
  *
  * Threading: the decoder thread calls the raw reader (rd) and nothing else
  * of the caller's; every kvs_inflate_* call is the caller's thread's. The
- * thread starts at the first read; when it cannot start, reads decode in
- * the caller. Private to reader/.
+ * thread starts at the first read; when it cannot start, or when the
+ * process may run on one CPU only (sched_getaffinity: the thread could only
+ * take turns with the scanner, and costs a copy of every byte), reads decode
+ * in the caller. Private to reader/.
  */
 #ifndef KVS_READER_INFLATE_H
 #define KVS_READER_INFLATE_H

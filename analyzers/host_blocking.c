@@ -167,30 +167,59 @@ static inline int64_t ival_end(const struct kvs_ival *u, size_t i)
     return u[i].a + (u[i + 1].b - u[i].b);
 }
 
-int64_t kvs_ival_covered(const struct kvs_ival *u, size_t m, int64_t a, int64_t b)
+/* The first i in [from, m) with u[i].a > x, or m (u[from - 1].a <= x, or
+ * from is 0): galloping from from, then a binary search in the last step */
+static size_t first_start_after(const struct kvs_ival *u, size_t from, size_t m, int64_t x)
 {
-    if (b <= a || !m)
-        return 0;
-    size_t lo = 0, hi = m; /* first interval starting after a */
+    size_t lo = from, step = 1;
+    while (lo + step <= m && u[lo + step - 1].a <= x) {
+        lo += step;
+        step *= 2;
+    }
+    size_t hi = lo + step <= m ? lo + step - 1 : m;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (u[mid].a <= a)
+        if (u[mid].a <= x)
             lo = mid + 1;
         else
             hi = mid;
     }
+    return lo;
+}
+
+/* the same for u[i].a >= x */
+static size_t first_start_from(const struct kvs_ival *u, size_t from, size_t m, int64_t x)
+{
+    size_t lo = from, step = 1;
+    while (lo + step <= m && u[lo + step - 1].a < x) {
+        lo += step;
+        step *= 2;
+    }
+    size_t hi = lo + step <= m ? lo + step - 1 : m;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (u[mid].a < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int64_t kvs_ival_covered_at(const struct kvs_ival *u, size_t m, int64_t a, int64_t b, size_t *hint)
+{
+    if (b <= a || !m)
+        return 0;
+    /* starts only grow: the first starting after a is at or after the hint
+     * when the one before the hint starts by a */
+    size_t from = *hint <= m && (*hint == 0 || u[*hint - 1].a <= a) ? *hint : 0;
+    size_t lo = first_start_after(u, from, m, a);
+    *hint = lo;
     /* the first ending after a: that one, or the one before when it holds a
      * (merged intervals end before the next starts, so no earlier one can) */
     if (lo > 0 && ival_end(u, lo - 1) > a)
         lo--;
-    size_t l2 = lo, h2 = m; /* first interval starting at or after b */
-    while (l2 < h2) {
-        size_t mid = (l2 + h2) / 2;
-        if (u[mid].a < b)
-            l2 = mid + 1;
-        else
-            h2 = mid;
-    }
+    size_t l2 = first_start_from(u, lo, m, b); /* first interval starting at or after b */
     if (l2 <= lo)
         return 0;
     int64_t sum = u[l2].b - u[lo].b;
@@ -199,6 +228,12 @@ int64_t kvs_ival_covered(const struct kvs_ival *u, size_t m, int64_t a, int64_t 
     if (ival_end(u, l2 - 1) > b)
         sum -= ival_end(u, l2 - 1) - b; /* the last ends after b */
     return sum;
+}
+
+int64_t kvs_ival_covered(const struct kvs_ival *u, size_t m, int64_t a, int64_t b)
+{
+    size_t hint = 0;
+    return kvs_ival_covered_at(u, m, a, b, &hint);
 }
 
 void kvs_ival_index(struct kvs_ival *u, size_t m)
@@ -276,6 +311,7 @@ enum kvs_status kvs_host_blocking(const struct kvs_trace_data *t, const struct k
     enum kvs_wait_kind best_kind = KVS_WAIT_NONE, main_kind = KVS_WAIT_NONE;
     int64_t kind_ns[KVS_WAIT_KIND_COUNT_] = {0};
     size_t ncalls = 0;
+    size_t hint = 0; /* calls mostly come in order of time */
     for (size_t i = 0; i < t->rts.n; i++) {
         const struct kvs_rt_rec r_ = kvs_rt_get(t, i), *r = &r_;
         if (!r->name || r->dur <= 0)
@@ -287,7 +323,7 @@ enum kvs_status kvs_host_blocking(const struct kvs_trace_data *t, const struct k
         int32_t s = kvs_clip_to_step(steps, r->ts, r->dur, lo, hi, &a, &b);
         if (s < 0 || b <= a)
             continue;
-        int64_t idle = (b - a) - kvs_ival_covered(u, m, a, b);
+        int64_t idle = (b - a) - kvs_ival_covered_at(u, m, a, b, &hint);
         if (idle <= 0)
             continue;
         blocked[s] += idle;

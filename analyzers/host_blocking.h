@@ -3,6 +3,7 @@
  *
  * defines: kvs_host_blocking, kvs_host_blocking_call, kvs_trace_has_capture,
  *          struct kvs_ival, kvs_ival_merge, kvs_ival_index, kvs_ival_covered,
+ *          kvs_ival_covered_at,
  *          kvs_clip_to_step, kvs_window_ms
  *
  * Per step (the whole trace without steps): each synchronous memcpy/memset,
@@ -40,6 +41,9 @@ size_t kvs_ival_merge(struct kvs_ival *u, size_t n);
 void kvs_ival_index(struct kvs_ival *u, size_t m);
 /* the time indexed u[0..m) cover inside [a, b), in O(log m) */
 int64_t kvs_ival_covered(const struct kvs_ival *u, size_t m, int64_t a, int64_t b);
+/* the same, searching from *hint (0 to start, then the last call's): queries
+ * in order of a find their intervals near the last ones */
+int64_t kvs_ival_covered_at(const struct kvs_ival *u, size_t m, int64_t a, int64_t b, size_t *hint);
 /* [ts, ts + dur) clipped to the step that holds ts (to [lo, hi) without
  * steps) into [*a, *b); the step's index (0 without steps), -1 outside every step */
 int32_t kvs_clip_to_step(const struct kvs_step_table *steps, int64_t ts, int64_t dur, int64_t lo,

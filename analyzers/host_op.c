@@ -112,6 +112,7 @@ struct pieces {
     struct name_acc *acc;
     uint32_t *slot; /* by name: its acc index, UINT32_MAX before its first call */
     size_t nacc;
+    size_t hint; /* kvs_ival_covered_at's: the calls come mostly in order of start */
 };
 
 static void add_piece_at(struct pieces *p, size_t i, uint32_t nm, int32_t s, int64_t a, int64_t e)
@@ -124,7 +125,7 @@ static void add_piece_at(struct pieces *p, size_t i, uint32_t nm, int32_t s, int
     if (a < x->end)
         a = x->end;
     if (e > a)
-        x->idle += (e - a) - kvs_ival_covered(p->u, p->m, a, e);
+        x->idle += (e - a) - kvs_ival_covered_at(p->u, p->m, a, e, &p->hint);
     if (e > x->end)
         x->end = e;
     x->dur += kvs_op_dur(p->t, i);
@@ -255,7 +256,7 @@ enum kvs_status kvs_host_op_bound(const struct kvs_trace_data *t, const struct k
     kvs_ival_index(u, m);
     for (size_t i = 0; i <= t->strings.n; i++)
         slot[i] = UINT32_MAX;
-    struct pieces p = {t, steps, lo, hi, u, m, acc, slot, 0};
+    struct pieces p = {t, steps, lo, hi, u, m, acc, slot, 0, 0};
     /* each name's calls in file order (the usual trace): added in one pass, no ord */
     bool in_order = mark_pieces(&p, has, first, last);
     free(last);

@@ -1,9 +1,10 @@
 /* packed.c — struct kvs_packed: a table of records of nf int64 fields,
  * kept in sealed blocks of KVS_PK_BLOCK records. Each field of a block is
- * stored as base + slope x j + u_j, with u_j in the fewest whole bytes that
- * hold the block's largest (0 bytes when every record fits the line); the
+ * stored as base + slope x j + u_j, with u_j in the fewest bits that hold
+ * the block's largest (0 when every record fits the line; past 57 bits, 64:
+ * a u_j is read as the 8 bytes at its first bit's byte, shifted); the
  * slope is the one from the block's first to its last value when that gives
- * fewer bytes than none (tried for the fields the caller says may rise).
+ * fewer bits than none (tried for the fields the caller says may rise).
  * Exact for any int64 (the sums wrap both ways). The
  * last, unsealed block is kept as plain values. See kvscope/reader.h. */
 #include "kvscope/reader.h"
@@ -16,14 +17,16 @@
  * nf x (16 + 8 x KVS_PK_BLOCK) + 8 bytes) */
 #define PK_CHUNK ((size_t)256 << 10)
 
-static unsigned bytes_of(uint64_t range)
+/* bits a u_j of the block takes: 0-57, or 64 (57 bits at a bit offset up
+ * to 7 are the most one 8-byte read holds) */
+static unsigned bits_of(uint64_t range)
 {
     unsigned w = 0;
     while (range) {
         w++;
-        range >>= 8;
+        range >>= 1;
     }
-    return w;
+    return w > 57 ? 64 : w;
 }
 
 /* base and range of v[j] - slope x j over the block */
@@ -84,17 +87,18 @@ static int seal(struct kvs_packed *p)
                 }
             }
         }
-        unsigned w = bytes_of(range);
+        unsigned w = bits_of(range);
         h[f] = (struct kvs_pk_field){.base = base, .slope = (int32_t)slope, .off = (uint16_t)off, .w = (uint8_t)w,
-                                     .sh = (uint8_t)(w == 0 || w == 8 ? 0 : 64 - 8 * w)};
-        off += (size_t)w * KVS_PK_BLOCK;
+                                     .sh = (uint8_t)(w == 0 ? 0 : 64 - w)};
+        off += (size_t)w * KVS_PK_BLOCK / 8;
     }
-    for (unsigned f = 0; f < nf; f++) /* a field of 0 bytes reads the 8 zero bytes at the end */
+    for (unsigned f = 0; f < nf; f++) /* a field of 0 bits reads the 8 zero bytes at the end */
         if (!h[f].w)
             h[f].off = (uint16_t)off;
     uint8_t *b = block_alloc(p, off + 8); /* 8: the decoder reads 8 bytes at the last value */
     if (!b)
         return -1;
+    memset(b, 0, off + 8);
     memcpy(b, h, nf * sizeof *h);
     for (unsigned f = 0; f < nf; f++) {
         const int64_t *v = p->open + (size_t)f * KVS_PK_BLOCK;
@@ -104,16 +108,20 @@ static int seal(struct kvs_packed *p)
             continue;
         const uint64_t slope = (uint64_t)(int64_t)h[f].slope, base = (uint64_t)h[f].base;
         for (unsigned j = 0; j < KVS_PK_BLOCK; j++) {
-            uint64_t u = (uint64_t)v[j] - slope * j - base;
+            uint64_t u = (uint64_t)v[j] - slope * j - base; /* below 2^w */
+            size_t at = (size_t)j * w;
+            unsigned bo = (unsigned)(at & 7);
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-            memcpy(d + (size_t)j * w, &u, 8); /* its bytes past w are 0, the next value's start */
+            uint64_t x;
+            memcpy(&x, d + (at >> 3), 8);
+            x |= u << bo;
+            memcpy(d + (at >> 3), &x, 8);
 #else
-            for (unsigned k = 0; k < w; k++) /* little-endian, as kvs_packed_get reads */
-                d[(size_t)j * w + k] = (uint8_t)(u >> (8 * k));
+            for (unsigned k = 0; bo + w > 8 * k; k++) /* little-endian, as kvs_packed_get reads */
+                d[(at >> 3) + k] |= (uint8_t)((u << bo) >> (8 * k));
 #endif
         }
     }
-    memset(b + off, 0, 8);
     if (p->nblocks == p->blocks_cap &&
         kvs_vec_grow((void **)&p->blocks, &p->blocks_cap, sizeof *p->blocks, p->nblocks + 1) < 0)
         return -1;

@@ -332,7 +332,8 @@ static void test_malformed_public(void)
 
 /* The packed tables (reader/packed.c) give back every value as pushed, at
  * every place of a block, for values of every width: constant, rising evenly
- * (0 bytes), small noise on a slope, random 64-bit (the extremes included),
+ * (0 bits), small noise on a slope, random 64-bit (the extremes included),
+ * 57 and 58 bits (the widest held at a bit offset, the first held in 64),
  * falling, and a slope the int32 cannot hold; through sealed blocks and the
  * open one; and ops through kvs_op_push/kvs_op_get with their captured bit. */
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
@@ -354,13 +355,15 @@ static int64_t pattern(unsigned f, size_t i)
     case 4: return i % 97 == 0 ? INT64_MIN : i % 89 == 0 ? INT64_MAX : -(int64_t)i;
     case 5: return (int64_t)i * ((int64_t)1 << 40);
     case 6: return (int64_t)(rng() % 3000);
-    default: return (int64_t)(i / 300);
+    case 7: return (int64_t)(i / 300);
+    case 8: return (int64_t)(rng() >> 7) - ((int64_t)1 << 56); /* 57 bits: the widest read at any bit */
+    default: return (int64_t)(rng() >> 6);                     /* 58 bits: held in 64 */
     }
 }
 
 static void test_packed_tables(void)
 {
-    enum { NF = 8, N = 128 * 37 + 55 };
+    enum { NF = 10, N = 128 * 37 + 55 };
     struct kvs_packed p = {0};
     static int64_t want[N][NF];
     for (size_t i = 0; i < N; i++) {
@@ -379,14 +382,16 @@ static void test_packed_tables(void)
         for (unsigned f = 0; f < NF; f++)
             bad += kvs_packed_get(&p, i, f) != want[i][f];
     KVS_CHECK_EQ_INT(bad, 0);
-    /* the evenly rising and constant fields take no bytes, the rest what they need */
+    /* the evenly rising and constant fields take no bits, the rest what they need */
     const struct kvs_pk_field *h = (const struct kvs_pk_field *)p.blocks[3];
     KVS_CHECK_EQ_INT(h[0].w, 0);
     KVS_CHECK_EQ_INT(h[1].w, 0);
-    KVS_CHECK(h[2].w <= 2);
-    KVS_CHECK_EQ_INT(h[3].w, 8);
-    KVS_CHECK_EQ_INT(h[5].w, 6); /* 2^40 a record: a slope past int32, so 127 x 2^40 in bytes */
-    KVS_CHECK(h[6].w == 2);
+    KVS_CHECK(h[2].w <= 12);
+    KVS_CHECK_EQ_INT(h[3].w, 64);
+    KVS_CHECK_EQ_INT(h[5].w, 47); /* 2^40 a record: a slope past int32, so 127 x 2^40 in bits */
+    KVS_CHECK(h[6].w == 12);      /* 0-2999 */
+    KVS_CHECK_EQ_INT(h[8].w, 57);
+    KVS_CHECK_EQ_INT(h[9].w, 64);
     kvs_packed_free(&p);
 
     struct kvs_trace_data t;

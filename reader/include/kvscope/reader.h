@@ -230,9 +230,9 @@ struct kvs_opkey {
  * packed tables: how the records are held. A table of records of nf int64
  * fields (nf <= KVS_PK_MAX_FIELDS) in blocks of KVS_PK_BLOCK records; in a
  * sealed block each field is base + slope x j + u_j (j the record's place in
- * the block), u_j in the fewest whole bytes the block needs: 0 for a field
- * constant or rising evenly over the block (a thread, an External id), one
- * or two for an interned name, three or four for a time. Exact for every
+ * the block), u_j in the fewest bits the block needs (past 57, 64): 0 for a
+ * field constant or rising evenly over the block (a thread, an External id),
+ * a few for an interned name, 20-30 for a time. Exact for every
  * int64. The last block is held plain until it fills. Append-only: records
  * are read by value (kvs_packed_get), never changed in place (packed.c). */
 #define KVS_PK_BLOCK 128
@@ -242,8 +242,9 @@ struct kvs_pk_field {  /* one field of a sealed block, at its start */
     int64_t base;
     int32_t slope;
     uint16_t off;      /* of the field's u_j from the block's start (w 0: 8 zero bytes) */
-    uint8_t w;         /* bytes a u_j, 0-8 */
-    uint8_t sh;        /* 64 - 8w, 0 for w 0 and 8: u_j is the 8 bytes read there, << sh >> sh */
+    uint8_t w;         /* bits a u_j, 0-57 or 64; u_j of record j starts at bit j x w */
+    uint8_t sh;        /* 64 - w, 0 for w 0: u_j is the 8 bytes read at its first bit's byte,
+                        * >> its bit there, & (~0 >> sh) */
 };
 
 struct kvs_packed {
@@ -297,16 +298,17 @@ KVS_PK_INLINE int64_t kvs_packed_get(const struct kvs_packed *p, size_t i, unsig
     const uint8_t *blk = p->blocks[b];
     struct kvs_pk_field h;
     memcpy(&h, blk + (size_t)f * sizeof h, sizeof h);
-    const uint8_t *d = blk + h.off + j * h.w;
+    const size_t at = j * h.w;
+    const uint8_t *d = blk + h.off + (at >> 3);
     uint64_t u;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     memcpy(&u, d, 8); /* a sealed block has 8 bytes after its last value */
-    u = u << h.sh >> h.sh;
 #else
     u = 0;
-    for (unsigned k = 0; k < h.w; k++)
+    for (unsigned k = 0; k < 8; k++)
         u |= (uint64_t)d[k] << (8 * k);
 #endif
+    u = (u >> (at & 7)) & (~(uint64_t)0 >> h.sh);
     return (int64_t)((uint64_t)h.base + (uint64_t)(int64_t)h.slope * j + u);
 }
 

@@ -456,6 +456,19 @@ static int usage(const char *argv0)
 }
 
 /* Puts the process in state st (after CUDA is up: d, s are live). */
+/* the detach states' end: the own thread joined, the detach checked, its DETACH line */
+static void detach_done(pthread_t own, const std::string &st, long busy)
+{
+    pthread_join(own, nullptr);
+    g_busy_launches = busy;
+    if (!g_detached) {
+        fprintf(stderr, "cupti_idle: cuptiFinalize did not succeed\n");
+        exit(1);
+    }
+    printf("DETACH state=%s finalize_ms=%.3f attach_ms=%.3f launches_meanwhile=%ld\n", st.c_str(), g_finalize_ms,
+           g_attach_ms, busy);
+}
+
 static void enter_state(const std::string &st, int n, int *d, cudaStream_t s)
 {
     if (st == "bare")
@@ -503,14 +516,7 @@ static void enter_state(const std::string &st, int n, int *d, cudaStream_t s)
                 run_loop(L_PYTORCH, 100, d, s);
                 busy += 100;
             }
-            pthread_join(own, nullptr);
-            g_busy_launches = busy;
-            if (!g_detached) {
-                fprintf(stderr, "cupti_idle: cuptiFinalize did not succeed\n");
-                exit(1);
-            }
-            printf("DETACH state=%s finalize_ms=%.3f attach_ms=%.3f launches_meanwhile=%ld\n",
-                   st.c_str(), g_finalize_ms, g_attach_ms, busy);
+            detach_done(own, st, busy);
             return;
         }
         if (st == "reattach-own" || st == "reattach-own-busy") {
@@ -525,14 +531,7 @@ static void enter_state(const std::string &st, int n, int *d, cudaStream_t s)
                 run_loop(L_PYTORCH, 100, d, s);
                 busy += 100;
             }
-            pthread_join(own, nullptr);
-            g_busy_launches = busy;
-            if (!g_detached) {
-                fprintf(stderr, "cupti_idle: cuptiFinalize did not succeed\n");
-                exit(1);
-            }
-            printf("DETACH state=%s finalize_ms=%.3f attach_ms=%.3f launches_meanwhile=%ld\n",
-                   st.c_str(), g_finalize_ms, g_attach_ms, busy);
+            detach_done(own, st, busy);
             return;
         }
         pthread_t th;
